@@ -1,0 +1,1 @@
+export * from './normalise.types.ts';

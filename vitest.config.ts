@@ -1,0 +1,34 @@
+import { defineConfig } from 'vitest/config';
+
+// Processes, never threads: the embedded ClickHouse engine is a native addon that must be
+// loaded by one thread per process (DESIGN §2).
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['{apps,libs}/*/src/**/*.test.ts'],
+          exclude: ['**/*.int.test.ts', '**/node_modules/**'],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'int',
+          include: ['{apps,libs}/*/src/**/*.int.test.ts'],
+          exclude: ['**/node_modules/**'],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+          // Two cores: integration files share one Kafka broker and one Redis; running two at
+          // once is the most this machine takes without timing noise.
+          maxWorkers: 2,
+          minWorkers: 1,
+        },
+      },
+    ],
+  },
+});
