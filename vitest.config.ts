@@ -23,10 +23,6 @@ export default defineConfig({
           exclude: ['**/node_modules/**'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
-          // Two cores: integration files share one Kafka broker and one Redis; running two at
-          // once is the most this machine takes without timing noise.
-          maxWorkers: 2,
-          minWorkers: 1,
         },
       },
     ],

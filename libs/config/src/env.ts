@@ -34,7 +34,7 @@ export const envInt = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
       .regex(/^-?\d+$/, 'must be an integer')
       .transform(Number)
       .pipe(z.number().int().min(min).max(max))
-      .default(String(def)),
+      .default(def),
   ) as unknown as z.ZodType<number>;
 
 export const envBool = (def: boolean) =>
@@ -43,7 +43,7 @@ export const envBool = (def: boolean) =>
     z
       .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], { message: 'must be true or false' })
       .transform((v) => ['1', 'true', 'yes', 'on'].includes(v))
-      .default(def ? 'true' : 'false'),
+      .default(def),
   ) as unknown as z.ZodType<boolean>;
 
 export const envString = (def: string) => z.preprocess(unsetEmpty, z.string().default(def)) as unknown as z.ZodType<string>;

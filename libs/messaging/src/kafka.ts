@@ -1,0 +1,165 @@
+import { Kafka, logLevel, CompressionTypes, type Producer, type Message } from 'kafkajs';
+import type { Logger } from '@booktape/config';
+import type { Venue } from '@booktape/domain';
+
+export interface KafkaConfig {
+  brokers: string[];
+  clientId: string;
+  /** Prefix of every topic name, so tests and several deployments can share a broker. */
+  topicPrefix: string;
+}
+
+export interface Topics {
+  raw: Record<Venue, string>;
+  deadLetter: string;
+  gaps: string;
+}
+
+export function topicNames(prefix: string): Topics {
+  return {
+    raw: { 'exchange-a': `${prefix}raw.exchange-a`, 'exchange-b': `${prefix}raw.exchange-b` },
+    deadLetter: `${prefix}raw.dead-letter`,
+    gaps: `${prefix}capture.gaps`,
+  };
+}
+
+/** kafkajs logs through our logger, at warn and above: its info chatter is per rebalance. */
+export function createKafka(cfg: KafkaConfig, log: Logger): Kafka {
+  return new Kafka({
+    clientId: cfg.clientId,
+    brokers: cfg.brokers,
+    logLevel: logLevel.WARN,
+    logCreator: () => ({ namespace, level, log: entry }) => {
+      const { message, ...rest } = entry;
+      const fn = level <= logLevel.ERROR ? log.error.bind(log) : log.warn.bind(log);
+      fn({ kafka: namespace, ...rest }, message);
+    },
+    retry: { initialRetryTime: 200, retries: 8, maxRetryTime: 10_000 },
+  });
+}
+
+/** Raw topics get enough partitions for the sink to spread; one market always maps to one. */
+export async function ensureTopics(kafka: Kafka, topics: Topics, partitions = 8): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const wanted = [
+      ...Object.values(topics.raw).map((t) => ({ topic: t, numPartitions: partitions })),
+      { topic: topics.deadLetter, numPartitions: 1 },
+      { topic: topics.gaps, numPartitions: 1 },
+    ].filter((t) => !existing.has(t.topic));
+    if (wanted.length > 0) {
+      await admin.createTopics({ topics: wanted.map((t) => ({ ...t, replicationFactor: -1 })), waitForLeaders: true });
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export interface BatchingProducerOptions {
+  /** Flush when this many messages are buffered… */
+  maxMessages: number;
+  /** …or when the oldest buffered message is this old. */
+  lingerMs: number;
+  /** Above this many buffered messages, `send` waits for a flush (back-pressure). */
+  highWaterMark: number;
+}
+
+export interface OutgoingMessage {
+  topic: string;
+  key: string;
+  value: string;
+}
+
+/**
+ * An idempotent producer that batches: capture calls `send` per frame; messages are
+ * grouped by topic and written with one sendBatch per flush. Idempotence (acks=all,
+ * one request in flight) means a retried request cannot duplicate or reorder a market's
+ * messages; batching is what keeps the throughput despite one request in flight.
+ */
+export class BatchingProducer {
+  private buffer: OutgoingMessage[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private lastError: Error | undefined;
+  readonly stats = { sent: 0, flushes: 0, errors: 0 };
+  private readonly producer: Producer;
+
+  constructor(
+    kafka: Kafka,
+    private readonly log: Logger,
+    private readonly opts: BatchingProducerOptions = { maxMessages: 5_000, lingerMs: 20, highWaterMark: 50_000 },
+  ) {
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+  }
+
+  async connect(): Promise<void> {
+    await this.producer.connect();
+  }
+
+  /** Buffers a message; resolves at once unless the buffer is over its high-water mark. */
+  async send(msg: OutgoingMessage): Promise<void> {
+    this.buffer.push(msg);
+    if (this.buffer.length >= this.opts.maxMessages) this.scheduleFlush(0);
+    else if (!this.timer) this.scheduleFlush(this.opts.lingerMs);
+    if (this.buffer.length >= this.opts.highWaterMark) await this.flush();
+  }
+
+  private scheduleFlush(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush().catch(() => undefined);
+    }, ms);
+  }
+
+  /** Writes everything buffered so far; resolves once Kafka acknowledged it. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      while (this.buffer.length > 0) {
+        const batch = this.buffer;
+        this.buffer = [];
+        const byTopic = new Map<string, Message[]>();
+        for (const m of batch) {
+          let list = byTopic.get(m.topic);
+          if (!list) byTopic.set(m.topic, (list = []));
+          list.push({ key: m.key, value: m.value });
+        }
+        try {
+          await this.producer.sendBatch({
+            topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+            acks: -1,
+            compression: CompressionTypes.None,
+          });
+          this.stats.sent += batch.length;
+          this.stats.flushes += 1;
+          this.lastError = undefined;
+        } catch (e) {
+          // kafkajs already retried; keep the messages (in order, ahead of newer ones) and
+          // try again shortly. Capture never drops what it accepted.
+          this.stats.errors += 1;
+          this.lastError = e as Error;
+          this.buffer = batch.concat(this.buffer);
+          this.log.error({ err: e, buffered: this.buffer.length }, 'kafka send failed; retrying');
+          await new Promise((r) => setTimeout(r, 1_000));
+        }
+      }
+    });
+    return this.flushing;
+  }
+
+  get buffered(): number {
+    return this.buffer.length;
+  }
+
+  get error(): Error | undefined {
+    return this.lastError;
+  }
+
+  async disconnect(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    await this.flush();
+    await this.producer.disconnect();
+  }
+}
