@@ -18,6 +18,8 @@ export interface ClickHouse {
   database: string;
   mode: 'embedded' | 'server';
   cluster: string | undefined;
+  /** Embedded mode: the engine's directory (another chdb Session may open the same path). */
+  embeddedPath: string | undefined;
   /** `db.table`, so SQL never depends on the connection's default database. */
   table(name: string): string;
   close(): Promise<void>;
@@ -73,6 +75,7 @@ export async function openClickHouse(cfg: ClickHouseConfig): Promise<ClickHouse>
     database: cfg.database,
     mode,
     cluster: cfg.cluster,
+    embeddedPath: mode === 'embedded' ? cfg.embeddedPath : undefined,
     table: (name) => `${cfg.database}.${name}`,
     close: async () => {
       if (closed) return;
