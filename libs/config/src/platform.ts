@@ -1,0 +1,60 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { envInt, envList, envOptional, envString, envUrl } from './env.ts';
+import { dataDir } from './paths.ts';
+
+/**
+ * Variables every app shares: where the real services are and where local state lives.
+ * Each app's schema extends this one; `npm start` and `npm test` fill KAFKA_BROKERS and
+ * REDIS_URL with the project's own local services.
+ */
+export const platformEnvSchema = z.object({
+  BOOKTAPE_DATA_DIR: envOptional(),
+  LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
+  CLICKHOUSE_URL: envUrl(undefined, ['http', 'https']),
+  CLICKHOUSE_USER: envOptional(),
+  CLICKHOUSE_PASSWORD: envOptional(),
+  CLICKHOUSE_DATABASE: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be an identifier').default('booktape')),
+  CLICKHOUSE_CLUSTER: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be an identifier').optional()),
+  KAFKA_BROKERS: envList(['127.0.0.1:19092']).refine((l) => l.length > 0 && l.every((b) => /^[^\s:]+:\d{1,5}$/.test(b)), 'must be host:port[,host:port…]'),
+  KAFKA_TOPIC_PREFIX: envString(''),
+  REDIS_URL: envUrl('redis://127.0.0.1:16379', ['redis', 'rediss']),
+  WORKER_ID: envInt(1, 0, 2 ** 31),
+});
+
+export type PlatformEnv = z.infer<typeof platformEnvSchema>;
+
+export interface PlatformConfig {
+  dataDir: string;
+  logLevel: string;
+  clickhouse: {
+    url: string | undefined;
+    username: string | undefined;
+    password: string | undefined;
+    database: string;
+    cluster: string | undefined;
+    embeddedPath: string;
+  };
+  kafka: { brokers: string[]; topicPrefix: string };
+  redisUrl: string;
+  workerId: number;
+}
+
+export function platformConfig(env: PlatformEnv, rawEnv: NodeJS.ProcessEnv = process.env): PlatformConfig {
+  const dir = env.BOOKTAPE_DATA_DIR ? path.resolve(env.BOOKTAPE_DATA_DIR) : dataDir(rawEnv);
+  return {
+    dataDir: dir,
+    logLevel: env.LOG_LEVEL,
+    clickhouse: {
+      url: env.CLICKHOUSE_URL,
+      username: env.CLICKHOUSE_USER,
+      password: env.CLICKHOUSE_PASSWORD,
+      database: env.CLICKHOUSE_DATABASE,
+      cluster: env.CLICKHOUSE_CLUSTER,
+      embeddedPath: path.join(dir, 'clickhouse'),
+    },
+    kafka: { brokers: env.KAFKA_BROKERS, topicPrefix: env.KAFKA_TOPIC_PREFIX },
+    redisUrl: env.REDIS_URL!,
+    workerId: env.WORKER_ID,
+  };
+}
