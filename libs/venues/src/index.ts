@@ -1,1 +1,7 @@
 export * from './normalise.types.ts';
+export * from './decimal.ts';
+export * from './content-hash.ts';
+export * from './exchange-a.normaliser.ts';
+export * from './exchange-b.normaliser.ts';
+export * from './sequencer.ts';
+export * from './capture-file.ts';

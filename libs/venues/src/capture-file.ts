@@ -1,0 +1,347 @@
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline, type Readable, type Writable } from 'node:stream';
+import { constants as zlibConstants, createGunzip, createGzip, type Gzip } from 'node:zlib';
+import { VENUES, type CaptureLine, type Venue } from '@booktape/domain';
+import { isRecord, kindOf } from './frame-text.ts';
+
+/**
+ * Capture files (DESIGN §6): NDJSON, one line per websocket frame,
+ * `{"venue","received_at","frame"}`, gzip when the name ends in `.gz`.
+ */
+
+export interface CaptureFileWriterOptions {
+  dir: string;
+  /** File name prefix, e.g. `exchange-a-w1`. */
+  prefix: string;
+  /** Start a new file once this many (uncompressed) bytes were written to the current one. */
+  rotateBytes?: number;
+  /** Start a new file once the current one is this old. */
+  rotateMs?: number;
+  gzip?: boolean;
+  /**
+   * gzip only: push compressed output to the file at most this long after a line was
+   * appended (a sync flush), so a crash loses at most this much of the file. Default 1000;
+   * 0 turns it off (output then reaches the file in compressor-sized blocks).
+   */
+  flushMs?: number;
+  /** Clock for file names and rotation by age; defaults to Date.now. */
+  now?: () => number;
+}
+
+interface OpenFile {
+  path: string;
+  openedAt: number;
+  bytes: number;
+  file: WriteStream;
+  sink: Writable; // the gzip stream, or the file itself
+  gzip: Gzip | null;
+}
+
+/**
+ * Appends capture lines, rotating by size or age. Names sort by time:
+ * `<prefix>-<yyyymmddThhmmss.mmmZ>-<counter>.ndjson[.gz]`; the counter keeps names of one
+ * writer unique and ordered within a millisecond, and files are opened exclusively (`wx`),
+ * so a name that exists already is skipped, never overwritten.
+ *
+ * Appends are serialised: call without awaiting and lines still land in call order. A
+ * write error fails that append and every later one.
+ */
+export class CaptureFileWriter {
+  private current: OpenFile | null = null;
+  private chain: Promise<void> = Promise.resolve();
+  private failure: unknown = null;
+  private counter = 0;
+  private closed = false;
+  private closing: Promise<void> | null = null;
+  private readonly opened: string[] = [];
+  private readonly now: () => number;
+  private flushTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly opts: CaptureFileWriterOptions) {
+    if (!/^[\w.-]+$/.test(opts.prefix)) throw new Error(`capture file prefix must be [A-Za-z0-9_.-]+: ${opts.prefix}`);
+    if (opts.rotateBytes !== undefined && !(opts.rotateBytes > 0)) throw new RangeError('rotateBytes must be > 0');
+    if (opts.rotateMs !== undefined && !(opts.rotateMs > 0)) throw new RangeError('rotateMs must be > 0');
+    if (opts.flushMs !== undefined && !(opts.flushMs >= 0)) throw new RangeError('flushMs must be >= 0');
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Files opened so far, in order. */
+  get files(): readonly string[] {
+    return this.opened;
+  }
+
+  get currentPath(): string | null {
+    return this.current?.path ?? null;
+  }
+
+  /** Appends a frame that is already parsed JSON. */
+  append(line: CaptureLine): Promise<void> {
+    return this.enqueue(async () => {
+      const text = `${JSON.stringify({ venue: line.venue, received_at: line.received_at, frame: line.frame ?? null })}\n`;
+      await this.write(text);
+      this.scheduleFlush();
+    });
+  }
+
+  private scheduleFlush(): void {
+    const ms = this.opts.flushMs ?? 1000;
+    if (!this.opts.gzip || ms === 0 || this.flushTimer !== null) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = null;
+      // A failed flush is a failed write: it surfaces on the next append.
+      if (!this.closed) this.flush().catch(() => undefined);
+    }, ms);
+    this.flushTimer.unref();
+  }
+
+  /**
+   * Appends a frame as it came off the wire. JSON objects and arrays are stored parsed;
+   * anything else (`PONG`, garbage, a bare JSON scalar) is stored as the JSON string of
+   * its text, so that replaying it hands the normaliser the same text it saw live.
+   */
+  appendFrame(venue: Venue, receivedAt: Date, data: string | Uint8Array): Promise<void> {
+    const text = typeof data === 'string' ? data : new TextDecoder().decode(data);
+    let frame: unknown = text;
+    const t = text.trimStart();
+    if (t.startsWith('{') || t.startsWith('[')) {
+      try {
+        frame = JSON.parse(text) as unknown;
+      } catch {
+        frame = text;
+      }
+    }
+    return this.append({ venue, received_at: receivedAt.toISOString(), frame });
+  }
+
+  /** Pushes buffered gzip output to the file, so a reader sees every line so far. */
+  flush(): Promise<void> {
+    return this.enqueue(async () => {
+      const cur = this.current;
+      if (!cur) return;
+      if (cur.gzip) {
+        const gz = cur.gzip;
+        await new Promise<void>((resolve) => gz.flush(zlibConstants.Z_SYNC_FLUSH, () => resolve()));
+      }
+    });
+  }
+
+  /** Finishes the current file (gzip trailer included). Further appends fail. */
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    this.closing = this.chain.then(() => this.finish());
+    this.closed = true;
+    return this.closing;
+  }
+
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('capture file writer is closed'));
+    const run = this.chain.then(async () => {
+      if (this.failure !== null) throw this.failure;
+      try {
+        await task();
+      } catch (err) {
+        this.failure = err;
+        throw err;
+      }
+    });
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async write(text: string): Promise<void> {
+    const bytes = Buffer.byteLength(text);
+    const now = this.now();
+    const cur = this.current;
+    if (cur) {
+      const tooBig = this.opts.rotateBytes !== undefined && cur.bytes > 0 && cur.bytes + bytes > this.opts.rotateBytes;
+      const tooOld = this.opts.rotateMs !== undefined && now - cur.openedAt >= this.opts.rotateMs;
+      if (tooBig || tooOld) await this.finish();
+    }
+    const target = this.current ?? (await this.open(now));
+    target.bytes += bytes;
+    await writeAll(target.sink, text, target.file);
+  }
+
+  private async open(now: number): Promise<OpenFile> {
+    await mkdir(this.opts.dir, { recursive: true });
+    const stamp = new Date(now).toISOString().replace(/[-:]/g, '');
+    const ext = this.opts.gzip ? '.ndjson.gz' : '.ndjson';
+    for (;;) {
+      this.counter += 1;
+      const path = join(this.opts.dir, `${this.opts.prefix}-${stamp}-${String(this.counter).padStart(6, '0')}${ext}`);
+      const file = createWriteStream(path, { flags: 'wx' });
+      const opened = await new Promise<unknown>((resolve) => {
+        file.once('open', () => resolve(null));
+        file.once('error', (err) => resolve(err));
+      });
+      if (opened !== null) {
+        if ((opened as NodeJS.ErrnoException).code === 'EEXIST') continue;
+        throw opened;
+      }
+      const gzip = this.opts.gzip ? createGzip() : null;
+      if (gzip) gzip.pipe(file);
+      const entry: OpenFile = { path, openedAt: now, bytes: 0, file, sink: gzip ?? file, gzip };
+      this.current = entry;
+      this.opened.push(path);
+      return entry;
+    }
+  }
+
+  private async finish(): Promise<void> {
+    const cur = this.current;
+    if (!cur) return;
+    this.current = null;
+    await new Promise<void>((resolve, reject) => {
+      cur.file.once('error', reject);
+      cur.file.once('close', () => resolve());
+      cur.sink.end();
+    });
+  }
+}
+
+function writeAll(sink: Writable, text: string, file: WriteStream): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    file.once('error', onError);
+    sink.once('error', onError);
+    sink.write(text, (err) => {
+      file.off('error', onError);
+      sink.off('error', onError);
+      if (err) reject(err);
+      else resolve();
+    });
+  });
+}
+
+export type CaptureEntry = { lineNo: number; line: CaptureLine } | { lineNo: number; error: string };
+
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+/** Validates one line of a capture file. */
+export function parseCaptureLine(text: string): { line: CaptureLine } | { error: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return { error: 'not JSON' };
+  }
+  if (!isRecord(v)) return { error: `a JSON ${kindOf(v)}, not an object` };
+  const venue = v['venue'];
+  if (typeof venue !== 'string' || !(VENUES as readonly string[]).includes(venue)) {
+    return { error: `unknown venue ${JSON.stringify(venue ?? null)}` };
+  }
+  const at = v['received_at'];
+  if (at === undefined || at === null) return { error: 'received_at missing' };
+  if (typeof at !== 'string' || !ISO_8601.test(at) || !Number.isFinite(Date.parse(at))) {
+    return { error: `received_at is not an ISO 8601 time: ${JSON.stringify(at)}` };
+  }
+  if (!('frame' in v)) return { error: 'frame missing' };
+  return { line: { venue: venue as Venue, received_at: at, frame: v['frame'] } };
+}
+
+function openInput(path: string): Readable {
+  const file = createReadStream(path);
+  if (!path.endsWith('.gz')) return file;
+  const gunzip = createGunzip();
+  // pipeline hands a file error (missing, unreadable) to the gunzip stream the caller
+  // iterates, and closes the file when the caller stops early.
+  pipeline(file, gunzip, () => undefined);
+  return gunzip;
+}
+
+/** Errors of the compressed data itself (truncated, corrupt), as opposed to I/O errors. */
+function isZlibError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('Z_');
+}
+
+function isBlank(buf: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const b = buf[i];
+    if (b !== 0x20 && b !== 0x09 && b !== 0x0d) return false;
+  }
+  return true;
+}
+
+/**
+ * Splits a byte stream into lines. Yields `{ line }` for each line and, when the
+ * compressed data ends early or is corrupt, one final `{ error }`. I/O errors throw.
+ */
+async function* rawLines(path: string): AsyncGenerator<{ text: string } | { error: string }> {
+  const decoder = new TextDecoder();
+  let pending: Buffer[] = [];
+  try {
+    for await (const chunk of openInput(path) as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (;;) {
+        const nl = chunk.indexOf(0x0a, start);
+        if (nl < 0) break;
+        const piece = chunk.subarray(start, nl);
+        const whole = pending.length > 0 ? Buffer.concat([...pending, piece]) : piece;
+        pending = [];
+        yield { text: decoder.decode(whole) };
+        start = nl + 1;
+      }
+      if (start < chunk.length) pending.push(chunk.subarray(start));
+    }
+  } catch (err) {
+    if (!isZlibError(err)) throw err;
+    const partial = pending.reduce((n, b) => n + b.length, 0);
+    const why = err instanceof Error ? err.message : String(err);
+    yield {
+      error: `compressed data ends early or is corrupt (${why})${partial > 0 ? `; a partial line of ${partial} bytes is lost` : ''}`,
+    };
+    return;
+  }
+  if (pending.length > 0) yield { text: decoder.decode(Buffer.concat(pending)) };
+}
+
+/**
+ * Reads a capture file line by line. A malformed line yields `{ lineNo, error }` and
+ * reading goes on; a truncated gzip tail yields a last error entry instead of throwing.
+ * Blank lines are skipped (their numbers still count). Line numbers start at 1.
+ */
+export async function* readCaptureFile(path: string): AsyncGenerator<CaptureEntry> {
+  let lineNo = 0;
+  for await (const item of rawLines(path)) {
+    lineNo += 1;
+    if ('error' in item) {
+      yield { lineNo, error: item.error };
+      return;
+    }
+    if (/^[ \t\r]*$/.test(item.text)) continue;
+    const parsed = parseCaptureLine(item.text);
+    yield 'line' in parsed ? { lineNo, line: parsed.line } : { lineNo, error: parsed.error };
+  }
+}
+
+/**
+ * How many entries readCaptureFile will yield (non-blank lines, plus one for a truncated
+ * gzip tail), without parsing JSON: the total of a progress bar.
+ */
+export async function countCaptureLines(path: string): Promise<number> {
+  let count = 0;
+  let lineHasText = false;
+  try {
+    for await (const chunk of openInput(path) as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (;;) {
+        const nl = chunk.indexOf(0x0a, start);
+        const end = nl < 0 ? chunk.length : nl;
+        if (!lineHasText && !isBlank(chunk, start, end)) lineHasText = true;
+        if (nl < 0) break;
+        if (lineHasText) count += 1;
+        lineHasText = false;
+        start = nl + 1;
+      }
+    }
+  } catch (err) {
+    if (!isZlibError(err)) throw err;
+    return count + 1;
+  }
+  return lineHasText ? count + 1 : count;
+}

@@ -1,0 +1,83 @@
+import type {
+  ExchangeAEvent,
+  ExchangeAMessage,
+  ExchangeBMessage,
+  ExchangeBRecord,
+  RawMessage,
+  Venue,
+} from '@booktape/domain';
+import { canonicalJson, contentHash, sha1Hex } from './content-hash.ts';
+
+const FRAME_SHIFT = 11n; // 2^11 records per frame slot
+const MS_SHIFT = 23n; // 2^12 frame slots per millisecond
+const SLOT = 1n << FRAME_SHIFT;
+const MAX_MS = 2 ** 41 - 1; // ms * 2^23 must fit UInt64
+
+/**
+ * Stamps normalised records with lineage (records.ts `Lineage`).
+ *
+ * ingest_seq = received_ms·2^23 + frameIndexWithinMs·2^11 + recordIndex, counted per venue.
+ * One frame takes one 2^11 slot (an empty frame too: every `stamp` call is a frame). The
+ * counters never wrap: a frame with more than 2048 records spills into the next slots, and
+ * more than 4096 slots in one millisecond spill into the next millisecond's range, which
+ * later frames then continue after. Likewise a clock that steps back continues after the
+ * last number given. So ingest_seq is strictly increasing for a venue within one
+ * Sequencer, and equals the formula exactly whenever nothing overflows and time does not
+ * go back. Deterministic: the same frames, in the same order, with the same receive times,
+ * give the same messages.
+ *
+ * dedup_id:
+ * - A: the event's hash (the venue's hash, or the normaliser's content hash where the
+ *   venue sent none). Exception: when the hash is the venue's `transaction_hash` (one
+ *   transaction can carry several trades) it is the content hash of the whole event.
+ *   Storage scopes it further by (market, date, timestamp, asset_id, event_type).
+ * - B: sha1 of `${epoch_ms}|${sid}|${seq}|${type}|${ticker}|${expected_seq ?? ''}`; for a
+ *   record without sid or seq, that text plus `|` and the record's canonical JSON.
+ */
+export class Sequencer {
+  private readonly next = new Map<Venue, bigint>();
+
+  constructor(readonly workerId: number) {
+    if (!Number.isInteger(workerId) || workerId < 0 || workerId > 0xffff_ffff) {
+      throw new RangeError(`worker id must be a UInt32, got ${workerId}`);
+    }
+  }
+
+  stamp(receivedAt: Date, records: readonly ExchangeAEvent[], venue: 'exchange-a'): ExchangeAMessage[];
+  stamp(receivedAt: Date, records: readonly ExchangeBRecord[], venue: 'exchange-b'): ExchangeBMessage[];
+  stamp(receivedAt: Date, records: readonly (ExchangeAEvent | ExchangeBRecord)[], venue: Venue): RawMessage[];
+  stamp(receivedAt: Date, records: readonly (ExchangeAEvent | ExchangeBRecord)[], venue: Venue): RawMessage[] {
+    const ms = receivedAt.getTime();
+    if (!Number.isInteger(ms) || ms < 0 || ms > MAX_MS) {
+      throw new RangeError(`receivedAt out of range: ${String(receivedAt)}`);
+    }
+    const base = BigInt(ms) << MS_SHIFT;
+    const free = this.next.get(venue) ?? 0n;
+    const start = base > free ? base : free;
+    const slots = BigInt(Math.max(1, Math.ceil(records.length / Number(SLOT))));
+    this.next.set(venue, start + slots * SLOT);
+
+    const received_at = receivedAt.toISOString();
+    return records.map((r, i): RawMessage => {
+      const ingest_seq = (start + BigInt(i)).toString();
+      const lineage = { received_at, worker_id: this.workerId, ingest_seq };
+      if (venue === 'exchange-a') {
+        const event = r as ExchangeAEvent;
+        return { venue, ...lineage, dedup_id: dedupIdA(event), event };
+      }
+      const record = r as ExchangeBRecord;
+      return { venue, ...lineage, dedup_id: dedupIdB(record), record };
+    });
+  }
+}
+
+export function dedupIdA(event: ExchangeAEvent): string {
+  const tx = event.extra?.['transaction_hash'];
+  if (typeof tx === 'string' && tx === event.hash) return contentHash(event);
+  return event.hash;
+}
+
+export function dedupIdB(r: ExchangeBRecord): string {
+  const key = `${r.epoch_ms}|${r.sid}|${r.seq}|${r.type}|${r.ticker}|${r.expected_seq ?? ''}`;
+  return sha1Hex(r.sid === null || r.seq === null ? `${key}|${canonicalJson(r)}` : key);
+}
