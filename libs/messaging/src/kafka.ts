@@ -1,4 +1,4 @@
-import { Kafka, logLevel, CompressionTypes, type Producer, type Message } from 'kafkajs';
+import { Kafka, logLevel, CompressionTypes, Partitioners, type Producer, type Message } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
 
@@ -91,7 +91,16 @@ export class BatchingProducer {
     private readonly log: Logger,
     private readonly opts: BatchingProducerOptions = { maxMessages: 5_000, lingerMs: 20, highWaterMark: 50_000 },
   ) {
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    // Idempotence wants unlimited retries inside kafkajs; our flush loop adds its own on top.
+    // The default (murmur2) partitioner is the Java client's, so keys map to the same
+    // partitions whichever client produced them.
+    this.producer = kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 10_000 },
+    });
   }
 
   async connect(): Promise<void> {

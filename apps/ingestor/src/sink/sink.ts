@@ -1,4 +1,4 @@
-import type { Kafka, Consumer, EachBatchPayload, Producer } from 'kafkajs';
+import { Partitioners, type Kafka, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import type { CaptureGap, RawMessage, Venue } from '@booktape/domain';
 import { CaptureGapsRepository, RawEventsRepository, type ClickHouse, type StoredMessage } from '@booktape/storage';
@@ -31,6 +31,8 @@ export interface SinkOptions {
   maxWaitMs: number;
   maxBytesPerPartition: number;
   partitionsConcurrently: number;
+  /** Consumer group session timeout: how long a crashed sink holds its partitions. */
+  sessionTimeoutMs: number;
   /** Back-off while ClickHouse refuses inserts. */
   retryInitialMs: number;
   retryMaxMs: number;
@@ -41,6 +43,7 @@ const DEFAULTS: SinkOptions = {
   maxWaitMs: 250,
   maxBytesPerPartition: 8 * 1024 * 1024,
   partitionsConcurrently: 4,
+  sessionTimeoutMs: 30_000,
   retryInitialMs: 200,
   retryMaxMs: 10_000,
 };
@@ -168,15 +171,15 @@ export function createSink(deps: SinkDeps) {
     stats,
     async start(): Promise<void> {
       stopping = false;
-      dlq = deps.kafka.producer({ allowAutoTopicCreation: false });
+      dlq = deps.kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
       await dlq.connect();
       consumer = deps.kafka.consumer({
         groupId: deps.groupId,
         minBytes: opts.minBytes,
         maxWaitTimeInMs: opts.maxWaitMs,
         maxBytesPerPartition: opts.maxBytesPerPartition,
-        sessionTimeout: 30_000,
-        heartbeatInterval: 3_000,
+        sessionTimeout: opts.sessionTimeoutMs,
+        heartbeatInterval: Math.max(500, Math.floor(opts.sessionTimeoutMs / 10)),
         retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 10_000 },
       });
       await consumer.connect();

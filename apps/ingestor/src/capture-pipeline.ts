@@ -1,0 +1,106 @@
+import type { Logger } from '@booktape/config';
+import type { CaptureGap, DeadLetter, RawMessage, Venue } from '@booktape/domain';
+import { marketKey } from '@booktape/domain';
+import type { BatchingProducer, Topics } from '@booktape/messaging';
+import { ExchangeBNormaliser, Sequencer, normaliseExchangeA, type CaptureFileWriter, type NormaliseResult } from '@booktape/venues';
+import { encodeRawMessages } from './sink/message-codec.ts';
+
+export interface VenueCounters {
+  frames: number;
+  records: number;
+  controls: number;
+  deadLetters: number;
+  lastFrameAt: number | null;
+}
+
+export interface CapturePipelineDeps {
+  producer: BatchingProducer;
+  topics: Topics;
+  workerId: number;
+  log: Logger;
+  /** Capture files (DESIGN §6), one writer per venue, when capture-to-file is on. */
+  files?: Partial<Record<Venue, CaptureFileWriter>>;
+}
+
+/**
+ * One frame's way from the socket (or a capture file) to Kafka: written to the capture
+ * file first (the file is the venue's truth, parsable or not), normalised, stamped with
+ * lineage, grouped by market (one Kafka message per market and frame keeps a market's order
+ * on its partition), produced. An unparsable frame goes whole to the dead-letter topic and
+ * is counted; nothing here throws on venue input.
+ *
+ * Live capture and replay both run through this class, in frame order, so a replayed file
+ * yields exactly the records (and ingest sequence numbers) it yielded live.
+ */
+export class CapturePipeline {
+  private readonly sequencer: Sequencer;
+  private readonly normaliserB = new ExchangeBNormaliser();
+  readonly counters: Record<Venue, VenueCounters> = {
+    'exchange-a': { frames: 0, records: 0, controls: 0, deadLetters: 0, lastFrameAt: null },
+    'exchange-b': { frames: 0, records: 0, controls: 0, deadLetters: 0, lastFrameAt: null },
+  };
+
+  constructor(private readonly deps: CapturePipelineDeps) {
+    this.sequencer = new Sequencer(deps.workerId);
+  }
+
+  /** A new exchange B connection starts a new seq stream (new sid numbering). */
+  resetExchangeB(): void {
+    this.normaliserB.reset();
+  }
+
+  /**
+   * `frame` is the websocket text (live) or the parsed JSON of a capture line (replay).
+   * Resolves once the records are buffered in the producer (back-pressure included).
+   */
+  async handleFrame(venue: Venue, frame: unknown, receivedAt: Date, opts: { writeFile?: boolean } = {}): Promise<NormaliseResult<unknown>['kind']> {
+    const c = this.counters[venue];
+    c.frames += 1;
+    c.lastFrameAt = receivedAt.getTime();
+    const file = opts.writeFile === false ? undefined : this.deps.files?.[venue];
+    if (file) {
+      const write = typeof frame === 'string' ? file.appendFrame(venue, receivedAt, frame) : file.append({ venue, received_at: receivedAt.toISOString(), frame });
+      write.catch((e: Error) => this.deps.log.error({ err: e.message, venue }, 'capture file write failed'));
+    }
+    const result = venue === 'exchange-a' ? normaliseExchangeA(frame, receivedAt) : this.normaliserB.normalise(frame, receivedAt);
+    if (result.kind === 'control') {
+      c.controls += 1;
+      if (venue === 'exchange-b' && result.name === 'subscribed') this.deps.log.info({ detail: result.detail }, 'exchange B subscribed');
+      return 'control';
+    }
+    if (result.kind === 'invalid') {
+      await this.deadLetter(venue, receivedAt, result.reason, frame);
+      return 'invalid';
+    }
+    const messages: RawMessage[] =
+      venue === 'exchange-a'
+        ? this.sequencer.stamp(receivedAt, result.records as never, 'exchange-a')
+        : this.sequencer.stamp(receivedAt, result.records as never, 'exchange-b');
+    c.records += messages.length;
+    const byMarket = new Map<string, RawMessage[]>();
+    for (const m of messages) {
+      const key = marketKey(m);
+      let list = byMarket.get(key);
+      if (!list) byMarket.set(key, (list = []));
+      list.push(m);
+    }
+    // Every message is buffered synchronously, before any await: a later frame's messages
+    // can then never overtake this frame's on the same market.
+    const sends: Promise<void>[] = [];
+    for (const [key, list] of byMarket) sends.push(this.deps.producer.send({ topic: this.deps.topics.raw[venue], key, value: encodeRawMessages(list) }));
+    await Promise.all(sends);
+    return 'records';
+  }
+
+  async handleGap(gap: CaptureGap): Promise<void> {
+    await this.deps.producer.send({ topic: this.deps.topics.gaps, key: gap.connection_id, value: JSON.stringify(gap) });
+  }
+
+  private async deadLetter(venue: Venue, receivedAt: Date, reason: string, frame: unknown): Promise<void> {
+    this.counters[venue].deadLetters += 1;
+    const text = typeof frame === 'string' ? frame : JSON.stringify(frame);
+    const dl: DeadLetter = { venue, received_at: receivedAt.toISOString(), reason, frame: text };
+    this.deps.log.warn({ venue, reason, frame: text.slice(0, 200) }, 'unparsable frame sent to the dead-letter topic');
+    await this.deps.producer.send({ topic: this.deps.topics.deadLetter, key: venue, value: JSON.stringify(dl) });
+  }
+}

@@ -1,0 +1,105 @@
+import type { Logger } from '@booktape/config';
+import type { Venue } from '@booktape/domain';
+import { ExchangeACapture, ExchangeBCapture, backoffDelay, resolveExchangeATokens, type CapturedFrame, type FeedCallbacks } from './capture/index.ts';
+import type { CapturePipeline } from './capture-pipeline.ts';
+import type { IngestorConfig } from './config.ts';
+
+/** A venue's capture as a long-running part. */
+export interface CaptureSource {
+  venue: Venue;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  status(): Record<string, unknown>;
+}
+
+/**
+ * Builds the capture of each configured venue, wired to the pipeline. Nothing here blocks
+ * start-up on the outside world: exchange A resolves its tokens (configuration or the
+ * metadata API) in the background and keeps retrying with back-off, logging clearly while
+ * the venue cannot be reached.
+ */
+export async function buildCaptureSources(config: IngestorConfig, pipeline: CapturePipeline, log: Logger): Promise<CaptureSource[]> {
+  const callbacks = (venue: Venue): FeedCallbacks => ({
+    onFrame: (f: CapturedFrame) => {
+      pipeline.handleFrame(venue, f.text, f.receivedAt).catch((e: Error) => log.error({ err: e.message, venue }, 'frame handling failed'));
+    },
+    onGap: (gap) => {
+      pipeline.handleGap(gap).catch((e: Error) => log.error({ err: e.message, venue }, 'gap record failed'));
+    },
+  });
+  const sources: CaptureSource[] = [];
+  if (config.venues['exchange-a']) sources.push(exchangeASource(config, callbacks('exchange-a'), log));
+  if (config.venues['exchange-b']) sources.push(exchangeBSource(config, callbacks('exchange-b'), log));
+  return sources;
+}
+
+function exchangeASource(config: IngestorConfig, callbacks: FeedCallbacks, log: Logger): CaptureSource {
+  const a = config.exchangeA;
+  let capture: ExchangeACapture | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let attempt = 0;
+  let lastError: string | null = null;
+
+  const resolveAndStart = async (): Promise<void> => {
+    if (stopped) return;
+    try {
+      const selection = await resolveExchangeATokens({
+        gammaUrl: a.gammaUrl,
+        tokenIds: a.tokens,
+        conditionIds: a.markets,
+        maxMarkets: a.discoverLimit,
+      });
+      if (stopped) return;
+      if (selection.missing.length > 0) log.warn({ venue: 'exchange-a', missing: selection.missing }, 'configured condition ids not found in the metadata API');
+      capture = new ExchangeACapture({ url: a.wsUrl, tokens: selection.tokenIds, logger: log, maxTokensPerConnection: a.tokensPerConnection, ...callbacks });
+      capture.start();
+      lastError = null;
+      log.info({ venue: 'exchange-a', source: selection.source, markets: selection.markets.length, tokens: selection.tokenIds.length }, 'exchange A markets resolved');
+    } catch (e) {
+      lastError = (e as Error).message;
+      const delay = backoffDelay(attempt++, { initialMs: 2_000, maxMs: 60_000, factor: 2, jitter: 0.2 });
+      log.warn({ venue: 'exchange-a', err: lastError, retryInMs: delay }, `exchange A cannot be reached (${a.gammaUrl}); retrying`);
+      timer = setTimeout(() => void resolveAndStart(), delay);
+    }
+  };
+
+  return {
+    venue: 'exchange-a',
+    async start() {
+      stopped = false;
+      void resolveAndStart();
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await capture?.stop();
+    },
+    status: () => ({ venue: 'exchange-a', resolving: !capture, lastError, ...(capture ? { feeds: capture.stats() } : {}) }),
+  };
+}
+
+function exchangeBSource(config: IngestorConfig, callbacks: FeedCallbacks, log: Logger): CaptureSource {
+  const b = config.exchangeB;
+  const capture = new ExchangeBCapture({
+    url: b.wsUrl,
+    tickers: b.tickers,
+    logger: log,
+    keyId: b.credentials?.keyId,
+    privateKeyPem: b.credentials?.privateKeyPem,
+    // One connection: Kalshi numbers subscriptions per connection, and replay cannot tell
+    // connections apart, so all tickers share one seq stream.
+    maxTickersPerConnection: 100_000,
+    ...callbacks,
+  });
+  return {
+    venue: 'exchange-b',
+    async start() {
+      capture.start();
+    },
+    async stop() {
+      await capture.stop();
+    },
+    status: () => ({ ...capture.stats() }),
+  };
+}

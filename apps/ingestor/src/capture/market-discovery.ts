@@ -1,0 +1,208 @@
+/**
+ * Which exchange A (Polymarket) tokens to capture: explicit token ids, the tokens of explicit
+ * condition ids, or markets discovered from the metadata (gamma) API. The API answers
+ * `outcomes`, `outcomePrices` and `clobTokenIds` as JSON-encoded strings inside the JSON.
+ *
+ * Errors are thrown as MarketDiscoveryError with the URL and cause; the caller logs and retries
+ * (nothing here retries or exits).
+ */
+
+export interface DiscoveredMarket {
+  conditionId: string;
+  slug: string | null;
+  question: string | null;
+  /** In outcome order (YES first for binary markets). */
+  tokenIds: string[];
+  outcomes: string[];
+  eventSlug: string | null;
+  negRisk: boolean;
+  enableOrderBook: boolean;
+  active: boolean;
+  closed: boolean;
+}
+
+export interface ExchangeASelection {
+  source: 'tokens' | 'conditions' | 'discovery';
+  /** Token ids to subscribe, deduplicated, each market's tokens adjacent. */
+  tokenIds: string[];
+  markets: DiscoveredMarket[];
+  /** Condition ids asked for that the API did not return (source 'conditions'). */
+  missing: string[];
+}
+
+export interface ResolveExchangeAOptions {
+  /** e.g. https://gamma-api.polymarket.com */
+  gammaUrl: string;
+  /** Explicit token ids: used as they are, no API call. */
+  tokenIds?: string[];
+  /** Explicit condition ids: their tokens are looked up. */
+  conditionIds?: string[];
+  /** Discovery: at most this many markets (order book enabled, active, not closed). Default 100. */
+  maxMarkets?: number;
+  /** Discovery page size. Default 100. */
+  pageSize?: number;
+  /** Per request. Default 10 s. */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+export class MarketDiscoveryError extends Error {
+  constructor(
+    message: string,
+    readonly url: string,
+    override readonly cause?: unknown,
+  ) {
+    super(message);
+    this.name = 'MarketDiscoveryError';
+  }
+}
+
+/** A JSON-encoded list string (`"[\"a\", \"b\"]"`) or an actual list → strings; else []. */
+export function parseEncodedList(value: unknown): string[] {
+  let v = value;
+  if (typeof v === 'string') {
+    const s = v.trim();
+    if (s === '') return [];
+    try {
+      v = JSON.parse(s);
+    } catch {
+      return [];
+    }
+  }
+  if (!Array.isArray(v)) return [];
+  return v.filter((x) => typeof x === 'string' || typeof x === 'number').map((x) => String(x));
+}
+
+function bool(v: unknown, fallback: boolean): boolean {
+  if (typeof v === 'boolean') return v;
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  return fallback;
+}
+
+function str(v: unknown): string | null {
+  return typeof v === 'string' && v !== '' ? v : null;
+}
+
+/** One gamma market object → DiscoveredMarket, or null when it has no condition id or tokens. */
+export function parseGammaMarket(raw: unknown): DiscoveredMarket | null {
+  if (typeof raw !== 'object' || raw === null) return null;
+  const m = raw as Record<string, unknown>;
+  const conditionId = str(m.conditionId ?? m.condition_id);
+  const tokenIds = parseEncodedList(m.clobTokenIds ?? m.clob_token_ids);
+  if (conditionId === null || tokenIds.length === 0) return null;
+  const events = Array.isArray(m.events) ? (m.events as Array<Record<string, unknown>>) : [];
+  return {
+    conditionId: conditionId.toLowerCase(),
+    slug: str(m.slug),
+    question: str(m.question),
+    tokenIds,
+    outcomes: parseEncodedList(m.outcomes),
+    eventSlug: str(events[0]?.slug),
+    negRisk: bool(m.negRisk, false),
+    // Markets without the flag predate it and trade on the order book.
+    enableOrderBook: bool(m.enableOrderBook, true),
+    active: bool(m.active, true),
+    closed: bool(m.closed, false),
+  };
+}
+
+async function getJson(url: string, opts: ResolveExchangeAOptions): Promise<unknown> {
+  const doFetch = opts.fetch ?? fetch;
+  let res: Response;
+  try {
+    res = await doFetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000) });
+  } catch (err) {
+    const cause = err as Error;
+    const why = cause.name === 'TimeoutError' ? `no answer within ${opts.timeoutMs ?? 10_000} ms` : cause.message;
+    throw new MarketDiscoveryError(`market metadata API unreachable (${url}): ${why}`, url, err);
+  }
+  if (!res.ok) {
+    const body = await res.text().catch(() => '');
+    throw new MarketDiscoveryError(`market metadata API answered HTTP ${res.status} for ${url}: ${body.slice(0, 200)}`, url);
+  }
+  try {
+    return await res.json();
+  } catch (err) {
+    throw new MarketDiscoveryError(`market metadata API answered something that is not JSON for ${url}`, url, err);
+  }
+}
+
+function endpoint(gammaUrl: string, path: string, params: Array<[string, string]>): string {
+  const url = new URL(path, gammaUrl.endsWith('/') ? gammaUrl : `${gammaUrl}/`);
+  for (const [k, v] of params) url.searchParams.append(k, v);
+  return url.toString();
+}
+
+function tokensOf(markets: DiscoveredMarket[]): string[] {
+  return [...new Set(markets.flatMap((m) => m.tokenIds))];
+}
+
+/** Active, open, order-book markets from the paged `/markets` list, up to maxMarkets. */
+export async function discoverExchangeAMarkets(opts: ResolveExchangeAOptions): Promise<DiscoveredMarket[]> {
+  const max = opts.maxMarkets ?? 100;
+  const pageSize = Math.max(1, Math.min(opts.pageSize ?? 100, 500));
+  if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxMarkets must be a positive integer, got ${max}`);
+  const out: DiscoveredMarket[] = [];
+  const seen = new Set<string>();
+  // A cap on pages so that an API that ignores `offset` cannot loop forever.
+  for (let offset = 0, pages = 0; out.length < max && pages < 10_000; offset += pageSize, pages++) {
+    const url = endpoint(opts.gammaUrl, 'markets', [
+      ['active', 'true'],
+      ['closed', 'false'],
+      ['limit', String(pageSize)],
+      ['offset', String(offset)],
+    ]);
+    const page = await getJson(url, opts);
+    if (!Array.isArray(page)) throw new MarketDiscoveryError(`market metadata API: expected a list from ${url}`, url);
+    let fresh = 0;
+    for (const raw of page) {
+      const m = parseGammaMarket(raw);
+      if (!m || seen.has(m.conditionId)) continue;
+      seen.add(m.conditionId);
+      fresh++;
+      if (!m.enableOrderBook || !m.active || m.closed) continue;
+      out.push(m);
+      if (out.length >= max) break;
+    }
+    if (page.length < pageSize || fresh === 0) break;
+  }
+  return out;
+}
+
+/** Tokens for explicit condition ids (looked up in batches). */
+export async function marketsForConditions(conditionIds: string[], opts: ResolveExchangeAOptions): Promise<{ markets: DiscoveredMarket[]; missing: string[] }> {
+  const wanted = [...new Set(conditionIds.map((c) => (c.startsWith('0x') || c.startsWith('0X') ? c : `0x${c}`).toLowerCase()))];
+  const found = new Map<string, DiscoveredMarket>();
+  for (let i = 0; i < wanted.length; i += 50) {
+    const batch = wanted.slice(i, i + 50);
+    const url = endpoint(opts.gammaUrl, 'markets', [...batch.map((c): [string, string] => ['condition_ids', c]), ['limit', String(batch.length)]]);
+    const page = await getJson(url, opts);
+    if (!Array.isArray(page)) throw new MarketDiscoveryError(`market metadata API: expected a list from ${url}`, url);
+    for (const raw of page) {
+      const m = parseGammaMarket(raw);
+      if (m && batch.includes(m.conditionId)) found.set(m.conditionId, m);
+    }
+  }
+  const markets = wanted.map((c) => found.get(c)).filter((m): m is DiscoveredMarket => m !== undefined);
+  return { markets, missing: wanted.filter((c) => !found.has(c)) };
+}
+
+/** Resolves the exchange A tokens to capture from configuration, else by discovery. */
+export async function resolveExchangeATokens(opts: ResolveExchangeAOptions): Promise<ExchangeASelection> {
+  const explicit = (opts.tokenIds ?? []).map((t) => t.trim()).filter((t) => t !== '');
+  const conditions = (opts.conditionIds ?? []).map((c) => c.trim()).filter((c) => c !== '');
+  if (explicit.length > 0 || conditions.length > 0) {
+    let markets: DiscoveredMarket[] = [];
+    let missing: string[] = [];
+    if (conditions.length > 0) ({ markets, missing } = await marketsForConditions(conditions, opts));
+    return {
+      source: conditions.length > 0 ? 'conditions' : 'tokens',
+      tokenIds: [...new Set([...explicit, ...tokensOf(markets)])],
+      markets,
+      missing,
+    };
+  }
+  const markets = await discoverExchangeAMarkets(opts);
+  return { source: 'discovery', tokenIds: tokensOf(markets), markets, missing: [] };
+}

@@ -1,0 +1,91 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { envBool, envInt, envList, envOptional, envString, envUrl, platformConfig, platformEnvSchema, type PlatformConfig } from '@booktape/config';
+
+export const ingestorEnvSchema = platformEnvSchema.extend({
+  /** Which roles this process runs: capture (venues → Kafka), sink (Kafka → ClickHouse). */
+  INGESTOR_ROLES: envList(['capture', 'sink']).refine((l) => l.every((r) => r === 'capture' || r === 'sink'), 'must list capture and/or sink'),
+  CAPTURE_VENUES: envList(['exchange-a', 'exchange-b']).refine((l) => l.every((v) => v === 'exchange-a' || v === 'exchange-b'), 'must list exchange-a and/or exchange-b'),
+  SINK_GROUP_ID: envString('booktape-sink'),
+  KAFKA_PARTITIONS: envInt(8, 1, 256),
+  /** How long a crashed sink holds its partitions before the group reassigns them. */
+  SINK_SESSION_TIMEOUT_MS: envInt(30_000, 6_000, 300_000),
+
+  EXCHANGE_A_WS_URL: envUrl('wss://ws-subscriptions-clob.polymarket.com/ws/market', ['ws', 'wss']),
+  EXCHANGE_A_GAMMA_URL: envUrl('https://gamma-api.polymarket.com', ['http', 'https']),
+  /** Explicit outcome token ids; when empty, markets are discovered from the metadata API. */
+  EXCHANGE_A_TOKENS: envList([]),
+  /** Explicit condition ids, resolved to their tokens through the metadata API. */
+  EXCHANGE_A_MARKETS: envList([]),
+  EXCHANGE_A_DISCOVER_LIMIT: envInt(100, 0, 100_000),
+  EXCHANGE_A_TOKENS_PER_CONNECTION: envInt(200, 1, 1000),
+
+  EXCHANGE_B_WS_URL: envUrl('wss://api.elections.kalshi.com/trade-api/ws/v2', ['ws', 'wss']),
+  EXCHANGE_B_TICKERS: envList([]),
+  EXCHANGE_B_API_KEY_ID: envOptional(),
+  /** RSA private key (PEM) for request signing, inline or as a file path. */
+  EXCHANGE_B_PRIVATE_KEY: envOptional(),
+  EXCHANGE_B_PRIVATE_KEY_FILE: envOptional(),
+
+  /** Capture files for replay (DESIGN §6); unset = off. */
+  CAPTURE_FILE_DIR: envOptional(),
+  CAPTURE_FILE_ROTATE_MB: envInt(256, 1, 1_000_000),
+  CAPTURE_FILE_ROTATE_MINUTES: envInt(60, 1, 100_000),
+  CAPTURE_FILE_GZIP: envBool(true),
+});
+
+export type IngestorEnv = z.infer<typeof ingestorEnvSchema>;
+
+export interface IngestorConfig {
+  platform: PlatformConfig;
+  roles: { capture: boolean; sink: boolean };
+  venues: { 'exchange-a': boolean; 'exchange-b': boolean };
+  sinkGroupId: string;
+  sinkSessionTimeoutMs: number;
+  kafkaPartitions: number;
+  exchangeA: { wsUrl: string; gammaUrl: string; tokens: string[]; markets: string[]; discoverLimit: number; tokensPerConnection: number };
+  exchangeB: { wsUrl: string; tickers: string[]; credentials: { keyId: string; privateKeyPem: string } | null };
+  captureFiles: { dir: string; rotateBytes: number; rotateMs: number; gzip: boolean } | null;
+}
+
+export function ingestorConfig(env: IngestorEnv, rawEnv: NodeJS.ProcessEnv = process.env): IngestorConfig {
+  const platform = platformConfig(env, rawEnv);
+  let pem = env.EXCHANGE_B_PRIVATE_KEY;
+  if (!pem && env.EXCHANGE_B_PRIVATE_KEY_FILE) {
+    try {
+      pem = readFileSync(env.EXCHANGE_B_PRIVATE_KEY_FILE, 'utf8');
+    } catch (e) {
+      throw new Error(`EXCHANGE_B_PRIVATE_KEY_FILE: cannot read ${env.EXCHANGE_B_PRIVATE_KEY_FILE}: ${(e as Error).message}`);
+    }
+  }
+  return {
+    platform,
+    roles: { capture: env.INGESTOR_ROLES.includes('capture'), sink: env.INGESTOR_ROLES.includes('sink') },
+    venues: { 'exchange-a': env.CAPTURE_VENUES.includes('exchange-a'), 'exchange-b': env.CAPTURE_VENUES.includes('exchange-b') },
+    sinkGroupId: env.SINK_GROUP_ID,
+    sinkSessionTimeoutMs: env.SINK_SESSION_TIMEOUT_MS,
+    kafkaPartitions: env.KAFKA_PARTITIONS,
+    exchangeA: {
+      wsUrl: env.EXCHANGE_A_WS_URL!,
+      gammaUrl: env.EXCHANGE_A_GAMMA_URL!,
+      tokens: env.EXCHANGE_A_TOKENS,
+      markets: env.EXCHANGE_A_MARKETS,
+      discoverLimit: env.EXCHANGE_A_DISCOVER_LIMIT,
+      tokensPerConnection: env.EXCHANGE_A_TOKENS_PER_CONNECTION,
+    },
+    exchangeB: {
+      wsUrl: env.EXCHANGE_B_WS_URL!,
+      tickers: env.EXCHANGE_B_TICKERS.map((t) => t.toUpperCase()),
+      credentials: env.EXCHANGE_B_API_KEY_ID && pem ? { keyId: env.EXCHANGE_B_API_KEY_ID, privateKeyPem: pem } : null,
+    },
+    captureFiles: env.CAPTURE_FILE_DIR
+      ? {
+          dir: path.resolve(env.CAPTURE_FILE_DIR),
+          rotateBytes: env.CAPTURE_FILE_ROTATE_MB * 1024 * 1024,
+          rotateMs: env.CAPTURE_FILE_ROTATE_MINUTES * 60_000,
+          gzip: env.CAPTURE_FILE_GZIP,
+        }
+      : null,
+  };
+}

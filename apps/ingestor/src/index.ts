@@ -1,0 +1,7 @@
+export * from './config.ts';
+export * from './ingestor.ts';
+export * from './capture-pipeline.ts';
+export * from './replay/replay.ts';
+export * from './sink/sink.ts';
+export * from './sink/message-codec.ts';
+export * from './run.ts';

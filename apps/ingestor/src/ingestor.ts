@@ -1,0 +1,92 @@
+import type { Kafka } from 'kafkajs';
+import type { Logger } from '@booktape/config';
+import type { Venue } from '@booktape/domain';
+import { BatchingProducer, ensureTopics, topicNames, type Topics } from '@booktape/messaging';
+import type { ClickHouse } from '@booktape/storage';
+import { CaptureFileWriter } from '@booktape/venues';
+import { CapturePipeline } from './capture-pipeline.ts';
+import { buildCaptureSources, type CaptureSource } from './capture-sources.ts';
+import type { IngestorConfig } from './config.ts';
+import { createSink, type Sink, type StoredPartition } from './sink/sink.ts';
+
+export interface IngestorDeps {
+  config: IngestorConfig;
+  kafka: Kafka;
+  /** Needed by the sink role only. */
+  ch: ClickHouse | null;
+  log: Logger;
+  onStored?: (partitions: StoredPartition[]) => Promise<void> | void;
+}
+
+/**
+ * The ingestor: capture (venue websockets → Kafka) and sink (Kafka → ClickHouse), either or
+ * both per process. `stop` runs once: capture stops first, the producer flushes what it
+ * buffered, then the sink leaves its group, then files close.
+ */
+export function createIngestor(deps: IngestorDeps) {
+  const { config, kafka, log } = deps;
+  const topics: Topics = topicNames(config.platform.kafka.topicPrefix);
+  let producer: BatchingProducer | undefined;
+  let pipeline: CapturePipeline | undefined;
+  let sink: Sink | undefined;
+  let sources: CaptureSource[] = [];
+  const files: Partial<Record<Venue, CaptureFileWriter>> = {};
+  let stopping: Promise<void> | undefined;
+
+  return {
+    topics,
+    get pipeline() {
+      return pipeline;
+    },
+    get sink() {
+      return sink;
+    },
+    get sources() {
+      return sources;
+    },
+    async start(): Promise<void> {
+      await ensureTopics(kafka, topics, config.kafkaPartitions);
+      if (config.roles.sink) {
+        if (!deps.ch) throw new Error('the sink role needs ClickHouse');
+        sink = createSink({ kafka, topics, ch: deps.ch, log: log.child({ role: 'sink' }), groupId: config.sinkGroupId, options: { sessionTimeoutMs: config.sinkSessionTimeoutMs }, ...(deps.onStored ? { onStored: deps.onStored } : {}) });
+        await sink.start();
+      }
+      if (config.roles.capture) {
+        producer = new BatchingProducer(kafka, log.child({ role: 'producer' }));
+        await producer.connect();
+        if (config.captureFiles) {
+          for (const venue of ['exchange-a', 'exchange-b'] as const) {
+            if (!config.venues[venue]) continue;
+            files[venue] = new CaptureFileWriter({
+              dir: config.captureFiles.dir,
+              prefix: `${venue}-w${config.platform.workerId}`,
+              rotateBytes: config.captureFiles.rotateBytes,
+              rotateMs: config.captureFiles.rotateMs,
+              gzip: config.captureFiles.gzip,
+            });
+          }
+        }
+        pipeline = new CapturePipeline({ producer, topics, workerId: config.platform.workerId, log: log.child({ role: 'capture' }), files });
+        sources = await buildCaptureSources(config, pipeline, log.child({ role: 'capture' }));
+        for (const s of sources) await s.start();
+      }
+    },
+    stop(): Promise<void> {
+      stopping ??= (async () => {
+        for (const s of sources) await s.stop().catch((e: Error) => log.warn({ err: e.message }, 'capture stop failed'));
+        await producer?.disconnect().catch((e: Error) => log.warn({ err: e.message }, 'producer flush failed'));
+        await sink?.stop();
+        for (const f of Object.values(files)) await f?.close().catch(() => undefined);
+      })();
+      return stopping;
+    },
+    health() {
+      return {
+        sink: sink?.health() ?? null,
+        capture: pipeline ? { counters: pipeline.counters, producer: { buffered: producer?.buffered ?? 0, ...producer?.stats }, sources: sources.map((s) => s.status()) } : null,
+      };
+    },
+  };
+}
+
+export type Ingestor = ReturnType<typeof createIngestor>;
