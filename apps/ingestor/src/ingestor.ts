@@ -32,6 +32,7 @@ export function createIngestor(deps: IngestorDeps) {
   let sources: CaptureSource[] = [];
   const files: Partial<Record<Venue, CaptureFileWriter>> = {};
   let stopping: Promise<void> | undefined;
+  let capturing: Promise<void> | undefined;
 
   return {
     topics,
@@ -71,12 +72,19 @@ export function createIngestor(deps: IngestorDeps) {
         for (const s of sources) await s.start();
       }
     },
-    stop(): Promise<void> {
-      stopping ??= (async () => {
+    /** Stops capture only: sockets closed, everything buffered produced, files closed. */
+    stopCapture(): Promise<void> {
+      capturing ??= (async () => {
         for (const s of sources) await s.stop().catch((e: Error) => log.warn({ err: e.message }, 'capture stop failed'));
         await producer?.disconnect().catch((e: Error) => log.warn({ err: e.message }, 'producer flush failed'));
-        await sink?.stop();
         for (const f of Object.values(files)) await f?.close().catch(() => undefined);
+      })();
+      return capturing;
+    },
+    stop(): Promise<void> {
+      stopping ??= (async () => {
+        await this.stopCapture();
+        await sink?.stop();
       })();
       return stopping;
     },
