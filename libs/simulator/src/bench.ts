@@ -38,6 +38,7 @@ function rawClient(url: string, firstMessage: string, onBytes: (n: number) => vo
     sock.write(Buffer.concat([head, mask, masked]));
   });
   sock.on('data', (d) => onBytes(d.length));
+  sock.on('close', () => console.error('raw client closed', url));
 }
 
 async function consumer(urlA: string, urlB: string, tokens: string[], tickers: string[], connsA: number): Promise<void> {

@@ -162,7 +162,7 @@ export class ExchangeAVenue {
     const last = t === 0 ? m.lastTrade : 1000 - m.lastTrade;
     return (
       `{"event_type":"book","asset_id":"${m.tokenIds[t]}","market":"${m.conditionId}","bids":[${bids}],` +
-      `"asks":[${asks}],"timestamp":"${ts}","hash":"0x${m.rng.hex(40)}","tick_size":"${m.tickSize}",` +
+      `"asks":[${asks}],"timestamp":"${ts}","hash":"0x${m.aux.hex(40)}","tick_size":"${m.tickSize}",` +
       `"last_trade_price":"${(last / 1000).toFixed(3)}"}`
     );
   }

@@ -294,7 +294,7 @@ export class ExchangeBVenue {
   snapshotBody(m: SimMarketB): string {
     const yes = m.book.sides[YES];
     const no = m.book.sides[NO];
-    const shape = this.opts.legacyShapes ? m.rng.int(3) : 0;
+    const shape = this.opts.legacyShapes ? m.aux.int(3) : 0;
     const fp = (l: Ladder): string => l.prices.map((p) => `["${priceFixed4(p)}","${sizeFixed2(l.size(p))}"]`).join(',');
     const cents = (l: Ladder): string => l.prices.map((p) => `[${p / 10},${l.size(p) / 100}]`).join(',');
     const dollars = (l: Ladder): string => l.prices.map((p) => `["${priceFixed2(p)}",${l.size(p) / 100}]`).join(',');

@@ -329,6 +329,24 @@ describe('simulator', () => {
     expect(await firstBooks(8)).not.toEqual(a);
   });
 
+  it("keeps a market's event sequence independent of other subscriptions", async () => {
+    const sequence = async (extraSubscriber: boolean): Promise<unknown[]> => {
+      const s = await sim({ seed: 11, eventsPerSecond: 2000, markets: { exchangeA: 1, exchangeB: 0 } });
+      const tokens = s.markets.exchangeA[0]!.tokenIds;
+      const p = await probe(s.urls.exchangeA);
+      p.send({ assets_ids: tokens, type: 'market' });
+      if (extraSubscriber) {
+        const q = await probe(s.urls.exchangeA);
+        for (let i = 0; i < 3; i++) q.send({ assets_ids: [tokens[i % 2]!], operation: 'subscribe' });
+      }
+      await p.waitFor((ms) => eventsOf(ms).length >= 60);
+      return eventsOf(p.messages)
+        .slice(2, 60)
+        .map(({ timestamp: _t, ...rest }) => rest);
+    };
+    expect(await sequence(true)).toEqual(await sequence(false));
+  });
+
   it('follows the configured rate and can change it', async () => {
     const s = await sim({ eventsPerSecond: 2000, markets: { exchangeA: 2, exchangeB: 2 } });
     const a = await probe(s.urls.exchangeA);

@@ -44,6 +44,11 @@ export class SimMarketA {
   tickSize: '0.01' | '0.001' = '0.01';
   /** Last trade price of the YES token in thousandths. */
   lastTrade: number;
+  /**
+   * Randomness used on subscription (book hashes), kept apart from `rng` so that a market's
+   * event sequence does not depend on when or how often clients subscribe.
+   */
+  readonly aux: Rng;
 
   constructor(
     readonly index: number,
@@ -60,6 +65,7 @@ export class SimMarketA {
     readonly book: BinaryBook,
     readonly rng: Rng,
   ) {
+    this.aux = new Rng(rng.u32());
     const [bid, ask] = book.yesTop();
     this.lastTrade = bid > 0 && ask < 1000 ? Math.round((bid + ask) / 20) * 10 : 500;
   }
@@ -75,6 +81,8 @@ export interface SimEventA {
 export class SimMarketB {
   readonly subscriptions = new Set<ExchangeBSubscription>();
   activeIndex = -1;
+  /** Randomness used on subscription (snapshot shape), apart from the event sequence's `rng`. */
+  readonly aux: Rng;
 
   constructor(
     readonly index: number,
@@ -82,7 +90,9 @@ export class SimMarketB {
     readonly marketId: string,
     readonly book: BinaryBook,
     readonly rng: Rng,
-  ) {}
+  ) {
+    this.aux = new Rng(rng.u32());
+  }
 }
 
 export interface World {

@@ -103,6 +103,7 @@ describe('ExchangeAFeed against the simulator', () => {
     feed.start();
     await waitUntil(() => c.frames.length >= 5, 5000, 'first frames');
     const before = Date.now();
+    expect(c.gaps).toEqual([]);
     expect(sim.dropConnections()).toBe(1);
     await waitUntil(() => c.gaps.length >= 2, 5000, 'gap opened and closed');
 
@@ -205,6 +206,20 @@ describe('ExchangeACapture', () => {
     expect([...byConn.keys()].sort()).toEqual(['exchange-a-0#1', 'exchange-a-1#1', 'exchange-a-2#1']);
     expect([...byConn.values()].flat().sort()).toEqual([...tokens].sort());
     expect(cap.stats()).toMatchObject({ venue: 'exchange-a', markets: 10, connections: 3, connected: 3 });
+  });
+
+  it('names condition ids in gap records when it knows which market each token belongs to', async () => {
+    const sim = await simulator({ eventsPerSecond: 0, markets: { exchangeA: 2, exchangeB: 0 } });
+    const tokens = sim.markets.exchangeA.flatMap((m) => m.tokenIds);
+    const tokenMarkets = new Map(sim.markets.exchangeA.flatMap((m) => m.tokenIds.map((t): [string, string] => [t, m.conditionId])));
+    const c = collector();
+    const cap = new ExchangeACapture({ url: sim.urls.exchangeA, tokens, tokenMarkets, logger: recordingLogger(), ...c, feed: FAST });
+    cleanup.push(cap);
+    cap.start();
+    await waitUntil(() => c.frames.length >= 1, 5000, 'books');
+    sim.dropConnections();
+    await waitUntil(() => c.gaps.length >= 2, 5000, 'gap');
+    expect(c.gaps[0]!.markets).toEqual(sim.markets.exchangeA.map((m) => m.conditionId));
   });
 
   it('adds tokens to connections with room, then opens new ones', async () => {

@@ -13,18 +13,29 @@ export interface ExchangeAFeedOptions extends Omit<FeedOptions, 'venue' | 'marke
   pingIntervalMs?: number;
   /** Ask for the extra events (best_bid_ask, new_market, market_resolved). Default true. */
   customFeatureEnabled?: boolean;
+  /**
+   * token id → condition id. When given, gap records name condition ids (the market key the
+   * stored records use) instead of token ids.
+   */
+  tokenMarkets?: ReadonlyMap<string, string>;
+}
+
+function gapMarkets(tokens: string[], tokenMarkets: ReadonlyMap<string, string> | undefined): string[] {
+  return tokenMarkets ? [...new Set(tokens.map((t) => tokenMarkets.get(t) ?? t))] : [...tokens];
 }
 
 export class ExchangeAFeed extends Feed {
   private tokens: string[];
   private readonly pingIntervalMs: number;
   private readonly customFeatureEnabled: boolean;
+  private readonly tokenMarkets: ReadonlyMap<string, string> | undefined;
 
   constructor(opts: ExchangeAFeedOptions) {
     const tokens = [...new Set(opts.tokens)];
     // PONG every 10 s keeps an idle market's connection visibly alive; three missed → reconnect.
-    super({ ...opts, venue: 'exchange-a', markets: tokens, idleMs: opts.idleMs ?? 35_000 });
+    super({ ...opts, venue: 'exchange-a', markets: gapMarkets(tokens, opts.tokenMarkets), idleMs: opts.idleMs ?? 35_000 });
     this.tokens = tokens;
+    this.tokenMarkets = opts.tokenMarkets;
     this.pingIntervalMs = opts.pingIntervalMs ?? 10_000;
     this.customFeatureEnabled = opts.customFeatureEnabled ?? true;
   }
@@ -59,7 +70,7 @@ export class ExchangeAFeed extends Feed {
     const added = [...new Set(tokens)].filter((t) => !have.has(t));
     if (added.length === 0) return [];
     this.tokens = [...this.tokens, ...added];
-    this.setMarkets(this.tokens);
+    this.setMarkets(gapMarkets(this.tokens, this.tokenMarkets));
     this.send(JSON.stringify({ assets_ids: added, operation: 'subscribe' }));
     return added;
   }
@@ -69,7 +80,7 @@ export class ExchangeAFeed extends Feed {
     const removed = this.tokens.filter((t) => drop.has(t));
     if (removed.length === 0) return [];
     this.tokens = this.tokens.filter((t) => !drop.has(t));
-    this.setMarkets(this.tokens);
+    this.setMarkets(gapMarkets(this.tokens, this.tokenMarkets));
     this.send(JSON.stringify({ assets_ids: removed, operation: 'unsubscribe' }));
     return removed;
   }
@@ -90,6 +101,8 @@ export interface ExchangeACaptureOptions extends FeedCallbacks {
   maxTokensPerConnection?: number;
   /** Feed ids are `<idPrefix>-<n>`. Default `exchange-a`. */
   idPrefix?: string;
+  /** token id → condition id (ExchangeASelection.tokenMarkets), so gap records name markets. */
+  tokenMarkets?: ReadonlyMap<string, string>;
   feed?: ExchangeAFeedTuning;
 }
 
@@ -107,9 +120,10 @@ export class ExchangeACapture {
   }
 
   private newFeed(tokens: string[]): ExchangeAFeed {
-    const { url, logger, onFrame, onGap, onState, feed } = this.opts;
+    const { url, logger, onFrame, onGap, onState, feed, tokenMarkets } = this.opts;
     return new ExchangeAFeed({
       ...feed,
+      ...(tokenMarkets ? { tokenMarkets } : {}),
       id: `${this.opts.idPrefix ?? 'exchange-a'}-${this.nextFeed++}`,
       url,
       logger,

@@ -40,6 +40,8 @@ export class ExchangeBFeed extends Feed {
   private readonly subs = new Map<number, SubscriptionState>();
   private seqGaps = 0;
   private snapshotRequests = 0;
+  /** Seq gaps still open when their connection ended: the next subscription closes them. */
+  private orphanGaps: CaptureGap[] = [];
 
   constructor(opts: ExchangeBFeedOptions) {
     const tickers = [...new Set(opts.tickers.map((t) => t.toUpperCase()))];
@@ -68,6 +70,7 @@ export class ExchangeBFeed extends Feed {
 
   protected override onConnectionReset(): void {
     // A new connection brings new sids whose seq starts again.
+    for (const st of this.subs.values()) if (st.gap) this.orphanGaps.push(st.gap);
     this.pending.clear();
     this.subs.clear();
     this.nextId = 1;
@@ -116,7 +119,12 @@ export class ExchangeBFeed extends Feed {
     // seq starts at 1 for a new sid, so the first snapshot is checked too.
     this.subs.set(sid, { tickers: tickers ?? [], lastSeq: 0, awaiting: null, gap: null });
     this.logger.info({ feed: this.id, sid, tickers: tickers?.length ?? 0 }, 'exchange B subscribed');
-    if (this.pending.size === 0) this.markSubscribed();
+    if (this.pending.size === 0) {
+      // A fresh subscription starts with fresh snapshots, which ends seq gaps of the old one.
+      const now = new Date().toISOString();
+      for (const gap of this.orphanGaps.splice(0)) this.emitGap({ ...gap, ended_at: now });
+      this.markSubscribed();
+    }
   }
 
   private onError(m: VenueMessage): void {

@@ -34,6 +34,7 @@ export {
   parseEncodedList,
   parseGammaMarket,
   resolveExchangeATokens,
+  tokenMarketMap,
   type DiscoveredMarket,
   type ExchangeASelection,
   type ResolveExchangeAOptions,

@@ -84,7 +84,7 @@ describe('exchange A token resolution', () => {
 
   it('uses explicit token ids as they are, without the API', async () => {
     const r = await resolveExchangeATokens({ gammaUrl: 'http://127.0.0.1:9', tokenIds: ['1', ' 2 ', '1'] });
-    expect(r).toEqual({ source: 'tokens', tokenIds: ['1', '2'], markets: [], missing: [] });
+    expect(r).toEqual({ source: 'tokens', tokenIds: ['1', '2'], markets: [], missing: [], tokenMarkets: new Map() });
   });
 
   it('looks up the tokens of explicit condition ids and names the ones it cannot find', async () => {
@@ -97,6 +97,7 @@ describe('exchange A token resolution', () => {
     expect(r.source).toBe('conditions');
     expect(r.tokenIds).toEqual([...m2!.tokenIds, ...m0!.tokenIds]);
     expect(r.missing).toEqual(['0xdead']);
+    expect(r.tokenMarkets.get(m0!.tokenIds[1])).toBe(m0!.conditionId);
   });
 
   it('fails with a clear error when the API cannot be reached', async () => {

@@ -28,6 +28,8 @@ export interface ExchangeASelection {
   markets: DiscoveredMarket[];
   /** Condition ids asked for that the API did not return (source 'conditions'). */
   missing: string[];
+  /** token id → condition id for the markets resolved through the API (for gap records). */
+  tokenMarkets: Map<string, string>;
 }
 
 export interface ResolveExchangeAOptions {
@@ -134,6 +136,10 @@ function endpoint(gammaUrl: string, path: string, params: Array<[string, string]
   return url.toString();
 }
 
+export function tokenMarketMap(markets: DiscoveredMarket[]): Map<string, string> {
+  return new Map(markets.flatMap((m) => m.tokenIds.map((t): [string, string] => [t, m.conditionId])));
+}
+
 function tokensOf(markets: DiscoveredMarket[]): string[] {
   return [...new Set(markets.flatMap((m) => m.tokenIds))];
 }
@@ -201,8 +207,9 @@ export async function resolveExchangeATokens(opts: ResolveExchangeAOptions): Pro
       tokenIds: [...new Set([...explicit, ...tokensOf(markets)])],
       markets,
       missing,
+      tokenMarkets: tokenMarketMap(markets),
     };
   }
   const markets = await discoverExchangeAMarkets(opts);
-  return { source: 'discovery', tokenIds: tokensOf(markets), markets, missing: [] };
+  return { source: 'discovery', tokenIds: tokensOf(markets), markets, missing: [], tokenMarkets: tokenMarketMap(markets) };
 }
