@@ -8,6 +8,7 @@ import { CapturePipeline } from './capture-pipeline.ts';
 import { buildCaptureSources, type CaptureSource } from './capture-sources.ts';
 import type { IngestorConfig } from './config.ts';
 import { createSink, type Sink, type StoredPartition } from './sink/sink.ts';
+import { concatRawMessages } from './sink/message-codec.ts';
 
 export interface IngestorDeps {
   config: IngestorConfig;
@@ -53,7 +54,7 @@ export function createIngestor(deps: IngestorDeps) {
         await sink.start();
       }
       if (config.roles.capture) {
-        producer = new BatchingProducer(kafka, log.child({ role: 'producer' }));
+        producer = new BatchingProducer(kafka, log.child({ role: 'producer' }), { lingerMs: 50, maxMessages: 20_000, coalesce: concatRawMessages, coalesceTopics: new Set(Object.values(topics.raw)) });
         await producer.connect();
         if (config.captureFiles) {
           for (const venue of ['exchange-a', 'exchange-b'] as const) {

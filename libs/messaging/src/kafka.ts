@@ -64,6 +64,17 @@ export interface BatchingProducerOptions {
   lingerMs: number;
   /** Above this many buffered messages, `send` waits for a flush (back-pressure). */
   highWaterMark: number;
+  /** Most value bytes in one produce request (below the broker's message.max.bytes). */
+  maxRequestBytes: number;
+  /**
+   * Merges the values of consecutive messages with the same topic and key into one
+   * message. Kafka's cost is per message (framing, CRC, partitioner); at high rates one
+   * message per market and flush instead of per frame divides it by the batch size, and
+   * a market's records keep their order inside the merged value.
+   */
+  coalesce?: (values: string[]) => string;
+  /** The topics whose messages `coalesce` may merge (their values must suit it). */
+  coalesceTopics?: ReadonlySet<string>;
 }
 
 export interface OutgoingMessage {
@@ -85,12 +96,14 @@ export class BatchingProducer {
   private lastError: Error | undefined;
   readonly stats = { sent: 0, flushes: 0, errors: 0 };
   private readonly producer: Producer;
+  private readonly opts: BatchingProducerOptions;
 
   constructor(
     kafka: Kafka,
     private readonly log: Logger,
-    private readonly opts: BatchingProducerOptions = { maxMessages: 5_000, lingerMs: 20, highWaterMark: 50_000 },
+    opts: Partial<BatchingProducerOptions> = {},
   ) {
+    this.opts = { maxMessages: 5_000, lingerMs: 20, highWaterMark: 50_000, maxRequestBytes: 900 * 1024, ...opts };
     // Idempotence wants unlimited retries inside kafkajs; our flush loop adds its own on top.
     // The default (murmur2) partitioner is the Java client's, so keys map to the same
     // partitions whichever client produced them.
@@ -127,35 +140,64 @@ export class BatchingProducer {
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
       while (this.buffer.length > 0) {
-        const batch = this.buffer;
+        // Take the whole buffer (O(1)); new sends go to a fresh one meanwhile.
+        const pending = this.buffer;
         this.buffer = [];
-        const byTopic = new Map<string, Message[]>();
-        for (const m of batch) {
-          let list = byTopic.get(m.topic);
-          if (!list) byTopic.set(m.topic, (list = []));
-          list.push({ key: m.key, value: m.value });
-        }
-        try {
-          await this.producer.sendBatch({
-            topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-            acks: -1,
-            compression: CompressionTypes.None,
-          });
-          this.stats.sent += batch.length;
-          this.stats.flushes += 1;
-          this.lastError = undefined;
-        } catch (e) {
-          // kafkajs already retried; keep the messages (in order, ahead of newer ones) and
-          // try again shortly. Capture never drops what it accepted.
-          this.stats.errors += 1;
-          this.lastError = e as Error;
-          this.buffer = batch.concat(this.buffer);
-          this.log.error({ err: e, buffered: this.buffer.length }, 'kafka send failed; retrying');
-          await new Promise((r) => setTimeout(r, 1_000));
+        let i = 0;
+        while (i < pending.length) {
+          // A produce request carries one record batch per partition, and the broker
+          // refuses a batch above its message.max.bytes (1 MiB by default): cap each
+          // request's bytes.
+          let j = i;
+          let bytes = 0;
+          while (j < pending.length && (j === i || bytes + pending[j]!.value.length < this.opts.maxRequestBytes)) {
+            bytes += pending[j]!.value.length + pending[j]!.key.length + 64;
+            j += 1;
+          }
+          const batch = pending.slice(i, j);
+          const byTopic = new Map<string, Message[]>();
+          for (const [topic, key, values] of this.group(batch)) {
+            let list = byTopic.get(topic);
+            if (!list) byTopic.set(topic, (list = []));
+            if (this.opts.coalesce && values.length > 1 && this.opts.coalesceTopics?.has(topic)) list.push({ key, value: this.opts.coalesce(values) });
+            else for (const value of values) list.push({ key, value });
+          }
+          try {
+            await this.producer.sendBatch({
+              topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+              acks: -1,
+              compression: CompressionTypes.None,
+            });
+            this.stats.sent += batch.length;
+            this.stats.flushes += 1;
+            this.lastError = undefined;
+            i = j;
+          } catch (e) {
+            // kafkajs already retried; keep what is unsent (in order, ahead of newer
+            // messages) and try again shortly. Capture never drops what it accepted.
+            this.stats.errors += 1;
+            this.lastError = e as Error;
+            this.buffer = pending.slice(i).concat(this.buffer);
+            this.log.error({ err: e, buffered: this.buffer.length }, 'kafka send failed; retrying');
+            await new Promise((r) => setTimeout(r, 1_000));
+            break;
+          }
         }
       }
     });
     return this.flushing;
+  }
+
+  /** Messages grouped by topic and key, each group in buffer order. */
+  private group(batch: OutgoingMessage[]): Array<[string, string, string[]]> {
+    const groups = new Map<string, [string, string, string[]]>();
+    for (const m of batch) {
+      const id = `${m.topic}\u0000${m.key}`;
+      let g = groups.get(id);
+      if (!g) groups.set(id, (g = [m.topic, m.key, []]));
+      g[2].push(m.value);
+    }
+    return [...groups.values()];
   }
 
   get buffered(): number {

@@ -1,7 +1,7 @@
 import cliProgress from 'cli-progress';
 import { createLogger, parseEnv } from '@booktape/config';
 import { BatchingProducer, createKafka, ensureTopics, topicNames } from '@booktape/messaging';
-import { CapturePipeline, ingestorConfig, ingestorEnvSchema, replayFiles, waitUntilStored } from '@booktape/ingestor';
+import { CapturePipeline, concatRawMessages, ingestorConfig, ingestorEnvSchema, replayFiles, waitUntilStored } from '@booktape/ingestor';
 
 export interface ReplayOptions {
   files: string[];
@@ -20,7 +20,7 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
   const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'booktape-replay', topicPrefix: config.platform.kafka.topicPrefix }, log);
   const topics = topicNames(config.platform.kafka.topicPrefix);
   await ensureTopics(kafka, topics, config.kafkaPartitions);
-  const producer = new BatchingProducer(kafka, log);
+  const producer = new BatchingProducer(kafka, log, { lingerMs: 50, maxMessages: 20_000, coalesce: concatRawMessages, coalesceTopics: new Set(Object.values(topics.raw)) });
   await producer.connect();
   const pipeline = new CapturePipeline({ producer, topics, workerId: config.platform.workerId, log });
 

@@ -9,6 +9,11 @@ export function encodeRawMessages(messages: RawMessage[]): string {
   return JSON.stringify(messages);
 }
 
+/** Merges encoded arrays in order: the producer's coalesce function for raw topics. */
+export function concatRawMessages(values: string[]): string {
+  return `[${values.map((v) => v.slice(1, -1)).join(',')}]`;
+}
+
 export type Decoded = { ok: true; messages: RawMessage[] } | { ok: false; reason: string };
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
