@@ -3,7 +3,7 @@ import { createLogger, parseEnv, untilSignal } from '@booktape/config';
 import { createKafka } from '@booktape/messaging';
 import { migrate, openClickHouse } from '@booktape/storage';
 import { createIngestor, ingestorConfig, ingestorEnvSchema } from '@booktape/ingestor';
-import { apiEnvSchema, createApi } from '@booktape/api';
+import { apiConfigFromEnv, apiEnvSchema, createApi, createRedis } from '@booktape/api';
 import { createRollupWorker } from '@booktape/rollup-worker';
 import { startSimulator, type Simulator } from '@booktape/simulator';
 
@@ -48,7 +48,7 @@ export async function runStart(opts: StartOptions): Promise<number> {
   }
 
   const config = ingestorConfig(parseEnv(ingestorEnvSchema, env), env);
-  const apiEnv = parseEnv(apiEnvSchema, env);
+  const apiConfig = apiConfigFromEnv(parseEnv(apiEnvSchema, env), env);
   const ch = await openClickHouse(config.platform.clickhouse);
   const applied = await migrate(ch);
   if (applied.length) log.info({ applied }, 'migrations applied');
@@ -56,9 +56,11 @@ export async function runStart(opts: StartOptions): Promise<number> {
 
   const ingestor = createIngestor({ config, kafka, ch, log: log.child({ app: 'ingestor' }) });
   const worker = createRollupWorker({ ch, redisUrl: config.platform.redisUrl, log: log.child({ app: 'rollup-worker' }) });
+  const redis = createRedis(config.platform.redisUrl);
+  redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   const api = createApi(
-    { ch, log: log.child({ app: 'api' }), probes: { sink: () => ingestor.sink?.health().ok ?? true } },
-    { host: apiEnv.HOST, port: apiEnv.PORT },
+    { ch, redis, config: apiConfig, log: log.child({ app: 'api' }), probes: { sink: () => ingestor.sink?.health().ok ?? true } },
+    { host: apiConfig.host, port: apiConfig.port },
   );
 
   await ingestor.start();
@@ -71,6 +73,7 @@ export async function runStart(opts: StartOptions): Promise<number> {
     await ingestor.stop();
     await worker.stop();
     await simulator?.close();
+    redis.disconnect();
     await ch.close();
   });
 }
