@@ -44,6 +44,11 @@ export class CapturePipeline {
     this.sequencer = new Sequencer(deps.workerId);
   }
 
+  /** Messages accepted but not yet acknowledged by Kafka. */
+  get backlog(): number {
+    return this.deps.producer.buffered;
+  }
+
   /** A new exchange B connection starts a new seq stream (new sid numbering). */
   resetExchangeB(): void {
     this.normaliserB.reset();

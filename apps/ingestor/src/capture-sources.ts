@@ -9,6 +9,8 @@ export interface CaptureSource {
   venue: Venue;
   start(): Promise<void>;
   stop(): Promise<void>;
+  pause(): void;
+  resume(): void;
   status(): Record<string, unknown>;
 }
 
@@ -18,16 +20,44 @@ export interface CaptureSource {
  * metadata API) in the background and keeps retrying with back-off, logging clearly while
  * the venue cannot be reached.
  */
-export async function buildCaptureSources(config: IngestorConfig, pipeline: CapturePipeline, log: Logger): Promise<CaptureSource[]> {
+export async function buildCaptureSources(
+  config: IngestorConfig,
+  pipeline: CapturePipeline,
+  log: Logger,
+  flow: { backlog: () => number; high: number; low: number } = { backlog: () => pipeline.backlog, high: 100_000, low: 20_000 },
+): Promise<CaptureSource[]> {
+  const sources: CaptureSource[] = [];
+  // Back-pressure: above `high` messages waiting for Kafka, stop reading the sockets until
+  // the backlog is under `low`, so memory stays bounded when Kafka is slow or down.
+  let paused = false;
+  let pausedSince = 0;
+  let check: NodeJS.Timeout | undefined;
+  const setPaused = (on: boolean) => {
+    paused = on;
+    for (const s of sources) (on ? s.pause : s.resume)();
+    if (on) {
+      pausedSince = Date.now();
+      log.warn({ backlog: flow.backlog() }, 'kafka is behind: pausing venue sockets');
+      check = setInterval(() => {
+        if (flow.backlog() <= flow.low) {
+          clearInterval(check);
+          check = undefined;
+          setPaused(false);
+          log.info({ pausedMs: Date.now() - pausedSince }, 'resuming venue sockets');
+        }
+      }, 50);
+      check.unref();
+    }
+  };
   const callbacks = (venue: Venue): FeedCallbacks => ({
     onFrame: (f: CapturedFrame) => {
       pipeline.handleFrame(venue, f.text, f.receivedAt).catch((e: Error) => log.error({ err: e.message, venue }, 'frame handling failed'));
+      if (!paused && flow.backlog() > flow.high) setPaused(true);
     },
     onGap: (gap) => {
       pipeline.handleGap(gap).catch((e: Error) => log.error({ err: e.message, venue }, 'gap record failed'));
     },
   });
-  const sources: CaptureSource[] = [];
   if (config.venues['exchange-a']) sources.push(exchangeASource(config, callbacks('exchange-a'), log));
   if (config.venues['exchange-b']) sources.push(exchangeBSource(config, callbacks('exchange-b'), log));
   return sources;
@@ -75,6 +105,8 @@ function exchangeASource(config: IngestorConfig, callbacks: FeedCallbacks, log: 
       if (timer) clearTimeout(timer);
       await capture?.stop();
     },
+    pause: () => capture?.feeds.forEach((f) => f.pause()),
+    resume: () => capture?.feeds.forEach((f) => f.resume()),
     status: () => ({ venue: 'exchange-a', resolving: !capture, lastError, ...(capture ? { feeds: capture.stats() } : {}) }),
   };
 }
@@ -100,6 +132,8 @@ function exchangeBSource(config: IngestorConfig, callbacks: FeedCallbacks, log: 
     async stop() {
       await capture.stop();
     },
+    pause: () => capture.feeds.forEach((f) => f.pause()),
+    resume: () => capture.feeds.forEach((f) => f.resume()),
     status: () => ({ ...capture.stats() }),
   };
 }

@@ -94,6 +94,7 @@ export class BatchingProducer {
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private lastError: Error | undefined;
+  private unsent = 0; // taken by the running flush, not yet acknowledged
   readonly stats = { sent: 0, flushes: 0, errors: 0 };
   private readonly producer: Producer;
   private readonly opts: BatchingProducerOptions;
@@ -144,6 +145,7 @@ export class BatchingProducer {
         const pending = this.buffer;
         this.buffer = [];
         let i = 0;
+        this.unsent = pending.length;
         while (i < pending.length) {
           // A produce request carries one record batch per partition, and the broker
           // refuses a batch above its message.max.bytes (1 MiB by default): cap each
@@ -172,12 +174,14 @@ export class BatchingProducer {
             this.stats.flushes += 1;
             this.lastError = undefined;
             i = j;
+            this.unsent = pending.length - i;
           } catch (e) {
             // kafkajs already retried; keep what is unsent (in order, ahead of newer
             // messages) and try again shortly. Capture never drops what it accepted.
             this.stats.errors += 1;
             this.lastError = e as Error;
             this.buffer = pending.slice(i).concat(this.buffer);
+            this.unsent = 0;
             this.log.error({ err: e, buffered: this.buffer.length }, 'kafka send failed; retrying');
             await new Promise((r) => setTimeout(r, 1_000));
             break;
@@ -200,8 +204,9 @@ export class BatchingProducer {
     return [...groups.values()];
   }
 
+  /** Messages accepted and not yet acknowledged by Kafka. */
   get buffered(): number {
-    return this.buffer.length;
+    return this.buffer.length + this.unsent;
   }
 
   get error(): Error | undefined {

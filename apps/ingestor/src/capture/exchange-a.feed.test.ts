@@ -236,3 +236,24 @@ describe('ExchangeACapture', () => {
     await waitUntil(() => seen().size === 8, 5000, 'books of every token');
   });
 });
+
+describe('back-pressure', () => {
+  it('a paused feed delivers nothing, does not time out as idle, and resumes on the same connection', async () => {
+    const sim = await simulator({ eventsPerSecond: 500, markets: { exchangeA: 2, exchangeB: 0 } });
+    const tokens = sim.markets.exchangeA.flatMap((m) => m.tokenIds);
+    const c = collector();
+    const feed = new ExchangeAFeed({ id: 'a-0', url: sim.urls.exchangeA, tokens, logger: recordingLogger(), ...c, ...FAST, idleMs: 300 });
+    cleanup.push(feed);
+    feed.start();
+    await waitUntil(() => c.frames.length >= 10, 5000, '10 frames');
+    feed.pause();
+    await new Promise((r) => setTimeout(r, 100)); // frames already read may still arrive
+    const atPause = c.frames.length;
+    await new Promise((r) => setTimeout(r, 900)); // three idle timeouts' worth
+    expect(c.frames.length).toBe(atPause);
+    feed.resume();
+    await waitUntil(() => c.frames.length > atPause + 10, 5000, 'frames after resume');
+    expect(new Set(c.frames.map((f) => f.connectionId))).toEqual(new Set(['a-0#1']));
+    expect(c.gaps).toEqual([]);
+  });
+});

@@ -141,6 +141,7 @@ export abstract class Feed {
   private keepAliveTimer: NodeJS.Timeout | null = null;
   private disconnectReason: string | null = null;
   private started = false;
+  private paused = false;
   private stopping: Promise<void> | null = null;
   private resolveClosed: (() => void) | null = null;
   private readonly counters = {
@@ -336,7 +337,10 @@ export abstract class Feed {
       perMessageDeflate: false,
     });
     this.ws = ws;
-    ws.on('open', () => this.onOpen(ws));
+    ws.on('open', () => {
+      this.onOpen(ws);
+      if (this.paused) ws.pause();
+    });
     ws.on('message', (data) => this.onRaw(ws, data));
     ws.on('ping', () => this.seen());
     ws.on('pong', () => this.seen());
@@ -420,6 +424,8 @@ export abstract class Feed {
     const check = (): void => {
       this.idleTimer = null;
       if (!this.ws || this.stopping) return;
+      // While capture holds the socket paused (back-pressure), silence is ours, not the venue's.
+      if (this.paused) this.lastSeenAt = Date.now();
       const quiet = Date.now() - this.lastSeenAt;
       if (quiet >= idleMs) {
         this.logger.warn({ feed: this.opts.id, quietMs: quiet }, 'no message within the idle timeout; reconnecting');
@@ -429,6 +435,24 @@ export abstract class Feed {
       }
     };
     this.idleTimer = setTimeout(check, idleMs);
+  }
+
+  /**
+   * Back-pressure: stop reading the socket (TCP then slows the venue down) while what was
+   * already received cannot be passed on fast enough. A venue that drops a slow consumer
+   * causes a recorded gap, which is better than unbounded memory.
+   */
+  pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.ws?.pause();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.lastSeenAt = Date.now();
+    this.ws?.resume();
   }
 
   private drop(reason: string): void {

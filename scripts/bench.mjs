@@ -1,0 +1,47 @@
+// `npm run bench [-- name…]`: installs what is missing, starts the project's own Kafka and
+// Redis, runs each benchmark in its own process (one after the other: two cores), and
+// prints every benchmark's figures. Each benchmark prints a JSON line last.
+// Record what you measure in docs/BENCHMARKS.md.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT, ensureInstalled } from './bootstrap.mjs';
+
+ensureInstalled();
+const { startServices } = await import('./services.mjs');
+
+const BENCHES = {
+  ingest: 'apps/ingestor/bench/ingest.bench.ts',
+  api: 'apps/api/bench/api.bench.ts',
+  engine: 'libs/book/bench/engine.bench.ts',
+};
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+for (const w of wanted) if (!BENCHES[w]) {
+  console.error(`unknown benchmark ${w}; known: ${Object.keys(BENCHES).join(', ')}`);
+  process.exit(2);
+}
+const env = { ...process.env, ...(await startServices({})) };
+const results = {};
+let failed = false;
+for (const [name, file] of Object.entries(BENCHES)) {
+  if (wanted.length && !wanted.includes(name)) continue;
+  if (!fs.existsSync(path.join(REPO_ROOT, file))) continue;
+  console.log(`\n[bench] ${name}: ${file}`);
+  const out = await new Promise((resolve) => {
+    let text = '';
+    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    child.stdout.on('data', (d) => {
+      text += d;
+      process.stdout.write(d);
+    });
+    child.on('exit', (code) => resolve({ code, text }));
+  });
+  const last = out.text.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  if (out.code !== 0 || !last) {
+    failed = true;
+    results[name] = { error: `exited with ${out.code}` };
+  } else results[name] = JSON.parse(last);
+}
+console.log('\n[bench] results');
+console.log(JSON.stringify(results, null, 2));
+process.exit(failed ? 1 : 0);
