@@ -1,0 +1,22 @@
+import type { FastifyRequest } from 'fastify';
+import type { ApiKeyRecord, MarketDataRepository } from '@booktape/storage';
+import type { ApiConfig } from './config.ts';
+import type { KeyService } from './keys.service.ts';
+import type { ResultCache } from './result-cache.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The key that authenticated this request (historical-data routes). */
+    apiKey: ApiKeyRecord | null;
+  }
+}
+
+/** What the route plugins need, built once by buildApp. */
+export interface Services {
+  config: ApiConfig;
+  data: MarketDataRepository;
+  keys: KeyService;
+  cache: ResultCache;
+  /** onRequest hook of every historical-data route: Bearer key required. */
+  requireKey: (req: FastifyRequest) => Promise<void>;
+}

@@ -1,0 +1,281 @@
+import type { Venue } from '@booktape/domain';
+import type { ClickHouse } from './clickhouse.ts';
+import { RAW_TABLE } from './raw-events.repository.ts';
+import { streamQuery, type ByteStream, type StreamQuery } from './stream.ts';
+
+/**
+ * Reads for the API: raw records of one market (by UTC date with offset paging, or by time
+ * range with keyset paging), and availability / market lists from the `market_dates`
+ * summary (migration 002).
+ *
+ * Serving order within a market is (event_ts, ingest_seq, dedup_id) and then the rest of
+ * the table's row identity (A: asset_id, event_type; B: record_type), so the order is
+ * total: after FINAL no two rows share that key, and keyset paging can neither skip nor
+ * repeat a row, however many rows share one millisecond. The ORDER BY starts with the
+ * table's own key prefix (market, event_date, event_ts), which lets the engine read in
+ * order and only finish-sort rows of equal event_ts, and read payloads lazily, for the
+ * rows that survive LIMIT.
+ *
+ * Raw rows are streamed as `TabSeparatedRaw` lines `<key>\t<record>\n`:
+ *   key    = JSON array of strings: event_ts in ms, ingest_seq, dedup_id, tie-break columns
+ *   record = the served record: the stored payload plus `received_at` (ISO 8601, ms) and
+ *            `worker_id` (integer), as one JSON object.
+ * Neither part can contain a raw tab or newline (both are JSON text; payloads are written
+ * by JSON.stringify), so the format needs no escaping.
+ */
+
+/** A row's position in serving order: [event_ts ms, ingest_seq, dedup_id, ...tie-breaks]. */
+export type RawKey = string[];
+
+interface VenueColumns {
+  table: string;
+  market: string;
+  tieBreak: string[];
+}
+
+const COLUMNS: Record<Venue, VenueColumns> = {
+  'exchange-a': { table: RAW_TABLE['exchange-a'], market: 'market', tieBreak: ['asset_id', 'event_type'] },
+  'exchange-b': { table: RAW_TABLE['exchange-b'], market: 'ticker', tieBreak: ['record_type'] },
+};
+
+/** Number of fields in a venue's RawKey. */
+export function rawKeyLength(venue: Venue): number {
+  return 3 + COLUMNS[venue].tieBreak.length;
+}
+
+/**
+ * ISO 8601 UTC with milliseconds, built by the engine: a DateTime64(3, 'UTC') column prints
+ * as 'YYYY-MM-DD hh:mm:ss.mmm' (the cheapest formatting there is), made ISO by two edits.
+ * Portable to ClickHouse 24.8.
+ */
+export function isoMsSql(col: string): string {
+  return `concat(replaceOne(toString(${col}), ' ', 'T'), 'Z')`;
+}
+
+function lineSql(v: VenueColumns): string {
+  const key = `toJSONString([toString(toUnixTimestamp64Milli(event_ts)), toString(ingest_seq), dedup_id${v.tieBreak.map((c) => `, toString(${c})`).join('')}])`;
+  // The payload is a JSON object: drop its closing brace and append the lineage fields.
+  const open = `if(length(payload) <= 2, '{', concat(substring(payload, 1, length(payload) - 1), ','))`;
+  const record = `concat(${open}, '"received_at":"', ${isoMsSql('received_at')}, '","worker_id":', toString(worker_id), '}')`;
+  return `concat(${key}, '\\t', ${record})`;
+}
+
+function orderSql(v: VenueColumns): string {
+  // The market is fixed by WHERE, so it is left out (comparing an equal 66-byte id on every
+  // comparison costs); event_date stays: it keeps the ORDER BY a prefix of the table's key
+  // for ranges that span dates, and it is a function of event_ts, so it changes no order.
+  return `ORDER BY event_date, event_ts, ingest_seq, dedup_id${v.tieBreak.map((c) => `, ${c}`).join('')}`;
+}
+
+/**
+ * A page is read as a chain of sub-reads of at most SUB_READ_ROWS rows, each continuing
+ * after the last key of the one before. An ordered FINAL read holds one block per part of
+ * the table for every column it reads, so its memory grows with the parts and with the
+ * row count it carries; a sub-read of 10,001 rows reads its payloads lazily, for the rows
+ * that survive LIMIT only (the embedded engine's lazy materialisation, allowed up to that
+ * limit), and a 100,000-record page costs no more memory than a 10,000-record one. 10,001:
+ * a default range page plus the row that tells whether there is a next page.
+ */
+export const SUB_READ_ROWS = 10_001;
+
+/** One thread per read: an ordered FINAL read of one market is one merge stream anyway. */
+function streamSettings(ch: ClickHouse): string {
+  // Version-specific settings only for the embedded engine, whose version ships with the
+  // package (a 24.8 server knows no lazy materialisation and would refuse the setting).
+  return ch.mode === 'embedded'
+    ? `SETTINGS max_threads = 1, query_plan_max_limit_for_lazy_materialization = ${SUB_READ_ROWS}`
+    : 'SETTINGS max_threads = 1';
+}
+
+/**
+ * Follows raw-row lines through a stream: how many complete rows went by and the key of
+ * the last one (so that the next sub-read can continue after it). Reads each chunk before
+ * it is handed on (the consumer may rewrite it).
+ */
+class RowTracker {
+  rows = 0;
+  private partial: Buffer | null = null;
+  private last: Buffer | null = null;
+
+  see(chunk: Buffer): void {
+    const lastNl = chunk.lastIndexOf(10);
+    if (lastNl === -1) {
+      this.partial = this.partial ? Buffer.concat([this.partial, chunk]) : Buffer.from(chunk);
+      return;
+    }
+    for (let i = chunk.indexOf(10); i !== -1 && i <= lastNl; i = chunk.indexOf(10, i + 1)) this.rows++;
+    const prevNl = lastNl === 0 ? -1 : chunk.lastIndexOf(10, lastNl - 1);
+    const line = prevNl >= 0 ? chunk.subarray(prevNl + 1, lastNl) : this.partial ? Buffer.concat([this.partial, chunk.subarray(0, lastNl)]) : chunk.subarray(0, lastNl);
+    const tab = line.indexOf(9);
+    this.last = Buffer.from(tab === -1 ? line : line.subarray(0, tab));
+    this.partial = lastNl + 1 < chunk.length ? Buffer.from(chunk.subarray(lastNl + 1)) : null;
+  }
+
+  lastKey(): RawKey | null {
+    if (!this.last) return null;
+    const key = JSON.parse(this.last.toString('utf8')) as unknown;
+    if (!Array.isArray(key) || !key.every((k) => typeof k === 'string')) throw new Error('malformed raw row key');
+    return key as RawKey;
+  }
+}
+
+function utcDate(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** `AND (key) > (after)` with the key's values bound, or nothing without a key. */
+function afterSql(venue: Venue, after: RawKey | null): { sql: string; params: Record<string, unknown> } {
+  if (!after) return { sql: '', params: {} };
+  const v = COLUMNS[venue];
+  const [ts, seq, id, ...ties] = after as [string, string, string, ...string[]];
+  const params: Record<string, unknown> = { after_ts: Number(ts), after_seq: seq, after_id: id };
+  ties.forEach((t, i) => (params[`after_t${i}`] = t));
+  const cols = ['event_ts', 'ingest_seq', 'dedup_id', ...v.tieBreak].join(', ');
+  const vals = [`fromUnixTimestamp64Milli({after_ts:Int64}, 'UTC')`, '{after_seq:UInt64}', '{after_id:String}', ...ties.map((_, i) => `{after_t${i}:String}`)].join(', ');
+  return { sql: `AND (${cols}) > (${vals})`, params };
+}
+
+export interface AvailabilityRow {
+  dateCount: number;
+  firstDate: string | null;
+  lastDate: string | null;
+}
+
+export interface MarketListRow {
+  total: number;
+  markets: string[];
+}
+
+export class MarketDataRepository {
+  constructor(
+    private readonly ch: ClickHouse,
+    private readonly opts: { maxStreamSessions?: number; /** tests: smaller sub-reads */ subReadRows?: number } = {},
+  ) {}
+
+  /** Deduplicated number of records of one market on one UTC date. */
+  async countByDate(venue: Venue, market: string, date: string): Promise<number> {
+    const v = COLUMNS[venue];
+    const rs = await this.ch.client.query({
+      query: `SELECT toString(count()) AS n FROM ${this.ch.table(v.table)} FINAL
+        WHERE ${v.market} = {market:String} AND event_date = {date:Date}`,
+      query_params: { market, date },
+      format: 'JSONEachRow',
+    });
+    const [row] = await rs.json<{ n: string }>();
+    return Number(row?.n ?? 0);
+  }
+
+  /**
+   * Records `offset`…`offset+limit-1` of one market's UTC date, as raw-row lines. With
+   * `after` (the key of record `offset-1`, known from the page before) the read starts
+   * right after it instead of skipping `offset` records.
+   */
+  streamByDate(venue: Venue, market: string, date: string, offset: number, limit: number, after: RawKey | null = null, signal?: AbortSignal): ByteStream {
+    const v = COLUMNS[venue];
+    return this.chained(venue, limit, after, (from, n) => {
+      const k = afterSql(venue, from);
+      return {
+        // Skipping by offset happens only without a key to continue from.
+        query: `SELECT ${lineSql(v)} FROM ${this.ch.table(v.table)} FINAL
+          WHERE ${v.market} = {market:String} AND event_date = {date:Date}
+            ${from ? `AND event_ts >= fromUnixTimestamp64Milli({after_ts:Int64}, 'UTC') ${k.sql}` : ''}
+          ${orderSql(v)}
+          LIMIT {limit:UInt32} OFFSET {offset:UInt64}
+          ${streamSettings(this.ch)}`,
+        query_params: { market, date, limit: n, offset: from ? 0 : offset, ...k.params },
+        format: 'TabSeparatedRaw',
+        ...(signal ? { signal } : {}),
+      };
+    });
+  }
+
+  /**
+   * Up to `limit` records of one market with startMs <= event_ts <= endMs, strictly after
+   * `after` in serving order (from the start when null), as raw-row lines.
+   */
+  streamByRange(
+    venue: Venue,
+    market: string,
+    startMs: number,
+    endMs: number,
+    after: RawKey | null,
+    limit: number,
+    signal?: AbortSignal,
+  ): ByteStream {
+    const v = COLUMNS[venue];
+    return this.chained(venue, limit, after, (from, n) => {
+      const k = afterSql(venue, from);
+      const lowerMs = from ? Math.max(startMs, Number(from[0])) : startMs;
+      return {
+        query: `SELECT ${lineSql(v)} FROM ${this.ch.table(v.table)} FINAL
+          WHERE ${v.market} = {market:String}
+            AND event_date >= {first_date:Date} AND event_date <= {last_date:Date}
+            AND event_ts >= fromUnixTimestamp64Milli({lower:Int64}, 'UTC')
+            AND event_ts <= fromUnixTimestamp64Milli({end:Int64}, 'UTC')
+            ${k.sql}
+          ${orderSql(v)}
+          LIMIT {limit:UInt32}
+          ${streamSettings(this.ch)}`,
+        query_params: { market, end: endMs, limit: n, lower: lowerMs, first_date: utcDate(lowerMs), last_date: utcDate(endMs), ...k.params },
+        format: 'TabSeparatedRaw',
+        ...(signal ? { signal } : {}),
+      };
+    });
+  }
+
+  /** `limit` rows as a chain of sub-reads, each continuing after the last key of the one before. */
+  private chained(venue: Venue, limit: number, start: RawKey | null, build: (after: RawKey | null, n: number) => StreamQuery): ByteStream {
+    if (start && start.length !== rawKeyLength(venue)) throw new Error(`a ${venue} key has ${rawKeyLength(venue)} fields`);
+    const ch = this.ch;
+    const opts = { maxSessions: this.opts.maxStreamSessions };
+    const sub = this.opts.subReadRows ?? SUB_READ_ROWS;
+    return (async function* () {
+      let after = start;
+      let remaining = limit;
+      while (remaining > 0) {
+        const n = Math.min(remaining, sub);
+        const tracker = new RowTracker();
+        for await (const chunk of streamQuery(ch, build(after, n), opts)) {
+          tracker.see(chunk);
+          yield chunk;
+        }
+        remaining -= tracker.rows;
+        const last = tracker.lastKey();
+        if (tracker.rows < n || !last) return;
+        after = last;
+      }
+    })();
+  }
+
+  /** Stored UTC dates of one market from `minDate` on (from the summary, no raw scan). */
+  async availability(venue: Venue, market: string, minDate = '1970-01-01'): Promise<AvailabilityRow> {
+    const rs = await this.ch.client.query({
+      query: `SELECT toString(count()) AS n, toString(min(event_date)) AS first, toString(max(event_date)) AS last
+        FROM (SELECT DISTINCT event_date FROM ${this.ch.table('market_dates')}
+              WHERE venue = {venue:String} AND market = {market:String} AND event_date >= {min_date:Date})`,
+      query_params: { venue, market, min_date: minDate },
+      format: 'JSONEachRow',
+    });
+    const [row] = await rs.json<{ n: string; first: string; last: string }>();
+    const n = Number(row?.n ?? 0);
+    return n === 0 ? { dateCount: 0, firstDate: null, lastDate: null } : { dateCount: n, firstDate: row!.first, lastDate: row!.last };
+  }
+
+  /** Markets with data from `minDate` on whose id starts with `prefix`, in id order, one page. */
+  async listMarkets(venue: Venue, prefix: string, offset: number, limit: number, minDate = '1970-01-01'): Promise<MarketListRow> {
+    const t = this.ch.table('market_dates');
+    const where = `venue = {venue:String} AND startsWith(market, {prefix:String}) AND event_date >= {min_date:Date}`;
+    const rs = await this.ch.client.query({
+      query: `SELECT
+          (SELECT toString(uniqExact(market)) FROM ${t} WHERE ${where}) AS total,
+          (SELECT groupArray(market) FROM (SELECT DISTINCT market FROM ${t} WHERE ${where}
+                                           ORDER BY market LIMIT {limit:UInt32} OFFSET {offset:UInt64})) AS markets`,
+      query_params: { venue, prefix, offset, limit, min_date: minDate },
+      format: 'JSONEachRow',
+    });
+    const [row] = await rs.json<{ total: string; markets: string[] }>();
+    // groupArray does not promise order: restore it (byte order, as the engine sorts).
+    const markets = [...(row?.markets ?? [])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return { total: Number(row?.total ?? 0), markets };
+  }
+}
