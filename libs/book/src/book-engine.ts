@@ -1,0 +1,437 @@
+import type { ExchangeAEvent, ExchangeBRecord, PriceLevel, PriceChange } from '@booktape/domain';
+import {
+  POW10,
+  addSizes,
+  isDeltaText,
+  isNonPositive,
+  isSizeText,
+  msFromText,
+  readPrice,
+  readScratch,
+  unitsText,
+} from './fixed-point.ts';
+import type { Observation } from './observation.ts';
+import { PriceLadder } from './price-ladder.ts';
+
+/**
+ * Exact order books that turn one asset's stored records, in serving order, into top-of-book
+ * observations (DESIGN §4 rules 1–4). Pure: no I/O, no clock.
+ *
+ * Representation: prices are integer units of 10^-scale on a dense ladder (price-ladder.ts);
+ * the scale starts at 2 (0.01) and grows to the finest price seen, up to 10^-6, by
+ * re-indexing the ladders once. Sizes are the records' canonical decimal strings: exchange A
+ * only sets them, exchange B adds deltas exactly (fixed-point.ts). Mid = (bid + ask) / 2 is
+ * exact at one more decimal when bid + ask is odd; spread = ask − bid. Both sides share the
+ * "best = highest index" rule: bids by price, asks by 1 − price (A asks mirrored, B's NO bids
+ * as they are), so the ask is always 1 − the complement ladder's best index.
+ *
+ * Unknown book: before the first snapshot, and (B) after a gap record, a null price or delta
+ * payload, or a null snapshot side, until the next snapshot. A book event on an unknown book
+ * is still an observation, with null values.
+ *
+ * Anomalies: a record the engine cannot apply exactly (a price outside [0, 1] or finer than
+ * 10^-6, a size that is not a canonical non-negative decimal, an unknown side) does not
+ * throw — one bad record must not cost a day of summaries — but makes the book unknown until
+ * the next snapshot, counted in `anomalies` with `lastAnomaly` for the caller to log.
+ */
+
+const INITIAL_SCALE = 2;
+
+abstract class LadderBook {
+  private scale = INITIAL_SCALE;
+  /** Index of the price 1 (read it after index(), which may re-index). */
+  protected one = POW10[INITIAL_SCALE]!;
+  protected bids = new PriceLadder(this.one + 1);
+  /** Ask side indexed by 1 − price. */
+  protected comps = new PriceLadder(this.one + 1);
+  protected known = false;
+  // The last observation is kept as its time: its top is the book's current top, except
+  // after a B gap (the book changed without an observation) or a restore, when `frozen`
+  // holds it. (Storing every observation in the long-lived book would add a GC write
+  // barrier to every event.)
+  private observed = false;
+  private lastTs = Number.NaN;
+  private frozen: Observation | null = null;
+  /** Records that could not be applied exactly (each made the book unknown). */
+  anomalies = 0;
+  lastAnomaly: string | null = null;
+
+  /** The last observation so far (from any earlier day once restored), or null if none. */
+  lastObservation(): Observation | null {
+    if (this.frozen !== null) return this.frozen;
+    return this.observed ? this.top(this.lastTs) : null;
+  }
+
+  /** Keeps the last observation as it was, before the book changes without an observation. */
+  protected freezeLast(): void {
+    if (this.frozen === null && this.observed) this.frozen = this.top(this.lastTs);
+  }
+
+  /** Whether the book is currently known (a snapshot since the last unknown-making event). */
+  isKnown(): boolean {
+    return this.known;
+  }
+
+  protected forget(): void {
+    this.known = false;
+    if (this.bids.count > 0) this.bids.clear();
+    if (this.comps.count > 0) this.comps.clear();
+  }
+
+  protected startSnapshot(): void {
+    this.forget();
+    this.known = true;
+  }
+
+  protected anomaly(reason: string): void {
+    this.anomalies++;
+    this.lastAnomaly = reason;
+    this.forget();
+  }
+
+  /**
+   * Ladder index of a price read by readPrice (units of 10^-decimals), re-indexing the
+   * ladders first when the price is finer than the current scale.
+   */
+  protected index(units: number, decimals: number): number {
+    if (decimals > this.scale) this.rescale(decimals);
+    return units * POW10[this.scale - decimals]!;
+  }
+
+  private rescale(scale: number): void {
+    const factor = POW10[scale - this.scale]!;
+    const one = POW10[scale]!;
+    const bids = new PriceLadder(one + 1);
+    const comps = new PriceLadder(one + 1);
+    for (let i = this.bids.best; i >= 0; i = this.bids.below(i)) bids.set(i * factor, this.bids.sizes[i]!);
+    for (let i = this.comps.best; i >= 0; i = this.comps.below(i)) comps.set(i * factor, this.comps.sizes[i]!);
+    this.bids = bids;
+    this.comps = comps;
+    this.scale = scale;
+    this.one = one;
+    this.textBid = -2; // indices changed meaning
+  }
+
+  // Text of the top's prices for the best indices it was built for: most events leave the
+  // best levels where they were, so their text, mid and spread are reused.
+  private textBid = -2;
+  private textComp = -2;
+  private bidText: string | null = null;
+  private askText: string | null = null;
+  private midText: string | null = null;
+  private spreadText: string | null = null;
+
+  private topTexts(b: number, c: number): void {
+    const scale = this.scale;
+    const ask = this.one - c;
+    this.bidText = b >= 0 ? unitsText(b, scale) : null;
+    this.askText = c >= 0 ? unitsText(ask, scale) : null;
+    if (b >= 0 && c >= 0) {
+      const sum = b + ask;
+      this.midText = (sum & 1) === 0 ? unitsText(sum / 2, scale) : unitsText(sum * 5, scale + 1);
+      this.spreadText = unitsText(ask - b, scale);
+    } else {
+      this.midText = null;
+      this.spreadText = null;
+    }
+    this.textBid = b;
+    this.textComp = c;
+  }
+
+  protected observe(ts: number): Observation {
+    this.observed = true;
+    this.lastTs = ts;
+    if (this.frozen !== null) this.frozen = null;
+    return this.top(ts);
+  }
+
+  private top(ts: number): Observation {
+    if (!this.known) {
+      return { ts, best_bid: null, best_bid_size: null, best_ask: null, best_ask_size: null, mid_price: null, spread: null };
+    }
+    const b = this.bids.best;
+    const c = this.comps.best;
+    if (b !== this.textBid || c !== this.textComp) this.topTexts(b, c);
+    return {
+      ts,
+      best_bid: this.bidText,
+      best_bid_size: b >= 0 ? this.bids.sizes[b]! : null,
+      best_ask: this.askText,
+      best_ask_size: c >= 0 ? this.comps.sizes[c]! : null,
+      mid_price: this.midText,
+      spread: this.spreadText,
+    };
+  }
+
+  /** Levels best first, flat: [price, size, price, size, …]. */
+  protected levels(ladder: PriceLadder, complement: boolean): string[] {
+    const out: string[] = [];
+    for (let i = ladder.best; i >= 0; i = ladder.below(i)) {
+      out.push(unitsText(complement ? this.one - i : i, this.scale), ladder.sizes[i]!);
+    }
+    return out;
+  }
+
+  /** Loads serialised levels: `comps` picks the ask-side ladder, `mirror` indexes it by 1 − price. */
+  protected restore(
+    state: { known: unknown; last: unknown },
+    sides: { flat: unknown; comps: boolean; mirror: boolean }[],
+  ): void {
+    if (typeof state.known !== 'boolean') throw new RangeError('book state: known is not a boolean');
+    for (const { flat, comps, mirror } of sides) {
+      if (!Array.isArray(flat) || flat.length % 2 !== 0) throw new RangeError('book state: levels are not [price, size] pairs');
+      if (!state.known && flat.length > 0) throw new RangeError('book state: levels of an unknown book');
+      for (let k = 0; k < flat.length; k += 2) {
+        const price: unknown = flat[k];
+        const size: unknown = flat[k + 1];
+        const units = typeof price === 'string' ? readPrice(price) : -1;
+        if (units < 0 || !isSizeText(size) || size === '0') {
+          throw new RangeError(`book state: bad level ${JSON.stringify([price, size])}`);
+        }
+        const i = this.index(units, readScratch.decimals);
+        (comps ? this.comps : this.bids).set(mirror ? this.one - i : i, size);
+      }
+    }
+    this.known = state.known;
+    if (state.last !== null) {
+      this.frozen = parseObservation(state.last);
+      this.observed = true;
+      this.lastTs = this.frozen.ts;
+    }
+  }
+}
+
+const OBSERVATION_FIELDS = ['best_bid', 'best_bid_size', 'best_ask', 'best_ask_size', 'mid_price', 'spread'] as const;
+
+function parseObservation(v: unknown): Observation {
+  if (typeof v !== 'object' || v === null) throw new RangeError('book state: last is not an observation');
+  const o = v as Record<string, unknown>;
+  if (typeof o['ts'] !== 'number' || !Number.isSafeInteger(o['ts'])) throw new RangeError('book state: last.ts is not an integer');
+  for (const f of OBSERVATION_FIELDS) {
+    const x = o[f];
+    if (x !== null && !isDeltaText(x)) throw new RangeError(`book state: last.${f} is not a decimal or null`);
+  }
+  return {
+    ts: o['ts'],
+    best_bid: o['best_bid'] as string | null,
+    best_bid_size: o['best_bid_size'] as string | null,
+    best_ask: o['best_ask'] as string | null,
+    best_ask_size: o['best_ask_size'] as string | null,
+    mid_price: o['mid_price'] as string | null,
+    spread: o['spread'] as string | null,
+  };
+}
+
+function stateObject(v: unknown, venue: string): Record<string, unknown> {
+  if (typeof v !== 'object' || v === null) throw new RangeError('book state is not an object');
+  const s = v as Record<string, unknown>;
+  if (s['v'] !== 1) throw new RangeError(`book state version ${String(s['v'])} is not 1`);
+  if (s['venue'] !== venue) throw new RangeError(`book state is for ${String(s['venue'])}, not ${venue}`);
+  return s;
+}
+
+/** Serialised exchange A book: levels best first as flat [price, size, …] pairs. */
+export interface ExchangeABookState {
+  v: 1;
+  venue: 'exchange-a';
+  known: boolean;
+  bids: string[];
+  asks: string[];
+  last: Observation | null;
+}
+
+/** Serialised exchange B book: YES and NO bids best first as flat [price, size, …] pairs. */
+export interface ExchangeBBookState {
+  v: 1;
+  venue: 'exchange-b';
+  known: boolean;
+  yes: string[];
+  no: string[];
+  last: Observation | null;
+}
+
+/** Exchange A (Polymarket): one asset's book from its 2.1 records. */
+export class ExchangeABook extends LadderBook {
+  /** Applies one record; the observation for a book event, null for any other event type. */
+  apply(ev: ExchangeAEvent): Observation | null {
+    const type = ev.event_type;
+    if (type === 'price_change') {
+      if (this.known && ev.changes !== undefined) this.change(ev.changes);
+    } else if (type === 'book') this.snapshot(ev.bids, ev.asks);
+    else return null;
+    return this.observe(msFromText(ev.timestamp));
+  }
+
+  private snapshot(bids: PriceLevel[] | undefined, asks: PriceLevel[] | undefined): void {
+    this.startSnapshot();
+    if (bids !== undefined && !this.setLevels(bids, false)) return;
+    if (asks !== undefined) this.setLevels(asks, true);
+  }
+
+  // Later entries for the same price win: a snapshot is applied as a sequence of sets.
+  private setLevels(levels: PriceLevel[], ask: boolean): boolean {
+    for (let k = 0; k < levels.length; k++) {
+      const lv = levels[k]!;
+      if (!this.set(lv.price, lv.size, ask)) return false;
+    }
+    return true;
+  }
+
+  private change(changes: PriceChange[]): void {
+    for (let k = 0; k < changes.length; k++) {
+      const ch = changes[k]!;
+      const side = ch.side;
+      if (side !== 'BUY' && side !== 'SELL') {
+        this.anomaly(`price_change side ${JSON.stringify(side)}`);
+        return;
+      }
+      if (!this.set(ch.price, ch.size, side === 'SELL')) return;
+    }
+  }
+
+  private set(price: string, size: string, ask: boolean): boolean {
+    const units = typeof price === 'string' ? readPrice(price) : -1;
+    if (units < 0) {
+      this.anomaly(`price ${JSON.stringify(price)} is not in [0, 1] at 10^-6`);
+      return false;
+    }
+    if (!isSizeText(size)) {
+      this.anomaly(`size ${JSON.stringify(size)} is not a canonical non-negative decimal`);
+      return false;
+    }
+    const i = this.index(units, readScratch.decimals);
+    // After index(): it may have re-indexed into new ladders.
+    if (ask) {
+      if (size === '0') this.comps.delete(this.one - i);
+      else this.comps.set(this.one - i, size);
+    } else if (size === '0') this.bids.delete(i);
+    else this.bids.set(i, size);
+    return true;
+  }
+
+  toState(): ExchangeABookState {
+    return {
+      v: 1,
+      venue: 'exchange-a',
+      known: this.known,
+      bids: this.levels(this.bids, false),
+      asks: this.levels(this.comps, true),
+      last: this.lastObservation(),
+    };
+  }
+
+  /** A book from `toState()` output (after a JSON round trip); throws RangeError if malformed. */
+  static fromState(state: unknown): ExchangeABook {
+    const s = stateObject(state, 'exchange-a');
+    const book = new ExchangeABook();
+    book.restore({ known: s['known'], last: s['last'] }, [
+      { flat: s['bids'], comps: false, mirror: false },
+      { flat: s['asks'], comps: true, mirror: true },
+    ]);
+    return book;
+  }
+}
+
+/** Exchange B (Kalshi): one ticker's book from its 2.2 records. */
+export class ExchangeBBook extends LadderBook {
+  /** Applies one record; the observation for a snapshot or delta, null for a gap (or other). */
+  apply(rec: ExchangeBRecord): Observation | null {
+    switch (rec.type) {
+      case 'snapshot':
+        this.snapshot(rec.yes, rec.no);
+        break;
+      case 'delta':
+        if (this.known) this.delta(rec);
+        break;
+      case 'gap':
+        // A seq gap: the book is unknown until the next snapshot; not a book event.
+        this.freezeLast();
+        this.forget();
+        return null;
+      default:
+        return null;
+    }
+    return this.observe(rec.epoch_ms);
+  }
+
+  private snapshot(yes: [string, string][] | null | undefined, no: [string, string][] | null | undefined): void {
+    // A side the venue omits is empty; a null side (null price payload) leaves the book unknown.
+    if (yes === null || no === null) {
+      this.forget();
+      return;
+    }
+    this.startSnapshot();
+    if (yes !== undefined && !this.setLevels(yes, false)) return;
+    if (no !== undefined) this.setLevels(no, true);
+  }
+
+  private setLevels(levels: [string, string][], no: boolean): boolean {
+    for (let k = 0; k < levels.length; k++) {
+      const lv = levels[k]!;
+      const units = typeof lv[0] === 'string' ? readPrice(lv[0]) : -1;
+      if (units < 0) {
+        this.anomaly(`price ${JSON.stringify(lv[0])} is not in [0, 1] at 10^-6`);
+        return false;
+      }
+      const size = lv[1];
+      if (!isSizeText(size)) {
+        this.anomaly(`size ${JSON.stringify(size)} is not a canonical non-negative decimal`);
+        return false;
+      }
+      const i = this.index(units, readScratch.decimals);
+      const ladder = no ? this.comps : this.bids;
+      if (size === '0') ladder.delete(i);
+      else ladder.set(i, size);
+    }
+    return true;
+  }
+
+  private delta(rec: ExchangeBRecord): void {
+    const { price, delta, side } = rec;
+    // A null price payload: the book is unknown until the next snapshot (DESIGN §4 rule 4).
+    if (price === null || price === undefined || delta === null || delta === undefined) {
+      this.forget();
+      return;
+    }
+    if (side !== 'yes' && side !== 'no') {
+      this.anomaly(`delta side ${JSON.stringify(side)}`);
+      return;
+    }
+    const units = typeof price === 'string' ? readPrice(price) : -1;
+    if (units < 0) {
+      this.anomaly(`price ${JSON.stringify(price)} is not in [0, 1] at 10^-6`);
+      return;
+    }
+    if (!isDeltaText(delta)) {
+      this.anomaly(`delta ${JSON.stringify(delta)} is not a canonical decimal`);
+      return;
+    }
+    const i = this.index(units, readScratch.decimals);
+    const ladder = side === 'no' ? this.comps : this.bids;
+    const size = addSizes(ladder.sizes[i] ?? '0', delta);
+    if (isNonPositive(size)) ladder.delete(i);
+    else ladder.set(i, size);
+  }
+
+  toState(): ExchangeBBookState {
+    return {
+      v: 1,
+      venue: 'exchange-b',
+      known: this.known,
+      yes: this.levels(this.bids, false),
+      no: this.levels(this.comps, false),
+      last: this.lastObservation(),
+    };
+  }
+
+  /** A book from `toState()` output (after a JSON round trip); throws RangeError if malformed. */
+  static fromState(state: unknown): ExchangeBBook {
+    const s = stateObject(state, 'exchange-b');
+    const book = new ExchangeBBook();
+    book.restore({ known: s['known'], last: s['last'] }, [
+      { flat: s['yes'], comps: false, mirror: false },
+      { flat: s['no'], comps: true, mirror: false },
+    ]);
+    return book;
+  }
+}

@@ -1,0 +1,235 @@
+import { addDecimal } from '@booktape/venues';
+
+/**
+ * Exact fixed-point helpers for the hot paths of the book engine and the bucketing.
+ *
+ * Every value handled here is an exact decimal: prices are integers of 10^-scale units held
+ * in JS numbers (always far below 2^53, so every operation is exact integer arithmetic),
+ * sizes are canonical decimal strings (decimal.ts) that are only ever added, with a
+ * safe-integer fast path and a BigInt fallback. No value is ever the result of float
+ * arithmetic on a fraction.
+ */
+
+/** Finest price the engine represents: 10^-6 (venues tick at 0.01, 0.001, at most 0.0001). */
+export const MAX_PRICE_DECIMALS = 6;
+
+export const POW10: readonly number[] = Array.from({ length: 16 }, (_, i) => 10 ** i);
+
+/** Fraction digits (trailing zeros excluded) of the last price `readPrice` accepted. */
+export const readScratch = { decimals: 0 };
+
+/**
+ * A price in [0, 1] as integer units of 10^-decimals, `readScratch.decimals` being its
+ * significant fraction digits (at most 6), or -1 when the text is not such a price:
+ * `digits[.digits]`, nothing else (trailing fraction zeros are allowed). Hand-rolled, it runs
+ * once per level of every book event; returning the price at its own scale lets the book
+ * index it with one multiplication.
+ */
+export function readPrice(s: string): number {
+  const n = s.length;
+  if (n === 0 || n > 40) return -1;
+  let c = s.charCodeAt(0);
+  if (c < 48 || c > 57) return -1;
+  let int = c - 48;
+  let i = 1;
+  for (; i < n; i++) {
+    c = s.charCodeAt(i);
+    if (c === 46) break;
+    if (c < 48 || c > 57) return -1;
+    int = int * 10 + (c - 48);
+    if (int > 1) return -1;
+  }
+  if (int > 1) return -1;
+  let frac = 0;
+  let digits = 0;
+  if (i < n) {
+    if (++i === n) return -1; // "1." is not a price
+    let zeros = 0;
+    for (; i < n; i++) {
+      c = s.charCodeAt(i);
+      if (c === 48) zeros++;
+      else if (c > 48 && c <= 57) {
+        digits += zeros + 1;
+        if (digits > MAX_PRICE_DECIMALS) return -1;
+        frac = frac * POW10[zeros + 1]! + (c - 48);
+        zeros = 0;
+      } else return -1;
+    }
+  }
+  if (int === 1 && frac !== 0) return -1;
+  readScratch.decimals = digits;
+  return int * POW10[digits]! + frac;
+}
+
+/**
+ * Milliseconds from a record's decimal `timestamp` text, read by hand: Number() of a
+ * 13-digit string, or one float multiply-add chain over it, costs more than the rest of a
+ * book update. 13 digits (2001–2286) are unrolled into independent small products, up to 15
+ * read in two small-integer halves; anything else goes through Number().
+ */
+export function msFromText(s: string): number {
+  const n = s.length;
+  if (n === 13) {
+    // Every millisecond time from 2001 to 2286: unrolled into independent small products.
+    const d0 = s.charCodeAt(0) - 48;
+    const d1 = s.charCodeAt(1) - 48;
+    const d2 = s.charCodeAt(2) - 48;
+    const d3 = s.charCodeAt(3) - 48;
+    const d4 = s.charCodeAt(4) - 48;
+    const d5 = s.charCodeAt(5) - 48;
+    const d6 = s.charCodeAt(6) - 48;
+    const d7 = s.charCodeAt(7) - 48;
+    const d8 = s.charCodeAt(8) - 48;
+    const d9 = s.charCodeAt(9) - 48;
+    const d10 = s.charCodeAt(10) - 48;
+    const d11 = s.charCodeAt(11) - 48;
+    const d12 = s.charCodeAt(12) - 48;
+    if (
+      ((d0 | d1 | d2 | d3 | d4 | d5 | d6 | d7 | d8 | d9 | d10 | d11 | d12) & ~15) === 0 &&
+      d0 < 10 && d1 < 10 && d2 < 10 && d3 < 10 && d4 < 10 && d5 < 10 && d6 < 10 &&
+      d7 < 10 && d8 < 10 && d9 < 10 && d10 < 10 && d11 < 10 && d12 < 10
+    ) {
+      const a = d0 * 10_000 + d1 * 1_000 + d2 * 100 + d3 * 10 + d4;
+      const b = d5 * 1_000 + d6 * 100 + d7 * 10 + d8;
+      const c = d9 * 1_000 + d10 * 100 + d11 * 10 + d12;
+      return a * 100_000_000 + (b * 10_000 + c);
+    }
+    return Number(s);
+  }
+  if (n === 0 || n > 15) return Number(s);
+  const split = n > 8 ? n - 8 : 0;
+  let hi = 0;
+  let lo = 0;
+  for (let i = 0; i < split; i++) {
+    const d = s.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return Number(s);
+    hi = hi * 10 + d;
+  }
+  for (let i = split; i < n; i++) {
+    const d = s.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return Number(s);
+    lo = lo * 10 + d;
+  }
+  return hi * 100_000_000 + lo;
+}
+
+/** Canonical decimal text of `units / 10^scale` (units a safe integer, scale 0..15). */
+export function formatUnits(units: number, scale: number): string {
+  if (units === 0) return '0';
+  const neg = units < 0;
+  let digits = String(neg ? -units : units);
+  let end = digits.length;
+  while (scale > 0 && digits.charCodeAt(end - 1) === 48) {
+    end--;
+    scale--;
+  }
+  if (end !== digits.length) digits = digits.slice(0, end);
+  let body: string;
+  if (scale === 0) body = digits;
+  else if (digits.length > scale) body = `${digits.slice(0, digits.length - scale)}.${digits.slice(digits.length - scale)}`;
+  else body = `0.${'0'.repeat(scale - digits.length)}${digits}`;
+  return neg ? `-${body}` : body;
+}
+
+// Text of every price-like value is cached per scale: a book keeps quoting the same few
+// hundred prices, mids and spreads, so building the string once saves most of the cost of an
+// observation. Scales above 5 (100,001 entries) are formatted each time.
+const MAX_CACHED_SCALE = 5;
+const textCache: (string | undefined)[][] = [];
+
+/** Canonical text of `units / 10^scale` for a price-like value (|value| ≤ 1 when cached). */
+export function unitsText(units: number, scale: number): string {
+  if (scale > MAX_CACHED_SCALE) return formatUnits(units, scale);
+  const abs = units < 0 ? -units : units;
+  let cache = textCache[scale];
+  if (cache === undefined) {
+    cache = new Array<string | undefined>(POW10[scale]! + 1).fill(undefined);
+    textCache[scale] = cache;
+  }
+  if (abs >= cache.length) return formatUnits(units, scale);
+  let t = cache[abs];
+  if (t === undefined) {
+    t = formatUnits(abs, scale);
+    cache[abs] = t;
+  }
+  return units < 0 ? `-${t}` : t;
+}
+
+/**
+ * Whether s[from..] is a canonical non-negative decimal: `0` or digits without a leading
+ * zero, then optionally `.` and digits not ending in zero. Hand-rolled: it runs for every
+ * level of every book event, and a regular expression there cost as much as the rest of
+ * the event.
+ */
+function canonicalFrom(s: string, from: number): boolean {
+  const n = s.length;
+  if (from >= n) return false;
+  let c = s.charCodeAt(from);
+  let i = from + 1;
+  if (c >= 49 && c <= 57) {
+    while (i < n && (c = s.charCodeAt(i)) >= 48 && c <= 57) i++;
+  } else if (c !== 48) return false;
+  if (i === n) return true;
+  if (s.charCodeAt(i) !== 46 || ++i === n) return false;
+  for (; i < n; i++) {
+    c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return c !== 48;
+}
+
+/** A size as records carry it: a canonical, non-negative decimal ("0" = no level). */
+export function isSizeText(s: unknown): s is string {
+  return typeof s === 'string' && canonicalFrom(s, 0);
+}
+
+/** A signed size change (exchange B delta): a canonical decimal. */
+export function isDeltaText(s: unknown): s is string {
+  if (typeof s !== 'string') return false;
+  if (s.charCodeAt(0) !== 45) return canonicalFrom(s, 0);
+  return s !== '-0' && canonicalFrom(s, 1);
+}
+
+/** True when a canonical decimal is zero or negative. */
+export function isNonPositive(canonical: string): boolean {
+  return canonical === '0' || canonical.charCodeAt(0) === 45;
+}
+
+function fractionDigits(s: string): number {
+  const dot = s.indexOf('.');
+  return dot < 0 ? 0 : s.length - dot - 1;
+}
+
+/**
+ * a + b for canonical decimals, exact. When both fit 15 significant digits at their common
+ * scale the sum is done on safe integers; otherwise (never in practice) with BigInt.
+ */
+export function addSizes(a: string, b: string): string {
+  const sa = fractionDigits(a);
+  const sb = fractionDigits(b);
+  const scale = sa > sb ? sa : sb;
+  const da = a.length - (sa > 0 ? 1 : 0) - (a.charCodeAt(0) === 45 ? 1 : 0) + (scale - sa);
+  const db = b.length - (sb > 0 ? 1 : 0) - (b.charCodeAt(0) === 45 ? 1 : 0) + (scale - sb);
+  if (da > 15 || db > 15) return addDecimal(a, b);
+  const ua = Number(sa > 0 ? a.replace('.', '') : a) * POW10[scale - sa]!;
+  const ub = Number(sb > 0 ? b.replace('.', '') : b) * POW10[scale - sb]!;
+  return formatUnits(ua + ub, scale);
+}
+
+/**
+ * Order of two canonical decimals (decimal.ts form), exact and without parsing: a longer
+ * integer part is larger, and between equal-length integer parts the plain string order is
+ * the numeric order (a canonical fraction has no trailing zeros, so a prefix is smaller);
+ * negatives reverse it. Bucketing compares every observed value, so this matters.
+ */
+export function compareCanonical(a: string, b: string): number {
+  if (a === b) return 0;
+  const negA = a.charCodeAt(0) === 45;
+  if (negA !== (b.charCodeAt(0) === 45)) return negA ? -1 : 1;
+  let ia = a.indexOf('.');
+  if (ia < 0) ia = a.length;
+  let ib = b.indexOf('.');
+  if (ib < 0) ib = b.length;
+  const r = ia !== ib ? (ia < ib ? -1 : 1) : a < b ? -1 : 1;
+  return negA ? -r : r;
+}

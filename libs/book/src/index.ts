@@ -1,0 +1,4 @@
+export * from './observation.ts';
+export * from './book-engine.ts';
+export * from './bucketing.ts';
+export { MAX_PRICE_DECIMALS } from './fixed-point.ts';
