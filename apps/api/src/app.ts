@@ -23,6 +23,7 @@ import { healthRoutes } from './routes/health.route.ts';
 import { keysRoutes } from './routes/keys.route.ts';
 import { marketDataRoutes } from './routes/market-data.route.ts';
 import { marketsRoutes } from './routes/markets.route.ts';
+import { orderbookSummaryRoutes } from './routes/orderbook-summary.route.ts';
 
 export { errorBody } from './errors.ts';
 
@@ -137,6 +138,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       await api.register(healthRoutes, { deps });
       await api.register(marketDataRoutes, { services });
       await api.register(marketsRoutes, { services });
+      await api.register(orderbookSummaryRoutes, { services, ch: deps.ch });
       await api.register(keysRoutes, { services });
     },
     { prefix: API_PREFIX },

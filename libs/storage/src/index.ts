@@ -5,3 +5,4 @@ export * from './gaps.repository.ts';
 export * from './stream.ts';
 export * from './market-data.repository.ts';
 export * from './api-keys.repository.ts';
+export * from './book-events.repository.ts';

@@ -1,0 +1,61 @@
+import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
+import type { ClickHouse } from './clickhouse.ts';
+
+/**
+ * Reads one book's events in serving order, from the last snapshot before a time: the
+ * smallest history from which the book at that time (and every later one) is exact, since
+ * a snapshot replaces the book. Without an earlier snapshot the book's whole history is read
+ * (its book is unknown until the first snapshot, but its observations still count).
+ */
+export class BookEventsRepository {
+  constructor(private readonly ch: ClickHouse) {}
+
+  async exchangeA(market: string, asset: string, fromMs: number, toMs: number): Promise<ExchangeAEvent[]> {
+    const table = this.ch.table('raw_exchange_a');
+    const anchor = await this.lastSnapshot(
+      `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
+        WHERE market = {m:String} AND asset_id = {a:String} AND event_type = 'book'
+          AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts < fromUnixTimestamp64Milli({t:Int64}, 'UTC')
+        ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
+      { m: market, a: asset, t: fromMs },
+    );
+    return this.payloads<ExchangeAEvent>(
+      `SELECT payload FROM ${table} FINAL
+        WHERE market = {m:String} AND asset_id = {a:String} AND event_type IN ('book', 'price_change')
+          AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
+          AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+        ORDER BY event_ts, ingest_seq, dedup_id`,
+      { m: market, a: asset, from: anchor, to: toMs },
+    );
+  }
+
+  async exchangeB(ticker: string, fromMs: number, toMs: number): Promise<ExchangeBRecord[]> {
+    const table = this.ch.table('raw_exchange_b');
+    const anchor = await this.lastSnapshot(
+      `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
+        WHERE ticker = {m:String} AND record_type = 'snapshot'
+          AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts < fromUnixTimestamp64Milli({t:Int64}, 'UTC')
+        ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
+      { m: ticker, t: fromMs },
+    );
+    return this.payloads<ExchangeBRecord>(
+      `SELECT payload FROM ${table} FINAL
+        WHERE ticker = {m:String}
+          AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
+          AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+        ORDER BY event_ts, ingest_seq, dedup_id`,
+      { m: ticker, from: anchor, to: toMs },
+    );
+  }
+
+  private async lastSnapshot(query: string, params: Record<string, unknown>): Promise<number> {
+    const rs = await this.ch.client.query({ query, query_params: params, format: 'JSONEachRow' });
+    const [row] = await rs.json<{ t: string | number }>();
+    return row === undefined ? 0 : Number(row.t);
+  }
+
+  private async payloads<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
+    const rs = await this.ch.client.query({ query, query_params: params, format: 'JSONEachRow' });
+    return (await rs.json<{ payload: string }>()).map((r) => JSON.parse(r.payload) as T);
+  }
+}
