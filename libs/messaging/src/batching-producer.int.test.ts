@@ -62,3 +62,30 @@ describe('batching producer', () => {
     expect(rawMessages).toBeLessThan(n / 5);
   });
 });
+
+describe('a message the broker refuses as too large', () => {
+  it('is handed to onTooLarge once and does not stall the messages around it', async () => {
+    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'bp-big', topicPrefix: '' }, log);
+    const topics = topicNames(`${uniqueId('bpbig')}.`);
+    await ensureTopics(kafka, topics, 1);
+    const raw = topics.raw['exchange-b'];
+    const rejected: string[] = [];
+    const producer = new BatchingProducer(kafka, log, { lingerMs: 10, onTooLarge: (m) => rejected.push(m.key) });
+    await producer.connect();
+    void producer.send({ topic: raw, key: 'before', value: '[1]' });
+    void producer.send({ topic: raw, key: 'huge', value: `["${'x'.repeat(2 * 1024 * 1024)}"]` }); // above the broker's 1 MiB default
+    void producer.send({ topic: raw, key: 'after', value: '[2]' });
+    await producer.flush();
+    await producer.disconnect();
+    expect(rejected).toEqual(['huge']);
+
+    const keys: string[] = [];
+    const consumer = kafka.consumer({ groupId: uniqueId('bpbig-g') });
+    await consumer.connect();
+    await consumer.subscribe({ topics: [raw], fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => void keys.push(message.key!.toString()) });
+    await waitFor('both small messages', () => keys.length === 2, 30_000);
+    await consumer.disconnect();
+    expect(keys).toEqual(['before', 'after']);
+  });
+});

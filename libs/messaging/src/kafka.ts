@@ -75,6 +75,13 @@ export interface BatchingProducerOptions {
   coalesce?: (values: string[]) => string;
   /** The topics whose messages `coalesce` may merge (their values must suit it). */
   coalesceTopics?: ReadonlySet<string>;
+  /** A message the broker refuses as too large, even alone: it is not sent again. */
+  onTooLarge?: (message: OutgoingMessage, error: Error) => void;
+}
+
+function tooLarge(e: unknown): boolean {
+  const type = (e as { type?: string; cause?: { type?: string } } | null)?.type ?? (e as { cause?: { type?: string } } | null)?.cause?.type;
+  return type === 'MESSAGE_TOO_LARGE' || type === 'RECORD_LIST_TOO_LARGE' || /larger than the max message size/i.test(String((e as Error)?.message ?? ''));
 }
 
 export interface OutgoingMessage {
@@ -145,6 +152,7 @@ export class BatchingProducer {
         const pending = this.buffer;
         this.buffer = [];
         let i = 0;
+        let oneByOne = false; // after the broker refused a request as too large
         this.unsent = pending.length;
         while (i < pending.length) {
           // A produce request carries one record batch per partition, and the broker
@@ -152,7 +160,7 @@ export class BatchingProducer {
           // request's bytes.
           let j = i;
           let bytes = 0;
-          while (j < pending.length && (j === i || bytes + pending[j]!.value.length < this.opts.maxRequestBytes)) {
+          while (j < pending.length && (j === i || (!oneByOne && bytes + pending[j]!.value.length < this.opts.maxRequestBytes))) {
             bytes += pending[j]!.value.length + pending[j]!.key.length + 64;
             j += 1;
           }
@@ -176,6 +184,21 @@ export class BatchingProducer {
             i = j;
             this.unsent = pending.length - i;
           } catch (e) {
+            if (tooLarge(e)) {
+              // Not transient: retrying the same request would stall every later message.
+              // Resend one message per request; a single message the broker refuses goes to
+              // onTooLarge (the dead-letter path) instead of blocking the stream.
+              if (batch.length > 1) {
+                oneByOne = true;
+                continue;
+              }
+              this.stats.errors += 1;
+              this.opts.onTooLarge?.(batch[0]!, e as Error);
+              this.log.error({ topic: batch[0]!.topic, key: batch[0]!.key, bytes: batch[0]!.value.length }, 'message larger than the broker accepts; dead-lettered');
+              i = j;
+              this.unsent = pending.length - i;
+              continue;
+            }
             // kafkajs already retried; keep what is unsent (in order, ahead of newer
             // messages) and try again shortly. Capture never drops what it accepted.
             this.stats.errors += 1;
