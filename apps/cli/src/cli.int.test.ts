@@ -39,7 +39,7 @@ describe('booktape command line', () => {
     const t = await tempClickHouse();
     const prefix = `${uniqueId('cli')}.`;
     const group = uniqueId('cli-g');
-    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'cli-test', topicPrefix: prefix }, silentLogger());
+    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'cli-test' }, silentLogger());
     const topics = topicNames(prefix);
     await ensureTopics(kafka, topics, 2);
     const sink = createSink({ kafka, topics, ch: t.ch, log: silentLogger(), groupId: group });

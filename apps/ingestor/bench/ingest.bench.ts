@@ -76,7 +76,7 @@ const capture = spawn(process.execPath, [...profile, path.join(REPO_ROOT, 'apps/
 const config = ingestorConfig(parseEnv(ingestorEnvSchema, { ...env, INGESTOR_ROLES: 'sink' }), env);
 const ch = await openClickHouse(config.platform.clickhouse);
 await migrate(ch);
-const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'bench', topicPrefix: prefix }, log);
+const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'bench' }, log);
 const ingestor = createIngestor({ config, kafka, ch, log });
 await ingestor.start();
 

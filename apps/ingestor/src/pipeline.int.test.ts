@@ -87,7 +87,7 @@ describe('simulator → capture → Kafka → sink → ClickHouse', () => {
       WORKER_ID: '3',
     };
     const config = ingestorConfig(parseEnv(ingestorEnvSchema, env), env);
-    kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'pipe-test', topicPrefix: prefix }, log);
+    kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'pipe-test' }, log);
     ingestor = createIngestor({ config, kafka, ch: t.ch, log });
     await ingestor.start();
   });

@@ -10,7 +10,7 @@ export async function runIngest(): Promise<number> {
   const config = ingestorConfig(parseEnv(ingestorEnvSchema));
   const ch = config.roles.sink ? await openClickHouse(config.platform.clickhouse) : null;
   if (ch) await migrate(ch);
-  const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: `booktape-ingestor-${config.platform.workerId}`, topicPrefix: config.platform.kafka.topicPrefix }, log);
+  const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: `booktape-ingestor-${config.platform.workerId}` }, log);
   const ingestor = createIngestor({ config, kafka, ch, log });
   await ingestor.start();
   log.info({ roles: config.roles }, 'ingestor running');

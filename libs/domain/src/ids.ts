@@ -21,3 +21,8 @@ export function normaliseTicker(raw: string): string | null {
 export function isoMs(ms: number): string {
   return new Date(ms).toISOString();
 }
+
+/** The UTC date (YYYY-MM-DD) of a Unix-milliseconds instant: the date partition of a record. */
+export function utcDate(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}

@@ -123,3 +123,8 @@ export interface CaptureLine {
   received_at: string;
   frame: unknown;
 }
+
+/** Event time in Unix ms (DESIGN §3): A, the venue's timestamp; B, the capture's receive time. */
+export function eventTimeMs(m: RawMessage): number {
+  return m.venue === 'exchange-a' ? Number(m.event.timestamp) : m.record.epoch_ms;
+}

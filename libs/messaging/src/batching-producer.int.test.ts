@@ -7,7 +7,7 @@ const log = silentLogger();
 
 describe('batching producer', () => {
   it('keeps every key in order across coalescing and byte-capped requests, and leaves other topics alone', async () => {
-    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'bp-test', topicPrefix: '' }, log);
+    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'bp-test' }, log);
     const topics = topicNames(`${uniqueId('bp')}.`);
     await ensureTopics(kafka, topics, 3);
     const raw = topics.raw['exchange-a'];
@@ -65,7 +65,7 @@ describe('batching producer', () => {
 
 describe('a message the broker refuses as too large', () => {
   it('is handed to onTooLarge once and does not stall the messages around it', async () => {
-    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'bp-big', topicPrefix: '' }, log);
+    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'bp-big' }, log);
     const topics = topicNames(`${uniqueId('bpbig')}.`);
     await ensureTopics(kafka, topics, 1);
     const raw = topics.raw['exchange-b'];

@@ -5,8 +5,6 @@ import type { Venue } from '@booktape/domain';
 export interface KafkaConfig {
   brokers: string[];
   clientId: string;
-  /** Prefix of every topic name, so tests and several deployments can share a broker. */
-  topicPrefix: string;
 }
 
 export interface Topics {

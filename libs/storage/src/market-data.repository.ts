@@ -1,4 +1,4 @@
-import type { Venue } from '@booktape/domain';
+import { utcDate, type Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
 import { streamQuery, type ByteStream, type StreamQuery } from './stream.ts';
@@ -117,10 +117,6 @@ class RowTracker {
     if (!Array.isArray(key) || !key.every((k) => typeof k === 'string')) throw new Error('malformed raw row key');
     return key as RawKey;
   }
-}
-
-function utcDate(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
 }
 
 /** `AND (key) > (after)` with the key's values bound, or nothing without a key. */

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { ExchangeAMessage, ExchangeBMessage, RawMessage, Venue } from '@booktape/domain';
+import { utcDate, type ExchangeAMessage, type ExchangeBMessage, type RawMessage, type Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
 
 /** Where a message sat in Kafka: part of the stored lineage. */
@@ -36,10 +36,6 @@ export function exchangeAPayload(m: ExchangeAMessage): string {
 /** The interface's 2.2 record, without lineage. */
 export function exchangeBPayload(m: ExchangeBMessage): string {
   return JSON.stringify(m.record);
-}
-
-function utcDate(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
 }
 
 function rowA(m: ExchangeAMessage, pos: KafkaPosition): string {

@@ -17,7 +17,7 @@ export interface ReplayOptions {
 export async function runReplay(opts: ReplayOptions): Promise<number> {
   const log = createLogger('replay', process.env.LOG_LEVEL ?? 'warn');
   const config = ingestorConfig(parseEnv(ingestorEnvSchema));
-  const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'booktape-replay', topicPrefix: config.platform.kafka.topicPrefix }, log);
+  const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'booktape-replay' }, log);
   const topics = topicNames(config.platform.kafka.topicPrefix);
   await ensureTopics(kafka, topics, config.kafkaPartitions);
   const producer = new BatchingProducer(kafka, log, { lingerMs: 50, maxMessages: 20_000, coalesce: concatRawMessages, coalesceTopics: new Set(Object.values(topics.raw)) });

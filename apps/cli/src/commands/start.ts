@@ -52,7 +52,7 @@ export async function runStart(opts: StartOptions): Promise<number> {
   const ch = await openClickHouse(config.platform.clickhouse);
   const applied = await migrate(ch);
   if (applied.length) log.info({ applied }, 'migrations applied');
-  const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: `booktape-${config.platform.workerId}`, topicPrefix: config.platform.kafka.topicPrefix }, log);
+  const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: `booktape-${config.platform.workerId}` }, log);
 
   const ingestor = createIngestor({ config, kafka, ch, log: log.child({ app: 'ingestor' }) });
   const worker = createRollupWorker({ ch, redisUrl: config.platform.redisUrl, log: log.child({ app: 'rollup-worker' }) });

@@ -1,4 +1,4 @@
-import type { RawMessage, Venue } from '@booktape/domain';
+import { VENUES, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
 
 /**
  * Kafka value of a raw topic: a JSON array of the records one frame produced for one market
@@ -17,6 +17,9 @@ export function concatRawMessages(values: string[]): string {
 export type Decoded = { ok: true; messages: RawMessage[] } | { ok: false; reason: string };
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
+const isTime = (v: unknown): v is string => isStr(v) && !Number.isNaN(Date.parse(v));
+/** The latest instant a JS Date (and so every date we derive) can hold. */
+const MAX_MS = 8.64e15;
 
 export function decodeRawMessages(venue: Venue, value: Buffer | null): Decoded {
   if (value === null) return { ok: false, reason: 'empty message value' };
@@ -48,7 +51,27 @@ function check(venue: Venue, m: unknown): string | null {
     if (!isStr(e.timestamp) || !/^\d{1,15}$/.test(e.timestamp)) return 'bad event timestamp';
   } else {
     const b = r.record as Record<string, unknown> | undefined;
-    if (!b || !isStr(b.ticker) || !isStr(b.type) || typeof b.epoch_ms !== 'number') return 'bad record';
+    if (!b || !isStr(b.ticker) || !isStr(b.type) || !isStr(b.timestamp)) return 'bad record';
+    if (!Number.isSafeInteger(b.epoch_ms) || (b.epoch_ms as number) < 0 || (b.epoch_ms as number) > MAX_MS) return 'bad record epoch_ms';
   }
   return null;
+}
+
+export type DecodedGap = { ok: true; gap: CaptureGap } | { ok: false; reason: string };
+
+/** A capture gap message; one that does not fit would fail its insert forever, so it is refused here. */
+export function decodeCaptureGap(value: Buffer | null): DecodedGap {
+  let g: unknown;
+  try {
+    g = JSON.parse(value?.toString('utf8') ?? 'null');
+  } catch {
+    return { ok: false, reason: 'gap message is not JSON' };
+  }
+  if (typeof g !== 'object' || g === null) return { ok: false, reason: 'gap message is not an object' };
+  const r = g as Record<string, unknown>;
+  if (!VENUES.includes(r.venue as Venue)) return { ok: false, reason: `gap of unknown venue ${String(r.venue)}` };
+  if (!isStr(r.connection_id) || !isStr(r.reason)) return { ok: false, reason: 'gap without connection_id or reason' };
+  if (!isTime(r.started_at) || (r.ended_at !== null && !isTime(r.ended_at))) return { ok: false, reason: 'gap with a bad started_at or ended_at' };
+  if (!Array.isArray(r.markets) || !r.markets.every(isStr)) return { ok: false, reason: 'gap markets must be strings' };
+  return { ok: true, gap: r as unknown as CaptureGap };
 }

@@ -59,7 +59,7 @@ describe('sink crash safety', () => {
   });
 
   it('loses nothing and doubles nothing across repeated SIGKILLs', async () => {
-    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'crash-test', topicPrefix: prefix }, log);
+    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'crash-test' }, log);
     const topics = topicNames(prefix);
     await ensureTopics(kafka, topics, 4);
     const producer = new BatchingProducer(kafka, log, { maxMessages: 500, lingerMs: 5, highWaterMark: 5000 });

@@ -32,7 +32,7 @@ describe('sink: Kafka → ClickHouse', () => {
   beforeAll(async () => {
     t = await tempClickHouse();
     repo = new RawEventsRepository(t.ch);
-    kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'sink-test', topicPrefix: '' }, log);
+    kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'sink-test' }, log);
     topics = topicNames(`${uniqueId('sink')}.`);
     await ensureTopics(kafka, topics, 4);
     producer = new BatchingProducer(kafka, log);
@@ -59,10 +59,12 @@ describe('sink: Kafka → ClickHouse', () => {
       const msgs = Array.from({ length: 300 }, (_, i) => aMessage(`0x${(i % 3) + 1}`, i));
       await produce(msgs.slice(0, 150));
       await producer.send({ topic: topics.raw['exchange-a'], key: '0x1', value: 'not json' });
+      // A gap message that parses but could never be inserted: dead-lettered, not retried forever.
+      await producer.send({ topic: topics.gaps, key: 'c', value: JSON.stringify({ venue: 'exchange-a', started_at: 'never' }) });
       await produce(msgs.slice(150));
       await produce(msgs.slice(0, 50)); // a re-send: must not double
-      await waitFor('all rows stored', async () => (await repo.count('exchange-a')) === 300 && sink.stats.stored >= 350);
-      expect(sink.stats.deadLettered).toBe(1);
+      await waitFor('all rows stored', async () => (await repo.count('exchange-a')) === 300 && sink.stats.stored >= 350 && sink.stats.deadLettered === 2);
+      expect(sink.stats.deadLettered).toBe(2);
       expect(new Set(seen.map((p) => p.market))).toEqual(new Set(['0x1', '0x2', '0x3']));
       expect(seen.every((p) => p.date === '2026-04-02' && p.asset === 'tok1')).toBe(true);
     } finally {

@@ -1,9 +1,9 @@
 import { Partitioners, type Kafka, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
 import type { Logger } from '@booktape/config';
-import type { CaptureGap, RawMessage, Venue } from '@booktape/domain';
+import { eventTimeMs, utcDate, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
 import { CaptureGapsRepository, RawEventsRepository, type ClickHouse, type StoredMessage } from '@booktape/storage';
 import type { Topics } from '@booktape/messaging';
-import { decodeRawMessages } from './message-codec.ts';
+import { decodeCaptureGap, decodeRawMessages } from './message-codec.ts';
 
 /** A (venue, market, asset, date) that received data: what the rollup queue needs to hear. */
 export interface StoredPartition {
@@ -120,13 +120,11 @@ export function createSink(deps: SinkDeps) {
     if (batch.topic === deps.topics.gaps) {
       const gaps: CaptureGap[] = [];
       for (const m of batch.messages) {
-        try {
-          gaps.push(JSON.parse(m.value?.toString('utf8') ?? 'null') as CaptureGap);
-        } catch {
-          await deadLetter(null, 'gap message is not JSON', m.value, batch.topic, batch.partition, m.offset);
-        }
+        const decoded = decodeCaptureGap(m.value);
+        if (decoded.ok) gaps.push(decoded.gap);
+        else await deadLetter(null, decoded.reason, m.value, batch.topic, batch.partition, m.offset);
       }
-      if (!(await withRetry('capture gaps', p, () => gapsRepo.insert(gaps.filter((g) => g && typeof g.venue === 'string'))))) return;
+      if (!(await withRetry('capture gaps', p, () => gapsRepo.insert(gaps)))) return;
     } else {
       const venue = venueOfTopic.get(batch.topic);
       if (!venue) return;
@@ -153,10 +151,12 @@ export function createSink(deps: SinkDeps) {
   async function notify(messages: RawMessage[]) {
     const seen = new Map<string, StoredPartition>();
     for (const m of messages) {
+      // The same date the raw row is partitioned under (eventTimeMs, utcDate).
+      const date = utcDate(eventTimeMs(m));
       const part: StoredPartition =
         m.venue === 'exchange-a'
-          ? { venue: m.venue, market: m.event.market, asset: m.event.asset_id, date: new Date(Number(m.event.timestamp)).toISOString().slice(0, 10) }
-          : { venue: m.venue, market: m.record.ticker, asset: m.record.ticker, date: m.record.timestamp.slice(0, 10) };
+          ? { venue: m.venue, market: m.event.market, asset: m.event.asset_id, date }
+          : { venue: m.venue, market: m.record.ticker, asset: m.record.ticker, date };
       seen.set(`${part.venue}|${part.market}|${part.asset}|${part.date}`, part);
     }
     try {
