@@ -1,5 +1,5 @@
 // Runs the API alone (production shape: one process per app, against a ClickHouse server).
-import { ConfigError, createLogger, parseEnv, platformConfig } from '@booktape/config';
+import { ConfigError, createLogger, parseEnv, platformConfig, untilSignal } from '@booktape/config';
 import { openClickHouse, migrate } from '@booktape/storage';
 import { apiConfigFromEnv, apiEnvSchema, createApi, createRedis } from './index.ts';
 
@@ -15,28 +15,12 @@ try {
   redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   const api = createApi({ ch, log, redis, config }, { host: config.host, port: config.port });
   await api.start();
-  let shuttingDown = false;
-  const shutdown = async (signal: string) => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    log.info({ signal }, 'api shutting down');
-    try {
-      await api.stop();
-      redis.disconnect();
-      await ch.close();
-      process.exit(0);
-    } catch (err) {
-      log.error({ err }, 'api shutdown failed');
-      process.exit(1);
-    }
-  };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.exitCode = await untilSignal(log, async () => {
+    await api.stop();
+    redis.disconnect();
+    await ch.close();
+  });
 } catch (e) {
-  if (e instanceof ConfigError) {
-    log.fatal(e.message);
-    process.exit(2);
-  }
-  log.fatal({ err: e }, 'api failed to start');
-  process.exit(1);
+  log.fatal(e instanceof ConfigError ? e.message : { err: e }, 'api failed to start');
+  process.exitCode = e instanceof ConfigError ? 2 : 1;
 }

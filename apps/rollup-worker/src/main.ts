@@ -1,5 +1,5 @@
 // Runs the rollup worker alone (production shape).
-import { ConfigError, createLogger, parseEnv, platformConfig, platformEnvSchema } from '@booktape/config';
+import { ConfigError, createLogger, parseEnv, platformConfig, platformEnvSchema, untilSignal } from '@booktape/config';
 import { openClickHouse, migrate } from '@booktape/storage';
 import { createRollupWorker } from './index.ts';
 
@@ -10,14 +10,11 @@ try {
   await migrate(ch);
   const worker = createRollupWorker({ ch, redisUrl: platform.redisUrl, log });
   await worker.start();
-  const shutdown = async () => {
+  process.exitCode = await untilSignal(log, async () => {
     await worker.stop();
     await ch.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  });
 } catch (e) {
   log.fatal(e instanceof ConfigError ? e.message : { err: e }, 'rollup worker failed to start');
-  process.exit(e instanceof ConfigError ? 2 : 1);
+  process.exitCode = e instanceof ConfigError ? 2 : 1;
 }
