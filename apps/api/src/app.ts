@@ -12,7 +12,7 @@ import {
 import { z } from 'zod';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
-import { ApiKeysRepository, MarketDataRepository, closeStreamSessions, type ClickHouse } from '@booktape/storage';
+import { ApiKeysRepository, MarketDataRepository, SubscriptionsRepository, closeStreamSessions, type ClickHouse } from '@booktape/storage';
 import type { ApiConfig } from './config.ts';
 import { ApiError, codeForStatus, errorBody, isUnavailable, type ErrorCode } from './errors.ts';
 import { KeyService } from './keys.service.ts';
@@ -24,6 +24,12 @@ import { keysRoutes } from './routes/keys.route.ts';
 import { marketDataRoutes } from './routes/market-data.route.ts';
 import { marketsRoutes } from './routes/markets.route.ts';
 import { orderbookSummaryRoutes } from './routes/orderbook-summary.route.ts';
+import { lookupRoutes } from './routes/lookup.route.ts';
+import { SlugLookupService } from './lookup.service.ts';
+import { MarketCatalogueRepository } from '@booktape/storage';
+import { SubscriptionService } from './billing/subscription.service.ts';
+import { subscriptionsRoutes } from './routes/subscriptions.route.ts';
+import { stripeWebhookRoutes } from './routes/stripe-webhook.route.ts';
 
 export { errorBody } from './errors.ts';
 
@@ -113,11 +119,20 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   });
   keys.start();
   app.decorateRequest('apiKey', null);
+  const subscriptions = new SubscriptionService({
+    repo: new SubscriptionsRepository(deps.ch),
+    redis: deps.redis,
+    log: deps.log,
+    redisKeyPrefix: deps.config.redisKeyPrefix,
+    billing: deps.config.billing,
+  });
   const services: Services = {
     config: deps.config,
     data: new MarketDataRepository(deps.ch, { maxStreamSessions: deps.config.streamSessions }),
     keys,
     cache: new ResultCache(deps.config.resultCacheMs),
+    catalogue: new MarketCatalogueRepository(deps.ch),
+    subscriptions,
     requireKey: async (req) => {
       req.apiKey = await keys.authenticate(req.headers.authorization);
     },
@@ -140,6 +155,16 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       await api.register(marketsRoutes, { services });
       await api.register(orderbookSummaryRoutes, { services, ch: deps.ch });
       await api.register(keysRoutes, { services });
+      await api.register(lookupRoutes, {
+        lookup: new SlugLookupService({
+          catalogue: services.catalogue,
+          log: deps.log,
+          gamma: deps.config.slugLookup?.gammaUrl ? { url: deps.config.slugLookup.gammaUrl, timeoutMs: deps.config.slugLookup.timeoutMs } : null,
+          missCacheMs: deps.config.slugLookup?.missCacheMs ?? 30_000,
+        }),
+      });
+      await api.register(subscriptionsRoutes, { services, subscriptions });
+      await api.register(stripeWebhookRoutes, { subscriptions });
     },
     { prefix: API_PREFIX },
   );

@@ -2,7 +2,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
-import { envInt, envString, platformConfig, platformEnvSchema } from '@booktape/config';
+import { ConfigError, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
+import type { BillingConfig } from './billing/stripe-client.ts';
 
 const unsetEmpty = (v: unknown) => (v === '' ? undefined : v);
 
@@ -16,7 +17,7 @@ export function isCalendarDate(s: string): boolean {
 export const apiEnvSchema = platformEnvSchema.extend({
   HOST: envString('127.0.0.1'),
   PORT: envInt(8080, 0, 65535),
-  /** When set, `/keys` requires it in `X-Admin-Token`. */
+  /** When set, `/keys` and `/subscriptions/*` require it in `X-Admin-Token`. */
   ADMIN_TOKEN: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
   /** Signs pagination cursors; unset: a secret generated once and kept under the data dir. */
   CURSOR_SECRET: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
@@ -36,6 +37,24 @@ export const apiEnvSchema = platformEnvSchema.extend({
   API_USAGE_FLUSH_MS: envInt(5000, 100, 600_000),
   /** Embedded engine: how many raw-data pages may stream at once (one chdb session each). */
   API_STREAM_SESSIONS: envInt(4, 1, 64),
+  /** Exchange A metadata API, asked by the slug lookup when the market catalogue misses. */
+  EXCHANGE_A_GAMMA_URL: envUrl('https://gamma-api.polymarket.com', ['http', 'https']),
+  /** How long the slug lookup waits for the metadata API; 0 = answer from the catalogue only. */
+  SLUG_LOOKUP_TIMEOUT_MS: envInt(3000, 0, 60_000),
+  /** How long a slug the metadata API did not know is not asked about again. */
+  SLUG_LOOKUP_MISS_CACHE_MS: envInt(30_000, 0, 3_600_000),
+  /** Billing (Stripe). Unset key: billing routes answer 503 "billing is not configured". */
+  STRIPE_SECRET_KEY: z.preprocess(unsetEmpty, z.string().trim().min(1).optional()) as unknown as z.ZodType<string | undefined>,
+  STRIPE_WEBHOOK_SECRET: z.preprocess(unsetEmpty, z.string().trim().min(1).optional()) as unknown as z.ZodType<string | undefined>,
+  STRIPE_PRICE_STARTER: z.preprocess(unsetEmpty, z.string().trim().min(1).optional()) as unknown as z.ZodType<string | undefined>,
+  STRIPE_PRICE_PRO: z.preprocess(unsetEmpty, z.string().trim().min(1).optional()) as unknown as z.ZodType<string | undefined>,
+  /** Where the Stripe API is (a local mock, tests); unset: api.stripe.com. */
+  STRIPE_API_BASE: envUrl(undefined, ['http', 'https']),
+  /** Defaults for checkout / portal requests that leave the URL out. */
+  STRIPE_SUCCESS_URL: envUrl(undefined, ['http', 'https']),
+  STRIPE_CANCEL_URL: envUrl(undefined, ['http', 'https']),
+  STRIPE_PORTAL_RETURN_URL: envUrl(undefined, ['http', 'https']),
+  STRIPE_TIMEOUT_MS: envInt(10_000, 100, 120_000),
 });
 
 export type ApiEnv = z.infer<typeof apiEnvSchema>;
@@ -52,6 +71,29 @@ export interface ApiConfig {
   offsetContinuationMs: number;
   usageFlushMs: number;
   streamSessions: number;
+  /** Slug lookup: the metadata API for catalogue misses (null: catalogue only) and how it is asked. */
+  slugLookup?: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number } | undefined;
+  /** Stripe billing; undefined when STRIPE_SECRET_KEY is unset (billing routes answer 503). */
+  billing?: BillingConfig | undefined;
+}
+
+/** Billing from the env: all of key, webhook secret and both prices, or nothing. */
+export function billingConfigFromEnv(env: ApiEnv): BillingConfig | undefined {
+  if (!env.STRIPE_SECRET_KEY) return undefined;
+  const required = ['STRIPE_WEBHOOK_SECRET', 'STRIPE_PRICE_STARTER', 'STRIPE_PRICE_PRO'] as const;
+  const missing = required.filter((k) => !env[k]);
+  if (missing.length > 0) throw new ConfigError(missing.map((k) => `${k}: required when STRIPE_SECRET_KEY is set`));
+  if (env.STRIPE_PRICE_STARTER === env.STRIPE_PRICE_PRO) throw new ConfigError(['STRIPE_PRICE_PRO: must differ from STRIPE_PRICE_STARTER']);
+  return {
+    secretKey: env.STRIPE_SECRET_KEY,
+    webhookSecret: env.STRIPE_WEBHOOK_SECRET!,
+    prices: { starter: env.STRIPE_PRICE_STARTER!, pro: env.STRIPE_PRICE_PRO! },
+    apiBase: env.STRIPE_API_BASE,
+    successUrl: env.STRIPE_SUCCESS_URL,
+    cancelUrl: env.STRIPE_CANCEL_URL,
+    returnUrl: env.STRIPE_PORTAL_RETURN_URL,
+    timeoutMs: env.STRIPE_TIMEOUT_MS,
+  };
 }
 
 /**
@@ -91,5 +133,11 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     offsetContinuationMs: env.API_OFFSET_CONTINUATION_MS,
     usageFlushMs: env.API_USAGE_FLUSH_MS,
     streamSessions: env.API_STREAM_SESSIONS,
+    slugLookup: {
+      gammaUrl: env.SLUG_LOOKUP_TIMEOUT_MS > 0 ? env.EXCHANGE_A_GAMMA_URL! : null,
+      timeoutMs: env.SLUG_LOOKUP_TIMEOUT_MS,
+      missCacheMs: env.SLUG_LOOKUP_MISS_CACHE_MS,
+    },
+    billing: billingConfigFromEnv(env),
   };
 }

@@ -1,7 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { ApiKeyRecord, MarketDataRepository } from '@booktape/storage';
+import type { MarketCatalogueRepository } from '@booktape/storage';
 import type { ApiConfig } from './config.ts';
 import type { KeyService } from './keys.service.ts';
+import type { SubscriptionService } from './billing/subscription.service.ts';
 import type { ResultCache } from './result-cache.ts';
 
 declare module 'fastify' {
@@ -17,6 +19,10 @@ export interface Services {
   data: MarketDataRepository;
   keys: KeyService;
   cache: ResultCache;
+  /** Exchange A market catalogue (slug lookup, outcome token ids of a condition). */
+  catalogue: MarketCatalogueRepository;
+  /** Plans and billing: `subscriptions.planOf(userId)` is the plan in force now. */
+  subscriptions: SubscriptionService;
   /** onRequest hook of every historical-data route: Bearer key required. */
   requireKey: (req: FastifyRequest) => Promise<void>;
 }

@@ -20,6 +20,8 @@ export const ingestorEnvSchema = platformEnvSchema.extend({
   EXCHANGE_A_MARKETS: envList([]),
   EXCHANGE_A_DISCOVER_LIMIT: envInt(100, 0, 100_000),
   EXCHANGE_A_TOKENS_PER_CONNECTION: envInt(200, 1, 1000),
+  /** Seconds between refreshes of the market catalogue from the metadata API (sink role); 0 = off. */
+  EXCHANGE_A_CATALOGUE_REFRESH_SECONDS: envInt(900, 0, 7 * 86_400),
 
   EXCHANGE_B_WS_URL: envUrl('wss://api.elections.kalshi.com/trade-api/ws/v2', ['ws', 'wss']),
   EXCHANGE_B_TICKERS: envList([]),
@@ -44,7 +46,7 @@ export interface IngestorConfig {
   sinkGroupId: string;
   sinkSessionTimeoutMs: number;
   kafkaPartitions: number;
-  exchangeA: { wsUrl: string; gammaUrl: string; tokens: string[]; markets: string[]; discoverLimit: number; tokensPerConnection: number };
+  exchangeA: { wsUrl: string; gammaUrl: string; tokens: string[]; markets: string[]; discoverLimit: number; tokensPerConnection: number; catalogueRefreshMs: number };
   exchangeB: { wsUrl: string; tickers: string[]; credentials: { keyId: string; privateKeyPem: string } | null };
   captureFiles: { dir: string; rotateBytes: number; rotateMs: number; gzip: boolean } | null;
 }
@@ -73,6 +75,7 @@ export function ingestorConfig(env: IngestorEnv, rawEnv: NodeJS.ProcessEnv = pro
       markets: env.EXCHANGE_A_MARKETS,
       discoverLimit: env.EXCHANGE_A_DISCOVER_LIMIT,
       tokensPerConnection: env.EXCHANGE_A_TOKENS_PER_CONNECTION,
+      catalogueRefreshMs: env.EXCHANGE_A_CATALOGUE_REFRESH_SECONDS * 1000,
     },
     exchangeB: {
       wsUrl: env.EXCHANGE_B_WS_URL!,

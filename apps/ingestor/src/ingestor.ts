@@ -6,6 +6,7 @@ import type { ClickHouse } from '@booktape/storage';
 import { CaptureFileWriter } from '@booktape/venues';
 import { CapturePipeline } from './capture-pipeline.ts';
 import { buildCaptureSources, type CaptureSource } from './capture-sources.ts';
+import { createCatalogueSync, type CatalogueSync } from './catalogue/catalogue-sync.ts';
 import type { IngestorConfig } from './config.ts';
 import { createSink, type Sink, type StoredPartition } from './sink/sink.ts';
 import { concatRawMessages } from './sink/message-codec.ts';
@@ -30,6 +31,7 @@ export function createIngestor(deps: IngestorDeps) {
   let producer: BatchingProducer | undefined;
   let pipeline: CapturePipeline | undefined;
   let sink: Sink | undefined;
+  let catalogue: CatalogueSync | undefined;
   let sources: CaptureSource[] = [];
   const files: Partial<Record<Venue, CaptureFileWriter>> = {};
   let stopping: Promise<void> | undefined;
@@ -46,12 +48,20 @@ export function createIngestor(deps: IngestorDeps) {
     get sources() {
       return sources;
     },
+    get catalogue() {
+      return catalogue;
+    },
     async start(): Promise<void> {
       await ensureTopics(kafka, topics, config.kafkaPartitions);
       if (config.roles.sink) {
         if (!deps.ch) throw new Error('the sink role needs ClickHouse');
         sink = createSink({ kafka, topics, ch: deps.ch, log: log.child({ role: 'sink' }), groupId: config.sinkGroupId, options: { sessionTimeoutMs: config.sinkSessionTimeoutMs }, ...(deps.onStored ? { onStored: deps.onStored } : {}) });
         await sink.start();
+        // The market catalogue needs ClickHouse, which the sink role has; runs in the background.
+        if (config.exchangeA.catalogueRefreshMs > 0) {
+          catalogue = createCatalogueSync({ ch: deps.ch, log: log.child({ role: 'catalogue' }), options: { gammaUrl: config.exchangeA.gammaUrl, intervalMs: config.exchangeA.catalogueRefreshMs } });
+          catalogue.start();
+        }
       }
       if (config.roles.capture) {
         producer = new BatchingProducer(kafka, log.child({ role: 'producer' }), {
@@ -98,6 +108,7 @@ export function createIngestor(deps: IngestorDeps) {
     stop(): Promise<void> {
       stopping ??= (async () => {
         await this.stopCapture();
+        await catalogue?.stop();
         await sink?.stop();
       })();
       return stopping;
@@ -105,6 +116,7 @@ export function createIngestor(deps: IngestorDeps) {
     health() {
       return {
         sink: sink?.health() ?? null,
+        catalogue: catalogue?.status() ?? null,
         capture: pipeline ? { counters: pipeline.counters, producer: { buffered: producer?.buffered ?? 0, ...producer?.stats }, sources: sources.map((s) => s.status()) } : null,
       };
     },

@@ -5,4 +5,6 @@ export * from './gaps.repository.ts';
 export * from './stream.ts';
 export * from './market-data.repository.ts';
 export * from './api-keys.repository.ts';
+export * from './market-catalogue.repository.ts';
+export * from './subscriptions.repository.ts';
 export * from './book-events.repository.ts';

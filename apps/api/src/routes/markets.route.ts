@@ -1,14 +1,27 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Venue } from '@booktape/domain';
+import type { CatalogueMarket } from '@booktape/storage';
 import { guard } from '../errors.ts';
 import { q } from '../params.ts';
 import { errors, exchangeADateRange, exchangeAList, exchangeBDateRange, exchangeBList } from '../schemas.ts';
 import type { Services } from '../services.ts';
 
+/**
+ * Optional on the exchange A list: the outcome token ids (`asset_id` values) of the listed
+ * markets the market catalogue knows, in outcome order. Omitted when it knows none of them
+ * (or cannot be read: the list never fails because of the catalogue).
+ */
+const exchangeAListWithAssets = exchangeAList.extend({
+  market_asset_ids: z
+    .record(z.string(), z.array(z.object({ asset_id: z.string(), outcome: z.string().nullable() })))
+    .optional()
+    .describe('condition id → its outcome tokens (asset_id, outcome), for the listed markets the market catalogue knows.'),
+});
+
 /** Availability (stored UTC dates of a market) and market lists, both venues. */
 export const marketsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
-  const { data, cache, requireKey, config } = services;
+  const { data, cache, requireKey, config, catalogue } = services;
   const security = [{ bearerAuth: [] }];
   // Exchange A data before the earliest date is not served, so it does not count as available.
   const minDate = (venue: Venue) => (venue === 'exchange-a' ? config.exchangeAEarliestDate : '1970-01-01');
@@ -71,19 +84,31 @@ export const marketsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
         tags: ['exchange-a'],
         security,
         querystring: z.object({ prefix: q.conditionIdPrefix(), offset: q.offset(), limit: q.listLimit() }),
-        response: { 200: exchangeAList, ...errors },
+        response: { 200: exchangeAListWithAssets, ...errors },
       },
       onRequest: requireKey,
     },
     async (req) => {
       const { prefix, offset, limit } = req.query;
       const r = await list('exchange-a', prefix ?? '', offset, limit);
+      const known = await cache
+        .get(`exchange-a\u0000assets\u0000${prefix ?? ''}\u0000${offset}\u0000${limit}`, () => catalogue.findByConditionIds(r.markets))
+        .catch((err: Error) => {
+          req.log.warn({ err: err.message }, 'market catalogue unreadable: list answered without asset ids');
+          return new Map<string, CatalogueMarket>();
+        });
+      const assets: Record<string, Array<{ asset_id: string; outcome: string | null }>> = {};
+      for (const m of r.markets) {
+        const k = known.get(m);
+        if (k && k.tokenIds.length > 0) assets[m] = k.tokenIds.map((t, i) => ({ asset_id: t, outcome: k.outcomes[i] ?? null }));
+      }
       return {
         total_markets: r.total,
         returned_count: r.markets.length,
         filter_prefix: prefix ?? null,
         market_condition_ids: r.markets,
         pagination: page(r.total, r.markets.length, offset, limit),
+        ...(Object.keys(assets).length > 0 ? { market_asset_ids: assets } : {}),
       };
     },
   );

@@ -4,22 +4,20 @@
  * `outcomes`, `outcomePrices` and `clobTokenIds` as JSON-encoded strings inside the JSON.
  *
  * Errors are thrown as MarketDiscoveryError with the URL and cause; the caller logs and retries
- * (nothing here retries or exits).
+ * (nothing here retries or exits). The HTTP client and the parsing of the API's shapes live
+ * in `@booktape/venues` (gamma.client.ts), shared with the market catalogue and slug lookup.
  */
 
-export interface DiscoveredMarket {
-  conditionId: string;
-  slug: string | null;
-  question: string | null;
-  /** In outcome order (YES first for binary markets). */
-  tokenIds: string[];
-  outcomes: string[];
-  eventSlug: string | null;
-  negRisk: boolean;
-  enableOrderBook: boolean;
-  active: boolean;
-  closed: boolean;
-}
+import {
+  MarketDiscoveryError,
+  gammaEndpoint,
+  gammaGet,
+  parseGammaMarket,
+  type DiscoveredMarket,
+  type GammaRequestOptions,
+} from '@booktape/venues';
+
+export { MarketDiscoveryError, parseEncodedList, parseGammaMarket, type DiscoveredMarket } from '@booktape/venues';
 
 export interface ExchangeASelection {
   source: 'tokens' | 'conditions' | 'discovery';
@@ -32,9 +30,7 @@ export interface ExchangeASelection {
   tokenMarkets: Map<string, string>;
 }
 
-export interface ResolveExchangeAOptions {
-  /** e.g. https://gamma-api.polymarket.com */
-  gammaUrl: string;
+export interface ResolveExchangeAOptions extends GammaRequestOptions {
   /** Explicit token ids: used as they are, no API call. */
   tokenIds?: string[];
   /** Explicit condition ids: their tokens are looked up. */
@@ -43,97 +39,6 @@ export interface ResolveExchangeAOptions {
   maxMarkets?: number;
   /** Discovery page size. Default 100. */
   pageSize?: number;
-  /** Per request. Default 10 s. */
-  timeoutMs?: number;
-  fetch?: typeof fetch;
-}
-
-export class MarketDiscoveryError extends Error {
-  constructor(
-    message: string,
-    readonly url: string,
-    override readonly cause?: unknown,
-  ) {
-    super(message);
-    this.name = 'MarketDiscoveryError';
-  }
-}
-
-/** A JSON-encoded list string (`"[\"a\", \"b\"]"`) or an actual list → strings; else []. */
-export function parseEncodedList(value: unknown): string[] {
-  let v = value;
-  if (typeof v === 'string') {
-    const s = v.trim();
-    if (s === '') return [];
-    try {
-      v = JSON.parse(s);
-    } catch {
-      return [];
-    }
-  }
-  if (!Array.isArray(v)) return [];
-  return v.filter((x) => typeof x === 'string' || typeof x === 'number').map((x) => String(x));
-}
-
-function bool(v: unknown, fallback: boolean): boolean {
-  if (typeof v === 'boolean') return v;
-  if (v === 'true') return true;
-  if (v === 'false') return false;
-  return fallback;
-}
-
-function str(v: unknown): string | null {
-  return typeof v === 'string' && v !== '' ? v : null;
-}
-
-/** One gamma market object → DiscoveredMarket, or null when it has no condition id or tokens. */
-export function parseGammaMarket(raw: unknown): DiscoveredMarket | null {
-  if (typeof raw !== 'object' || raw === null) return null;
-  const m = raw as Record<string, unknown>;
-  const conditionId = str(m.conditionId ?? m.condition_id);
-  const tokenIds = parseEncodedList(m.clobTokenIds ?? m.clob_token_ids);
-  if (conditionId === null || tokenIds.length === 0) return null;
-  const events = Array.isArray(m.events) ? (m.events as Array<Record<string, unknown>>) : [];
-  return {
-    conditionId: conditionId.toLowerCase(),
-    slug: str(m.slug),
-    question: str(m.question),
-    tokenIds,
-    outcomes: parseEncodedList(m.outcomes),
-    eventSlug: str(events[0]?.slug),
-    negRisk: bool(m.negRisk, false),
-    // Markets without the flag predate it and trade on the order book.
-    enableOrderBook: bool(m.enableOrderBook, true),
-    active: bool(m.active, true),
-    closed: bool(m.closed, false),
-  };
-}
-
-async function getJson(url: string, opts: ResolveExchangeAOptions): Promise<unknown> {
-  const doFetch = opts.fetch ?? fetch;
-  let res: Response;
-  try {
-    res = await doFetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000) });
-  } catch (err) {
-    const cause = err as Error;
-    const why = cause.name === 'TimeoutError' ? `no answer within ${opts.timeoutMs ?? 10_000} ms` : cause.message;
-    throw new MarketDiscoveryError(`market metadata API unreachable (${url}): ${why}`, url, err);
-  }
-  if (!res.ok) {
-    const body = await res.text().catch(() => '');
-    throw new MarketDiscoveryError(`market metadata API answered HTTP ${res.status} for ${url}: ${body.slice(0, 200)}`, url);
-  }
-  try {
-    return await res.json();
-  } catch (err) {
-    throw new MarketDiscoveryError(`market metadata API answered something that is not JSON for ${url}`, url, err);
-  }
-}
-
-function endpoint(gammaUrl: string, path: string, params: Array<[string, string]>): string {
-  const url = new URL(path, gammaUrl.endsWith('/') ? gammaUrl : `${gammaUrl}/`);
-  for (const [k, v] of params) url.searchParams.append(k, v);
-  return url.toString();
 }
 
 export function tokenMarketMap(markets: DiscoveredMarket[]): Map<string, string> {
@@ -153,13 +58,13 @@ export async function discoverExchangeAMarkets(opts: ResolveExchangeAOptions): P
   const seen = new Set<string>();
   // A cap on pages so that an API that ignores `offset` cannot loop forever.
   for (let offset = 0, pages = 0; out.length < max && pages < 10_000; offset += pageSize, pages++) {
-    const url = endpoint(opts.gammaUrl, 'markets', [
+    const url = gammaEndpoint(opts.gammaUrl, 'markets', [
       ['active', 'true'],
       ['closed', 'false'],
       ['limit', String(pageSize)],
       ['offset', String(offset)],
     ]);
-    const page = await getJson(url, opts);
+    const page = await gammaGet(url, opts);
     if (!Array.isArray(page)) throw new MarketDiscoveryError(`market metadata API: expected a list from ${url}`, url);
     let fresh = 0;
     for (const raw of page) {
@@ -182,8 +87,8 @@ export async function marketsForConditions(conditionIds: string[], opts: Resolve
   const found = new Map<string, DiscoveredMarket>();
   for (let i = 0; i < wanted.length; i += 50) {
     const batch = wanted.slice(i, i + 50);
-    const url = endpoint(opts.gammaUrl, 'markets', [...batch.map((c): [string, string] => ['condition_ids', c]), ['limit', String(batch.length)]]);
-    const page = await getJson(url, opts);
+    const url = gammaEndpoint(opts.gammaUrl, 'markets', [...batch.map((c): [string, string] => ['condition_ids', c]), ['limit', String(batch.length)]]);
+    const page = await gammaGet(url, opts);
     if (!Array.isArray(page)) throw new MarketDiscoveryError(`market metadata API: expected a list from ${url}`, url);
     for (const raw of page) {
       const m = parseGammaMarket(raw);
