@@ -153,7 +153,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       await api.register(healthRoutes, { deps });
       await api.register(marketDataRoutes, { services });
       await api.register(marketsRoutes, { services });
-      await api.register(orderbookSummaryRoutes, { services, ch: deps.ch });
+      await api.register(orderbookSummaryRoutes, { services, ch: deps.ch, redis: deps.redis });
       await api.register(keysRoutes, { services });
       await api.register(lookupRoutes, {
         lookup: new SlugLookupService({

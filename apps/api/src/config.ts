@@ -73,6 +73,8 @@ export interface ApiConfig {
   streamSessions: number;
   /** Slug lookup: the metadata API for catalogue misses (null: catalogue only) and how it is asked. */
   slugLookup?: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number } | undefined;
+  /** Key prefix of the rollup queue (ROLLUP_QUEUE_PREFIX): summaries ask it which dates are still being rolled up. */
+  rollupQueuePrefix?: string | undefined;
   /** Stripe billing; undefined when STRIPE_SECRET_KEY is unset (billing routes answer 503). */
   billing?: BillingConfig | undefined;
 }
@@ -138,6 +140,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
       timeoutMs: env.SLUG_LOOKUP_TIMEOUT_MS,
       missCacheMs: env.SLUG_LOOKUP_MISS_CACHE_MS,
     },
+    rollupQueuePrefix: env.ROLLUP_QUEUE_PREFIX,
     billing: billingConfigFromEnv(env),
   };
 }

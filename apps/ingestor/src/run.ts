@@ -1,5 +1,5 @@
 import { createLogger, parseEnv, untilSignal } from '@booktape/config';
-import { createKafka } from '@booktape/messaging';
+import { RollupQueue, createKafka } from '@booktape/messaging';
 import { migrate, openClickHouse } from '@booktape/storage';
 import { createIngestor } from './ingestor.ts';
 import { ingestorConfig, ingestorEnvSchema } from './config.ts';
@@ -11,11 +11,14 @@ export async function runIngest(): Promise<number> {
   const ch = config.roles.sink ? await openClickHouse(config.platform.clickhouse) : null;
   if (ch) await migrate(ch);
   const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: `booktape-ingestor-${config.platform.workerId}` }, log);
-  const ingestor = createIngestor({ config, kafka, ch, log });
+  // The sink tells the rollup queue which (venue, market, asset, date) got data.
+  const rollups = config.roles.sink ? new RollupQueue({ redisUrl: config.platform.redisUrl, prefix: config.platform.rollup.queuePrefix, debounceMs: config.platform.rollup.debounceMs }) : null;
+  const ingestor = createIngestor({ config, kafka, ch, log, ...(rollups ? { onStored: (parts) => rollups.notify(parts) } : {}) });
   await ingestor.start();
   log.info({ roles: config.roles }, 'ingestor running');
   return untilSignal(log, async () => {
     await ingestor.stop();
+    await rollups?.close();
     await ch?.close();
   });
 }

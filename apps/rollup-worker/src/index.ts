@@ -1,1 +1,3 @@
 export * from './worker.ts';
+export * from './roller.ts';
+export * from './config.ts';

@@ -1,14 +1,14 @@
 // Runs the rollup worker alone (production shape).
 import { ConfigError, createLogger, parseEnv, platformConfig, platformEnvSchema, untilSignal } from '@booktape/config';
 import { openClickHouse, migrate } from '@booktape/storage';
-import { createRollupWorker } from './index.ts';
+import { createRollupWorker, rollupOptions } from './index.ts';
 
 const log = createLogger('rollup-worker');
 try {
   const platform = platformConfig(parseEnv(platformEnvSchema));
   const ch = await openClickHouse(platform.clickhouse);
   await migrate(ch);
-  const worker = createRollupWorker({ ch, redisUrl: platform.redisUrl, log });
+  const worker = createRollupWorker({ ch, redisUrl: platform.redisUrl, log, options: rollupOptions(process.env, platform) });
   await worker.start();
   process.exitCode = await untilSignal(log, async () => {
     await worker.stop();

@@ -226,6 +226,42 @@ function bucketStart(ts: number, r: number): number {
 }
 
 /**
+ * Streaming form of `aggregateObservations`: push observations in serving order, then take the
+ * observed buckets with `finish()`.
+ */
+export class BucketAggregator {
+  private readonly r: number;
+  private readonly acc = new BucketAccumulator();
+  private lastTs = -Infinity;
+  private out: ExactBucket[] = [];
+
+  constructor(resolutionSeconds: number) {
+    this.r = checkResolution(resolutionSeconds);
+  }
+
+  push(o: Observation): void {
+    const ts = o.ts;
+    if (!(ts >= this.lastTs)) throw new RangeError(`observations out of order: ${ts} after ${this.lastTs}`);
+    this.lastTs = ts;
+    const acc = this.acc;
+    if (acc.count === 0 || ts >= acc.start + this.r) {
+      if (acc.count > 0) this.out.push(acc.result());
+      acc.begin(bucketStart(ts, this.r));
+    }
+    acc.observe(o);
+  }
+
+  /** Every observed bucket, the open one included; the aggregator is then empty. */
+  finish(): ExactBucket[] {
+    if (this.acc.count > 0) this.out.push(this.acc.result());
+    this.acc.begin(0);
+    const out = this.out;
+    this.out = [];
+    return out;
+  }
+}
+
+/**
  * Observed buckets (quote_count > 0) of observations in serving order, start =
  * floor(ts / R) * R, up to `endMs` (exclusive; observations from there on are not read).
  * Observations must not go back in time.
@@ -235,23 +271,12 @@ export function aggregateObservations(
   resolutionSeconds: number,
   endMs = Infinity,
 ): ExactBucket[] {
-  const r = checkResolution(resolutionSeconds);
-  const out: ExactBucket[] = [];
-  const acc = new BucketAccumulator();
-  let lastTs = -Infinity;
+  const agg = new BucketAggregator(resolutionSeconds);
   for (const o of observations) {
-    const ts = o.ts;
-    if (ts >= endMs) break;
-    if (!(ts >= lastTs)) throw new RangeError(`observations out of order: ${ts} after ${lastTs}`);
-    lastTs = ts;
-    if (acc.count === 0 || ts >= acc.start + r) {
-      if (acc.count > 0) out.push(acc.result());
-      acc.begin(bucketStart(ts, r));
-    }
-    acc.observe(o);
+    if (o.ts >= endMs) break;
+    agg.push(o);
   }
-  if (acc.count > 0) out.push(acc.result());
-  return out;
+  return agg.finish();
 }
 
 /**
@@ -286,6 +311,26 @@ export function mergeBuckets(
   }
   if (acc.count > 0) out.push(acc.result());
   return out;
+}
+
+/**
+ * Observed buckets of one resolution from two consecutive stretches of observations: every
+ * observation behind `later` comes after every one behind `earlier` (serving order). Where
+ * the last earlier bucket and the first later bucket share a start (a bucket split by a
+ * rollup checkpoint), they become one bucket, exactly as if aggregated in one pass.
+ */
+export function appendBuckets(earlier: readonly ExactBucket[], later: readonly ExactBucket[]): ExactBucket[] {
+  if (earlier.length === 0) return [...later];
+  if (later.length === 0) return [...earlier];
+  const last = earlier[earlier.length - 1]!;
+  const first = later[0]!;
+  if (first.timestamp < last.timestamp) throw new RangeError(`bucket ${first.timestamp} does not follow ${last.timestamp}`);
+  if (first.timestamp > last.timestamp) return [...earlier, ...later];
+  const acc = new BucketAccumulator();
+  acc.begin(last.timestamp);
+  acc.merge(last);
+  acc.merge(first);
+  return [...earlier.slice(0, -1), acc.result(), ...later.slice(1)];
 }
 
 function flat(v: string | null): Ohlc | null {

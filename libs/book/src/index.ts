@@ -2,3 +2,5 @@ export * from './observation.ts';
 export * from './book-engine.ts';
 export * from './bucketing.ts';
 export { MAX_PRICE_DECIMALS } from './fixed-point.ts';
+export * from './bucket-codec.ts';
+export * from './rollup.ts';

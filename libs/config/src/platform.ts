@@ -20,6 +20,10 @@ export const platformEnvSchema = z.object({
   KAFKA_TOPIC_PREFIX: envString(''),
   REDIS_URL: envUrl('redis://127.0.0.1:16379', ['redis', 'rediss']),
   WORKER_ID: envInt(1, 0, 2 ** 31),
+  /** Redis key prefix of the rollup queue (BullMQ), shared by sink, rollup worker and CLI. */
+  ROLLUP_QUEUE_PREFIX: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 _ . -').default('booktape')),
+  /** Stored-data notifications within this window are served by one rollup run per asset. */
+  ROLLUP_DEBOUNCE_MS: envInt(1000, 0, 600_000),
 });
 
 export type PlatformEnv = z.infer<typeof platformEnvSchema>;
@@ -38,6 +42,7 @@ export interface PlatformConfig {
   kafka: { brokers: string[]; topicPrefix: string };
   redisUrl: string;
   workerId: number;
+  rollup: { queuePrefix: string; debounceMs: number };
 }
 
 export function platformConfig(env: PlatformEnv, rawEnv: NodeJS.ProcessEnv = process.env): PlatformConfig {
@@ -56,5 +61,6 @@ export function platformConfig(env: PlatformEnv, rawEnv: NodeJS.ProcessEnv = pro
     kafka: { brokers: env.KAFKA_BROKERS, topicPrefix: env.KAFKA_TOPIC_PREFIX },
     redisUrl: env.REDIS_URL!,
     workerId: env.WORKER_ID,
+    rollup: { queuePrefix: env.ROLLUP_QUEUE_PREFIX, debounceMs: env.ROLLUP_DEBOUNCE_MS },
   };
 }

@@ -1,1 +1,2 @@
 export * from './kafka.ts';
+export * from './rollup-queue.ts';

@@ -10,9 +10,10 @@ import type { ClickHouse } from './clickhouse.ts';
 export class BookEventsRepository {
   constructor(private readonly ch: ClickHouse) {}
 
-  async exchangeA(market: string, asset: string, fromMs: number, toMs: number): Promise<ExchangeAEvent[]> {
+  /** `anchored` false: exactly the events in [fromMs, toMs), for a book restored at fromMs. */
+  async exchangeA(market: string, asset: string, fromMs: number, toMs: number, anchored = true): Promise<ExchangeAEvent[]> {
     const table = this.ch.table('raw_exchange_a');
-    const anchor = await this.lastSnapshot(
+    const anchor = !anchored ? fromMs : await this.lastSnapshot(
       `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
         WHERE market = {m:String} AND asset_id = {a:String} AND event_type = 'book'
           AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts < fromUnixTimestamp64Milli({t:Int64}, 'UTC')
@@ -29,9 +30,9 @@ export class BookEventsRepository {
     );
   }
 
-  async exchangeB(ticker: string, fromMs: number, toMs: number): Promise<ExchangeBRecord[]> {
+  async exchangeB(ticker: string, fromMs: number, toMs: number, anchored = true): Promise<ExchangeBRecord[]> {
     const table = this.ch.table('raw_exchange_b');
-    const anchor = await this.lastSnapshot(
+    const anchor = !anchored ? fromMs : await this.lastSnapshot(
       `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
         WHERE ticker = {m:String} AND record_type = 'snapshot'
           AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts < fromUnixTimestamp64Milli({t:Int64}, 'UTC')

@@ -8,3 +8,4 @@ export * from './api-keys.repository.ts';
 export * from './market-catalogue.repository.ts';
 export * from './subscriptions.repository.ts';
 export * from './book-events.repository.ts';
+export * from './summaries.repository.ts';

@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ExchangeABook, ExchangeBBook, TooManyBucketsError, planBuckets, summarise, toSummaryBucket, utcDayWindow, type Observation } from '@booktape/book';
-import { BookEventsRepository, type ClickHouse } from '@booktape/storage';
+import { TooManyBucketsError, planBuckets, toSummaryBucket, utcDayWindow, type ExactBucket } from '@booktape/book';
+import type { ClickHouse } from '@booktape/storage';
+import type { Redis } from 'ioredis';
 import { guard, invalidParameter } from '../errors.ts';
 import { earliestMs, parseInteger, parseTimestamp, q } from '../params.ts';
 import { errors } from '../schemas.ts';
 import type { Services } from '../services.ts';
+import { SummaryReader } from '../summary-reader.ts';
 
 const ohlc = z.object({ open: z.number(), high: z.number(), low: z.number(), close: z.number() }).nullable();
 const bucket = z
@@ -57,16 +59,14 @@ const windowQuery = {
 };
 
 /**
- * Order-book summaries (interface 4.3, DESIGN §4), computed from the raw events when asked:
- * the book is rebuilt from the last snapshot before the window (so state carried from any
- * earlier day is exact), observations are bucketed, and empty buckets forward-filled.
- * Pre-computed rollups (the rollup worker) are a later step; this answer is the reference
- * they must equal, and it is always fresh.
+ * Order-book summaries (interface 4.3, DESIGN §4) from the rollup worker's stored buckets,
+ * with the part not rolled up yet computed live from the raw events (SummaryReader), so an
+ * answer equals the rules over everything stored, seconds-old data included.
  */
-export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services; ch: ClickHouse }> = async (app, { services, ch }) => {
+export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services; ch: ClickHouse; redis: Redis }> = async (app, { services, ch, redis }) => {
   const { config, requireKey } = services;
   const security = [{ bearerAuth: [] }];
-  const repo = new BookEventsRepository(ch);
+  const reader = new SummaryReader(ch, redis, config.rollupQueuePrefix ?? 'booktape');
 
   function plan(venue: 'exchange-a' | 'exchange-b', query: { date?: string | undefined; start_timestamp?: number | undefined; end_timestamp?: number | undefined; resolution?: number | undefined }) {
     const { date, start_timestamp: start, end_timestamp: end } = query;
@@ -102,8 +102,8 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services;
     return planBuckets({ startMs: p.window.startMs, endMs: Math.max(p.window.startMs - 1, now) }, p.resolution);
   };
 
-  const answer = (observations: Observation[], p: ReturnType<typeof plan>, date: string | undefined) => {
-    const buckets = summarise(observations.filter((o) => o.ts >= p.plan.firstStart), clampToNow(p), carried(observations, p.plan.firstStart)).map(toSummaryBucket);
+  const answer = (exact: ExactBucket[], p: ReturnType<typeof plan>, date: string | undefined) => {
+    const buckets = exact.map(toSummaryBucket);
     return {
       date: date ?? null,
       ...(date === undefined ? { start_timestamp: p.window.startMs, end_timestamp: p.window.endMs } : {}),
@@ -128,14 +128,9 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services;
       },
       async (req) => {
         const p = plan('exchange-a', req.query);
-        const events = await guard('ClickHouse', () => repo.exchangeA(req.query.condition_id, req.query.asset_id, p.plan.firstStart, p.plan.dataEndMs));
-        const book = new ExchangeABook();
-        const observations: Observation[] = [];
-        for (const ev of events) {
-          const o = book.apply(ev);
-          if (o) observations.push(o);
-        }
-        return { market_condition_id: req.query.condition_id, asset_id: req.query.asset_id, ...answer(observations, p, req.query.date) };
+        const key = { venue: 'exchange-a' as const, market: req.query.condition_id, asset: req.query.asset_id };
+        const exact = await guard('ClickHouse', () => reader.buckets(key, clampToNow(p), p.resolution));
+        return { market_condition_id: req.query.condition_id, asset_id: req.query.asset_id, ...answer(exact, p, req.query.date) };
       },
     );
   }
@@ -154,24 +149,9 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services;
     },
     async (req) => {
       const p = plan('exchange-b', req.query);
-      const records = await guard('ClickHouse', () => repo.exchangeB(req.query.ticker, p.plan.firstStart, p.plan.dataEndMs));
-      const book = new ExchangeBBook();
-      const observations: Observation[] = [];
-      for (const r of records) {
-        const o = book.apply(r);
-        if (o) observations.push(o);
-      }
-      return { market_ticker: req.query.ticker, ...answer(observations, p, req.query.date) };
+      const key = { venue: 'exchange-b' as const, market: req.query.ticker, asset: req.query.ticker };
+      const exact = await guard('ClickHouse', () => reader.buckets(key, clampToNow(p), p.resolution));
+      return { market_ticker: req.query.ticker, ...answer(exact, p, req.query.date) };
     },
   );
 };
-
-/** The state after the last observation before the first bucket (rule 7's carried state). */
-function carried(observations: Observation[], firstStart: number): Observation | null {
-  let last: Observation | null = null;
-  for (const o of observations) {
-    if (o.ts >= firstStart) break;
-    last = o;
-  }
-  return last;
-}

@@ -4,7 +4,7 @@ import { createKafka } from '@booktape/messaging';
 import { migrate, openClickHouse } from '@booktape/storage';
 import { createIngestor, ingestorConfig, ingestorEnvSchema } from '@booktape/ingestor';
 import { apiConfigFromEnv, apiEnvSchema, createApi, createRedis } from '@booktape/api';
-import { createRollupWorker } from '@booktape/rollup-worker';
+import { createRollupWorker, rollupOptions } from '@booktape/rollup-worker';
 import { startSimulator, type Simulator } from '@booktape/simulator';
 
 export interface StartOptions {
@@ -54,8 +54,9 @@ export async function runStart(opts: StartOptions): Promise<number> {
   if (applied.length) log.info({ applied }, 'migrations applied');
   const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: `booktape-${config.platform.workerId}` }, log);
 
-  const ingestor = createIngestor({ config, kafka, ch, log: log.child({ app: 'ingestor' }) });
-  const worker = createRollupWorker({ ch, redisUrl: config.platform.redisUrl, log: log.child({ app: 'rollup-worker' }) });
+  const worker = createRollupWorker({ ch, redisUrl: config.platform.redisUrl, log: log.child({ app: 'rollup-worker' }), options: rollupOptions(env, config.platform) });
+  // The sink's stored partitions go to the rollup queue (the worker's, same process).
+  const ingestor = createIngestor({ config, kafka, ch, log: log.child({ app: 'ingestor' }), onStored: (parts) => worker.queue?.notify(parts) });
   const redis = createRedis(config.platform.redisUrl);
   redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   const api = createApi(
@@ -63,8 +64,8 @@ export async function runStart(opts: StartOptions): Promise<number> {
     { host: apiConfig.host, port: apiConfig.port },
   );
 
-  await ingestor.start();
   await worker.start();
+  await ingestor.start();
   const address = await api.start();
   log.info({ address, dataDir: config.platform.dataDir }, `booktape is running: ${address}/api/v1/health`);
 

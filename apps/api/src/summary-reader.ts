@@ -1,0 +1,186 @@
+import type { Redis } from 'ioredis';
+import {
+  BucketAggregator,
+  HOUR_MS,
+  appendBuckets,
+  decodeBuckets,
+  fillSeries,
+  ladderFor,
+  mergeBuckets,
+  newBook,
+  restoreBook,
+  type AnyBook,
+  type BucketPlan,
+  type BookRecord,
+  type ExactBucket,
+  type Observation,
+  type Top,
+} from '@booktape/book';
+import { utcDate } from '@booktape/domain';
+import { pendingDates } from '@booktape/messaging';
+import { BookEventsRepository, SummariesRepository, type ClickHouse, type SummaryDay, type SummaryKey } from '@booktape/storage';
+
+type Plan = BucketPlan;
+
+function dayStart(date: string): number {
+  return Date.parse(`${date}T00:00:00Z`);
+}
+
+function parseObservation(text: string): Top | null {
+  return text === '' ? null : (JSON.parse(text) as Top);
+}
+
+/** Where the stored buckets stop being current, and the book state there. */
+interface LiveStart {
+  fromMs: number;
+  /** Book state JSON at fromMs; '' = an empty book. */
+  state: string;
+}
+
+/**
+ * Summary answers from the rollup worker's stored buckets (DESIGN §4 rule 10), kept fresh
+ * by a live computation of what is not rolled up yet:
+ *
+ * - stored: observed buckets at the ladder level L = ladderFor(R), merged to R;
+ * - live: from the point where the stored data stops being current (the open day's
+ *   covered_until, or the start of a day the queue still has dirty), the raw events are
+ *   applied to the stored book state there and aggregated the same way; the piece that
+ *   straddles that point is joined with `appendBuckets`;
+ * - the series is then forward-filled from the state carried in (the last stored
+ *   observation before the window: an earlier hour's close or an earlier day's last).
+ *
+ * An asset nothing was ever rolled up for (or whose earlier days are being re-rolled) is
+ * answered entirely from the raw events (`fromRaw`), which is exact but slower.
+ */
+export class SummaryReader {
+  private readonly summaries: SummariesRepository;
+  private readonly events: BookEventsRepository;
+
+  constructor(
+    ch: ClickHouse,
+    private readonly redis: Redis,
+    private readonly queuePrefix: string,
+  ) {
+    this.summaries = new SummariesRepository(ch);
+    this.events = new BookEventsRepository(ch);
+  }
+
+  async buckets(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
+    if (plan.count === 0) return [];
+    const firstDate = utcDate(plan.firstStart);
+    const lastDate = utcDate(plan.dataEndMs - 1);
+    const [rows, before, firstOpen, pending] = await Promise.all([
+      this.summaries.days(key, firstDate, lastDate),
+      this.summaries.dayBefore(key, firstDate),
+      this.summaries.firstOpenDay(key, lastDate),
+      pendingDates(this.redis, this.queuePrefix, key),
+    ]);
+    const pendingSorted = [...pending].sort();
+    // Nothing rolled up yet, or an earlier day is being re-rolled: its state may change.
+    if ((rows.length === 0 && before === null) || (pendingSorted[0] !== undefined && pendingSorted[0] < firstDate)) {
+      return this.fromRaw(key, plan, resolution);
+    }
+    // An open day before the window: later days started from its state before its tail.
+    const live = await this.liveStart(key, rows, firstOpen !== null && firstOpen.date < firstDate ? firstOpen : before, pending, lastDate);
+    const level = ladderFor(resolution);
+    const firstHour = Math.floor(plan.firstStart / HOUR_MS) * HOUR_MS;
+    const storedEnd = Math.min(live?.fromMs ?? Infinity, plan.dataEndMs);
+
+    let carried: Top | null;
+    let stored: ExactBucket[] = [];
+    if (live !== undefined && live.fromMs <= firstHour) {
+      // Everything from before the window on is live: the carried state is the live start's.
+      carried = live.state === '' ? null : ((JSON.parse(live.state) as { last: Top | null }).last ?? null);
+    } else {
+      carried = await this.carriedBefore(key, firstDate, firstHour, rows, before);
+      const bases = new Map(rows.filter((r) => dayStart(r.date) < storedEnd).map((r) => [r.date, r.baseVersion]));
+      const chunks = await this.summaries.chunks(key, bases, level, firstHour, storedEnd);
+      for (const c of chunks) {
+        for (const b of decodeBuckets(c.buckets)) {
+          if (b.timestamp < plan.dataEndMs) stored.push(b);
+        }
+      }
+    }
+
+    if (live !== undefined && live.fromMs < plan.dataEndMs) {
+      const book: AnyBook = live.state === '' ? newBook(key.venue) : restoreBook(key.venue, JSON.parse(live.state));
+      const records: BookRecord[] =
+        key.venue === 'exchange-a'
+          ? await this.events.exchangeA(key.market, key.asset, live.fromMs, plan.dataEndMs, false)
+          : await this.events.exchangeB(key.market, live.fromMs, plan.dataEndMs, false);
+      const agg = new BucketAggregator(level);
+      for (const r of records) {
+        const o = book.apply(r);
+        if (o !== null) agg.push(o);
+      }
+      stored = appendBuckets(stored, agg.finish());
+    }
+    const merged = level === resolution ? stored : mergeBuckets(stored, level, resolution);
+    return fillSeries(merged, plan, carried);
+  }
+
+  /**
+   * The first point from which the stored buckets are not current, if any: a day the queue
+   * has dirty or claimed, or an open day (not covered to its end). Where the stored state at
+   * covered_until is still exact (no late rows since), the live part continues from it;
+   * otherwise it recomputes that day from the previous day's state.
+   */
+  private async liveStart(key: SummaryKey, rows: SummaryDay[], before: SummaryDay | null, pending: Set<string>, lastDate: string): Promise<LiveStart | undefined> {
+    // The day before the window (or the first open day before it) counts too: while open,
+    // its uncovered tail is live data, and every later day's stored state may miss it.
+    const all = before === null ? rows : [before, ...rows];
+    const byDate = new Map(all.map((r) => [r.date, r]));
+    const dates = [...new Set([...all.map((r) => r.date), ...[...pending].filter((d) => d <= lastDate)])].sort();
+    let prev: SummaryDay | null = null;
+    for (const date of dates) {
+      const row = byDate.get(date);
+      if (row === undefined) {
+        // Data stored for a date not rolled up yet.
+        if (pending.has(date)) return { fromMs: dayStart(date), state: prev?.state ?? '' };
+        continue;
+      }
+      if (!row.complete || pending.has(date)) {
+        const exact = (await this.summaries.countBookEvents(key, date, row.coveredUntil)) === row.events;
+        if (exact) return { fromMs: row.coveredUntil, state: row.state };
+        const earlier = prev ?? (row === before ? await this.summaries.dayBefore(key, date) : null);
+        return { fromMs: dayStart(date), state: earlier?.state ?? '' };
+      }
+      prev = row;
+    }
+    return undefined;
+  }
+
+  /** The top after the last stored observation before `hour` (on firstDate or any earlier day). */
+  private async carriedBefore(key: SummaryKey, firstDate: string, hour: number, rows: SummaryDay[], before: SummaryDay | null): Promise<Top | null> {
+    const first = rows.find((r) => r.date === firstDate);
+    if (first !== undefined && hour > dayStart(firstDate)) {
+      const chunks = await this.summaries.chunks(key, new Map([[firstDate, first.baseVersion]]), 3600, dayStart(firstDate), hour);
+      const lastChunk = chunks[chunks.length - 1];
+      if (lastChunk !== undefined) {
+        const buckets = decodeBuckets(lastChunk.buckets);
+        const b = buckets[buckets.length - 1];
+        if (b !== undefined) return b;
+      }
+    }
+    return before === null ? null : parseObservation(before.lastObs);
+  }
+
+  /** The whole answer from raw events, the book rebuilt from the last snapshot before the window. */
+  async fromRaw(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
+    const records: BookRecord[] =
+      key.venue === 'exchange-a'
+        ? await this.events.exchangeA(key.market, key.asset, plan.firstStart, plan.dataEndMs)
+        : await this.events.exchangeB(key.market, plan.firstStart, plan.dataEndMs);
+    const book = newBook(key.venue);
+    const agg = new BucketAggregator(resolution);
+    let carried: Observation | null = null;
+    for (const r of records) {
+      const o = book.apply(r);
+      if (o === null) continue;
+      if (o.ts < plan.firstStart) carried = o;
+      else agg.push(o);
+    }
+    return fillSeries(agg.finish(), plan, carried);
+  }
+}
+

@@ -1,0 +1,23 @@
+import { envInt, parseEnv, platformEnvSchema, type PlatformConfig } from '@booktape/config';
+import type { RollupWorkerOptions } from './worker.ts';
+
+export const rollupEnvSchema = platformEnvSchema.extend({
+  /** Rollup jobs run at once in one process (one asset never runs twice at once). */
+  ROLLUP_CONCURRENCY: envInt(2, 1, 64),
+  /** How often the sweep looks for days to finalise, outdated engine versions and lost notifications. */
+  ROLLUP_SWEEP_MS: envInt(60_000, 1000, 86_400_000),
+  /** A UTC day is finalised this long after it ended (later data still triggers a rebuild). */
+  ROLLUP_CLOSE_GRACE_MS: envInt(60_000, 0, 86_400_000),
+});
+
+/** The worker's options from the environment (exits with a ConfigError naming a bad variable). */
+export function rollupOptions(env: NodeJS.ProcessEnv, platform: PlatformConfig): RollupWorkerOptions {
+  const e = parseEnv(rollupEnvSchema, env);
+  return {
+    concurrency: e.ROLLUP_CONCURRENCY,
+    sweepEveryMs: e.ROLLUP_SWEEP_MS,
+    closeGraceMs: e.ROLLUP_CLOSE_GRACE_MS,
+    queuePrefix: platform.rollup.queuePrefix,
+    debounceMs: platform.rollup.debounceMs,
+  };
+}

@@ -1,0 +1,87 @@
+import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
+import { aggregateObservations, appendBuckets, mergeBuckets } from './bucketing.ts';
+import type { Observation } from './observation.ts';
+import { LADDER, byHour, ladderBuckets, ladderFor, newBook, type BookVenue } from './rollup.ts';
+import { exchangeAStreamArb, exchangeBStreamArb } from './streams.test-support.ts';
+
+const venueArb = fc.constantFrom<BookVenue>('exchange-a', 'exchange-b');
+
+function observations(venue: BookVenue, records: readonly (ExchangeAEvent | ExchangeBRecord)[]): Observation[] {
+  const book = newBook(venue);
+  const out: Observation[] = [];
+  for (const r of records) {
+    const o = book.apply(r);
+    if (o !== null) out.push(o);
+  }
+  return out;
+}
+
+const observationsArb = venueArb.chain((v) => (v === 'exchange-a' ? exchangeAStreamArb : exchangeBStreamArb).map((rs) => observations(v, rs)));
+
+describe('stored summary buckets', () => {
+  it('the codec gives back exactly the buckets it was given, at every ladder level', () => {
+    fc.assert(
+      fc.property(observationsArb, (obs) => {
+        for (const [, buckets] of ladderBuckets(obs)) {
+          expect(decodeBuckets(encodeBuckets(buckets))).toEqual(buckets);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('the codec refuses malformed text instead of inventing buckets', () => {
+    for (const bad of ['', 'no bar', '0.5|[', '0.5|1,1,0,0,0,0,0', '0.5|1,1,0,0,0,0,0,7', '|1,0,-1,-1,-1,-1,-1,-1']) {
+      expect(() => decodeBuckets(bad)).toThrow(RangeError);
+    }
+    expect(decodeBuckets('|')).toEqual([]);
+  });
+
+  it('each ladder level equals aggregating the observations at that level', () => {
+    fc.assert(
+      fc.property(observationsArb, (obs) => {
+        const ladder = ladderBuckets(obs);
+        for (const level of LADDER) expect(ladder.get(level)).toEqual(aggregateObservations(obs, level));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('any resolution merged from its ladder level equals aggregating the observations at it', () => {
+    fc.assert(
+      fc.property(observationsArb, fc.integer({ min: 1, max: 3600 }), (obs, R) => {
+        const level = ladderFor(R);
+        expect(R % level).toBe(0);
+        expect(mergeBuckets(ladderBuckets(obs).get(level)!, level, R)).toEqual(aggregateObservations(obs, R));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('buckets of a stream cut anywhere and appended equal the buckets of the whole stream', () => {
+    fc.assert(
+      fc.property(observationsArb, fc.nat(), fc.constantFrom(1, 5, 60, 3600), (obs, k0, R) => {
+        const k = k0 % (obs.length + 1);
+        const joined = appendBuckets(aggregateObservations(obs.slice(0, k), R), aggregateObservations(obs.slice(k), R));
+        expect(joined).toEqual(aggregateObservations(obs, R));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('no stored bucket straddles an hour: chunks by hour hold each bucket once, in order', () => {
+    fc.assert(
+      fc.property(observationsArb, (obs) => {
+        for (const [, buckets] of ladderBuckets(obs)) {
+          const chunks = [...byHour(buckets)];
+          expect(chunks.flatMap(([, b]) => b)).toEqual(buckets);
+          for (const [hour, b] of chunks) for (const x of b) expect(Math.floor(x.timestamp / 3_600_000) * 3_600_000).toBe(hour);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+});

@@ -1,0 +1,82 @@
+import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
+import { ExchangeABook, ExchangeBBook } from './book-engine.ts';
+import { aggregateObservations, mergeBuckets, type ExactBucket } from './bucketing.ts';
+import type { Observation } from './observation.ts';
+
+/**
+ * What the rollup worker stores and the API reads back (DESIGN §4 rule 10): observed
+ * buckets at a ladder of resolutions, each derived from the 1 s buckets by `mergeBuckets`,
+ * so that any resolution R from 1 to 3600 s is answered by merging the stored level
+ * `ladderFor(R)` (the largest level dividing R) instead of replaying events.
+ *
+ * Every level divides an hour, so no stored bucket straddles an hour (or a day): storage
+ * chunks by UTC hour and a day is 24 chunks per level.
+ */
+export const LADDER: readonly number[] = Object.freeze([1, 5, 10, 15, 30, 60, 300, 900, 1800, 3600]);
+
+/**
+ * Bumped whenever the engine's output for the same events changes (a fixed rule, a parser
+ * fix): stored rows record it, and rows of an older version are re-derived by the sweep.
+ */
+export const ENGINE_VERSION = 1;
+
+export const HOUR_MS = 3_600_000;
+
+/** The largest ladder level that divides R (1 always does). */
+export function ladderFor(resolutionSeconds: number): number {
+  for (let k = LADDER.length - 1; k >= 0; k--) {
+    if (resolutionSeconds % LADDER[k]! === 0) return LADDER[k]!;
+  }
+  return 1;
+}
+
+/** Observed buckets at every ladder level, from observations in serving order. */
+export function ladderBuckets(observations: Iterable<Observation>): Map<number, ExactBucket[]> {
+  return ladderFromBase(aggregateObservations(observations, 1));
+}
+
+/** Every ladder level from observed 1 s buckets. */
+export function ladderFromBase(base: ExactBucket[]): Map<number, ExactBucket[]> {
+  const out = new Map<number, ExactBucket[]>([[1, base]]);
+  for (const level of LADDER) {
+    if (level === 1) continue;
+    // From the nearest finer level that divides this one: fewer buckets to merge.
+    let from = 1;
+    for (const l of LADDER) if (l < level && level % l === 0) from = l;
+    out.set(level, mergeBuckets(out.get(from)!, from, level));
+  }
+  return out;
+}
+
+/** Buckets grouped by the UTC hour their start lies in, hours ascending. */
+export function byHour(buckets: readonly ExactBucket[]): Map<number, ExactBucket[]> {
+  const out = new Map<number, ExactBucket[]>();
+  for (const b of buckets) {
+    const h = Math.floor(b.timestamp / HOUR_MS) * HOUR_MS;
+    let list = out.get(h);
+    if (list === undefined) out.set(h, (list = []));
+    list.push(b);
+  }
+  return out;
+}
+
+export type BookVenue = 'exchange-a' | 'exchange-b';
+export type BookRecord = ExchangeAEvent | ExchangeBRecord;
+
+/** One asset's book of either venue behind one interface. */
+export interface AnyBook {
+  apply(r: BookRecord): Observation | null;
+  lastObservation(): Observation | null;
+  toState(): unknown;
+  anomalies: number;
+  lastAnomaly: string | null;
+}
+
+export function newBook(venue: BookVenue): AnyBook {
+  return (venue === 'exchange-a' ? new ExchangeABook() : new ExchangeBBook()) as AnyBook;
+}
+
+/** A book from its stored state; throws RangeError when the state is malformed. */
+export function restoreBook(venue: BookVenue, state: unknown): AnyBook {
+  return (venue === 'exchange-a' ? ExchangeABook.fromState(state) : ExchangeBBook.fromState(state)) as AnyBook;
+}

@@ -1,0 +1,335 @@
+import type { Venue } from '@booktape/domain';
+import type { ClickHouse } from './clickhouse.ts';
+import { streamQuery } from './stream.ts';
+
+/** One asset's summaries: exchange A (condition id, outcome token), exchange B (ticker, ticker). */
+export interface SummaryKey {
+  venue: Venue;
+  market: string;
+  asset: string;
+}
+
+/** A `summary_days` row (migration 004). Times are Unix milliseconds. */
+export interface SummaryDay {
+  date: string;
+  version: number;
+  baseVersion: number;
+  engineVersion: number;
+  /** Every book event of the day with event_ts before this is in the stored buckets. */
+  coveredUntil: number;
+  /** The day is closed and covered to its end. */
+  complete: boolean;
+  events: number;
+  startStateHash: string;
+  /** The book's state (JSON) at coveredUntil. */
+  state: string;
+  /** The last observation (JSON, '' when none yet): what later buckets forward-fill from. */
+  lastObs: string;
+  computedAt: number;
+}
+
+export interface SummaryChunk {
+  date: string;
+  resolution: number;
+  /** Hour start, Unix ms. */
+  hour: number;
+  version: number;
+  engineVersion: number;
+  bucketCount: number;
+  /** bucket-codec text. */
+  buckets: string;
+}
+
+interface DayRow {
+  day: string;
+  version: string | number;
+  base_version: string | number;
+  engine_version: number;
+  covered_ms: string;
+  complete: number;
+  events: string | number;
+  start_state_hash: string;
+  state: string;
+  last_obs: string;
+  computed_ms: string;
+}
+
+const DAY_COLUMNS = `toString(event_date) AS day, version, base_version, engine_version,
+  toUnixTimestamp64Milli(covered_until) AS covered_ms, complete, events, start_state_hash, state, last_obs,
+  toUnixTimestamp64Milli(computed_at) AS computed_ms`;
+
+function toDay(r: DayRow): SummaryDay {
+  return {
+    date: r.day,
+    version: Number(r.version),
+    baseVersion: Number(r.base_version),
+    engineVersion: Number(r.engine_version),
+    coveredUntil: Number(r.covered_ms),
+    complete: Number(r.complete) === 1,
+    events: Number(r.events),
+    startStateHash: r.start_state_hash,
+    state: r.state,
+    lastObs: r.last_obs,
+    computedAt: Number(r.computed_ms),
+  };
+}
+
+const KEY = 'venue = {venue:String} AND market = {market:String} AND asset = {asset:String}';
+
+/**
+ * The rollup worker's output and what the API reads back, plus the raw reads a rollup
+ * needs. Rows are versioned (newest wins, read with FINAL); a day's chunks count only from
+ * its base_version on (older ones are leftovers of an earlier full build).
+ */
+export class SummariesRepository {
+  constructor(private readonly ch: ClickHouse) {}
+
+  private async rows<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
+    const rs = await this.ch.client.query({ query, query_params: params, format: 'JSONEachRow' });
+    return rs.json<T>();
+  }
+
+  /** The store's clock (Unix ms): raw rows' inserted_at come from it. */
+  async now(): Promise<number> {
+    const [r] = await this.rows<{ t: string | number }>('SELECT toUnixTimestamp64Milli(now64(3)) AS t', {});
+    return Number(r!.t);
+  }
+
+  async day(key: SummaryKey, date: string): Promise<SummaryDay | null> {
+    const [r] = await this.rows<DayRow>(
+      `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL WHERE ${KEY} AND event_date = {date:Date}`,
+      { ...key, date },
+    );
+    return r === undefined ? null : toDay(r);
+  }
+
+  /** Rows of the dates in [from, to], ascending. */
+  async days(key: SummaryKey, from: string, to: string): Promise<SummaryDay[]> {
+    return (
+      await this.rows<DayRow>(
+        `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL
+          WHERE ${KEY} AND event_date >= {from:Date} AND event_date <= {to:Date} ORDER BY event_date`,
+        { ...key, from, to },
+      )
+    ).map(toDay);
+  }
+
+  /** The latest row before a date (the state a day starts from), or null. */
+  async dayBefore(key: SummaryKey, date: string): Promise<SummaryDay | null> {
+    const [r] = await this.rows<DayRow>(
+      `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL
+        WHERE ${KEY} AND event_date < {date:Date} ORDER BY event_date DESC LIMIT 1`,
+      { ...key, date },
+    );
+    return r === undefined ? null : toDay(r);
+  }
+
+  /**
+   * The earliest day up to `date` that is not covered to its end (an open day: today, or a
+   * day not finalised yet): every later day's stored state may still change with its tail.
+   */
+  async firstOpenDay(key: SummaryKey, date: string): Promise<SummaryDay | null> {
+    const [r] = await this.rows<DayRow>(
+      `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL
+        WHERE ${KEY} AND event_date <= {date:Date} AND complete = 0 ORDER BY event_date LIMIT 1`,
+      { ...key, date },
+    );
+    return r === undefined ? null : toDay(r);
+  }
+
+  /** Days whose rows need re-deriving: made by another engine version (at most `limit`). */
+  async outdatedDays(engineVersion: number, limit: number): Promise<(SummaryKey & { date: string })[]> {
+    return (
+      await this.rows<{ venue: Venue; market: string; asset: string; day: string }>(
+        `SELECT venue, market, asset, toString(event_date) AS day FROM ${this.ch.table('summary_days')} FINAL
+          WHERE engine_version != {v:UInt16} ORDER BY event_date LIMIT {limit:UInt32}`,
+        { v: engineVersion, limit },
+      )
+    ).map((r) => ({ venue: r.venue, market: r.market, asset: r.asset, date: r.day }));
+  }
+
+  /** Open days (not covered to their end) of dates before `beforeDate`: the sweep finalises them. */
+  async openDaysBefore(beforeDate: string, limit: number): Promise<(SummaryKey & { date: string })[]> {
+    return (
+      await this.rows<{ venue: Venue; market: string; asset: string; day: string }>(
+        `SELECT venue, market, asset, toString(event_date) AS day FROM ${this.ch.table('summary_days')} FINAL
+          WHERE complete = 0 AND event_date < {d:Date} ORDER BY event_date LIMIT {limit:UInt32}`,
+        { d: beforeDate, limit },
+      )
+    ).map((r) => ({ venue: r.venue, market: r.market, asset: r.asset, date: r.day }));
+  }
+
+  /**
+   * Chunks at one resolution for some dates, hours in [fromHour, toHour) (ms), valid ones
+   * only (version ≥ the date's base version), in time order.
+   */
+  async chunks(key: SummaryKey, bases: ReadonlyMap<string, number>, resolution: number, fromHour: number, toHour: number): Promise<SummaryChunk[]> {
+    if (bases.size === 0) return [];
+    const dates = [...bases.keys()];
+    const rows = await this.rows<{ day: string; hour_s: string | number; version: string | number; engine_version: number; bucket_count: number; buckets: string }>(
+      `SELECT toString(event_date) AS day, toUnixTimestamp(hour) AS hour_s, version, engine_version, bucket_count, buckets
+        FROM ${this.ch.table('summary_chunks')} FINAL
+        WHERE ${KEY} AND event_date IN {dates:Array(Date)} AND resolution = {r:UInt16}
+          AND hour >= toDateTime({from:Int64}, 'UTC') AND hour < toDateTime({to:Int64}, 'UTC')
+        ORDER BY hour`,
+      { ...key, dates, r: resolution, from: Math.floor(fromHour / 1000), to: Math.ceil(toHour / 1000) },
+    );
+    const out: SummaryChunk[] = [];
+    for (const r of rows) {
+      if (Number(r.version) < bases.get(r.day)!) continue;
+      out.push({
+        date: r.day,
+        resolution,
+        hour: Number(r.hour_s) * 1000,
+        version: Number(r.version),
+        engineVersion: Number(r.engine_version),
+        bucketCount: Number(r.bucket_count),
+        buckets: r.buckets,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Writes a run's chunks, then its day row: a reader that sees the row (and its base
+   * version) finds every chunk it refers to.
+   */
+  async write(key: SummaryKey, day: SummaryDay, chunks: readonly SummaryChunk[]): Promise<void> {
+    if (chunks.length > 0) {
+      await this.ch.client.insert({
+        table: this.ch.table('summary_chunks'),
+        format: 'JSONEachRow',
+        values: chunks.map((c) => ({
+          ...key,
+          event_date: c.date,
+          resolution: c.resolution,
+          hour: Math.floor(c.hour / 1000),
+          version: c.version,
+          engine_version: c.engineVersion,
+          bucket_count: c.bucketCount,
+          buckets: c.buckets,
+        })),
+      });
+    }
+    await this.ch.client.insert({
+      table: this.ch.table('summary_days'),
+      format: 'JSONEachRow',
+      values: [
+        {
+          ...key,
+          event_date: day.date,
+          version: day.version,
+          base_version: day.baseVersion,
+          engine_version: day.engineVersion,
+          covered_until: day.coveredUntil,
+          complete: day.complete ? 1 : 0,
+          events: day.events,
+          start_state_hash: day.startStateHash,
+          state: day.state,
+          last_obs: day.lastObs,
+          computed_at: day.computedAt,
+        },
+      ],
+    });
+  }
+
+  /**
+   * Raw partitions (per asset and date) that received rows in the last `lookbackMs` after
+   * their latest rollup run started, or that have no rollup: what the sweep re-enqueues
+   * when a notification was lost.
+   */
+  async staleRecentPartitions(lookbackMs: number, limit: number): Promise<(SummaryKey & { date: string })[]> {
+    const part = (venue: Venue, table: string, market: string, asset: string) => `
+      SELECT '${venue}' AS venue, r.market AS market, r.asset AS asset, toString(r.d) AS date FROM
+        (SELECT ${market} AS market, ${asset} AS asset, event_date AS d, max(inserted_at) AS ins FROM ${this.ch.table(table)}
+          WHERE inserted_at >= now64(3) - toIntervalMillisecond({look:UInt32}) GROUP BY market, asset, d) AS r
+        LEFT JOIN
+        (SELECT market, asset, event_date AS d, max(computed_at) AS c FROM ${this.ch.table('summary_days')}
+          WHERE venue = '${venue}' GROUP BY market, asset, d) AS s
+        ON r.market = s.market AND r.asset = s.asset AND r.d = s.d
+      WHERE r.ins >= s.c`;
+    return (
+      await this.rows<SummaryKey & { date: string }>(
+        `SELECT * FROM (${part('exchange-a', 'raw_exchange_a', 'market', 'asset_id')} UNION ALL ${part('exchange-b', 'raw_exchange_b', 'ticker', 'ticker')})
+          ORDER BY date LIMIT {limit:UInt32}`,
+        { look: lookbackMs, limit },
+      )
+    ).map((r) => ({ venue: r.venue, market: r.market, asset: r.asset, date: r.date }));
+  }
+
+  /** Dates after `date` that hold raw data of the market (ascending, at most `limit`). */
+  async dataDatesAfter(key: SummaryKey, date: string, limit = 1): Promise<string[]> {
+    return (
+      await this.rows<{ d: string }>(
+        `SELECT DISTINCT toString(event_date) AS d FROM ${this.ch.table('market_dates')}
+          WHERE venue = {venue:String} AND market = {market:String} AND event_date > {date:Date} ORDER BY d LIMIT {limit:UInt32}`,
+        { venue: key.venue, market: key.market, date, limit },
+      )
+    ).map((r) => r.d);
+  }
+
+  /** Dates in [from, to] that hold raw data of the market, ascending. */
+  async dataDates(key: SummaryKey, from: string, to: string): Promise<string[]> {
+    return (
+      await this.rows<{ d: string }>(
+        `SELECT DISTINCT toString(event_date) AS d FROM ${this.ch.table('market_dates')}
+          WHERE venue = {venue:String} AND market = {market:String} AND event_date >= {from:Date} AND event_date <= {to:Date} ORDER BY d`,
+        { venue: key.venue, market: key.market, from, to },
+      )
+    ).map((r) => r.d);
+  }
+
+  /** The outcome tokens of an exchange A market that have raw data in [from, to]. */
+  async assetsOf(market: string, from: string, to: string): Promise<string[]> {
+    return (
+      await this.rows<{ a: string }>(
+        `SELECT DISTINCT asset_id AS a FROM ${this.ch.table('raw_exchange_a')}
+          WHERE market = {market:String} AND event_date >= {from:Date} AND event_date <= {to:Date} ORDER BY a`,
+        { market, from, to },
+      )
+    ).map((r) => r.a);
+  }
+
+  private bookFilter(key: SummaryKey): { table: string; where: string } {
+    return key.venue === 'exchange-a'
+      ? { table: this.ch.table('raw_exchange_a'), where: `market = {market:String} AND asset_id = {asset:String} AND event_type IN ('book', 'price_change')` }
+      : { table: this.ch.table('raw_exchange_b'), where: `ticker = {market:String}` };
+  }
+
+  /** How many book events of a date lie before a time (FINAL: duplicates count once). */
+  async countBookEvents(key: SummaryKey, date: string, beforeMs: number): Promise<number> {
+    const { table, where } = this.bookFilter(key);
+    const [r] = await this.rows<{ n: string | number }>(
+      `SELECT count() AS n FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+        AND event_ts < fromUnixTimestamp64Milli({before:Int64}, 'UTC')`,
+      { market: key.market, asset: key.asset, date, before: beforeMs },
+    );
+    return Number(r!.n);
+  }
+
+  /**
+   * A date's book events with event_ts in [fromMs, toMs), in serving order, as payload JSON
+   * texts, streamed (a busy asset-day holds millions).
+   */
+  async *bookEvents(key: SummaryKey, date: string, fromMs: number, toMs: number): AsyncGenerator<string> {
+    const { table, where } = this.bookFilter(key);
+    const stream = streamQuery(this.ch, {
+      query: `SELECT payload FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+        AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+        ORDER BY event_ts, ingest_seq, dedup_id`,
+      query_params: { market: key.market, asset: key.asset, date, from: fromMs, to: toMs },
+      format: 'TabSeparatedRaw',
+    });
+    let rest = '';
+    for await (const chunk of stream) {
+      const text = rest + chunk.toString('utf8');
+      let start = 0;
+      for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+        if (nl > start) yield text.slice(start, nl);
+        start = nl + 1;
+      }
+      rest = text.slice(start);
+    }
+    if (rest.length > 0) yield rest;
+  }
+}
