@@ -22,6 +22,8 @@ import { BookEventsRepository, SummariesRepository, type ClickHouse, type Summar
 
 type Plan = BucketPlan;
 
+const RACED = Symbol('raced');
+
 function dayStart(date: string): number {
   return Date.parse(`${date}T00:00:00Z`);
 }
@@ -67,6 +69,17 @@ export class SummaryReader {
 
   async buckets(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
     if (plan.count === 0) return [];
+    // A rollup that writes between our reads of a day row and its chunks would make the
+    // stored part overlap the live part: such a read is retried, and after a few
+    // collisions (a very busy asset) answered from raw events.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const r = await this.attempt(key, plan, resolution);
+      if (r !== RACED) return r;
+    }
+    return this.fromRaw(key, plan, resolution);
+  }
+
+  private async attempt(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[] | typeof RACED> {
     const firstDate = utcDate(plan.firstStart);
     const lastDate = utcDate(plan.dataEndMs - 1);
     const [rows, before, firstOpen, pending] = await Promise.all([
@@ -95,6 +108,8 @@ export class SummaryReader {
       carried = await this.carriedBefore(key, firstDate, firstHour, rows, before);
       const bases = new Map(rows.filter((r) => dayStart(r.date) < storedEnd).map((r) => [r.date, r.baseVersion]));
       const chunks = await this.summaries.chunks(key, bases, level, firstHour, storedEnd);
+      const versions = new Map(rows.map((r) => [r.date, r.version]));
+      if (chunks.some((c) => c.version > versions.get(c.date)!)) return RACED;
       for (const c of chunks) {
         for (const b of decodeBuckets(c.buckets)) {
           if (b.timestamp < plan.dataEndMs) stored.push(b);

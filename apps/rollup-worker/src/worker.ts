@@ -54,6 +54,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
   const roller = new Roller(repo, log, { closeGraceMs: opts.closeGraceMs });
   let queue: RollupQueue | undefined;
   let worker: Worker<RollupJobData> | undefined;
+  let workerConnection: ReturnType<typeof rollupConnection> | undefined;
   let lastError: string | null = null;
   const stats = { jobs: 0, days: 0, failures: 0, lastJobAt: 0 };
 
@@ -166,8 +167,10 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     async start(): Promise<void> {
       queue = new RollupQueue({ redisUrl: deps.redisUrl, prefix: opts.queuePrefix, debounceMs: opts.debounceMs });
       await queue.queue.upsertJobScheduler('rollup-sweep', { every: opts.sweepEveryMs }, { name: 'sweep', data: { kind: 'sweep' }, opts: { removeOnComplete: true, removeOnFail: 100 } });
+      workerConnection = rollupConnection(deps.redisUrl, 'booktape-rollup-worker');
+      workerConnection.on('error', () => undefined);
       worker = new Worker<RollupJobData>(ROLLUP_QUEUE, process, {
-        connection: rollupConnection(deps.redisUrl, 'booktape-rollup-worker'),
+        connection: workerConnection,
         prefix: opts.queuePrefix,
         concurrency: opts.concurrency,
       });
@@ -183,7 +186,10 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
       log.info({ concurrency: opts.concurrency, sweepEveryMs: opts.sweepEveryMs }, 'rollup worker started');
     },
     async stop(): Promise<void> {
-      await worker?.close();
+      // Waits for running jobs; BullMQ leaves connections it was given open: ours are closed here.
+      // A long back-fill is not waited for beyond 15 s: its job is retried after a restart.
+      if (worker) await Promise.race([worker.close(), new Promise((r) => setTimeout(r, 15_000).unref()).then(() => worker!.close(true))]);
+      workerConnection?.disconnect();
       await queue?.close();
     },
     /** The queue, for the sink's notifications in the same process. */

@@ -74,6 +74,11 @@ function toDay(r: DayRow): SummaryDay {
   };
 }
 
+/** Only the key's fields (callers may pass richer objects). */
+function keyParams(k: SummaryKey): SummaryKey {
+  return { venue: k.venue, market: k.market, asset: k.asset };
+}
+
 const KEY = 'venue = {venue:String} AND market = {market:String} AND asset = {asset:String}';
 
 /**
@@ -98,7 +103,7 @@ export class SummariesRepository {
   async day(key: SummaryKey, date: string): Promise<SummaryDay | null> {
     const [r] = await this.rows<DayRow>(
       `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL WHERE ${KEY} AND event_date = {date:Date}`,
-      { ...key, date },
+      { ...keyParams(key), date },
     );
     return r === undefined ? null : toDay(r);
   }
@@ -109,7 +114,7 @@ export class SummariesRepository {
       await this.rows<DayRow>(
         `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL
           WHERE ${KEY} AND event_date >= {from:Date} AND event_date <= {to:Date} ORDER BY event_date`,
-        { ...key, from, to },
+        { ...keyParams(key), from, to },
       )
     ).map(toDay);
   }
@@ -119,7 +124,7 @@ export class SummariesRepository {
     const [r] = await this.rows<DayRow>(
       `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL
         WHERE ${KEY} AND event_date < {date:Date} ORDER BY event_date DESC LIMIT 1`,
-      { ...key, date },
+      { ...keyParams(key), date },
     );
     return r === undefined ? null : toDay(r);
   }
@@ -132,7 +137,7 @@ export class SummariesRepository {
     const [r] = await this.rows<DayRow>(
       `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL
         WHERE ${KEY} AND event_date <= {date:Date} AND complete = 0 ORDER BY event_date LIMIT 1`,
-      { ...key, date },
+      { ...keyParams(key), date },
     );
     return r === undefined ? null : toDay(r);
   }
@@ -172,7 +177,7 @@ export class SummariesRepository {
         WHERE ${KEY} AND event_date IN {dates:Array(Date)} AND resolution = {r:UInt16}
           AND hour >= toDateTime({from:Int64}, 'UTC') AND hour < toDateTime({to:Int64}, 'UTC')
         ORDER BY hour`,
-      { ...key, dates, r: resolution, from: Math.floor(fromHour / 1000), to: Math.ceil(toHour / 1000) },
+      { ...keyParams(key), dates, r: resolution, from: Math.floor(fromHour / 1000), to: Math.ceil(toHour / 1000) },
     );
     const out: SummaryChunk[] = [];
     for (const r of rows) {
@@ -200,7 +205,7 @@ export class SummariesRepository {
         table: this.ch.table('summary_chunks'),
         format: 'JSONEachRow',
         values: chunks.map((c) => ({
-          ...key,
+          ...keyParams(key),
           event_date: c.date,
           resolution: c.resolution,
           hour: Math.floor(c.hour / 1000),
@@ -216,7 +221,7 @@ export class SummariesRepository {
       format: 'JSONEachRow',
       values: [
         {
-          ...key,
+          ...keyParams(key),
           event_date: day.date,
           version: day.version,
           base_version: day.baseVersion,
