@@ -1,5 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '@booktape/config';
+import { normaliseConditionId, normaliseTicker } from '@booktape/domain';
+import type { BackfillRequest } from '@booktape/messaging';
 
 const HELP = `booktape: historical order-book data for prediction markets
 
@@ -11,6 +13,8 @@ Usage: npx booktape <command> [options]
                                   run the venue simulator alone
   replay <files…> [--wait] [--timeout S]
                                   send capture files through Kafka like live frames
+  rollup --venue a|b --market M [--asset T] --from DATE --to DATE [--wait] [--timeout S]
+                                  re-derive the summaries of a date range (back-fill)
   ingest                          run the ingestor alone (INGESTOR_ROLES=capture,sink)
   migrate                         apply the ClickHouse migrations
   services start|status|stop      the project's own Kafka and Redis
@@ -46,6 +50,15 @@ async function main(argv: string[]): Promise<number> {
       const { runReplay } = await import('./commands/replay.ts');
       return runReplay({ files: positionals, wait: values.wait ?? false, timeoutMs: (values.timeout === undefined ? 600 : positiveInt('--timeout', values.timeout)) * 1000 });
     }
+    case 'rollup': {
+      const { values } = parseArgs({
+        args: rest,
+        options: { venue: { type: 'string' }, market: { type: 'string' }, asset: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, wait: { type: 'boolean', default: false }, timeout: { type: 'string' } },
+        strict: true,
+      });
+      const { runRollup } = await import('./commands/rollup.ts');
+      return runRollup({ request: backfillRequest(values), wait: values.wait ?? false, timeoutMs: (values.timeout === undefined ? 3600 : positiveInt('--timeout', values.timeout)) * 1000 });
+    }
     case 'ingest': {
       const { runIngest } = await import('@booktape/ingestor');
       return runIngest();
@@ -74,6 +87,24 @@ async function main(argv: string[]): Promise<number> {
 }
 
 class UsageError extends Error {}
+
+/** The back-fill a `rollup` command asks for, checked: venue, market id, an ordered date range. */
+function backfillRequest(v: { venue?: string | undefined; market?: string | undefined; asset?: string | undefined; from?: string | undefined; to?: string | undefined }): BackfillRequest {
+  const venue = v.venue === 'a' || v.venue === 'exchange-a' ? 'exchange-a' : v.venue === 'b' || v.venue === 'exchange-b' ? 'exchange-b' : null;
+  if (venue === null) throw new UsageError(`--venue must be a (exchange-a) or b (exchange-b), got ${JSON.stringify(v.venue ?? '')}`);
+  if (v.market === undefined) throw new UsageError('--market is required (a condition id for exchange A, a ticker for exchange B)');
+  const market = venue === 'exchange-a' ? normaliseConditionId(v.market) : normaliseTicker(v.market);
+  if (market === null) throw new UsageError(`--market ${JSON.stringify(v.market)} is not ${venue === 'exchange-a' ? 'a condition id (0x + 64 hex digits)' : 'a ticker'}`);
+  if (v.asset !== undefined && venue === 'exchange-b') throw new UsageError('--asset is for exchange A only (an exchange B ticker is its own book)');
+  if (v.asset !== undefined && !/^[0-9A-Za-z]{1,128}$/.test(v.asset)) throw new UsageError(`--asset ${JSON.stringify(v.asset)} is not an outcome token id`);
+  for (const [name, d] of [['--from', v.from], ['--to', v.to]] as const) {
+    if (d === undefined) throw new UsageError(`${name} is required (YYYY-MM-DD)`);
+    const t = Date.parse(`${d}T00:00:00Z`);
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(d) || Number.isNaN(t) || new Date(t).toISOString().slice(0, 10) !== d) throw new UsageError(`${name} must be a date YYYY-MM-DD, got ${JSON.stringify(d)}`);
+  }
+  if (v.from! > v.to!) throw new UsageError(`--from ${v.from} is after --to ${v.to}`);
+  return { venue, market, ...(v.asset !== undefined ? { asset: v.asset } : {}), from: v.from!, to: v.to! };
+}
 
 function positiveInt(name: string, v: string): number {
   if (!/^\d+$/.test(v) || Number(v) < 1 || !Number.isSafeInteger(Number(v))) throw new UsageError(`${name} must be a positive integer, got ${JSON.stringify(v)}`);

@@ -20,6 +20,8 @@ export interface CapturePipelineDeps {
   log: Logger;
   /** Capture files (DESIGN §6), one writer per venue, when capture-to-file is on. */
   files?: Partial<Record<Venue, CaptureFileWriter>>;
+  /** Sees every stamped record before it is sent (replay --wait notes the partitions it touches). */
+  onMessages?: (messages: readonly RawMessage[]) => void;
 }
 
 /**
@@ -82,6 +84,7 @@ export class CapturePipeline {
         ? this.sequencer.stamp(receivedAt, result.records as never, 'exchange-a')
         : this.sequencer.stamp(receivedAt, result.records as never, 'exchange-b');
     c.records += messages.length;
+    this.deps.onMessages?.(messages);
     const byMarket = new Map<string, RawMessage[]>();
     for (const m of messages) {
       const key = marketKey(m);

@@ -1,6 +1,6 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { Venue } from '@booktape/domain';
+import { eventTimeMs, utcDate, type RawMessage, type Venue } from '@booktape/domain';
 
 /**
  * The rollup queue (BullMQ on Redis), shared by the sink (which reports stored partitions),
@@ -57,6 +57,23 @@ export interface RollupQueueOptions {
   prefix?: string;
   /** Notifications within this window are served by one rollup run. */
   debounceMs?: number;
+}
+
+/** The partition a record lands in: (venue, market, asset, UTC date of its event time); a B ticker is its own asset. */
+export function partitionOf(m: RawMessage): PartitionRef {
+  const date = utcDate(eventTimeMs(m));
+  return m.venue === 'exchange-a'
+    ? { venue: m.venue, market: m.event.market, asset: m.event.asset_id, date }
+    : { venue: m.venue, market: m.record.ticker, asset: m.record.ticker, date };
+}
+
+/** Distinct partitions of some records. */
+export function partitionsOf(messages: Iterable<RawMessage>, into = new Map<string, PartitionRef>()): Map<string, PartitionRef> {
+  for (const m of messages) {
+    const p = partitionOf(m);
+    into.set(`${assetKey(p)}|${p.date}`, p);
+  }
+  return into;
 }
 
 export function assetKey(a: AssetRef): string {

@@ -70,7 +70,7 @@ export async function openClickHouse(cfg: ClickHouseConfig): Promise<ClickHouse>
   const onCluster = cfg.cluster ? ` ON CLUSTER ${cfg.cluster}` : '';
   await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}${onCluster}` });
   let closed = false;
-  return {
+  const handle: ClickHouse = {
     client,
     database: cfg.database,
     mode,
@@ -80,9 +80,13 @@ export async function openClickHouse(cfg: ClickHouseConfig): Promise<ClickHouse>
     close: async () => {
       if (closed) return;
       closed = true;
+      // Streaming sessions on the same directory go first: the engine stays locked while any is open.
+      const { closeStreamSessions } = await import('./stream.ts');
+      closeStreamSessions(handle);
       await client.close();
     },
   };
+  return handle;
 }
 
 /** Quote a string as a ClickHouse SQL literal (only for settings values, never for data). */

@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress';
 import { createLogger, parseEnv } from '@booktape/config';
-import { BatchingProducer, createKafka, ensureTopics, topicNames } from '@booktape/messaging';
+import { BatchingProducer, RollupQueue, createKafka, ensureTopics, partitionsOf, topicNames, type PartitionRef } from '@booktape/messaging';
 import { CapturePipeline, concatRawMessages, ingestorConfig, ingestorEnvSchema, replayFiles, waitUntilStored } from '@booktape/ingestor';
 
 export interface ReplayOptions {
@@ -14,6 +14,36 @@ export interface ReplayOptions {
  * --wait it returns only once the sink has stored everything it sent. Progress goes to
  * stderr: a bar on a terminal, a line every few seconds otherwise.
  */
+/**
+ * Waits until the rollup workers have rebuilt the summaries of every partition replayed:
+ * the sink has marked them dirty before committing (so before the wait above returned),
+ * and a partition is settled once no rollup has it dirty or claimed.
+ */
+async function waitForSummaries(parts: PartitionRef[], platform: { redisUrl: string; rollup: { queuePrefix: string } }, deadline: number, tty: boolean): Promise<boolean> {
+  if (parts.length === 0) return true;
+  const queue = new RollupQueue({ redisUrl: platform.redisUrl, prefix: platform.rollup.queuePrefix });
+  try {
+    process.stderr.write(`waiting for the summaries of ${parts.length} partition(s) to be rebuilt …\n`);
+    let last = -1;
+    for (;;) {
+      const left = await queue.unsettled(parts);
+      if (left === 0) break;
+      if (left !== last && tty) process.stderr.write(`\r  ${left} partition(s) still rolling up   `);
+      last = left;
+      if (Date.now() > deadline) {
+        const workers = await queue.queue.getWorkers().catch(() => []);
+        process.stderr.write(`\n${left} partition(s) not rolled up before the timeout${workers.length === 0 ? ' (no rollup worker is connected: is `npm start` running?)' : ''}\n`);
+        return false;
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    process.stderr.write(`${tty && last > 0 ? '\n' : ''}summaries rebuilt\n`);
+    return true;
+  } finally {
+    await queue.close();
+  }
+}
+
 export async function runReplay(opts: ReplayOptions): Promise<number> {
   const log = createLogger('replay', process.env.LOG_LEVEL ?? 'warn');
   const config = ingestorConfig(parseEnv(ingestorEnvSchema));
@@ -22,7 +52,9 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
   await ensureTopics(kafka, topics, config.kafkaPartitions);
   const producer = new BatchingProducer(kafka, log, { lingerMs: 50, maxMessages: 20_000, coalesce: concatRawMessages, coalesceTopics: new Set(Object.values(topics.raw)) });
   await producer.connect();
-  const pipeline = new CapturePipeline({ producer, topics, workerId: config.platform.workerId, log });
+  // The partitions this replay touches: with --wait, their summaries are waited for too.
+  const partitions = new Map<string, PartitionRef>();
+  const pipeline = new CapturePipeline({ producer, topics, workerId: config.platform.workerId, log, ...(opts.wait ? { onMessages: (m) => void partitionsOf(m, partitions) } : {}) });
 
   const tty = process.stderr.isTTY;
   const bar = new cliProgress.SingleBar(
@@ -58,6 +90,7 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
       },
     });
     process.stderr.write(`${tty ? '\n' : ''}everything replayed is stored\n`);
+    if (!(await waitForSummaries([...partitions.values()], config.platform, started + opts.timeoutMs, tty))) return 4;
   }
   return summary.badLines.length > 0 ? 3 : 0;
 }

@@ -38,6 +38,7 @@ describe('sink crash safety', () => {
   const env = {
     ...process.env,
     INGESTOR_ROLES: 'sink',
+    EXCHANGE_A_CATALOGUE_REFRESH_SECONDS: '0', // no metadata API here
     BOOKTAPE_DATA_DIR: dataDir,
     KAFKA_TOPIC_PREFIX: prefix,
     KAFKA_PARTITIONS: '4',

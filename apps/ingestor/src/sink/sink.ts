@@ -1,17 +1,12 @@
 import { Partitioners, type Kafka, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
 import type { Logger } from '@booktape/config';
-import { eventTimeMs, utcDate, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
+import type { CaptureGap, RawMessage, Venue } from '@booktape/domain';
 import { CaptureGapsRepository, RawEventsRepository, type ClickHouse, type StoredMessage } from '@booktape/storage';
-import type { Topics } from '@booktape/messaging';
+import { partitionsOf, type PartitionRef, type Topics } from '@booktape/messaging';
 import { decodeCaptureGap, decodeRawMessages } from './message-codec.ts';
 
 /** A (venue, market, asset, date) that received data: what the rollup queue needs to hear. */
-export interface StoredPartition {
-  venue: Venue;
-  market: string;
-  asset: string;
-  date: string;
-}
+export type StoredPartition = PartitionRef;
 
 export interface SinkDeps {
   kafka: Kafka;
@@ -149,16 +144,8 @@ export function createSink(deps: SinkDeps) {
   }
 
   async function notify(messages: RawMessage[]) {
-    const seen = new Map<string, StoredPartition>();
-    for (const m of messages) {
-      // The same date the raw row is partitioned under (eventTimeMs, utcDate).
-      const date = utcDate(eventTimeMs(m));
-      const part: StoredPartition =
-        m.venue === 'exchange-a'
-          ? { venue: m.venue, market: m.event.market, asset: m.event.asset_id, date }
-          : { venue: m.venue, market: m.record.ticker, asset: m.record.ticker, date };
-      seen.set(`${part.venue}|${part.market}|${part.asset}|${part.date}`, part);
-    }
+    // The same date the raw row is partitioned under (eventTimeMs, utcDate).
+    const seen = partitionsOf(messages);
     try {
       await deps.onStored!([...seen.values()]);
     } catch (e) {

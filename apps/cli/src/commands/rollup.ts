@@ -1,0 +1,74 @@
+import cliProgress from 'cli-progress';
+import { parseEnv, platformConfig, platformEnvSchema } from '@booktape/config';
+import { RollupQueue, type BackfillProgress, type BackfillRequest } from '@booktape/messaging';
+
+export interface RollupOptions {
+  request: BackfillRequest;
+  wait: boolean;
+  timeoutMs: number;
+}
+
+/**
+ * `booktape rollup`: enqueues a back-fill (full rebuilds of every data day of the range, in
+ * order, each followed by the later days whose carried state changed) for the running
+ * rollup workers. It talks to Redis only, so it works while `npm start` holds the embedded
+ * store. With --wait it shows the job's progress and returns when it is done: 0 done,
+ * 1 failed, 4 still running at the timeout.
+ */
+export async function runRollup(opts: RollupOptions): Promise<number> {
+  const platform = platformConfig(parseEnv(platformEnvSchema));
+  const queue = new RollupQueue({ redisUrl: platform.redisUrl, prefix: platform.rollup.queuePrefix });
+  try {
+    const job = await queue.enqueueBackfill(opts.request);
+    const what = `${opts.request.venue} ${opts.request.market}${opts.request.asset ? ` asset ${opts.request.asset}` : ''} ${opts.request.from}..${opts.request.to}`;
+    process.stderr.write(`enqueued back-fill job ${job.id}: ${what}\n`);
+    const workers = await queue.queue.getWorkers().catch(() => []);
+    if (workers.length === 0) process.stderr.write('note: no rollup worker is connected right now; the job runs when one starts (npm start)\n');
+    if (!opts.wait) return 0;
+
+    const tty = process.stderr.isTTY;
+    const bar = new cliProgress.SingleBar(
+      { format: 'rollup [{bar}] {percentage}% | {value}/{total} asset-days | {date} | ETA {eta_formatted}', stream: process.stderr, noTTYOutput: !tty, notTTYSchedule: 5000, hideCursor: tty },
+      cliProgress.Presets.shades_classic,
+    );
+    const deadline = Date.now() + opts.timeoutMs;
+    let started = false;
+    try {
+      for (;;) {
+        const current = await queue.queue.getJob(job.id!);
+        const state = current ? await current.getState() : 'unknown';
+        const p = (current?.progress ?? null) as BackfillProgress | null;
+        if (p && typeof p === 'object' && typeof p.total === 'number') {
+          if (!started) {
+            bar.start(Math.max(p.total, 1), 0, { date: '' });
+            started = true;
+          }
+          bar.setTotal(Math.max(p.total, 1));
+          bar.update(p.done, { date: p.date ? `${p.asset ?? ''} ${p.date}`.trim() : '' });
+        }
+        if (state === 'completed') {
+          if (started) bar.update(Math.max(p?.total ?? 0, 1));
+          bar.stop();
+          const r = current?.returnvalue as { days?: number; assets?: number } | undefined;
+          process.stderr.write(`back-fill done: ${r?.days ?? 0} asset-days over ${r?.assets ?? 0} asset(s)\n`);
+          return 0;
+        }
+        if (state === 'failed' || state === 'unknown') {
+          bar.stop();
+          process.stderr.write(`back-fill ${state}: ${current?.failedReason ?? 'the job is gone'}\n`);
+          return 1;
+        }
+        if (Date.now() > deadline) {
+          bar.stop();
+          process.stderr.write(`still ${state} after ${Math.round(opts.timeoutMs / 1000)} s; it goes on in the worker (job ${job.id})\n`);
+          return 4;
+        }
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    } finally {
+      bar.stop();
+    }
+  } finally {
+    await queue.close();
+  }
+}
