@@ -8,7 +8,7 @@
 //   node scripts/services.mjs start|status|stop|env [kafka|redis ...]
 //
 // Exported for other scripts: startServices(opts), stopServices(opts), servicesStatus(opts),
-// serviceEnv(opts), resolveServiceConfig(opts).
+// serviceEnv(opts), resolveServiceConfig(opts), ensureChromium(opts) (the browser test's chromium).
 //
 // opts (all optional):
 //   services   ['kafka', 'redis'] subset (default: both)
@@ -856,6 +856,28 @@ export async function servicesStatus(opts = {}) {
     };
   }
   return { ok: names.every((n) => services[n].running), services };
+}
+
+/** Where the browser test (apps/api/src/status-page.int.test.ts) expects Debian's chromium. */
+export const CHROMIUM_PATH = '/usr/bin/chromium';
+
+/**
+ * Installs Debian's `chromium` when CHROMIUM_PATH is missing (same apt-get path and install
+ * log as redis-server); a no-op when it is there. Returns its path.
+ */
+export async function ensureChromium(opts = {}) {
+  if (fs.existsSync(CHROMIUM_PATH)) return CHROMIUM_PATH;
+  const cfg = resolveServiceConfig(opts);
+  const log = makeLog(opts);
+  await withLock(cfg, log, async () => {
+    if (fs.existsSync(CHROMIUM_PATH)) return;
+    const t0 = Date.now();
+    log(`${CHROMIUM_PATH} is missing: installing Debian's chromium for the status-page browser test (log: ${installLogFile(cfg)})`);
+    aptInstall(cfg, log, 'chromium', 'chromium');
+    if (!fs.existsSync(CHROMIUM_PATH)) throw new ServiceError(`installed chromium but ${CHROMIUM_PATH} is still missing`);
+    log(`chromium ready: ${CHROMIUM_PATH} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  });
+  return CHROMIUM_PATH;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { REPO_ROOT, ensureInstalled } from './bootstrap.mjs';
 
 ensureInstalled();
-const { startServices } = await import('./services.mjs');
+const { startServices, ensureChromium } = await import('./services.mjs');
 
 const args = process.argv.slice(2);
 const only = args.find((a) => a === '--unit' || a === '--int');
@@ -46,6 +46,18 @@ function vitest(project, extra) {
     if (report.numFailedTestSuites > 0 && report.numFailedTests === 0) totals.failed += report.numFailedTestSuites;
   } catch {
     failed = true;
+  }
+}
+
+// The status-page test drives Debian's chromium (playwright-core brings no browser):
+// installed here when missing, only when the integration run includes that test.
+const BROWSER_TEST = 'apps/api/src/status-page.int.test.ts';
+if (only !== '--unit' && (filters.length === 0 || filters.some((f) => BROWSER_TEST.includes(f)))) {
+  try {
+    await ensureChromium({ log: (line) => console.log(`[booktape] ${line}`) });
+  } catch (e) {
+    // The browser test then fails and says why; the other tests still run.
+    console.error(`[booktape] could not install chromium: ${e.message}`);
   }
 }
 

@@ -30,6 +30,15 @@ import { MarketCatalogueRepository } from '@booktape/storage';
 import { SubscriptionService } from './billing/subscription.service.ts';
 import { subscriptionsRoutes } from './routes/subscriptions.route.ts';
 import { stripeWebhookRoutes } from './routes/stripe-webhook.route.ts';
+import { RequestLogRepository } from '@booktape/storage';
+import { RequestLogWriter } from './request-log.ts';
+import { QuotaService } from './quota/quota.service.ts';
+import { DEFAULT_PLAN_LIMITS } from './quota/limits.ts';
+import { billableRoutes } from './quota/billable.hooks.ts';
+import { usageRoutes } from './routes/usage.route.ts';
+import { statsRoutes } from './routes/stats.route.ts';
+import { createMonitoring } from './monitoring/index.ts';
+import { monitoringRoutes } from './routes/monitoring.route.ts';
 
 export { errorBody } from './errors.ts';
 
@@ -89,6 +98,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   });
   app.setNotFoundHandler((req, reply) => reply.status(404).send(errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
 
+  // Operations: status, status page, Prometheus metrics (every response is counted by route pattern).
+  const monitoring = createMonitoring(deps);
+  app.addHook('onResponse', async (req, reply) => monitoring.metrics.observe(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime));
+
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
@@ -126,6 +139,19 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     redisKeyPrefix: deps.config.redisKeyPrefix,
     billing: deps.config.billing,
   });
+  // Plans and quotas: the request log (written in batches) is the record the quota counters
+  // in Redis are rebuilt from.
+  const requestLogRepo = new RequestLogRepository(deps.ch);
+  const requestLog = new RequestLogWriter({ repo: requestLogRepo, log: deps.log, flushMs: deps.config.requestLogFlushMs ?? 2000 });
+  requestLog.start();
+  const quota = new QuotaService({
+    redis: deps.redis,
+    repo: requestLogRepo,
+    log: deps.log,
+    redisKeyPrefix: deps.config.redisKeyPrefix,
+    limits: deps.config.plans ?? DEFAULT_PLAN_LIMITS,
+    pending: requestLog,
+  });
   const services: Services = {
     config: deps.config,
     data: new MarketDataRepository(deps.ch, { maxStreamSessions: deps.config.streamSessions }),
@@ -133,11 +159,17 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     cache: new ResultCache(deps.config.resultCacheMs),
     catalogue: new MarketCatalogueRepository(deps.ch),
     subscriptions,
+    quota,
+    requestLog,
     requireKey: async (req) => {
       req.apiKey = await keys.authenticate(req.headers.authorization);
     },
   };
+  // Every route behind requireKey is billable: quota reservation, request log, 429 in OpenAPI.
+  const billable = billableRoutes({ requireKey: services.requireKey, quota, subscriptions, requestLog, prefix: API_PREFIX });
+  app.addHook('onRoute', billable.onRoute);
   app.addHook('onClose', async () => {
+    await requestLog.stop();
     await keys.stop();
     closeStreamSessions(deps.ch);
   });
@@ -165,8 +197,11 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       });
       await api.register(subscriptionsRoutes, { services, subscriptions });
       await api.register(stripeWebhookRoutes, { subscriptions });
+      await api.register(usageRoutes, { services, requests: requestLogRepo, billableUrls: billable.urls, apiPrefix: API_PREFIX });
+      await api.register(statsRoutes, { services, requests: requestLogRepo });
     },
     { prefix: API_PREFIX },
   );
+  await app.register(monitoringRoutes, { monitoring, apiPrefix: API_PREFIX, adminToken: deps.config.adminToken });
   return app as unknown as FastifyInstance;
 }

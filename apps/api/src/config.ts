@@ -4,8 +4,27 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
 import type { BillingConfig } from './billing/stripe-client.ts';
+import { DEFAULT_PLAN_LIMITS, parseLimit, type PlanLimits } from './quota/limits.ts';
 
 const unsetEmpty = (v: unknown) => (v === '' ? undefined : v);
+
+/** A plan limit: a non-negative integer, 0 or `unlimited` = no limit (→ null). */
+const envLimit = (def: number | null) =>
+  z.preprocess(
+    unsetEmpty,
+    z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        if (v === undefined) return def;
+        const n = parseLimit(v);
+        if (n === undefined) {
+          ctx.addIssue({ code: 'custom', message: 'must be a non-negative integer, or 0 or unlimited for no limit' });
+          return z.NEVER;
+        }
+        return n;
+      }),
+  ) as unknown as z.ZodType<number | null>;
 
 /** Dates as YYYY-MM-DD that exist on the calendar. */
 export function isCalendarDate(s: string): boolean {
@@ -55,6 +74,21 @@ export const apiEnvSchema = platformEnvSchema.extend({
   STRIPE_CANCEL_URL: envUrl(undefined, ['http', 'https']),
   STRIPE_PORTAL_RETURN_URL: envUrl(undefined, ['http', 'https']),
   STRIPE_TIMEOUT_MS: envInt(10_000, 100, 120_000),
+  /** Monitoring: a connected venue without market data for longer is degraded. */
+  MONITORING_MAX_EVENT_AGE_MS: envInt(300_000, 1000, 86_400_000),
+  /** Monitoring: Kafka consumer lag (messages) above which the status is degraded. */
+  MONITORING_MAX_KAFKA_LAG: envInt(100_000, 0, 2 ** 31),
+  /** Monitoring: an asset pending rollup for longer makes the status degraded. */
+  MONITORING_MAX_ROLLUP_DELAY_MS: envInt(900_000, 1000, 86_400_000),
+  /** Plans: monthly request quota (calendar month, UTC) and per-second burst limit per user. */
+  PLAN_FREE_MONTHLY: envLimit(DEFAULT_PLAN_LIMITS.free.monthly),
+  PLAN_FREE_PER_SECOND: envLimit(DEFAULT_PLAN_LIMITS.free.perSecond),
+  PLAN_STARTER_MONTHLY: envLimit(DEFAULT_PLAN_LIMITS.starter.monthly),
+  PLAN_STARTER_PER_SECOND: envLimit(DEFAULT_PLAN_LIMITS.starter.perSecond),
+  PLAN_PRO_MONTHLY: envLimit(DEFAULT_PLAN_LIMITS.pro.monthly),
+  PLAN_PRO_PER_SECOND: envLimit(DEFAULT_PLAN_LIMITS.pro.perSecond),
+  /** How often the request log is written to ClickHouse (also at once when 5,000 rows wait). */
+  REQUEST_LOG_FLUSH_MS: envInt(2000, 50, 600_000),
 });
 
 export type ApiEnv = z.infer<typeof apiEnvSchema>;
@@ -77,6 +111,12 @@ export interface ApiConfig {
   rollupQueuePrefix?: string | undefined;
   /** Stripe billing; undefined when STRIPE_SECRET_KEY is unset (billing routes answer 503). */
   billing?: BillingConfig | undefined;
+  /** Thresholds of /monitoring/status (MONITORING_*); undefined: the defaults. */
+  monitoring?: { maxEventAgeMs: number; maxKafkaLag: number; maxRollupDelayMs: number } | undefined;
+  /** Quota and burst limit of each plan (PLAN_*); undefined: DEFAULT_PLAN_LIMITS. */
+  plans?: PlanLimits | undefined;
+  /** How often the request log is written to ClickHouse; undefined: 2000. */
+  requestLogFlushMs?: number | undefined;
 }
 
 /** Billing from the env: all of key, webhook secret and both prices, or nothing. */
@@ -142,5 +182,16 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     },
     rollupQueuePrefix: env.ROLLUP_QUEUE_PREFIX,
     billing: billingConfigFromEnv(env),
+    monitoring: {
+      maxEventAgeMs: env.MONITORING_MAX_EVENT_AGE_MS,
+      maxKafkaLag: env.MONITORING_MAX_KAFKA_LAG,
+      maxRollupDelayMs: env.MONITORING_MAX_ROLLUP_DELAY_MS,
+    },
+    plans: {
+      free: { monthly: env.PLAN_FREE_MONTHLY, perSecond: env.PLAN_FREE_PER_SECOND },
+      starter: { monthly: env.PLAN_STARTER_MONTHLY, perSecond: env.PLAN_STARTER_PER_SECOND },
+      pro: { monthly: env.PLAN_PRO_MONTHLY, perSecond: env.PLAN_PRO_PER_SECOND },
+    },
+    requestLogFlushMs: env.REQUEST_LOG_FLUSH_MS,
   };
 }

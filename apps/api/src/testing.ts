@@ -11,6 +11,7 @@ import { requireEnv, tempClickHouse, uniqueId, type TestClickHouse } from '@book
 import { buildApp } from './app.ts';
 import type { ApiConfig } from './config.ts';
 import { createRedis, type Redis } from './redis.ts';
+import { UNLIMITED_PLANS } from './quota/limits.ts';
 
 /** ingest_seq as capture makes it: received_ms * 2^23 + frame-in-ms * 2^11 + record-in-frame. */
 export function ingestSeq(receivedMs: number, frame = 0, record = 0): string {
@@ -134,6 +135,9 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     offsetContinuationMs: 60_000,
     usageFlushMs: 200,
     streamSessions: 4,
+    // Tests make many requests with one key: no plan limits unless a test sets them.
+    plans: UNLIMITED_PLANS,
+    requestLogFlushMs: 200,
     ...overrides,
   };
 }

@@ -5,3 +5,4 @@ export * from './replay/replay.ts';
 export * from './sink/sink.ts';
 export * from './sink/message-codec.ts';
 export * from './run.ts';
+export * from './status-publisher.ts';

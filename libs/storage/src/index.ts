@@ -9,3 +9,4 @@ export * from './market-catalogue.repository.ts';
 export * from './subscriptions.repository.ts';
 export * from './book-events.repository.ts';
 export * from './summaries.repository.ts';
+export * from './request-log.repository.ts';

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createLogger, parseEnv, untilSignal } from '@booktape/config';
 import { createKafka } from '@booktape/messaging';
 import { migrate, openClickHouse } from '@booktape/storage';
-import { createIngestor, ingestorConfig, ingestorEnvSchema } from '@booktape/ingestor';
+import { createIngestor, createStatusPublisher, ingestorConfig, ingestorEnvSchema } from '@booktape/ingestor';
 import { apiConfigFromEnv, apiEnvSchema, createApi, createRedis } from '@booktape/api';
 import { createRollupWorker, rollupOptions } from '@booktape/rollup-worker';
 import { startSimulator, type Simulator } from '@booktape/simulator';
@@ -66,10 +66,14 @@ export async function runStart(opts: StartOptions): Promise<number> {
 
   await worker.start();
   await ingestor.start();
+  // The ingestor's report for /monitoring/status goes through Redis, as between separate processes.
+  const status = createStatusPublisher({ redis, prefix: config.platform.rollup.queuePrefix, log: log.child({ app: 'ingestor' }), ingestor, config, kafka });
+  status.start();
   const address = await api.start();
-  log.info({ address, dataDir: config.platform.dataDir }, `booktape is running: ${address}/api/v1/health`);
+  log.info({ address, dataDir: config.platform.dataDir }, `booktape is running: ${address}/api/v1/health, status page ${address}/status`);
 
   return untilSignal(log, async () => {
+    await status.stop();
     await api.stop();
     await ingestor.stop();
     await worker.stop();

@@ -1,0 +1,112 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { venueStates, type MonitoringStatus } from './status.ts';
+
+/**
+ * Prometheus metrics of one API instance (prom-client, text exposition format).
+ *
+ * - HTTP: requests and their latency by method, route *pattern* (never the raw URL, whose
+ *   query strings and ids would make the series unbounded; requests that match no route
+ *   share the route label `unmatched`) and status code.
+ * - Gauges built from the monitoring status at scrape time (venues, Kafka lag, sink,
+ *   rollup backlog, stores). A value that is unknown is left out, not reported as 0. Every
+ *   API instance exports the same values; aggregate them with max(), not sum().
+ * - The process's default metrics (CPU, memory, event loop, GC), registered once per
+ *   process however many apps it builds (tests build many).
+ */
+
+let processRegistry: Registry | undefined;
+
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/** The status as gauges, in a registry of their own (built per scrape). */
+export function statusRegistry(s: MonitoringStatus): Registry {
+  const registry = new Registry();
+  const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: [registry] });
+
+  const status = gauge('booktape_status', 'Overall service status (1 for the current one): ok, degraded, down', ['status']);
+  for (const st of ['ok', 'degraded', 'down']) status.set({ status: st }, s.status === st ? 1 : 0);
+
+  const state = gauge('booktape_venue_state', 'Capture state of each venue (1 for the current one)', ['venue', 'state']);
+  const connections = gauge('booktape_venue_connections', 'Venue websocket connections of all live capture processes', ['venue']);
+  const up = gauge('booktape_venue_connections_up', 'Venue websocket connections that are open', ['venue']);
+  const rate = gauge('booktape_venue_events_per_second', 'Records captured per second (last report interval, all capture processes)', ['venue']);
+  const age = gauge('booktape_venue_last_event_age_seconds', 'Seconds since the last market-data frame of the venue (absent when none yet)', ['venue']);
+  const lag = gauge('booktape_venue_kafka_lag_messages', 'Messages of the venue in Kafka not yet stored by the sink (absent when unknown)', ['venue']);
+  for (const v of s.venues) {
+    for (const st of venueStates) state.set({ venue: v.venue, state: st }, v.state === st ? 1 : 0);
+    connections.set({ venue: v.venue }, v.connections);
+    up.set({ venue: v.venue }, v.connected);
+    rate.set({ venue: v.venue }, v.events_per_second);
+    if (v.last_event_age_ms !== null) age.set({ venue: v.venue }, v.last_event_age_ms / 1000);
+    if (v.kafka_lag !== null) lag.set({ venue: v.venue }, v.kafka_lag);
+  }
+
+  if (s.kafka.consumer_lag !== null) gauge('booktape_kafka_consumer_lag_messages', 'Sink consumer group lag over all its topics').set(s.kafka.consumer_lag);
+  if (s.sink.state !== 'unknown') gauge('booktape_sink_stored_per_second', 'Records stored per second by all live sink processes').set(s.sink.stored_per_second);
+
+  const r = s.rollup;
+  if (r.waiting !== null) {
+    const jobs = gauge('booktape_rollup_queue_jobs', 'Rollup queue jobs by state', ['state']);
+    jobs.set({ state: 'waiting' }, r.waiting);
+    jobs.set({ state: 'active' }, r.active ?? 0);
+    jobs.set({ state: 'delayed' }, r.delayed ?? 0);
+    jobs.set({ state: 'failed' }, r.failed ?? 0);
+    gauge('booktape_rollup_pending_assets', 'Assets whose summaries are behind the raw data').set(r.pending_assets ?? 0);
+    gauge('booktape_rollup_oldest_pending_age_seconds', 'How long the longest-pending asset has waited for its rollup (0 when none)').set(r.oldest_pending ? r.oldest_pending.age_ms / 1000 : 0);
+  }
+
+  const storeUp = gauge('booktape_store_up', 'Whether the store answers (1) or not (0)', ['store']);
+  const storeLatency = gauge('booktape_store_latency_seconds', 'Response time of the store check', ['store']);
+  for (const store of ['clickhouse', 'redis'] as const) {
+    const h = s.stores[store];
+    storeUp.set({ store }, h.ok ? 1 : 0);
+    if (h.latency_ms !== null) storeLatency.set({ store }, h.latency_ms / 1000);
+  }
+
+  const processes = gauge('booktape_ingestor_processes', 'Ingestor processes with a report, by whether they are reporting now', ['live']);
+  const live = s.processes.filter((p) => p.live).length;
+  processes.set({ live: 'true' }, live);
+  processes.set({ live: 'false' }, s.processes.length - live);
+  return registry;
+}
+
+export class ApiMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'route' | 'status_code'>;
+  private readonly duration: Histogram<'method' | 'route' | 'status_code'>;
+
+  constructor() {
+    const registers = [this.registry];
+    this.requests = new Counter({ name: 'booktape_http_requests_total', help: 'HTTP requests answered, by method, route pattern and status code', labelNames: ['method', 'route', 'status_code'], registers });
+    this.duration = new Histogram({
+      name: 'booktape_http_request_duration_seconds',
+      help: 'Time from request to the end of the response (streamed pages included), by method, route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+  }
+
+  observe(method: string, route: string | undefined, statusCode: number, ms: number): void {
+    const labels = { method, route: route ?? UNMATCHED_ROUTE, status_code: String(statusCode) };
+    this.requests.inc(labels);
+    this.duration.observe(labels, ms / 1000);
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The exposition text: the process's metrics, this app's HTTP metrics, the status gauges. */
+  async render(status: MonitoringStatus): Promise<string> {
+    return Registry.merge([processMetrics(), this.registry, statusRegistry(status)]).metrics();
+  }
+}

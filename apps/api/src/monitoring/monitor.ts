@@ -1,0 +1,113 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '@booktape/config';
+import type { ClickHouse } from '@booktape/storage';
+import { readIngestorReports, type IngestorReport } from './reports.ts';
+import { readRollupBacklog, type RollupBacklog } from './rollup-backlog.ts';
+import { DEFAULT_THRESHOLDS, aggregateStatus, type MonitoringStatus, type Thresholds } from './status.ts';
+
+export interface StatusMonitorDeps {
+  ch: ClickHouse;
+  /** The API's fail-fast client (createRedis). */
+  redis: Redis;
+  /** ROLLUP_QUEUE_PREFIX: the rollup queue and the ingestors' reports live under it. */
+  queuePrefix: string;
+  log: Logger;
+  thresholds?: Thresholds;
+  /** A computed status is reused this long (a public page that many people refresh). */
+  cacheMs?: number;
+  /** Longest wait for one check; a check that takes longer counts as failed. */
+  checkTimeoutMs?: number;
+  now?: () => number;
+}
+
+class TimeoutError extends Error {}
+
+/**
+ * Gathers the status: ClickHouse `SELECT 1`, Redis PING, the ingestors' reports and the
+ * rollup backlog, each bounded by a timeout, so the answer comes within about
+ * `checkTimeoutMs` even when every backing service is gone; that is when it is needed. A
+ * check still running from an earlier request is joined rather than started again, so a
+ * hung store cannot pile up probes. Never throws.
+ */
+export class StatusMonitor {
+  private readonly thresholds: Thresholds;
+  private readonly cacheMs: number;
+  private readonly timeoutMs: number;
+  private readonly now: () => number;
+  private cached: { at: number; status: MonitoringStatus } | undefined;
+  private computing: Promise<MonitoringStatus> | undefined;
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly deps: StatusMonitorDeps) {
+    this.thresholds = deps.thresholds ?? DEFAULT_THRESHOLDS;
+    this.cacheMs = deps.cacheMs ?? 1000;
+    // Generous: a busy embedded engine can take a second for SELECT 1, and a false "down" is worse than a slower page.
+    this.timeoutMs = deps.checkTimeoutMs ?? 2500;
+    this.now = deps.now ?? Date.now;
+  }
+
+  async status(): Promise<MonitoringStatus> {
+    const c = this.cached;
+    if (c && this.now() - c.at < this.cacheMs) return c.status;
+    this.computing ??= this.compute()
+      .then((status) => {
+        this.cached = { at: this.now(), status };
+        return status;
+      })
+      .finally(() => (this.computing = undefined));
+    return this.computing;
+  }
+
+  /** Runs `fn` unless the same check is still running; waits at most the timeout either way. */
+  private check<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    let p = this.inFlight.get(name) as Promise<T> | undefined;
+    if (!p) {
+      p = Promise.resolve()
+        .then(fn)
+        .finally(() => this.inFlight.delete(name));
+      this.inFlight.set(name, p);
+      p.catch(() => undefined);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new TimeoutError(`${name} took longer than ${this.timeoutMs} ms`)), this.timeoutMs)))]).finally(() =>
+      clearTimeout(timer),
+    );
+  }
+
+  private async timed(name: string, fn: () => Promise<unknown>): Promise<{ ok: boolean; latencyMs: number | null }> {
+    const started = performance.now();
+    try {
+      await this.check(name, fn);
+      return { ok: true, latencyMs: Math.round(performance.now() - started) };
+    } catch (e) {
+      this.deps.log.debug({ check: name, err: (e as Error).message }, 'monitoring check failed');
+      return { ok: false, latencyMs: null };
+    }
+  }
+
+  private async compute(): Promise<MonitoringStatus> {
+    const { ch, redis, queuePrefix } = this.deps;
+    const [clickhouse, redisHealth] = await Promise.all([
+      this.timed('clickhouse', async () => {
+        const rs = await ch.client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow' });
+        const rows = await rs.json<{ ok: number }>();
+        if (Number(rows[0]?.ok) !== 1) throw new Error('SELECT 1 did not answer 1');
+      }),
+      this.timed('redis', async () => {
+        // While the client reconnects, a command would fail anyway: say so at once.
+        if (redis.status !== 'ready') throw new Error(`redis connection is ${redis.status}`);
+        if ((await redis.ping()) !== 'PONG') throw new Error('PING did not answer PONG');
+      }),
+    ]);
+    let reports: IngestorReport[] | null = null;
+    let rollup: RollupBacklog | null = null;
+    if (redisHealth.ok) {
+      const [r, b] = await Promise.allSettled([this.check('reports', () => readIngestorReports(redis, queuePrefix)), this.check('rollup', () => readRollupBacklog(redis, queuePrefix))]);
+      if (r.status === 'fulfilled') reports = r.value;
+      else this.deps.log.warn({ err: (r.reason as Error).message }, 'cannot read the ingestor status reports');
+      if (b.status === 'fulfilled') rollup = b.value;
+      else this.deps.log.warn({ err: (b.reason as Error).message }, 'cannot read the rollup backlog');
+    }
+    return aggregateStatus({ now: this.now(), stores: { clickhouse, redis: redisHealth }, reports, rollup, thresholds: this.thresholds });
+  }
+}

@@ -1,0 +1,336 @@
+import { z } from 'zod';
+import type { Venue } from '@booktape/domain';
+import { reportIsLive, type IngestorReport } from './reports.ts';
+import type { RollupBacklog } from './rollup-backlog.ts';
+
+/**
+ * The public status (`GET /api/v1/monitoring/status`, the status page, the /metrics gauges):
+ * a pure function of what the monitor gathered. Public, so it carries states, ages, rates
+ * and counts only: no host names, addresses, error texts or configuration.
+ */
+
+export const VENUES: readonly Venue[] = ['exchange-a', 'exchange-b'];
+export const VENUE_NAMES: Record<Venue, string> = { 'exchange-a': 'Exchange A (Polymarket)', 'exchange-b': 'Exchange B (Kalshi)' };
+
+export const venueStates = ['up', 'degraded', 'down', 'off', 'unknown'] as const;
+export type VenueState = (typeof venueStates)[number];
+
+const storeHealth = z.object({ ok: z.boolean(), latency_ms: z.number().int().nullable() });
+
+export const monitoringStatusSchema = z
+  .object({
+    status: z.enum(['ok', 'degraded', 'down']).describe('down: the API cannot serve data (ClickHouse or Redis unreachable); degraded: capture, Kafka or rollups need attention'),
+    reasons: z.array(z.string()).describe('Why the status is not ok, one line each'),
+    time: z.string(),
+    venues: z.array(
+      z.object({
+        venue: z.enum(['exchange-a', 'exchange-b']),
+        name: z.string(),
+        state: z.enum(venueStates).describe('up; degraded (some connections down, or no data for too long); down (no connection, or its capture stopped reporting); off (not captured by configuration); unknown (no capture process reports it)'),
+        detail: z.string(),
+        markets: z.number().int(),
+        connections: z.number().int(),
+        connected: z.number().int(),
+        reconnects: z.number().int(),
+        last_event_at: z.string().nullable(),
+        last_event_age_ms: z.number().int().nullable(),
+        events_per_second: z.number(),
+        kafka_lag: z.number().int().nullable().describe('Messages of this venue in Kafka not yet stored by the sink'),
+      }),
+    ),
+    kafka: z.object({
+      state: z.enum(['ok', 'lagging', 'unknown']),
+      detail: z.string(),
+      consumer_lag: z.number().int().nullable(),
+      checked_at: z.string().nullable(),
+    }),
+    sink: z.object({
+      state: z.enum(['ok', 'paused', 'unknown']),
+      detail: z.string(),
+      processes: z.number().int(),
+      stored_per_second: z.number(),
+      last_stored_at: z.string().nullable(),
+    }),
+    rollup: z.object({
+      state: z.enum(['ok', 'behind', 'unknown']),
+      detail: z.string(),
+      waiting: z.number().int().nullable(),
+      active: z.number().int().nullable(),
+      delayed: z.number().int().nullable(),
+      failed: z.number().int().nullable(),
+      pending_assets: z.number().int().nullable(),
+      oldest_pending: z
+        .object({
+          venue: z.enum(['exchange-a', 'exchange-b']),
+          market: z.string(),
+          asset: z.string(),
+          dates: z.array(z.string()),
+          since: z.string(),
+          age_ms: z.number().int(),
+        })
+        .nullable(),
+    }),
+    stores: z.object({ clickhouse: storeHealth, redis: storeHealth }),
+    processes: z
+      .array(
+        z.object({
+          worker_id: z.number().int(),
+          roles: z.array(z.string()),
+          live: z.boolean(),
+          last_report_at: z.string(),
+          last_report_age_ms: z.number().int(),
+        }),
+      )
+      .describe('Ingestor processes that reported recently; live = reporting now'),
+  })
+  .meta({ id: 'MonitoringStatus' });
+
+export type MonitoringStatus = z.infer<typeof monitoringStatusSchema>;
+type VenueStatus = MonitoringStatus['venues'][number];
+
+export interface Thresholds {
+  /** A connected venue without market data for longer is degraded. */
+  maxEventAgeMs: number;
+  /** Kafka consumer lag (messages) above which the sink counts as behind. */
+  maxKafkaLag: number;
+  /** An asset pending rollup for longer means the rollups are behind. */
+  maxRollupDelayMs: number;
+}
+
+export const DEFAULT_THRESHOLDS: Thresholds = { maxEventAgeMs: 300_000, maxKafkaLag: 100_000, maxRollupDelayMs: 900_000 };
+
+export interface StatusInput {
+  now: number;
+  stores: { clickhouse: { ok: boolean; latencyMs: number | null }; redis: { ok: boolean; latencyMs: number | null } };
+  /** null: the reports could not be read (Redis). */
+  reports: IngestorReport[] | null;
+  /** null: the backlog could not be read. */
+  rollup: RollupBacklog | null;
+  thresholds: Thresholds;
+}
+
+/** "3 s", "4 min", "2 h": how long ago, for details and the page. */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172_800) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86_400)} d`;
+}
+
+function venueStatus(venue: Venue, live: IngestorReport[], stale: IngestorReport[], lag: number | null, now: number, t: Thresholds): VenueStatus {
+  const base: VenueStatus = {
+    venue,
+    name: VENUE_NAMES[venue],
+    state: 'unknown',
+    detail: '',
+    markets: 0,
+    connections: 0,
+    connected: 0,
+    reconnects: 0,
+    last_event_at: null,
+    last_event_age_ms: null,
+    events_per_second: 0,
+    kafka_lag: lag,
+  };
+  const of = (rs: IngestorReport[]) => rs.flatMap((r) => (r.capture?.venues ?? []).filter((v) => v.venue === venue).map((v) => ({ r, v })));
+  const enabled = of(live).filter((x) => x.v.enabled);
+  if (enabled.length === 0) {
+    // A process that captured the venue and went silent outweighs one that never captures it.
+    const lost = of(stale).filter((x) => x.v.enabled);
+    if (lost.length > 0) {
+      const last = Math.max(...lost.map((x) => Date.parse(x.r.published_at)));
+      const lastEvent = lost.map((x) => x.v.last_event_at).filter((x): x is string => x !== null).sort().at(-1) ?? null;
+      return {
+        ...base,
+        state: 'down',
+        detail: `its capture process stopped reporting ${formatAge(now - last)} ago`,
+        last_event_at: lastEvent,
+        last_event_age_ms: lastEvent === null ? null : Math.max(0, now - Date.parse(lastEvent)),
+      };
+    }
+    if (of(live).length > 0) return { ...base, state: 'off', detail: 'not captured (turned off in the capture configuration)' };
+    return { ...base, detail: 'no capture process is reporting this venue' };
+  }
+  let markets = 0;
+  let connections = 0;
+  let connected = 0;
+  let reconnects = 0;
+  let rate = 0;
+  let lastEvent: string | null = null;
+  let resolving = false;
+  let oldestStart = Infinity;
+  for (const { r, v } of enabled) {
+    markets += v.markets;
+    connections += v.connections;
+    connected += v.connected;
+    reconnects += v.reconnects;
+    rate += v.events_per_second;
+    resolving ||= v.resolving && v.connections === 0;
+    if (v.last_event_at !== null && (lastEvent === null || Date.parse(v.last_event_at) > Date.parse(lastEvent))) lastEvent = v.last_event_at;
+    oldestStart = Math.min(oldestStart, Date.parse(r.started_at));
+  }
+  const age = lastEvent === null ? null : Math.max(0, now - Date.parse(lastEvent));
+  let state: VenueState = 'up';
+  let detail = `${connected} of ${connections} connection${connections === 1 ? '' : 's'} up`;
+  if (connected === 0) {
+    state = 'down';
+    detail = resolving ? 'resolving which markets to capture (the venue metadata API is not reachable)' : connections === 0 ? 'no markets to capture' : `no connection up (0 of ${connections})`;
+  } else if (connected < connections) {
+    state = 'degraded';
+  } else if (age !== null && age > t.maxEventAgeMs) {
+    state = 'degraded';
+    detail = `connected, but no market data for ${formatAge(age)}`;
+  } else if (age === null && now - oldestStart > t.maxEventAgeMs) {
+    state = 'degraded';
+    detail = 'connected, but no market data received yet';
+  }
+  return {
+    ...base,
+    state,
+    detail,
+    markets,
+    connections,
+    connected,
+    reconnects,
+    last_event_at: lastEvent,
+    last_event_age_ms: age,
+    events_per_second: Math.round(rate * 10) / 10,
+  };
+}
+
+/** The status from what was gathered (pure). */
+export function aggregateStatus(input: StatusInput): MonitoringStatus {
+  const { now, thresholds: t } = input;
+  const reasons: string[] = [];
+  let down = false;
+  let degraded = false;
+  const all = input.reports ?? [];
+  const live = all.filter((r) => reportIsLive(r, now));
+  const stale = all.filter((r) => !reportIsLive(r, now));
+
+  if (!input.stores.clickhouse.ok) {
+    down = true;
+    reasons.push('ClickHouse is not reachable: historical data cannot be served');
+  }
+  if (!input.stores.redis.ok) {
+    down = true;
+    reasons.push('Redis is not reachable: API keys cannot be checked and capture state is unknown');
+  } else if (input.reports === null) {
+    degraded = true;
+    reasons.push('Capture: the ingestor status reports cannot be read');
+  }
+
+  // Kafka: each sink reports its consumer group's lag; the freshest report per group counts.
+  const sinks = live.filter((r) => r.sink !== null);
+  const byGroup = new Map<string, NonNullable<IngestorReport['sink']>>();
+  for (const r of sinks) {
+    const s = r.sink!;
+    if (!s.kafka.ok) continue;
+    const prev = byGroup.get(s.group_id);
+    if (!prev || (s.kafka.checked_at ?? '') > (prev.kafka.checked_at ?? '')) byGroup.set(s.group_id, s);
+  }
+  const lagByVenue = new Map<Venue, number>();
+  let totalLag: number | null = null;
+  let checkedAt: string | null = null;
+  for (const s of byGroup.values()) {
+    totalLag = (totalLag ?? 0) + (s.kafka.lag ?? 0);
+    for (const v of VENUES) lagByVenue.set(v, (lagByVenue.get(v) ?? 0) + (s.kafka.lag_by_venue?.[v] ?? 0));
+    if (s.kafka.checked_at && (checkedAt === null || s.kafka.checked_at < checkedAt)) checkedAt = s.kafka.checked_at;
+  }
+
+  const venues = VENUES.map((v) =>
+    input.reports === null
+      ? { ...venueStatus(v, [], [], null, now, t), detail: 'capture state cannot be read from Redis' }
+      : venueStatus(v, live, stale, totalLag === null ? null : (lagByVenue.get(v) ?? 0), now, t),
+  );
+  for (const v of venues) {
+    if (input.reports === null) break; // the Redis reason says it
+    if (v.state === 'up' || v.state === 'off') continue;
+    degraded = true;
+    reasons.push(`${v.name}: ${v.detail}`);
+  }
+
+  let kafka: MonitoringStatus['kafka'];
+  if (sinks.length === 0) {
+    kafka = { state: 'unknown', detail: 'no sink process is reporting', consumer_lag: null, checked_at: null };
+  } else if (totalLag === null) {
+    kafka = { state: 'unknown', detail: 'the sink cannot read its consumer lag (Kafka unreachable?)', consumer_lag: null, checked_at: null };
+    degraded = true;
+    reasons.push('Kafka: the consumer lag cannot be read (is Kafka reachable?)');
+  } else if (totalLag > t.maxKafkaLag) {
+    kafka = { state: 'lagging', detail: `${totalLag} messages not yet stored`, consumer_lag: totalLag, checked_at: checkedAt };
+    degraded = true;
+    reasons.push(`Kafka: the sink is ${totalLag} messages behind`);
+  } else {
+    kafka = { state: 'ok', detail: totalLag === 0 ? 'the sink has stored everything' : `${totalLag} messages not yet stored`, consumer_lag: totalLag, checked_at: checkedAt };
+  }
+
+  let sink: MonitoringStatus['sink'];
+  const storedRate = Math.round(sinks.reduce((s, r) => s + r.sink!.stored_per_second, 0) * 10) / 10;
+  const lastStored = sinks.map((r) => r.sink!.last_stored_at).filter((x): x is string => x !== null).sort().at(-1) ?? null;
+  if (sinks.length === 0) {
+    sink = { state: 'unknown', detail: 'no sink process is reporting', processes: 0, stored_per_second: 0, last_stored_at: null };
+    if (input.reports !== null) {
+      degraded = true;
+      reasons.push('Sink: no sink process is reporting, nothing is being stored');
+    }
+  } else if (sinks.some((r) => r.sink!.paused)) {
+    sink = { state: 'paused', detail: 'ClickHouse refuses inserts; the sink holds its batch and retries', processes: sinks.length, stored_per_second: storedRate, last_stored_at: lastStored };
+    degraded = true;
+    reasons.push('Sink: ClickHouse refuses inserts, storing is paused');
+  } else {
+    sink = { state: 'ok', detail: `${sinks.length} sink process${sinks.length === 1 ? '' : 'es'}`, processes: sinks.length, stored_per_second: storedRate, last_stored_at: lastStored };
+  }
+
+  let rollup: MonitoringStatus['rollup'];
+  const rb = input.rollup;
+  if (rb === null) {
+    rollup = { state: 'unknown', detail: 'the rollup queue cannot be read', waiting: null, active: null, delayed: null, failed: null, pending_assets: null, oldest_pending: null };
+    if (input.stores.redis.ok) {
+      degraded = true;
+      reasons.push('Rollups: the queue cannot be read');
+    }
+  } else {
+    const age = rb.oldest ? Math.max(0, now - rb.oldest.since) : null;
+    const behind = age !== null && age > t.maxRollupDelayMs;
+    rollup = {
+      state: behind ? 'behind' : 'ok',
+      detail: rb.pendingAssets === 0 ? 'summaries are up to date' : `${rb.pendingAssets} asset${rb.pendingAssets === 1 ? '' : 's'} pending, the oldest for ${formatAge(age ?? 0)}`,
+      waiting: rb.waiting,
+      active: rb.active,
+      delayed: rb.delayed,
+      failed: rb.failed,
+      pending_assets: rb.pendingAssets,
+      oldest_pending: rb.oldest
+        ? { venue: rb.oldest.venue, market: rb.oldest.market, asset: rb.oldest.asset, dates: rb.oldest.dates, since: new Date(rb.oldest.since).toISOString(), age_ms: age! }
+        : null,
+    };
+    if (behind) {
+      degraded = true;
+      reasons.push(`Rollups: summaries are behind, an asset has been pending for ${formatAge(age!)}`);
+    }
+  }
+
+  const processes = all
+    .map((r) => {
+      const at = Date.parse(r.published_at);
+      return { worker_id: r.worker_id, roles: r.roles, live: reportIsLive(r, now), last_report_at: r.published_at, last_report_age_ms: Math.max(0, now - at) };
+    })
+    .sort((a, b) => a.worker_id - b.worker_id || a.roles.join().localeCompare(b.roles.join()) || a.last_report_age_ms - b.last_report_age_ms);
+
+  return {
+    status: down ? 'down' : degraded ? 'degraded' : 'ok',
+    reasons,
+    time: new Date(now).toISOString(),
+    venues,
+    kafka,
+    sink,
+    rollup,
+    stores: {
+      clickhouse: { ok: input.stores.clickhouse.ok, latency_ms: input.stores.clickhouse.latencyMs },
+      redis: { ok: input.stores.redis.ok, latency_ms: input.stores.redis.latencyMs },
+    },
+    processes,
+  };
+}
