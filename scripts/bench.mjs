@@ -14,6 +14,7 @@ const BENCHES = {
   ingest: 'apps/ingestor/bench/ingest.bench.ts',
   api: 'apps/api/bench/api.bench.ts',
   engine: 'libs/book/bench/engine.bench.ts',
+  summaries: 'apps/rollup-worker/bench/summaries.bench.ts',
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const w of wanted) if (!BENCHES[w]) {

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import {
   BucketAggregator,
+  DAY_MS,
   HOUR_MS,
   appendBuckets,
   decodeBuckets,
@@ -17,12 +18,13 @@ import {
   type Top,
 } from '@booktape/book';
 import { utcDate } from '@booktape/domain';
-import { pendingDates } from '@booktape/messaging';
+import { assetRollupState } from '@booktape/messaging';
 import { BookEventsRepository, SummariesRepository, type ClickHouse, type SummaryDay, type SummaryKey } from '@booktape/storage';
 
 type Plan = BucketPlan;
 
 const RACED = Symbol('raced');
+const WINDOW_TTL_MS = 30_000;
 
 function dayStart(date: string): number {
   return Date.parse(`${date}T00:00:00Z`);
@@ -30,6 +32,52 @@ function dayStart(date: string): number {
 
 function parseObservation(text: string): Top | null {
   return text === '' ? null : (JSON.parse(text) as Top);
+}
+
+/**
+ * Decoded stored buckets of complete days per (asset, date, level), valid while the day's
+ * row keeps its version (every rewrite of a day writes a new row version). Bounded by the
+ * number of buckets held, least recently used first out. Backtests read the same history
+ * again and again; this spares them the chunk read and decode.
+ */
+class DayBucketsCache {
+  private readonly map = new Map<string, { version: number; buckets: ExactBucket[] }>();
+  private held = 0;
+
+  constructor(private readonly maxBuckets: number) {}
+
+  private id(key: SummaryKey, date: string, level: number): string {
+    return `${key.venue}|${key.market}|${key.asset}|${date}|${level}`;
+  }
+
+  get(key: SummaryKey, day: SummaryDay, level: number): ExactBucket[] | undefined {
+    const id = this.id(key, day.date, level);
+    const e = this.map.get(id);
+    if (e === undefined) return undefined;
+    if (e.version !== day.version) {
+      this.map.delete(id);
+      this.held -= e.buckets.length;
+      return undefined;
+    }
+    this.map.delete(id);
+    this.map.set(id, e);
+    return e.buckets;
+  }
+
+  set(key: SummaryKey, day: SummaryDay, level: number, buckets: ExactBucket[]): void {
+    if (buckets.length > this.maxBuckets / 4) return;
+    const id = this.id(key, day.date, level);
+    const old = this.map.get(id);
+    if (old !== undefined) this.held -= old.buckets.length;
+    this.map.delete(id);
+    this.map.set(id, { version: day.version, buckets });
+    this.held += buckets.length;
+    for (const [k, e] of this.map) {
+      if (this.held <= this.maxBuckets) break;
+      this.map.delete(k);
+      this.held -= e.buckets.length;
+    }
+  }
 }
 
 /** Where the stored buckets stop being current, and the book state there. */
@@ -58,11 +106,16 @@ export class SummaryReader {
   private readonly summaries: SummariesRepository;
   private readonly events: BookEventsRepository;
 
+  private readonly cache: DayBucketsCache;
+  private readonly windows = new Map<string, { version: string; at: number; value: Awaited<ReturnType<SummariesRepository['window']>> }>();
+
   constructor(
     ch: ClickHouse,
     private readonly redis: Redis,
     private readonly queuePrefix: string,
+    cacheBuckets = 2_000_000,
   ) {
+    this.cache = new DayBucketsCache(cacheBuckets);
     this.summaries = new SummariesRepository(ch);
     this.events = new BookEventsRepository(ch);
   }
@@ -73,21 +126,17 @@ export class SummaryReader {
     // stored part overlap the live part: such a read is retried, and after a few
     // collisions (a very busy asset) answered from raw events.
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = await this.attempt(key, plan, resolution);
+      const r = await this.attempt(key, plan, resolution, attempt === 0);
       if (r !== RACED) return r;
     }
     return this.fromRaw(key, plan, resolution);
   }
 
-  private async attempt(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[] | typeof RACED> {
+  private async attempt(key: SummaryKey, plan: Plan, resolution: number, cached: boolean): Promise<ExactBucket[] | typeof RACED> {
     const firstDate = utcDate(plan.firstStart);
     const lastDate = utcDate(plan.dataEndMs - 1);
-    const [rows, before, firstOpen, pending] = await Promise.all([
-      this.summaries.days(key, firstDate, lastDate),
-      this.summaries.dayBefore(key, firstDate),
-      this.summaries.firstOpenDay(key, lastDate),
-      pendingDates(this.redis, this.queuePrefix, key),
-    ]);
+    const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
+    const { rows, before, firstOpen } = await this.window(key, firstDate, lastDate, cached ? version : null);
     const pendingSorted = [...pending].sort();
     // Nothing rolled up yet, or an earlier day is being re-rolled: its state may change.
     if ((rows.length === 0 && before === null) || (pendingSorted[0] !== undefined && pendingSorted[0] < firstDate)) {
@@ -106,13 +155,31 @@ export class SummaryReader {
       carried = live.state === '' ? null : ((JSON.parse(live.state) as { last: Top | null }).last ?? null);
     } else {
       carried = await this.carriedBefore(key, firstDate, firstHour, rows, before);
-      const bases = new Map(rows.filter((r) => dayStart(r.date) < storedEnd).map((r) => [r.date, r.baseVersion]));
+      const days = rows.filter((r) => dayStart(r.date) < storedEnd);
+      // Whole complete days come from the cache when their row has not changed since.
+      const cached = new Map<string, ExactBucket[]>();
+      for (const r of days) {
+        const hit = r.complete ? this.cache.get(key, r, level) : undefined;
+        if (hit !== undefined) cached.set(r.date, hit);
+      }
+      const missing = days.filter((r) => !cached.has(r.date));
+      const bases = new Map(missing.map((r) => [r.date, r.baseVersion]));
       const chunks = await this.summaries.chunks(key, bases, level, firstHour, storedEnd);
       const versions = new Map(rows.map((r) => [r.date, r.version]));
       if (chunks.some((c) => c.version > versions.get(c.date)!)) return RACED;
+      const fetched = new Map<string, ExactBucket[]>();
       for (const c of chunks) {
-        for (const b of decodeBuckets(c.buckets)) {
-          if (b.timestamp < plan.dataEndMs) stored.push(b);
+        let list = fetched.get(c.date);
+        if (list === undefined) fetched.set(c.date, (list = []));
+        for (const b of decodeBuckets(c.buckets)) list.push(b);
+      }
+      for (const r of missing) {
+        // A complete day read whole (the window covers it from its first hour) is cached.
+        if (r.complete && firstHour <= dayStart(r.date) && storedEnd >= dayStart(r.date) + DAY_MS) this.cache.set(key, r, level, fetched.get(r.date) ?? []);
+      }
+      for (const r of days) {
+        for (const b of cached.get(r.date) ?? fetched.get(r.date) ?? []) {
+          if (b.timestamp >= firstHour && b.timestamp < plan.dataEndMs) stored.push(b);
         }
       }
     }
@@ -132,6 +199,24 @@ export class SummaryReader {
     }
     const merged = level === resolution ? stored : mergeBuckets(stored, level, resolution);
     return fillSeries(merged, plan, carried);
+  }
+
+  /**
+   * The stored day rows an answer needs, reused while the asset's summaries version (bumped
+   * by the worker after every write) stands still, for at most WINDOW_TTL_MS (a worker that
+   * died between its write and the bump cannot keep a stale entry for long).
+   */
+  private async window(key: SummaryKey, from: string, to: string, version: string | null) {
+    const id = `${key.venue}|${key.market}|${key.asset}|${from}|${to}`;
+    const hit = this.windows.get(id);
+    if (version !== null && hit !== undefined && hit.version === version && Date.now() - hit.at < WINDOW_TTL_MS) return hit.value;
+    const value = await this.summaries.window(key, from, to);
+    if (version !== null) {
+      this.windows.delete(id);
+      this.windows.set(id, { version, at: Date.now(), value });
+      if (this.windows.size > 10_000) this.windows.delete(this.windows.keys().next().value!);
+    }
+    return value;
   }
 
   /**

@@ -80,7 +80,8 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     }
   }
 
-  function logResults(a: AssetRef, results: DayResult[]): void {
+  async function logResults(a: AssetRef, results: DayResult[]): Promise<void> {
+    if (results.some((r) => r.outcome === 'full' || r.outcome === 'incremental')) await queue!.bumpVersion(a);
     for (const r of results) {
       stats.days++;
       if (r.outcome !== 'unchanged' && r.outcome !== 'no-new-events') log.debug({ ...a, date: r.date, outcome: r.outcome, applied: r.applied }, 'rolled up');
@@ -97,7 +98,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     try {
       const dates = (await queue!.claim(a, job.id ?? randomUUID())).sort();
       try {
-        for (const d of dates) logResults(a, await roller.rollFrom(a, d));
+        for (const d of dates) await logResults(a, await roller.rollFrom(a, d));
         await queue!.release(a, dates, false);
       } catch (e) {
         await queue!.release(a, dates, true);
@@ -122,8 +123,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
       try {
         for (const date of dates) {
           // Forced: a back-fill re-derives even days that look current (a fixed engine).
-          const [r] = await roller.rollFrom(a, date, true).then((rs) => (logResults(a, rs), rs));
-          void r;
+          await logResults(a, await roller.rollFrom(a, date, true));
           done++;
           await job.updateProgress({ done, total, asset, date } satisfies BackfillProgress);
         }

@@ -428,3 +428,26 @@ export function toSummaryBucket(b: ExactBucket): SummaryBucket {
     spread_ohlc: numOhlc(b.spread_ohlc),
   };
 }
+
+const n = (v: string | null): string => (v === null ? 'null' : v);
+const o = (x: Ohlc | null): string => (x === null ? 'null' : `{"open":${x.open},"high":${x.high},"low":${x.low},"close":${x.close}}`);
+
+/**
+ * The JSON text of `buckets.map(toSummaryBucket)`, written straight from the exact
+ * decimals: a canonical decimal is a valid JSON number, and it parses to the same double as
+ * `Number(text)`, so a client reads exactly the values `toSummaryBucket` gives (and a
+ * decimal-aware client reads the exact decimal). Several times faster than building
+ * 100,000 objects and stringifying them.
+ */
+export function summaryBucketsJson(buckets: readonly ExactBucket[]): string {
+  const parts: string[] = new Array(buckets.length);
+  for (let i = 0; i < buckets.length; i++) {
+    const b = buckets[i]!;
+    parts[i] =
+      `{"timestamp":${b.timestamp},"quote_count":${b.quote_count},"is_forward_filled":${b.is_forward_filled},` +
+      `"best_bid":${n(b.best_bid)},"best_bid_size":${n(b.best_bid_size)},"best_ask":${n(b.best_ask)},"best_ask_size":${n(b.best_ask_size)},` +
+      `"mid_price":${n(b.mid_price)},"spread":${n(b.spread)},"best_bid_ohlc":${o(b.best_bid_ohlc)},"best_ask_ohlc":${o(b.best_ask_ohlc)},` +
+      `"mid_price_ohlc":${o(b.mid_price_ohlc)},"spread_ohlc":${o(b.spread_ohlc)}}`;
+  }
+  return `[${parts.join(',')}]`;
+}

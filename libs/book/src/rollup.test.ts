@@ -2,7 +2,7 @@ import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
-import { aggregateObservations, appendBuckets, mergeBuckets } from './bucketing.ts';
+import { aggregateObservations, appendBuckets, fillSeries, mergeBuckets, planBuckets, summaryBucketsJson, toSummaryBucket } from './bucketing.ts';
 import type { Observation } from './observation.ts';
 import { LADDER, byHour, ladderBuckets, ladderFor, newBook, type BookVenue } from './rollup.ts';
 import { exchangeAStreamArb, exchangeBStreamArb } from './streams.test-support.ts';
@@ -83,5 +83,19 @@ describe('stored summary buckets', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  it('the answer JSON written from exact decimals parses to exactly the 2.3 buckets', () => {
+    fc.assert(
+      fc.property(observationsArb, fc.constantFrom(1, 7, 60, 3600), (obs, R) => {
+        if (obs.length === 0) return;
+        const startMs = obs[0]!.ts - 5 * R * 1000;
+        const plan = planBuckets({ startMs, endMs: Math.min(obs[obs.length - 1]!.ts + 5 * R * 1000, startMs + 2000 * R * 1000) }, R);
+        const series = fillSeries(aggregateObservations(obs, R), plan);
+        expect(JSON.parse(summaryBucketsJson(series))).toEqual(series.map(toSummaryBucket));
+      }),
+      { numRuns: 200 },
+    );
+    expect(JSON.parse(summaryBucketsJson([]))).toEqual([]);
   });
 });

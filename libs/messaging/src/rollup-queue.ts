@@ -100,9 +100,22 @@ return dates`;
  * behind the raw data), read with any Redis client.
  */
 export async function pendingDates(redis: Redis, prefix: string, a: AssetRef): Promise<Set<string>> {
+  return (await assetRollupState(redis, prefix, a)).pending;
+}
+
+/**
+ * An asset's pending dates and its summaries' version: a counter the worker bumps after
+ * every write of the asset's summaries, so a reader may reuse what it read of them while
+ * the counter stands still.
+ */
+export async function assetRollupState(redis: Redis, prefix: string, a: AssetRef): Promise<{ pending: Set<string>; version: string | null }> {
   const k = assetKey(a);
-  const [dirty, claimed] = await Promise.all([redis.zrange(`${prefix}:rollup:dirty:${k}`, '0', '-1'), redis.hkeys(`${prefix}:rollup:claimed:${k}`)]);
-  return new Set([...dirty, ...claimed]);
+  const [dirty, claimed, version] = await Promise.all([
+    redis.zrange(`${prefix}:rollup:dirty:${k}`, '0', '-1'),
+    redis.hkeys(`${prefix}:rollup:claimed:${k}`),
+    redis.get(`${prefix}:rollup:version:${k}`),
+  ]);
+  return { pending: new Set([...dirty, ...claimed]), version };
 }
 
 export function rollupConnection(url: string, name: string): Redis {
@@ -179,6 +192,11 @@ export class RollupQueue {
     }
     multi.hdel(this.key('claimed', k), ...dates);
     await multi.exec();
+  }
+
+  /** After the asset's summaries were written: readers' caches of them are stale. */
+  async bumpVersion(a: AssetRef): Promise<void> {
+    await this.redis.incr(`${this.prefix}:rollup:version:${assetKey(a)}`);
   }
 
   /** Marks dates dirty and enqueues the asset (the sweep, an outdated engine version). */

@@ -142,6 +142,26 @@ export class SummariesRepository {
     return r === undefined ? null : toDay(r);
   }
 
+  /**
+   * What a summary answer needs to know about stored days, in one round trip: the rows of
+   * [from, to], the latest row before `from`, and the earliest open row up to `to`.
+   */
+  async window(key: SummaryKey, from: string, to: string): Promise<{ rows: SummaryDay[]; before: SummaryDay | null; firstOpen: SummaryDay | null }> {
+    const t = this.ch.table('summary_days');
+    const all = await this.rows<DayRow & { part: string }>(
+      `SELECT 'in' AS part, ${DAY_COLUMNS} FROM ${t} FINAL WHERE ${KEY} AND event_date >= {from:Date} AND event_date <= {to:Date}
+       UNION ALL
+       SELECT * FROM (SELECT 'before' AS part, ${DAY_COLUMNS} FROM ${t} FINAL WHERE ${KEY} AND event_date < {from:Date} ORDER BY event_date DESC LIMIT 1)
+       UNION ALL
+       SELECT * FROM (SELECT 'open' AS part, ${DAY_COLUMNS} FROM ${t} FINAL WHERE ${KEY} AND event_date <= {to:Date} AND complete = 0 ORDER BY event_date LIMIT 1)`,
+      { ...keyParams(key), from, to },
+    );
+    const rows = all.filter((r) => r.part === 'in').map(toDay).sort((a, b) => (a.date < b.date ? -1 : 1));
+    const before = all.find((r) => r.part === 'before');
+    const open = all.find((r) => r.part === 'open');
+    return { rows, before: before ? toDay(before) : null, firstOpen: open ? toDay(open) : null };
+  }
+
   /** Days whose rows need re-deriving: made by another engine version (at most `limit`). */
   async outdatedDays(engineVersion: number, limit: number): Promise<(SummaryKey & { date: string })[]> {
     return (

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { TooManyBucketsError, planBuckets, toSummaryBucket, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { TooManyBucketsError, planBuckets, summaryBucketsJson, utcDayWindow, type ExactBucket } from '@booktape/book';
 import type { ClickHouse } from '@booktape/storage';
 import type { Redis } from 'ioredis';
 import { guard, invalidParameter } from '../errors.ts';
@@ -35,6 +35,13 @@ const summaryCommon = {
   data_points: z.number().int(),
   data: z.array(bucket),
 };
+
+/**
+ * Summary answers are written as JSON text by this module to the schema's shape (the
+ * schema still documents them in OpenAPI); validating up to 100,000 buckets again on the
+ * way out would cost more than computing them. Error bodies are objects: stringified.
+ */
+const plainJson = () => (data: unknown) => (typeof data === 'string' ? data : JSON.stringify(data));
 
 const optionalText = (parse: (raw: string) => { ok: true; value: number } | { ok: false; message: string }, description: string) =>
   z
@@ -102,15 +109,16 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services;
     return planBuckets({ startMs: p.window.startMs, endMs: Math.max(p.window.startMs - 1, now) }, p.resolution);
   };
 
-  const answer = (exact: ExactBucket[], p: ReturnType<typeof plan>, date: string | undefined) => {
-    const buckets = exact.map(toSummaryBucket);
-    return {
+  // The body as JSON text: the small head stringified, the buckets written from their exact decimals.
+  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: ReturnType<typeof plan>, date: string | undefined): string => {
+    const fields = {
+      ...head,
       date: date ?? null,
       ...(date === undefined ? { start_timestamp: p.window.startMs, end_timestamp: p.window.endMs } : {}),
       resolution_seconds: p.resolution,
-      data_points: buckets.length,
-      data: buckets,
+      data_points: exact.length,
     };
+    return `${JSON.stringify(fields).slice(0, -1)},"data":${summaryBucketsJson(exact)}}`;
   };
 
   for (const url of ['/exchange-a/market/orderbook-summary', '/market/orderbook-summary']) {
@@ -125,12 +133,14 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services;
           response: { 200: z.object({ market_condition_id: z.string(), asset_id: z.string(), ...summaryCommon }), ...errors },
         },
         onRequest: requireKey,
+        serializerCompiler: plainJson,
       },
-      async (req) => {
+      async (req, reply) => {
         const p = plan('exchange-a', req.query);
         const key = { venue: 'exchange-a' as const, market: req.query.condition_id, asset: req.query.asset_id };
         const exact = await guard('ClickHouse', () => reader.buckets(key, clampToNow(p), p.resolution));
-        return { market_condition_id: req.query.condition_id, asset_id: req.query.asset_id, ...answer(exact, p, req.query.date) };
+        reply.type('application/json; charset=utf-8');
+        return answer({ market_condition_id: req.query.condition_id, asset_id: req.query.asset_id }, exact, p, req.query.date) as never;
       },
     );
   }
@@ -146,12 +156,14 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services;
         response: { 200: z.object({ market_ticker: z.string(), ...summaryCommon }), ...errors },
       },
       onRequest: requireKey,
+      serializerCompiler: plainJson,
     },
-    async (req) => {
+    async (req, reply) => {
       const p = plan('exchange-b', req.query);
       const key = { venue: 'exchange-b' as const, market: req.query.ticker, asset: req.query.ticker };
       const exact = await guard('ClickHouse', () => reader.buckets(key, clampToNow(p), p.resolution));
-      return { market_ticker: req.query.ticker, ...answer(exact, p, req.query.date) };
+      reply.type('application/json; charset=utf-8');
+      return answer({ market_ticker: req.query.ticker }, exact, p, req.query.date) as never;
     },
   );
 };
