@@ -15,6 +15,7 @@ const BENCHES = {
   api: 'apps/api/bench/api.bench.ts',
   engine: 'libs/book/bench/engine.bench.ts',
   summaries: 'apps/rollup-worker/bench/summaries.bench.ts',
+  lag: 'apps/rollup-worker/bench/lag.bench.ts',
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const w of wanted) if (!BENCHES[w]) {

@@ -96,12 +96,14 @@ export class Roller {
   }
 
   async rollDay(key: SummaryKey, date: string, force = false): Promise<DayResult> {
-    const now = await this.repo.now();
+    // The rollup's clock decides only whether a day has ended (plus a grace period).
+    const now = Date.now();
     const dayStart = dayStartMs(date);
     if (!Number.isFinite(dayStart)) throw new RangeError(`not a date: ${date}`);
     const dayEnd = dayStart + DAY_MS;
     const closed = now >= dayEnd + this.opts.closeGraceMs;
-    const [prev, before] = await Promise.all([this.repo.day(key, date), this.repo.dayBefore(key, date)]);
+    const { rows, before } = await this.repo.window(key, date, date);
+    const prev = rows[0] ?? null;
     const startState = before?.state ?? '';
     const startHash = sha1(startState);
 
@@ -196,15 +198,14 @@ export class Roller {
    */
   private async appendChunks(key: SummaryKey, prev: SummaryDay, ladder: Map<number, ExactBucket[]>, date: string, version: number): Promise<SummaryChunk[]> {
     const boundary = Math.floor(prev.coveredUntil / HOUR_MS) * HOUR_MS;
-    const bases = new Map([[date, prev.baseVersion]]);
     const out: SummaryChunk[] = [];
+    const touchesBoundary = ladder.get(1)!.some((b) => b.timestamp < boundary + HOUR_MS);
+    const storedHour = touchesBoundary ? await this.repo.hourChunks(key, date, prev.baseVersion, boundary) : new Map<number, SummaryChunk>();
     for (const level of LADDER) {
       const fresh = byHour(ladder.get(level)!);
       const head = fresh.get(boundary);
-      if (head !== undefined) {
-        const [stored] = await this.repo.chunks(key, bases, level, boundary, boundary + HOUR_MS);
-        if (stored !== undefined) fresh.set(boundary, appendBuckets(decodeBuckets(stored.buckets), head));
-      }
+      const stored = storedHour.get(level);
+      if (head !== undefined && stored !== undefined) fresh.set(boundary, appendBuckets(decodeBuckets(stored.buckets), head));
       for (const [hour, buckets] of fresh) {
         out.push({ date, resolution: level, hour, version, engineVersion: ENGINE_VERSION, bucketCount: buckets.length, buckets: encodeBuckets(buckets) });
       }

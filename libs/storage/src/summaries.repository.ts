@@ -215,6 +215,21 @@ export class SummariesRepository {
     return out;
   }
 
+  /** One hour's chunks at every resolution (valid ones), keyed by resolution: what an append continues. */
+  async hourChunks(key: SummaryKey, date: string, baseVersion: number, hour: number): Promise<Map<number, SummaryChunk>> {
+    const rows = await this.rows<{ resolution: number; version: string | number; engine_version: number; bucket_count: number; buckets: string }>(
+      `SELECT resolution, version, engine_version, bucket_count, buckets FROM ${this.ch.table('summary_chunks')} FINAL
+        WHERE ${KEY} AND event_date = {date:Date} AND hour = toDateTime({h:Int64}, 'UTC')`,
+      { ...keyParams(key), date, h: Math.floor(hour / 1000) },
+    );
+    const out = new Map<number, SummaryChunk>();
+    for (const r of rows) {
+      if (Number(r.version) < baseVersion) continue;
+      out.set(Number(r.resolution), { date, resolution: Number(r.resolution), hour, version: Number(r.version), engineVersion: Number(r.engine_version), bucketCount: Number(r.bucket_count), buckets: r.buckets });
+    }
+    return out;
+  }
+
   /**
    * Writes a run's chunks, then its day row: a reader that sees the row (and its base
    * version) finds every chunk it refers to.
