@@ -94,7 +94,15 @@ export class StatusMonitor {
         if (Number(rows[0]?.ok) !== 1) throw new Error('SELECT 1 did not answer 1');
       }),
       this.timed('redis', async () => {
-        // While the client reconnects, a command would fail anyway: say so at once.
+        // A client still making its first connection (a process that just started) is
+        // waited for, within the check's time limit; one that lost its connection and is
+        // reconnecting would fail any command anyway: say so at once.
+        if (redis.status === 'wait' || redis.status === 'connecting' || redis.status === 'connect') {
+          await new Promise<void>((resolve, reject) => {
+            redis.once('ready', resolve);
+            redis.once('end', () => reject(new Error('redis connection ended')));
+          });
+        }
         if (redis.status !== 'ready') throw new Error(`redis connection is ${redis.status}`);
         if ((await redis.ping()) !== 'PONG') throw new Error('PING did not answer PONG');
       }),
