@@ -106,7 +106,7 @@ describe('ingestor reports → /monitoring/status', () => {
       const s = (await waitFor('the report in the status', async () => {
         const x = await status(await fresh());
         return x.kafka.state === 'ok' && x.venues[0]!.events_per_second > 0 ? x : null;
-      }))!;
+      }, 90_000))!; // a fresh broker creates its group-offsets topic first
       expect(s.status).toBe('ok');
       expect(s.venues[0]).toMatchObject({ venue: 'exchange-a', state: 'up', connections: 2, connected: 2, markets: 6, reconnects: 1, kafka_lag: 2 });
       expect(s.venues[0]!.last_event_age_ms).toBeLessThan(10_000);
@@ -130,7 +130,7 @@ describe('ingestor reports → /monitoring/status', () => {
     const after = await status(await fresh());
     expect(after.venues[0]!.state).toBe('unknown');
     expect(after.processes).toEqual([]);
-  });
+  }, 150_000);
 
   it('a process that stopped reporting shows as not reporting, and its venues as down', async () => {
     const keys = ingestorReportKeys(queuePrefix);
