@@ -80,7 +80,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     }
   }
 
-  async function logResults(a: AssetRef, results: DayResult[]): Promise<void> {
+  async function afterRun(a: AssetRef, results: DayResult[]): Promise<void> {
     if (results.some((r) => r.outcome === 'full' || r.outcome === 'incremental')) await queue!.bumpVersion(a);
     for (const r of results) {
       stats.days++;
@@ -98,7 +98,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     try {
       const dates = (await queue!.claim(a, job.id ?? randomUUID())).sort();
       try {
-        for (const d of dates) await logResults(a, await roller.rollFrom(a, d));
+        for (const d of dates) await afterRun(a, await roller.rollFrom(a, d));
         await queue!.release(a, dates, false);
       } catch (e) {
         await queue!.release(a, dates, true);
@@ -123,7 +123,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
       try {
         for (const date of dates) {
           // Forced: a back-fill re-derives even days that look current (a fixed engine).
-          await logResults(a, await roller.rollFrom(a, date, true));
+          await afterRun(a, await roller.rollFrom(a, date, true));
           done++;
           await job.updateProgress({ done, total, asset, date } satisfies BackfillProgress);
         }

@@ -94,12 +94,6 @@ export class SummariesRepository {
     return rs.json<T>();
   }
 
-  /** The store's clock (Unix ms): raw rows' inserted_at come from it. */
-  async now(): Promise<number> {
-    const [r] = await this.rows<{ t: string | number }>('SELECT toUnixTimestamp64Milli(now64(3)) AS t', {});
-    return Number(r!.t);
-  }
-
   async day(key: SummaryKey, date: string): Promise<SummaryDay | null> {
     const [r] = await this.rows<DayRow>(
       `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL WHERE ${KEY} AND event_date = {date:Date}`,
@@ -124,19 +118,6 @@ export class SummariesRepository {
     const [r] = await this.rows<DayRow>(
       `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL
         WHERE ${KEY} AND event_date < {date:Date} ORDER BY event_date DESC LIMIT 1`,
-      { ...keyParams(key), date },
-    );
-    return r === undefined ? null : toDay(r);
-  }
-
-  /**
-   * The earliest day up to `date` that is not covered to its end (an open day: today, or a
-   * day not finalised yet): every later day's stored state may still change with its tail.
-   */
-  async firstOpenDay(key: SummaryKey, date: string): Promise<SummaryDay | null> {
-    const [r] = await this.rows<DayRow>(
-      `SELECT ${DAY_COLUMNS} FROM ${this.ch.table('summary_days')} FINAL
-        WHERE ${KEY} AND event_date <= {date:Date} AND complete = 0 ORDER BY event_date LIMIT 1`,
       { ...keyParams(key), date },
     );
     return r === undefined ? null : toDay(r);
