@@ -11,11 +11,15 @@
  * strings; tardis-dev gets its updates pre-parsed to numbers outside the timed loop. The
  * two books are checked to agree on every top. Then the 1,000,000 observations are bucketed
  * at R = 1 s and 60 s, 1 s buckets merged to 60 s, and R = 1 s turned into 2.3 numbers.
+ * Last, the rollup's cross-checks (checks.ts): the same stream with every change entry
+ * carrying the venue's best_bid/best_ask after it, applied one millisecond group at a time
+ * through BookChecker, against the plain engine on those same records.
  * Times are CPU time of the process (the machine is shared); a JSON line ends the output.
  */
 import type { ExchangeAEvent } from '@booktape/domain';
 import { OrderBook } from 'tardis-dev';
 import { ExchangeABook } from '../src/book-engine.ts';
+import { BookChecker } from '../src/checks.ts';
 import { aggregateObservations, mergeBuckets, planBuckets, summarise, toSummaryBucket } from '../src/bucketing.ts';
 import type { Observation } from '../src/observation.ts';
 
@@ -229,6 +233,58 @@ console.log(
     `merge ${fine.length} 1 s buckets to 60 s ${merged.ms.toFixed(0)} ms, to 2.3 numbers (R=1) ${numbers.ms.toFixed(0)} ms`,
 );
 
+// Cross-checks: true claims on every entry (the venue's top right after it), as the venue
+// sends them since 2025-09; records built as literals like the rest.
+const claimed: ExchangeAEvent[] = [];
+{
+  const book = new ExchangeABook();
+  for (const ev of ours) {
+    const tops: (string | null)[] = [];
+    book.apply(ev, (_e, bid, ask) => void tops.push(bid, ask));
+    if (ev.event_type !== 'price_change') {
+      claimed.push(ev);
+      continue;
+    }
+    const changes = ev.changes!.map((c, k) => ({
+      price: c.price,
+      side: c.side,
+      size: c.size,
+      hash: `${ev.hash}.${k}`,
+      best_bid: tops[2 * k] ?? '0',
+      best_ask: tops[2 * k + 1] ?? '1',
+    }));
+    claimed.push({ market: ev.market, asset_id: ev.asset_id, timestamp: ev.timestamp, hash: ev.hash, event_type: ev.event_type, changes });
+  }
+}
+const groups: ExchangeAEvent[][] = [];
+for (const ev of claimed) {
+  const last = groups[groups.length - 1];
+  if (last !== undefined && last[0]!.timestamp === ev.timestamp) last.push(ev);
+  else groups.push([ev]);
+}
+const plainEps: number[] = [];
+const checksEps: number[] = [];
+for (let round = 0; round < WARMUP + 3; round++) {
+  const book = new ExchangeABook();
+  const stopPlain = start();
+  let n = 0;
+  for (let k = 0; k < claimed.length; k++) if (book.apply(claimed[k]!) !== null) n++;
+  const plain = stopPlain();
+  const checked = new ExchangeABook();
+  const checker = BookChecker.startDay('exchange-a', 0, checked, null);
+  const push = (): void => void n--;
+  const stopChecks = start();
+  for (let g = 0; g < groups.length; g++) checker.applyMillisecond(checked, groups[g]!, push);
+  const withChecks = stopChecks();
+  const c = checker.checksAt(Number(claimed[claimed.length - 1]!.timestamp));
+  if (n !== 0 || c.venue_best_mismatches !== 0 || c.venue_best_checked === 0) throw new Error(`checks disagree: ${JSON.stringify({ n, ...c, spells: undefined })}`);
+  if (round >= WARMUP) {
+    plainEps.push(EVENTS / (plain.cpuNs / 1e9));
+    checksEps.push(EVENTS / (withChecks.cpuNs / 1e9));
+  }
+}
+console.log(`records with claims: engine ${m(median(plainEps))} M events/s, engine + cross-checks ${m(median(checksEps))} M events/s`);
+
 const ourMedian = median(oursEps);
 const tardisMedian = median(tardisEps);
 console.log(
@@ -250,5 +306,7 @@ console.log(
     bucketing_r60_buckets: r60.value.length,
     merge_1s_to_60s_ms: Number(merged.ms.toFixed(1)),
     to_numbers_r1_ms: Number(numbers.ms.toFixed(1)),
+    claimed_engine_events_per_s: Math.round(median(plainEps)),
+    claimed_checks_events_per_s: Math.round(median(checksEps)),
   }),
 );

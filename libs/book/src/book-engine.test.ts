@@ -102,6 +102,38 @@ describe('ExchangeABook', () => {
     expect(top(restored.apply(aChange(TS + 1, ['0.4855', 'BUY', '0'])))).toEqual(['0.48', '30', '0.52', '25', '0.5', '0.04']);
   });
 
+  it('reads the venue text of prices and sizes ("0.50", "309.00") and observes and stores canonical values', () => {
+    const book = new ExchangeABook();
+    expect(top(book.apply(aBook(TS, [['0.480', '309.00'], ['0.4900', '0.50']], [['0.52', '020'], ['1.00', '1.0']])))).toEqual([
+      '0.49', '0.5', '0.52', '20', '0.505', '0.03',
+    ]);
+    expect(top(book.apply(aChange(TS + 1, ['0.490', 'BUY', '0.000'])))).toEqual(['0.48', '309', '0.52', '20', '0.5', '0.04']);
+    expect(book.anomalies).toBe(0);
+    expect(book.toState()).toMatchObject({ bids: ['0.48', '309'], asks: ['0.52', '20', '1', '1'] });
+  });
+
+  it('shows a change hook the top after each applied entry, and nothing while the book is unknown', () => {
+    const book = new ExchangeABook();
+    const seen: unknown[] = [];
+    const hook = (e: PriceChange, bid: string | null, ask: string | null): void => void seen.push([e.price, bid, ask]);
+    book.apply(aChange(TS, ['0.5', 'BUY', '1']), hook);
+    expect(seen).toEqual([]);
+    book.apply(aBook(TS, [['0.48', '30']], [['0.52', '25']]), hook);
+    const o = book.apply(aChange(TS + 1, ['0.55', 'BUY', '1'], ['0.52', 'SELL', '0'], ['0.55', 'BUY', '0'], ['0.48', 'BUY', '0']), hook);
+    expect(seen).toEqual([
+      ['0.55', '0.55', '0.52'],
+      ['0.52', '0.55', null],
+      ['0.55', '0.48', null],
+      ['0.48', null, null],
+    ]);
+    expect(top(o)).toEqual(NULLS); // known, both sides empty
+    seen.length = 0;
+    book.apply(aBook(TS + 2, [['0.48', '30']], [['0.52', '25']]));
+    book.apply(aChange(TS + 3, ['0.49', 'BUY', '1'], ['7', 'BUY', '1'], ['0.47', 'BUY', '1']), hook);
+    expect(seen).toEqual([['0.49', '0.49', '0.52']]); // stops at the record it cannot apply
+    expect(book.isKnown()).toBe(false);
+  });
+
   it('refuses a malformed state', () => {
     expect(() => ExchangeABook.fromState({ v: 2 })).toThrow(RangeError);
     expect(() => ExchangeABook.fromState({ v: 1, venue: 'exchange-b', known: true, yes: [], no: [], last: null })).toThrow(/exchange-b/);
@@ -154,6 +186,25 @@ describe('ExchangeBBook', () => {
     expect(top(book.apply(snap(TS + 3, [['0.41', '20']], [])))).toEqual(['0.41', '20', null, null, null, null]);
     expect(top(book.apply(snap(TS + 4, [['0.41', '20']], null)))).toEqual(NULLS);
     expect(top(book.apply(snap(TS + 5, [], [])))).toEqual(NULLS);
+    expect(book.isKnown()).toBe(true);
+  });
+
+  it('reads the venue dollar text ("0.4200", "20.00", "-5.00") and observes canonical values', () => {
+    const book = new ExchangeBBook();
+    expect(top(book.apply(snap(TS, [['0.4200', '20.00']], [['0.5500', '3.50']])))).toEqual(['0.42', '20', '0.45', '3.5', '0.435', '0.03']);
+    expect(top(book.apply(delta(TS + 1, 'yes', '0.4200', '-5.00')))).toEqual(['0.42', '15', '0.45', '3.5', '0.435', '0.03']);
+    expect(top(book.apply(delta(TS + 2, 'no', '0.550', '-3.50')))).toEqual(['0.42', '15', null, null, null, null]);
+    expect(book.anomalies).toBe(0);
+    expect(book.toState()).toMatchObject({ yes: ['0.42', '15'], no: [] });
+  });
+
+  it('leaves the book as it is for non-book records (ticker, trade)', () => {
+    const book = new ExchangeBBook();
+    book.apply(snap(TS, [['0.41', '20']], [['0.56', '3']]));
+    const before = book.toState();
+    expect(book.apply(bRec(TS + 1, { type: 'ticker', data: { price: 41 } }))).toBeNull();
+    expect(book.apply(bRec(TS + 2, { type: 'trade', data: { yes_price: 41, count: 2 } }))).toBeNull();
+    expect(book.toState()).toEqual(before);
     expect(book.isKnown()).toBe(true);
   });
 

@@ -2,9 +2,10 @@ import type { ExchangeAEvent, ExchangeBRecord, PriceLevel, PriceChange } from '@
 import {
   POW10,
   addSizes,
+  canonicalDelta,
+  canonicalSize,
   isDeltaText,
   isNonPositive,
-  isSizeText,
   msFromText,
   readPrice,
   readScratch,
@@ -15,12 +16,13 @@ import { PriceLadder } from './price-ladder.ts';
 
 /**
  * Exact order books that turn one asset's stored records, in serving order, into top-of-book
- * observations (DESIGN §4 rules 1–4). Pure: no I/O, no clock.
+ * observations (docs/rules/summaries.md, rules 1–4). Pure: no I/O, no clock.
  *
  * Representation: prices are integer units of 10^-scale on a dense ladder (price-ladder.ts);
  * the scale starts at 2 (0.01) and grows to the finest price seen, up to 10^-6, by
- * re-indexing the ladders once. Sizes are the records' canonical decimal strings: exchange A
- * only sets them, exchange B adds deltas exactly (fixed-point.ts). Mid = (bid + ask) / 2 is
+ * re-indexing the ladders once. Sizes are canonical decimal strings, normalised from the
+ * venue's text as records keep it ("309.00" → "309"; already-canonical text passes after one
+ * scan): exchange A only sets them, exchange B adds deltas exactly (fixed-point.ts). Mid = (bid + ask) / 2 is
  * exact at one more decimal when bid + ask is odd; spread = ask − bid. Both sides share the
  * "best = highest index" rule: bids by price, asks by 1 − price (A asks mirrored, B's NO bids
  * as they are), so the ask is always 1 − the complement ladder's best index.
@@ -30,7 +32,7 @@ import { PriceLadder } from './price-ladder.ts';
  * is still an observation, with null values.
  *
  * Anomalies: a record the engine cannot apply exactly (a price outside [0, 1] or finer than
- * 10^-6, a size that is not a canonical non-negative decimal, an unknown side) does not
+ * 10^-6, a size that is not a non-negative decimal `digits[.digits]`, an unknown side) does not
  * throw — one bad record must not cost a day of summaries — but makes the book unknown until
  * the next snapshot, counted in `anomalies` with `lastAnomaly` for the caller to log.
  */
@@ -72,6 +74,22 @@ abstract class LadderBook {
     return this.known;
   }
 
+  /** Best bid price now, canonical; null when the side is empty or the book unknown. */
+  bestBid(): string | null {
+    if (!this.known) return null;
+    const b = this.bids.best;
+    if (b !== this.textBid || this.comps.best !== this.textComp) this.topTexts(b, this.comps.best);
+    return this.bidText;
+  }
+
+  /** Best ask price now, canonical; null when the side is empty or the book unknown. */
+  bestAsk(): string | null {
+    if (!this.known) return null;
+    const c = this.comps.best;
+    if (this.bids.best !== this.textBid || c !== this.textComp) this.topTexts(this.bids.best, c);
+    return this.askText;
+  }
+
   protected forget(): void {
     this.known = false;
     if (this.bids.count > 0) this.bids.clear();
@@ -96,6 +114,39 @@ abstract class LadderBook {
   protected index(units: number, decimals: number): number {
     if (decimals > this.scale) this.rescale(decimals);
     return units * POW10[this.scale - decimals]!;
+  }
+
+  /**
+   * A level's price read by readPrice, its decimals left in readScratch; -1, counted as an
+   * anomaly, when it is not a price the engine holds.
+   */
+  protected priceUnits(price: unknown): number {
+    const units = typeof price === 'string' ? readPrice(price) : -1;
+    if (units < 0) this.anomaly(`price ${JSON.stringify(price)} is not in [0, 1] at 10^-6`);
+    return units;
+  }
+
+  /**
+   * Sets one level from the venue's text (size "0" removes it): `comps` picks the ask-side
+   * ladder, `mirror` indexes it by 1 − price. False, the book unknown, when the level cannot
+   * be read exactly.
+   */
+  protected setLevel(price: unknown, text: unknown, comps: boolean, mirror: boolean): boolean {
+    const units = this.priceUnits(price);
+    if (units < 0) return false;
+    const decimals = readScratch.decimals;
+    const size = canonicalSize(text);
+    if (size === null) {
+      this.anomaly(`size ${JSON.stringify(text)} is not a non-negative decimal`);
+      return false;
+    }
+    const i = this.index(units, decimals);
+    // After index(): it may have re-indexed into new ladders.
+    const ladder = comps ? this.comps : this.bids;
+    const at = mirror ? this.one - i : i;
+    if (size === '0') ladder.delete(at);
+    else ladder.set(at, size);
+    return true;
   }
 
   private rescale(scale: number): void {
@@ -185,11 +236,13 @@ abstract class LadderBook {
         const price: unknown = flat[k];
         const size: unknown = flat[k + 1];
         const units = typeof price === 'string' ? readPrice(price) : -1;
-        if (units < 0 || !isSizeText(size) || size === '0') {
+        const decimals = readScratch.decimals;
+        const canonical = canonicalSize(size);
+        if (units < 0 || canonical === null || canonical === '0') {
           throw new RangeError(`book state: bad level ${JSON.stringify([price, size])}`);
         }
-        const i = this.index(units, readScratch.decimals);
-        (comps ? this.comps : this.bids).set(mirror ? this.one - i : i, size);
+        const i = this.index(units, decimals);
+        (comps ? this.comps : this.bids).set(mirror ? this.one - i : i, canonical);
       }
     }
     this.known = state.known;
@@ -250,13 +303,26 @@ export interface ExchangeBBookState {
   last: Observation | null;
 }
 
+/**
+ * Called after each `price_change` entry is applied to a known book, with the top it left:
+ * canonical best bid and ask, null for an empty side. The venue's per-entry best_bid /
+ * best_ask claims are checked against exactly this state (checks.ts).
+ */
+export type ChangeHook = (entry: PriceChange, bestBid: string | null, bestAsk: string | null) => void;
+
 /** Exchange A (Polymarket): one asset's book from its 2.1 records. */
 export class ExchangeABook extends LadderBook {
-  /** Applies one record; the observation for a book event, null for any other event type. */
-  apply(ev: ExchangeAEvent): Observation | null {
+  /**
+   * Applies one record; the observation for a book event, null for any other event type.
+   * `onChange`, when given, sees the top after every applied `price_change` entry.
+   */
+  apply(ev: ExchangeAEvent, onChange?: ChangeHook): Observation | null {
     const type = ev.event_type;
     if (type === 'price_change') {
-      if (this.known && ev.changes !== undefined) this.change(ev.changes);
+      if (this.known && ev.changes !== undefined) {
+        if (onChange === undefined) this.change(ev.changes);
+        else this.changeWatched(ev.changes, onChange);
+      }
     } else if (type === 'book') this.snapshot(ev.bids, ev.asks);
     else return null;
     return this.observe(msFromText(ev.timestamp));
@@ -272,41 +338,35 @@ export class ExchangeABook extends LadderBook {
   private setLevels(levels: PriceLevel[], ask: boolean): boolean {
     for (let k = 0; k < levels.length; k++) {
       const lv = levels[k]!;
-      if (!this.set(lv.price, lv.size, ask)) return false;
+      if (!this.setLevel(lv.price, lv.size, ask, ask)) return false;
     }
     return true;
   }
 
   private change(changes: PriceChange[]): void {
     for (let k = 0; k < changes.length; k++) {
-      const ch = changes[k]!;
-      const side = ch.side;
-      if (side !== 'BUY' && side !== 'SELL') {
-        this.anomaly(`price_change side ${JSON.stringify(side)}`);
-        return;
-      }
-      if (!this.set(ch.price, ch.size, side === 'SELL')) return;
+      if (!this.applyChange(changes[k]!)) return;
     }
   }
 
-  private set(price: string, size: string, ask: boolean): boolean {
-    const units = typeof price === 'string' ? readPrice(price) : -1;
-    if (units < 0) {
-      this.anomaly(`price ${JSON.stringify(price)} is not in [0, 1] at 10^-6`);
+  // change() with the hook after each entry: a separate loop keeps the plain one lean.
+  private changeWatched(changes: PriceChange[], onChange: ChangeHook): void {
+    for (let k = 0; k < changes.length; k++) {
+      const ch = changes[k]!;
+      if (!this.applyChange(ch)) return;
+      onChange(ch, this.bestBid(), this.bestAsk());
+    }
+  }
+
+  /** One change entry; false when it made the book unknown, which ends the event. */
+  private applyChange(ch: PriceChange): boolean {
+    const side = ch.side;
+    if (side !== 'BUY' && side !== 'SELL') {
+      this.anomaly(`price_change side ${JSON.stringify(side)}`);
       return false;
     }
-    if (!isSizeText(size)) {
-      this.anomaly(`size ${JSON.stringify(size)} is not a canonical non-negative decimal`);
-      return false;
-    }
-    const i = this.index(units, readScratch.decimals);
-    // After index(): it may have re-indexed into new ladders.
-    if (ask) {
-      if (size === '0') this.comps.delete(this.one - i);
-      else this.comps.set(this.one - i, size);
-    } else if (size === '0') this.bids.delete(i);
-    else this.bids.set(i, size);
-    return true;
+    const ask = side === 'SELL';
+    return this.setLevel(ch.price, ch.size, ask, ask);
   }
 
   toState(): ExchangeABookState {
@@ -334,7 +394,10 @@ export class ExchangeABook extends LadderBook {
 
 /** Exchange B (Kalshi): one ticker's book from its 2.2 records. */
 export class ExchangeBBook extends LadderBook {
-  /** Applies one record; the observation for a snapshot or delta, null for a gap (or other). */
+  /**
+   * Applies one record; the observation for a snapshot or delta, null for a gap or a non-book
+   * record (`ticker`, `trade`), which leave the book as it is.
+   */
   apply(rec: ExchangeBRecord): Observation | null {
     switch (rec.type) {
       case 'snapshot':
@@ -368,27 +431,14 @@ export class ExchangeBBook extends LadderBook {
   private setLevels(levels: [string, string][], no: boolean): boolean {
     for (let k = 0; k < levels.length; k++) {
       const lv = levels[k]!;
-      const units = typeof lv[0] === 'string' ? readPrice(lv[0]) : -1;
-      if (units < 0) {
-        this.anomaly(`price ${JSON.stringify(lv[0])} is not in [0, 1] at 10^-6`);
-        return false;
-      }
-      const size = lv[1];
-      if (!isSizeText(size)) {
-        this.anomaly(`size ${JSON.stringify(size)} is not a canonical non-negative decimal`);
-        return false;
-      }
-      const i = this.index(units, readScratch.decimals);
-      const ladder = no ? this.comps : this.bids;
-      if (size === '0') ladder.delete(i);
-      else ladder.set(i, size);
+      if (!this.setLevel(lv[0], lv[1], no, false)) return false;
     }
     return true;
   }
 
   private delta(rec: ExchangeBRecord): void {
     const { price, delta, side } = rec;
-    // A null price payload: the book is unknown until the next snapshot (DESIGN §4 rule 4).
+    // A null price payload: the book is unknown until the next snapshot (docs/rules/summaries.md, rule 4).
     if (price === null || price === undefined || delta === null || delta === undefined) {
       this.forget();
       return;
@@ -397,18 +447,17 @@ export class ExchangeBBook extends LadderBook {
       this.anomaly(`delta side ${JSON.stringify(side)}`);
       return;
     }
-    const units = typeof price === 'string' ? readPrice(price) : -1;
-    if (units < 0) {
-      this.anomaly(`price ${JSON.stringify(price)} is not in [0, 1] at 10^-6`);
+    const units = this.priceUnits(price);
+    if (units < 0) return;
+    const decimals = readScratch.decimals;
+    const change = canonicalDelta(delta);
+    if (change === null) {
+      this.anomaly(`delta ${JSON.stringify(delta)} is not a decimal`);
       return;
     }
-    if (!isDeltaText(delta)) {
-      this.anomaly(`delta ${JSON.stringify(delta)} is not a canonical decimal`);
-      return;
-    }
-    const i = this.index(units, readScratch.decimals);
+    const i = this.index(units, decimals);
     const ladder = side === 'no' ? this.comps : this.bids;
-    const size = addSizes(ladder.sizes[i] ?? '0', delta);
+    const size = addSizes(ladder.sizes[i] ?? '0', change);
     if (isNonPositive(size)) ladder.delete(i);
     else ladder.set(i, size);
   }

@@ -1,4 +1,4 @@
-import { decimalFromParts, decimalToScaled, subtractDecimal } from '@booktape/venues';
+import { decimalFromParts, decimalToScaled, subtractDecimal } from '@booktape/decimal';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {

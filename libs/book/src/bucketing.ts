@@ -2,7 +2,7 @@ import { compareCanonical } from './fixed-point.ts';
 import type { Observation, Top } from './observation.ts';
 
 /**
- * Summary buckets from observations (DESIGN §4 rules 5–10). Pure.
+ * Summary buckets from observations (docs/rules/summaries.md, rules 5–10). Pure.
  *
  * Three steps that compose, so that serving can start from raw observations or from stored
  * pre-aggregated buckets alike:

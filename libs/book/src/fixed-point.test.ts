@@ -1,7 +1,18 @@
-import { addDecimal, canonicalDecimal, compareDecimal, decimalFromParts, decimalParts } from '@booktape/venues';
+import { addDecimal, canonicalDecimal, compareDecimal, decimalFromParts, decimalParts } from '@booktape/decimal';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { addSizes, compareCanonical, formatUnits, isDeltaText, isSizeText, msFromText, readPrice, readScratch, unitsText } from './fixed-point.ts';
+import {
+  addSizes,
+  canonicalDelta,
+  canonicalSize,
+  compareCanonical,
+  formatUnits,
+  isDeltaText,
+  msFromText,
+  readPrice,
+  readScratch,
+  unitsText,
+} from './fixed-point.ts';
 
 /** readPrice as units of 10^-6, or -1. */
 function priceMicros(text: string): number {
@@ -24,11 +35,14 @@ describe('readPrice', () => {
     ['0.000001', 1],
     ['1.000000000', 1_000_000],
     ['00.5', 500_000],
+    // Polymarket's documented book example writes ".48".
+    ['.48', 480_000],
+    ['.5', 500_000],
   ])('reads %s as %i micros', (text, micros) => {
     expect(priceMicros(text)).toBe(micros);
   });
 
-  it.each(['', '1.5', '2', '-0.1', '0.0000001', '1.', '.5', 'abc', '0.5 ', '1e-2', '0x1'])('rejects %j', (text) => {
+  it.each(['', '1.5', '2', '-0.1', '0.0000001', '1.', '.', '.5.', 'abc', '0.5 ', '1e-2', '0x1'])('rejects %j', (text) => {
     expect(priceMicros(text)).toBe(-1);
   });
 
@@ -130,16 +144,71 @@ describe('compareCanonical', () => {
 });
 
 describe('size validation', () => {
-  it('accepts canonical non-negative sizes and canonical signed deltas only', () => {
-    expect(['0', '20', '20.5', '219.217767'].every(isSizeText)).toBe(true);
-    expect(['-1', '20.50', '007', '', '1e3', ' 1'].some(isSizeText)).toBe(false);
+  it('accepts canonical signed deltas only', () => {
     expect(['-50', '0', '-0.25', '3'].every(isDeltaText)).toBe(true);
     expect(['-0', '+3', '1.0', null].some(isDeltaText)).toBe(false);
     fc.assert(
       fc.property(decimalArb(8, 10n ** 12n), (d) => {
         const c = canonicalDecimal(d);
         expect(isDeltaText(d)).toBe(c.ok && c.value === d);
-        expect(isSizeText(d)).toBe(!d.startsWith('-'));
+      }),
+    );
+  });
+});
+
+describe('venue size text', () => {
+  it('reads any non-negative decimal text as its canonical value, and nothing else', () => {
+    const cases: [string, string | null][] = [
+      ['309.00', '309'],
+      ['20.00', '20'],
+      ['0.50', '0.5'],
+      ['0.4200', '0.42'],
+      ['0.000', '0'],
+      ['007', '7'],
+      ['00.0100', '0.01'],
+      ['219.217767', '219.217767'],
+      ['0', '0'],
+      ['', null],
+      ['-1', null],
+      ['1.', null],
+      ['.5', '0.5'],
+      ['.50', '0.5'],
+      ['.', null],
+      ['1e3', null],
+      ['+1', null],
+      [' 1', null],
+      ['1 ', null],
+      ['1.2.3', null],
+    ];
+    for (const [text, want] of cases) expect([text, canonicalSize(text)]).toEqual([text, want]);
+    expect(canonicalSize(5)).toBeNull();
+    expect(canonicalSize(null)).toBeNull();
+  });
+
+  it('reads signed delta text ("-50.00") as its canonical value; "-0.00" is "0"', () => {
+    const cases: [string, string | null][] = [
+      ['-50.00', '-50'],
+      ['-0.00', '0'],
+      ['-0', '0'],
+      ['-007.50', '-7.5'],
+      ['12.10', '12.1'],
+      ['-', null],
+      ['--1', null],
+      ['+1.5', null],
+      ['-.5', '-0.5'],
+    ];
+    for (const [text, want] of cases) expect([text, canonicalDelta(text)]).toEqual([text, want]);
+  });
+
+  it('agrees with decimal.ts on every padded decimal, returning canonical text as is', () => {
+    fc.assert(
+      fc.property(decimalArb(8, 10n ** 12n), fc.nat({ max: 3 }), fc.nat({ max: 2 }), (d, trailing, leading) => {
+        const neg = d.startsWith('-');
+        const abs = neg ? d.slice(1) : d;
+        const text = `${neg ? '-' : ''}${'0'.repeat(leading)}${abs}${trailing === 0 ? '' : (abs.includes('.') ? '' : '.') + '0'.repeat(trailing)}`;
+        expect(canonicalDelta(text)).toBe(d);
+        expect(canonicalSize(text)).toBe(neg ? null : d);
+        if (text === d) expect(canonicalDelta(text)).toBe(text);
       }),
     );
   });

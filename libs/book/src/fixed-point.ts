@@ -1,4 +1,4 @@
-import { addDecimal } from '@booktape/venues';
+import { addDecimal } from '@booktape/decimal';
 
 /**
  * Exact fixed-point helpers for the hot paths of the book engine and the bucketing.
@@ -21,7 +21,7 @@ export const readScratch = { decimals: 0 };
 /**
  * A price in [0, 1] as integer units of 10^-decimals, `readScratch.decimals` being its
  * significant fraction digits (at most 6), or -1 when the text is not such a price:
- * `digits[.digits]`, nothing else (trailing fraction zeros are allowed). Hand-rolled, it runs
+ * `digits[.digits]` or `.digits`, nothing else (trailing fraction zeros are allowed). Hand-rolled, it runs
  * once per level of every book event; returning the price at its own scale lets the book
  * index it with one multiplication.
  */
@@ -29,9 +29,14 @@ export function readPrice(s: string): number {
   const n = s.length;
   if (n === 0 || n > 40) return -1;
   let c = s.charCodeAt(0);
-  if (c < 48 || c > 57) return -1;
-  let int = c - 48;
-  let i = 1;
+  let int = 0;
+  let i = 0;
+  // ".48": Polymarket's documented book example writes prices without the leading zero.
+  if (c !== 46) {
+    if (c < 48 || c > 57) return -1;
+    int = c - 48;
+    i = 1;
+  }
   for (; i < n; i++) {
     c = s.charCodeAt(i);
     if (c === 46) break;
@@ -178,16 +183,61 @@ function canonicalFrom(s: string, from: number): boolean {
   return c !== 48;
 }
 
-/** A size as records carry it: a canonical, non-negative decimal ("0" = no level). */
-export function isSizeText(s: unknown): s is string {
-  return typeof s === 'string' && canonicalFrom(s, 0);
-}
-
 /** A signed size change (exchange B delta): a canonical decimal. */
 export function isDeltaText(s: unknown): s is string {
   if (typeof s !== 'string') return false;
   if (s.charCodeAt(0) !== 45) return canonicalFrom(s, 0);
   return s !== '-0' && canonicalFrom(s, 1);
+}
+
+/**
+ * Canonical text of s[from..] when it is a non-negative decimal `digits[.digits]` in any
+ * form (leading or trailing zeros, as venues send "0.50", "20.00", "007"), else null. The
+ * slow path behind canonicalSize/canonicalDelta: raw records keep the venue's text.
+ */
+function normaliseFrom(s: string, from: number): string | null {
+  const n = s.length;
+  let i = from;
+  let intStart = -1; // first non-zero integer digit
+  let c = 0;
+  for (; i < n; i++) {
+    c = s.charCodeAt(i);
+    if (c < 48 || c > 57) break;
+    if (intStart < 0 && c !== 48) intStart = i;
+  }
+  // No integer digits is allowed only before a fraction (".5", as Polymarket documents it).
+  if (i === from && !(i < n && c === 46)) return null;
+  const intEnd = i;
+  let fracEnd = intEnd; // end of the fraction without its trailing zeros ('.' included)
+  if (i < n) {
+    if (c !== 46 || i + 1 === n) return null;
+    for (i++; i < n; i++) {
+      c = s.charCodeAt(i);
+      if (c < 48 || c > 57) return null;
+      if (c !== 48) fracEnd = i + 1;
+    }
+  }
+  const int = intStart < 0 ? '0' : s.slice(intStart, intEnd);
+  return fracEnd > intEnd ? int + s.slice(intEnd, fracEnd) : int;
+}
+
+/**
+ * A size as records carry it (venue text: "309.00", "0.50", "20"), as its canonical text,
+ * or null when it is not a non-negative decimal. Already-canonical text (most of it) is
+ * returned as is after one scan.
+ */
+export function canonicalSize(s: unknown): string | null {
+  if (typeof s !== 'string') return null;
+  return canonicalFrom(s, 0) ? s : normaliseFrom(s, 0);
+}
+
+/** A signed size change as records carry it ("-50.00"), canonical, or null when not a decimal. */
+export function canonicalDelta(s: unknown): string | null {
+  if (typeof s !== 'string') return null;
+  if (s.charCodeAt(0) !== 45) return canonicalFrom(s, 0) ? s : normaliseFrom(s, 0);
+  if (s !== '-0' && canonicalFrom(s, 1)) return s;
+  const abs = normaliseFrom(s, 1);
+  return abs === null ? null : abs === '0' ? '0' : `-${abs}`;
 }
 
 /** True when a canonical decimal is zero or negative. */

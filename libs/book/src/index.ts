@@ -4,3 +4,4 @@ export * from './bucketing.ts';
 export { MAX_PRICE_DECIMALS } from './fixed-point.ts';
 export * from './bucket-codec.ts';
 export * from './rollup.ts';
+export * from './checks.ts';

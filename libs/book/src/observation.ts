@@ -1,5 +1,5 @@
 /**
- * The top of a book after one book event (DESIGN §4 rule 3), as exact canonical decimal
+ * The top of a book after one book event (docs/rules/summaries.md, rule 3), as exact canonical decimal
  * strings. null where the side is empty or the book unknown (rule 4); `mid_price` and
  * `spread` only when both sides exist. Exchange B: `best_ask` = 1 − best NO bid, its size
  * that NO level's size.

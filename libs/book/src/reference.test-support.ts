@@ -5,33 +5,43 @@ import {
   compareDecimal,
   decimalFromParts,
   decimalParts,
-  isCanonicalDecimal,
   subtractDecimal,
-} from '@booktape/venues';
+} from '@booktape/decimal';
 import type { ExactBucket, Ohlc } from './bucketing.ts';
 import type { Observation } from './observation.ts';
 
 /**
- * A deliberately simple implementation of DESIGN §4 rules 1–10, for tests only: books are
+ * A deliberately simple implementation of docs/rules/summaries.md, rules 1–10, for tests only: books are
  * maps of price text → size text, the top is found by sorting on every query, arithmetic is
  * decimal.ts (BigInt), buckets are grouped in a map and walked one by one. Slow and obvious.
  *
  * It shares no code with the engine; it does share the engine's documented decisions for
  * input the rules do not cover: a price that is not a decimal in [0, 1] with at most six
- * fraction digits, a size that is not a canonical non-negative decimal, a delta that is not
- * a canonical decimal, or an unknown side makes the book unknown until the next snapshot;
- * a snapshot's repeated price takes its last entry.
+ * fraction digits, a size that is not a non-negative decimal `digits[.digits]` or `.digits`, a delta
+ * that is not `[-]digits[.digits]` or `[-].digits`, or an unknown side makes the book unknown until the next
+ * snapshot; a snapshot's repeated price takes its last entry. Venue text in any form
+ * ("0.50", "20.00") is read as its value; observations are canonical.
  */
 
 function validPrice(p: unknown): p is string {
-  if (typeof p !== 'string' || !/^\d+(\.\d+)?$/.test(p)) return false;
+  if (typeof p !== 'string' || !/^(\d+(\.\d+)?|\.\d+)$/.test(p)) return false;
   const c = canonicalDecimal(p);
   if (!c.ok) return false;
   return compareDecimal(c.value, '0') >= 0 && compareDecimal(c.value, '1') <= 0 && decimalParts(c.value).scale <= 6;
 }
 
 function validSize(s: unknown): s is string {
-  return typeof s === 'string' && isCanonicalDecimal(s) && !s.startsWith('-');
+  return typeof s === 'string' && /^(\d+(\.\d+)?|\.\d+)$/.test(s);
+}
+
+function validDelta(s: unknown): s is string {
+  return typeof s === 'string' && /^-?(\d+(\.\d+)?|\.\d+)$/.test(s);
+}
+
+function canonical(s: string): string {
+  const c = canonicalDecimal(s);
+  if (!c.ok) throw new Error(`unreachable: ${s}`);
+  return c.value;
 }
 
 class RefBook {
@@ -53,8 +63,9 @@ class RefBook {
     }
     const key = canonicalDecimal(price);
     if (!key.ok) throw new Error('unreachable');
-    if (size === '0') side.delete(key.value);
-    else side.set(key.value, size);
+    const value = canonical(size);
+    if (value === '0') side.delete(key.value);
+    else side.set(key.value, value);
     return true;
   }
 }
@@ -136,13 +147,13 @@ export function referenceObservationsB(records: readonly ExchangeBRecord[]): Obs
     } else if (rec.type === 'delta') {
       if (book.known) {
         if (rec.price == null || rec.delta == null) book.forget();
-        else if ((rec.side !== 'yes' && rec.side !== 'no') || !validPrice(rec.price) || !isCanonicalDecimal(rec.delta)) {
+        else if ((rec.side !== 'yes' && rec.side !== 'no') || !validPrice(rec.price) || !validDelta(rec.delta)) {
           book.forget();
         } else {
           const side = rec.side === 'yes' ? book.bids : book.asks;
           const price = canonicalDecimal(rec.price);
           if (!price.ok) throw new Error('unreachable');
-          const size = addDecimal(side.get(price.value) ?? '0', rec.delta);
+          const size = addDecimal(side.get(price.value) ?? '0', canonical(rec.delta));
           if (compareDecimal(size, '0') <= 0) side.delete(price.value);
           else side.set(price.value, size);
         }

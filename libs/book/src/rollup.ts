@@ -1,10 +1,10 @@
 import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
-import { ExchangeABook, ExchangeBBook } from './book-engine.ts';
+import { ExchangeABook, ExchangeBBook, type ChangeHook } from './book-engine.ts';
 import { aggregateObservations, mergeBuckets, type ExactBucket } from './bucketing.ts';
 import type { Observation } from './observation.ts';
 
 /**
- * What the rollup worker stores and the API reads back (DESIGN §4 rule 10): observed
+ * What the rollup worker stores and the API reads back (docs/rules/summaries.md, rule 10): observed
  * buckets at a ladder of resolutions, each derived from the 1 s buckets by `mergeBuckets`,
  * so that any resolution R from 1 to 3600 s is answered by merging the stored level
  * `ladderFor(R)` (the largest level dividing R) instead of replaying events.
@@ -18,7 +18,7 @@ export const LADDER: readonly number[] = Object.freeze([1, 5, 10, 15, 30, 60, 30
  * Bumped whenever the engine's output for the same events changes (a fixed rule, a parser
  * fix): stored rows record it, and rows of an older version are re-derived by the sweep.
  */
-export const ENGINE_VERSION = 1;
+export const ENGINE_VERSION = 2; // 2: canonical sizes from venue text, per-day cross-checks
 
 export const HOUR_MS = 3_600_000;
 
@@ -65,8 +65,11 @@ export type BookRecord = ExchangeAEvent | ExchangeBRecord;
 
 /** One asset's book of either venue behind one interface. */
 export interface AnyBook {
-  apply(r: BookRecord): Observation | null;
+  /** `onChange` (exchange A only; B ignores it) sees the top after each applied price_change entry. */
+  apply(r: BookRecord, onChange?: ChangeHook): Observation | null;
   lastObservation(): Observation | null;
+  /** Whether the book is known now (a snapshot since the last unknown-making event). */
+  isKnown(): boolean;
   toState(): unknown;
   anomalies: number;
   lastAnomaly: string | null;

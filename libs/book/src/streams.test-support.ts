@@ -1,11 +1,13 @@
 import type { ExchangeAEvent, ExchangeBRecord, PriceChange, PriceLevel } from '@booktape/domain';
-import { decimalFromParts, subtractDecimal } from '@booktape/venues';
+import { decimalFromParts, subtractDecimal } from '@booktape/decimal';
 import fc from 'fast-check';
 
 /**
  * Random record streams for property tests: both venues, in serving order, with snapshots,
- * changes, removals, same-millisecond events, duplicates, B gaps and null payloads, rare
- * invalid records, quiet periods and several UTC days. Prices come from a small per-stream
+ * changes, removals, same-millisecond events, duplicates, B gaps and null payloads, B non-book
+ * records, rare invalid records, quiet periods and several UTC days. Prices, sizes and deltas
+ * are sometimes in the venue's non-canonical text ("0.50", "20.00", "-50.00"), as raw
+ * records keep it. Prices come from a small per-stream
  * grid so that changes hit existing levels; the grid's tick is 0.01, 0.001 or 0.0001, so a
  * stream may also refine the tick mid-way.
  */
@@ -26,18 +28,32 @@ const dtArb = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 900_000, max: 40 * 3_600_000 }) },
 );
 
-const sizeArb = fc.oneof(
-  { weight: 2, arbitrary: fc.constant('0') },
-  { weight: 4, arbitrary: fc.integer({ min: 1, max: 5_000 }).map(String) },
-  {
-    weight: 4,
-    arbitrary: fc.tuple(fc.integer({ min: 1, max: 900_000_000 }), fc.integer({ min: 1, max: 6 })).map(([u, s]) => dec(u, s)),
-  },
+/** A decimal's text with `zeros` trailing fraction zeros added, as venues send "20.00" (or ".4800"). */
+function padded(text: string, zeros: number): string {
+  if (zeros <= 0) return text;
+  // Sometimes without the leading zero, as Polymarket's documentation writes prices (".48").
+  if (zeros === 3 && text.startsWith('0.')) return `${text.slice(1)}00`;
+  return text.includes('.') ? text + '0'.repeat(zeros) : `${text}.${'0'.repeat(zeros)}`;
+}
+
+/** Mostly canonical, one in four with 1–3 trailing zeros. */
+const venueText = (arb: fc.Arbitrary<string>): fc.Arbitrary<string> =>
+  fc.tuple(arb, fc.integer({ min: -8, max: 3 })).map(([t, z]) => padded(t, z));
+
+const sizeArb = venueText(
+  fc.oneof(
+    { weight: 2, arbitrary: fc.constant('0') },
+    { weight: 4, arbitrary: fc.integer({ min: 1, max: 5_000 }).map(String) },
+    {
+      weight: 4,
+      arbitrary: fc.tuple(fc.integer({ min: 1, max: 900_000_000 }), fc.integer({ min: 1, max: 6 })).map(([u, s]) => dec(u, s)),
+    },
+  ),
 );
 
-const deltaArb = fc
-  .tuple(fc.integer({ min: -3_000, max: 3_000 }), fc.integer({ min: 0, max: 2 }))
-  .map(([u, s]) => dec(u, s));
+const deltaArb = venueText(
+  fc.tuple(fc.integer({ min: -3_000, max: 3_000 }), fc.integer({ min: 0, max: 2 })).map(([u, s]) => dec(u, s)),
+);
 
 /**
  * A price grid: tick 10^-d, up to 21 prices around a centre, clipped to [0, 1], ascending.
@@ -48,15 +64,23 @@ export interface Grid {
   prices: string[];
 }
 
-function bidPrice(grid: Grid, p: Pick): string {
+// One pick in nine has its price in venue text with trailing zeros ("0.50").
+const pricePad = (p: Pick): number => (p % 9 === 4 ? 1 + (p % 2) : 0);
+
+function gridBid(grid: Grid, p: Pick): string {
   const n = grid.prices.length;
   return grid.prices[p % 25 === 0 ? p % n : p % Math.ceil(n * 0.5)]!;
 }
 
-function askPrice(grid: Grid, p: Pick): string {
+function gridAsk(grid: Grid, p: Pick): string {
   const n = grid.prices.length;
   return grid.prices[p % 25 === 0 ? p % n : n - 1 - (p % Math.ceil(n * 0.5))]!;
 }
+
+const bidPrice = (grid: Grid, p: Pick): string => padded(gridBid(grid, p), pricePad(p));
+const askPrice = (grid: Grid, p: Pick): string => padded(gridAsk(grid, p), pricePad(p));
+/** Exchange B NO bid whose ask (1 − price) is askPrice's. */
+const noPrice = (grid: Grid, p: Pick): string => padded(subtractDecimal('1', gridAsk(grid, p)), pricePad(p));
 
 const gridArb: fc.Arbitrary<Grid> = fc
   .tuple(fc.constantFrom(2, 2, 3, 4), fc.double({ min: 0, max: 1, noNaN: true }), fc.integer({ min: 1, max: 5 }))
@@ -73,7 +97,7 @@ function advance(ts: number, dt: number): number {
 }
 
 const INVALID_PRICES = ['1.5', '0.0000001', '-0.1', '2', 'abc'];
-const INVALID_SIZES = ['-3', '1.50', '007', ''];
+const INVALID_SIZES = ['-3', '1.', '.', '', '1e3', '+1', ' 1'];
 
 type Pick = number; // an index into the grid, taken modulo its length
 const pickArb = fc.nat({ max: 1_000 });
@@ -157,6 +181,7 @@ type BOp =
   | { dt: number; kind: 'snapshot'; yes: [Pick, string][] | null; no: [Pick, string][] | null }
   | { dt: number; kind: 'delta'; side: 'yes' | 'no'; price: Pick | null; delta: string | null }
   | { dt: number; kind: 'gap' }
+  | { dt: number; kind: 'other'; which: 'ticker' | 'trade' }
   | { dt: number; kind: 'dup' }
   | { dt: number; kind: 'bad'; which: number };
 
@@ -175,6 +200,7 @@ const bOpArb: fc.Arbitrary<BOp> = fc.oneof(
     }),
   },
   { weight: 2, arbitrary: fc.record({ dt: dtArb, kind: fc.constant('gap' as const) }) },
+  { weight: 1, arbitrary: fc.record({ dt: dtArb, kind: fc.constant('other' as const), which: fc.constantFrom('ticker' as const, 'trade' as const) }) },
   { weight: 2, arbitrary: fc.record({ dt: fc.constant(0), kind: fc.constant('dup' as const) }) },
   { weight: 1, arbitrary: fc.record({ dt: dtArb, kind: fc.constant('bad' as const), which: fc.nat({ max: 99 }) }) },
 );
@@ -184,7 +210,7 @@ export const exchangeBStreamArb: fc.Arbitrary<ExchangeBRecord[]> = fc
   .tuple(gridArb, fc.integer({ min: 0, max: 86_399_999 }), fc.array(bOpArb, { maxLength: 150, size: 'max' }))
   .map(([grid, offset, ops]) => {
     const yesPrice = (p: Pick): string => bidPrice(grid, p);
-    const noPrice = (p: Pick): string => subtractDecimal('1', askPrice(grid, p));
+    const no = (p: Pick): string => noPrice(grid, p);
     const out: ExchangeBRecord[] = [];
     let ts = T0 + offset;
     let seq = 0;
@@ -195,15 +221,18 @@ export const exchangeBStreamArb: fc.Arbitrary<ExchangeBRecord[]> = fc
         l === null ? null : l.map(([p, s]) => [price(p), s]);
       switch (op.kind) {
         case 'snapshot':
-          out.push({ ...base, type: 'snapshot', yes: lv(op.yes, yesPrice), no: lv(op.no, noPrice) });
+          out.push({ ...base, type: 'snapshot', yes: lv(op.yes, yesPrice), no: lv(op.no, no) });
           break;
         case 'delta': {
-          const price = op.price === null ? null : op.side === 'yes' ? yesPrice(op.price) : noPrice(op.price);
+          const price = op.price === null ? null : op.side === 'yes' ? yesPrice(op.price) : no(op.price);
           out.push({ ...base, type: 'delta', side: op.side, price, delta: op.delta });
           break;
         }
         case 'gap':
           out.push({ ...base, type: 'gap', expected_seq: seq - 1 });
+          break;
+        case 'other':
+          out.push({ ...base, type: op.which, data: { yes_bid_dollars: '0.4200', count: 3 } });
           break;
         case 'dup': {
           const prev = out[out.length - 1];
@@ -213,7 +242,7 @@ export const exchangeBStreamArb: fc.Arbitrary<ExchangeBRecord[]> = fc
         case 'bad': {
           const w = op.which;
           if (w % 3 === 0) out.push({ ...base, type: 'delta', side: 'yes', price: INVALID_PRICES[w % INVALID_PRICES.length]!, delta: '5' });
-          else if (w % 3 === 1) out.push({ ...base, type: 'delta', side: 'no', price: noPrice(w), delta: '1.50' });
+          else if (w % 3 === 1) out.push({ ...base, type: 'delta', side: 'no', price: no(w), delta: w % 2 === 0 ? '+1.5' : '--1' });
           else out.push({ ...base, type: 'snapshot', yes: [[yesPrice(w), INVALID_SIZES[w % INVALID_SIZES.length]!]], no: [] });
           break;
         }

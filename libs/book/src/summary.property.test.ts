@@ -1,5 +1,5 @@
 import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
-import { canonicalDecimal } from '@booktape/venues';
+import { canonicalDecimal } from '@booktape/decimal';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ExchangeABook, ExchangeBBook } from './book-engine.ts';
@@ -93,6 +93,29 @@ describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the re
       }),
       { numRuns: 400 },
     );
+  });
+
+  it('observes and stores canonical decimals whatever venue text the records carry', () => {
+    const canonical = (v: unknown): boolean => {
+      if (v === null) return true;
+      const c = canonicalDecimal(v);
+      return c.ok && c.value === v;
+    };
+    let padded = 0;
+    fc.assert(
+      fc.property(streamArb(venue), (records) => {
+        if (/"(size|price|delta)":"[0-9.-]*\.[0-9]*0"|"[0-9.]+\.[0-9]*0"\]/.test(JSON.stringify(records))) padded++;
+        const book = newBook(venue);
+        for (const o of run(book, records)) {
+          for (const f of ['best_bid', 'best_bid_size', 'best_ask', 'best_ask_size', 'mid_price', 'spread'] as const) expect(canonical(o[f])).toBe(true);
+        }
+        const state = book.toState() as Record<string, unknown>;
+        const levels = [...((state['bids'] ?? state['yes']) as string[]), ...((state['asks'] ?? state['no']) as string[])];
+        expect(levels.filter((t) => !canonical(t))).toEqual([]);
+      }),
+      { numRuns: 200 },
+    );
+    expect(padded).toBeGreaterThan(20); // the streams do carry venue text
   });
 
   it('restored from serialised state at any record, continues exactly as a straight run', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseEnv } from './env.ts';
+import { z } from 'zod';
+import { ConfigError, envInt, envUrl, parseEnv } from './env.ts';
 import { platformConfig, platformEnvSchema } from './platform.ts';
 
 describe('platform configuration', () => {
@@ -29,5 +30,35 @@ describe('platform configuration', () => {
     expect(cfg.clickhouse.url).toBe('https://ch.example:8443');
     expect(cfg.redisUrl).toBe('redis://127.0.0.1:16379');
     expect(cfg.clickhouse.embeddedPath).toBe('/tmp/bt/clickhouse');
+  });
+
+  it('never shows a secret in a configuration error, and hides the password of a URL', () => {
+    const schema = z.object({
+      STRIPE_SECRET_KEY: z.string().startsWith('sk_'),
+      ADMIN_TOKEN: z.string().min(40),
+      EXCHANGE_B_PRIVATE_KEY: z.string().startsWith('-----BEGIN'),
+      CLICKHOUSE_PASSWORD: z.string().max(3),
+      REDIS_URL: envUrl(undefined, ['redis']),
+      WORKER_ID: envInt(1, 0, 10),
+    });
+    const env = {
+      STRIPE_SECRET_KEY: 'rk_live_hunter2secret',
+      ADMIN_TOKEN: 'tok-hunter2',
+      EXCHANGE_B_PRIVATE_KEY: 'MIIEhunter2',
+      CLICKHOUSE_PASSWORD: 'hunter2hunter2',
+      REDIS_URL: 'http://admin:hunter2@redis.internal:6379',
+      WORKER_ID: '99',
+    };
+    let msg = '';
+    try {
+      parseEnv(schema, env);
+    } catch (e) {
+      msg = (e as Error).message;
+    }
+    for (const name of Object.keys(env)) expect(msg).toContain(name);
+    expect(msg).not.toContain('hunter2');
+    // What is not secret is still shown, to help fix it.
+    expect(msg).toContain('"99"');
+    expect(msg).toContain('redis.internal');
   });
 });

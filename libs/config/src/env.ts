@@ -18,9 +18,24 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv 
   const issues = result.error.issues.map((i) => {
     const name = i.path.join('.') || '(environment)';
     const value = i.path.length === 1 ? env[String(i.path[0])] : undefined;
-    return `${name}: ${i.message}${value === undefined ? '' : ` (got ${JSON.stringify(value)})`}`;
+    const shown = value === undefined ? undefined : shownValue(name, value);
+    return `${name}: ${i.message}${shown === undefined ? '' : ` (got ${shown})`}`;
   });
   throw new ConfigError(issues);
+}
+
+/** Names of variables that hold secrets: their values never reach a message or a log. */
+const SECRET_NAME = /SECRET|PASSWORD|PASSWD|TOKEN|PRIVATE|CREDENTIAL|(^|_)KEY(_|$)/i;
+
+/**
+ * What a configuration error may show of a rejected value: nothing for a secret's name;
+ * for anything else its text, with the user-info part of a URL-like value (`user:pass@`)
+ * replaced, since connection URLs carry passwords. Configuration errors end up in logs.
+ */
+function shownValue(name: string, value: string): string | undefined {
+  if (SECRET_NAME.test(name)) return undefined;
+  const redacted = redactUrl(value);
+  return JSON.stringify(redacted.length > 200 ? `${redacted.slice(0, 200)}…` : redacted);
 }
 
 /** Helpers for env values, which are always strings. Empty strings count as unset. */
@@ -74,3 +89,8 @@ export const envUrl = (def: string | undefined, protocols: string[]) =>
       .optional()
       .transform((v) => v ?? def),
   ) as unknown as z.ZodType<string | undefined>;
+
+/** A connection URL (or URL-like text) fit for a message: its user-info (`user:pass@`) replaced. */
+export function redactUrl(value: string): string {
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^@]*@/i, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
+}

@@ -11,6 +11,8 @@ import { dataDir } from './paths.ts';
 export const platformEnvSchema = z.object({
   BOOKTAPE_DATA_DIR: envOptional(),
   LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
+  /** json or pretty; unset: pretty when stdout is a terminal, JSON lines otherwise (see createLogger). */
+  LOG_FORMAT: z.preprocess((v) => (typeof v === 'string' ? v.trim().toLowerCase() || undefined : v), z.enum(['json', 'pretty']).optional()),
   CLICKHOUSE_URL: envUrl(undefined, ['http', 'https']),
   CLICKHOUSE_USER: envOptional(),
   CLICKHOUSE_PASSWORD: envOptional(),

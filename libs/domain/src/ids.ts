@@ -22,6 +22,35 @@ export function isoMs(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+/**
+ * The last date and instant the store can hold: ClickHouse `Date` (the raw tables' date
+ * partition) ends on 2149-06-06, and a later value would wrap around inside the engine and
+ * be stored under a wrong date. Later event times are refused (dead-lettered) with a reason.
+ */
+export const MAX_EVENT_DATE = '2149-06-06';
+export const MAX_EVENT_MS = Date.UTC(2149, 5, 6, 23, 59, 59, 999);
+
+/**
+ * The latest receive time the ingest sequence can number (received_ms · 2^23 must fit a
+ * UInt64: before 2^41 ms, 2039-09-07T15:47:35.551Z). See libs/venues/src/sequencer.ts.
+ */
+export const MAX_RECEIVED_MS = 2 ** 41 - 1;
+
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+/**
+ * Why `v` (named `field` in the message) is not a receive time capture could have stamped,
+ * or null when it is one: ISO 8601 with a zone, 1970..MAX_RECEIVED_MS. What comes from a
+ * capture file or Kafka is checked with it: a later time cannot be numbered, and the engine
+ * would store a time outside its DateTime64 range as another one, without a word.
+ */
+export function receiveTimeError(field: string, v: unknown): string | null {
+  if (typeof v !== 'string' || !ISO_8601.test(v) || !Number.isFinite(Date.parse(v))) return `${field} is not an ISO 8601 time: ${JSON.stringify(v ?? null)}`;
+  const ms = Date.parse(v);
+  if (ms < 0 || ms > MAX_RECEIVED_MS) return `${field} ${v} is outside 1970..${isoMs(MAX_RECEIVED_MS)}, the receive times the ingest sequence numbers`;
+  return null;
+}
+
 /** The UTC date (YYYY-MM-DD) of a Unix-milliseconds instant: the date partition of a record. */
 export function utcDate(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);

@@ -1,2 +1,3 @@
 export * from './records.ts';
 export * from './ids.ts';
+export * from './catalogue.ts';

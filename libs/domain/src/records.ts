@@ -7,19 +7,33 @@
  * or a re-consumed Kafka batch stores nothing twice.
  */
 
+import { receiveTimeError } from './ids.ts';
+
 export type Venue = 'exchange-a' | 'exchange-b';
 export const VENUES: readonly Venue[] = ['exchange-a', 'exchange-b'];
 
-/** A price level as the interface shows it: exact decimal strings, never floats. */
+/**
+ * A price level as the interface shows it: decimal strings exactly as the venue sent them
+ * ("0.50" stays "0.50"; a JSON number becomes its shortest decimal text). Never floats.
+ * The book engine normalises internally; raw records keep the venue's text.
+ */
 export interface PriceLevel {
   price: string;
   size: string;
 }
 
+/**
+ * One changed level. Since 2025-09-15 every entry of a `price_change` list carries its own
+ * `hash` and the venue's `best_bid` / `best_ask` after it: a claim the rollup checks against
+ * the rebuilt book (docs/rules/data.md, cross-checks). Kept per entry, as received.
+ */
 export interface PriceChange {
   price: string;
   side: 'BUY' | 'SELL';
   size: string;
+  hash?: string;
+  best_bid?: string;
+  best_ask?: string;
 }
 
 /**
@@ -42,12 +56,16 @@ export interface ExchangeAEvent {
 
 /**
  * Exchange B (Kalshi) raw record, interface section 2.2, without lineage.
- * Prices are dollars and sizes contracts, both canonical decimal strings.
- * `type`: `snapshot`, `delta`, or `gap` (capture saw a `seq` gap on the subscription, so the
- * book of this ticker is unknown until the next snapshot; see DESIGN §4 rule 4).
+ * Prices are dollars and sizes contracts, decimal strings as the venue sent them where it
+ * sent dollar strings (`"0.4200"`, `"20.00"`); legacy integer cents become dollars.
+ * `type`: `snapshot`, `delta`, `gap` (capture saw a `seq` gap on the subscription, so the
+ * book of this ticker is unknown until the next snapshot; see docs/rules/summaries.md, rule 4), or a
+ * non-book message of another channel (`ticker`, `trade`), stored with its `msg` in `data`.
  */
+export type ExchangeBRecordType = 'snapshot' | 'delta' | 'gap' | 'ticker' | 'trade';
+
 export interface ExchangeBRecord {
-  type: 'snapshot' | 'delta' | 'gap';
+  type: ExchangeBRecordType;
   ticker: string; // upper-case
   timestamp: string; // ISO 8601 with offset: the capture's receive time, the event time for B
   epoch_ms: number; // the same instant in Unix milliseconds
@@ -65,6 +83,8 @@ export interface ExchangeBRecord {
   market_id?: string | null;
   /** gap: the seq capture expected and the one that arrived. */
   expected_seq?: number;
+  /** ticker / trade: the venue's `msg` as received (minus nothing). */
+  data?: Record<string, unknown>;
 }
 
 /** Lineage common to both venues' stored records. */
@@ -78,7 +98,11 @@ export interface Lineage {
    * A replayed capture file therefore yields the same sequence numbers it had live.
    */
   ingest_seq: string; // UInt64 as a decimal string (exceeds 2^53)
-  /** Deterministic identity used for deduplication (venue hash for A, content hash for B). */
+  /**
+   * Deterministic identity used for deduplication: A, a hash of the venue hash with the event's
+   * content and time (one venue hash can carry different changes); B, a hash of the receive
+   * time, sid, seq and content. A byte-identical re-send yields the same id.
+   */
   dedup_id: string;
 }
 
@@ -92,7 +116,10 @@ export interface ExchangeBMessage extends Lineage {
   record: ExchangeBRecord;
 }
 
-/** What capture produces to Kafka, one message per record, keyed by market. */
+/**
+ * One record as capture produces it. Kafka carries the records of one market and frame
+ * together, as one JSON array keyed by market (message-codec in libs/messaging).
+ */
 export type RawMessage = ExchangeAMessage | ExchangeBMessage;
 
 export function marketKey(m: RawMessage): string {
@@ -117,14 +144,50 @@ export interface CaptureGap {
   markets: string[];
 }
 
-/** One line of a capture file (DESIGN §6). */
+/**
+ * A capture gap from outside (a Kafka message, a capture file line), checked field by field:
+ * what the gaps table would refuse forever, or store as something else, is an error.
+ * A missing `ended_at` is an open gap.
+ */
+export function parseCaptureGap(v: unknown): { gap: CaptureGap } | { error: string } {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { error: `a JSON ${v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v}, not an object` };
+  const g = v as Record<string, unknown>;
+  const { venue, connection_id, reason, started_at, markets } = g;
+  const ended_at = g['ended_at'] ?? null;
+  if (!VENUES.includes(venue as Venue)) return { error: `unknown venue ${JSON.stringify(venue ?? null)}` };
+  if (typeof connection_id !== 'string' || connection_id === '') return { error: 'connection_id missing or not a string' };
+  if (typeof reason !== 'string') return { error: 'reason missing or not a string' };
+  const time = receiveTimeError('started_at', started_at) ?? (ended_at === null ? null : receiveTimeError('ended_at', ended_at));
+  if (time !== null) return { error: time };
+  if (!Array.isArray(markets) || !markets.every((m) => typeof m === 'string')) return { error: 'markets is not a list of strings' };
+  return { gap: { venue: venue as Venue, connection_id, started_at: started_at as string, ended_at: ended_at as string | null, reason, markets: markets as string[] } };
+}
+
+/**
+ * A connection boundary in a capture file: sequence state (exchange B `sid`/`seq`) belongs
+ * to a connection, so replay resets it here (and at the start of every file).
+ */
+export interface CaptureBoundary {
+  kind: 'connect' | 'disconnect';
+  connection_id: string;
+  reason?: string;
+}
+
+/**
+ * One line of a capture file (docs/rules/capture-files.md): a websocket frame; or (no `frame`) a connection
+ * boundary `{"venue","received_at","boundary":{…}}`; or a capture gap as capture reported it
+ * live `{"venue","received_at","gap":{…CaptureGap}}`, so that a replayed file reproduces the
+ * coverage (disconnects) the live capture recorded.
+ */
 export interface CaptureLine {
   venue: Venue;
   received_at: string;
-  frame: unknown;
+  frame?: unknown;
+  boundary?: CaptureBoundary;
+  gap?: CaptureGap;
 }
 
-/** Event time in Unix ms (DESIGN §3): A, the venue's timestamp; B, the capture's receive time. */
+/** Event time in Unix ms (docs/rules/data.md): A, the venue's timestamp; B, the capture's receive time. */
 export function eventTimeMs(m: RawMessage): number {
   return m.venue === 'exchange-a' ? Number(m.event.timestamp) : m.record.epoch_ms;
 }

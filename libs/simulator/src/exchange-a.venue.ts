@@ -1,10 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 import { NO, YES, type BinaryBook } from './binary-book.ts';
 import { priceShort, sizeShort } from './format.ts';
-import type { SimMarketA, World } from './world.ts';
-import { ActiveList, GARBAGE_FRAMES, type VenueCounters } from './venue-common.ts';
+import { ExchangeAConnection, type SimMarketA, type World } from './world.ts';
+import { ActiveList, VenueEndpoint, type VenueCounters } from './venue-common.ts';
 
 /**
  * Exchange A (Polymarket CLOB market channel) endpoint: books on subscribe, then
@@ -26,78 +26,47 @@ const MASK_YES = 1;
 const MASK_NO = 2;
 const MASK_BOTH = 3;
 
-export class ExchangeAConnection {
-  readonly assets = new Set<string>();
-  pending: string[] = [];
-  dirty = false;
-
-  constructor(
-    readonly id: number,
-    readonly ws: WebSocket,
-    readonly socket: Duplex,
-    public lastPingAt: number,
-  ) {}
-}
-
-export class ExchangeAVenue {
+export class ExchangeAVenue extends VenueEndpoint<ExchangeAConnection> {
   readonly active = new ActiveList<SimMarketA>();
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, clientTracking: false });
-  private readonly conns = new Set<ExchangeAConnection>();
-  private dirty: ExchangeAConnection[] = [];
-  private nextId = 1;
-  private garbageIndex = 0;
 
   constructor(
     private readonly world: World,
     private readonly opts: ExchangeAVenueOptions,
-    readonly counters: VenueCounters,
-  ) {}
+    counters: VenueCounters,
+  ) {
+    super(counters, opts.slowConsumerBytes);
+  }
 
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, socket));
+    this.accept(req, socket, head);
   }
 
-  private onConnection(ws: WebSocket, socket: Duplex): void {
-    const conn = new ExchangeAConnection(this.nextId++, ws, socket, this.opts.now());
-    this.conns.add(conn);
-    this.counters.connections++;
-    this.counters.connectionsTotal++;
-    ws.on('message', (data, isBinary) => this.onMessage(conn, data, isBinary));
-    ws.on('error', () => undefined); // a reset client is normal here; 'close' follows
-    ws.on('close', () => {
-      this.conns.delete(conn);
-      this.counters.connections--;
-      for (const asset of conn.assets) this.setMask(conn, asset, false);
-      conn.assets.clear();
-      conn.pending = [];
-    });
+  protected override open(id: number, ws: WebSocket, socket: Duplex): ExchangeAConnection {
+    return new ExchangeAConnection(id, ws, socket, this.opts.now());
   }
 
-  private sendNow(conn: ExchangeAConnection, text: string, events: number): void {
-    if (conn.ws.readyState !== WebSocket.OPEN) return;
-    conn.ws.send(text);
-    this.counters.frames++;
-    this.counters.bytes += text.length;
-    this.counters.events += events;
+  protected override release(conn: ExchangeAConnection): void {
+    for (const asset of conn.assets) this.setMask(conn, asset, false);
+    conn.assets.clear();
   }
 
-  private onMessage(conn: ExchangeAConnection, data: RawData, isBinary: boolean): void {
+  protected override onMessage(conn: ExchangeAConnection, data: RawData, isBinary: boolean): void {
     const text = isBinary ? '' : data.toString();
     if (text === 'PING') {
       conn.lastPingAt = this.opts.now();
-      if (!this.opts.isStalled()) this.sendNow(conn, 'PONG', 0);
+      if (!this.opts.isStalled()) this.send(conn, 'PONG', 0);
       return;
     }
     let msg: unknown;
     try {
       msg = JSON.parse(text);
     } catch {
-      this.sendNow(conn, 'INVALID OPERATION', 0);
+      this.send(conn, 'INVALID OPERATION', 0);
       return;
     }
     const m = msg as { assets_ids?: unknown; operation?: unknown; type?: unknown };
     if (!Array.isArray(m.assets_ids) || !m.assets_ids.every((x) => typeof x === 'string')) {
-      this.sendNow(conn, 'INVALID OPERATION', 0);
+      this.send(conn, 'INVALID OPERATION', 0);
       return;
     }
     const ids = m.assets_ids as string[];
@@ -108,7 +77,7 @@ export class ExchangeAVenue {
     }
     const type = typeof m.type === 'string' ? m.type.toLowerCase() : undefined;
     if (op !== 'subscribe' && type !== 'market') {
-      this.sendNow(conn, 'INVALID OPERATION', 0);
+      this.send(conn, 'INVALID OPERATION', 0);
       return;
     }
     // Subscribe: the venue answers with the current book of every known requested asset.
@@ -123,7 +92,7 @@ export class ExchangeAVenue {
       this.setMask(conn, id, true);
       books.push(this.bookText(hit[0], hit[1], ts));
     }
-    this.sendNow(conn, `[${books.join(',')}]`, books.length);
+    this.send(conn, `[${books.join(',')}]`, books.length);
   }
 
   private setMask(conn: ExchangeAConnection, asset: string, on: boolean): void {
@@ -268,41 +237,23 @@ export class ExchangeAVenue {
     for (const [conn, mask] of m.subscribers) {
       const list = mask === MASK_BOTH ? full : mask === MASK_YES ? yesOnly : noOnly;
       if (list === null) continue;
-      for (const s of list) conn.pending.push(s);
-      if (!conn.dirty) {
-        conn.dirty = true;
-        this.dirty.push(conn);
-      }
+      for (const s of list) this.queue(conn, s);
     }
   }
 
-  /** Sends what this tick queued: events batched into arrays of up to maxEventsPerFrame. */
-  flush(): void {
+  /** A tick's events go out batched into arrays of up to maxEventsPerFrame. */
+  protected override write(conn: ExchangeAConnection, p: string[]): void {
     const max = this.opts.maxEventsPerFrame;
-    for (const conn of this.dirty) {
-      conn.dirty = false;
-      const p = conn.pending;
-      conn.pending = [];
-      const ws = conn.ws;
-      if (ws.readyState !== WebSocket.OPEN) continue;
-      if (ws.bufferedAmount > this.opts.slowConsumerBytes) {
-        // The venue closes slow consumers with 1013.
-        ws.close(1013, 'slow consumer');
-        setTimeout(() => ws.terminate(), 2000).unref();
-        continue;
-      }
-      conn.socket.cork();
-      for (let i = 0; i < p.length; i += max) {
-        const end = Math.min(p.length, i + max);
-        const text = end - i === 1 ? (p[i] as string) : `[${p.slice(i, end).join(',')}]`;
-        ws.send(text);
-        this.counters.frames++;
-        this.counters.bytes += text.length;
-      }
-      this.counters.events += p.length;
-      conn.socket.uncork();
+    conn.socket.cork();
+    for (let i = 0; i < p.length; i += max) {
+      const end = Math.min(p.length, i + max);
+      const text = end - i === 1 ? (p[i] as string) : `[${p.slice(i, end).join(',')}]`;
+      conn.ws.send(text);
+      this.counters.frames++;
+      this.counters.bytes += text.length;
     }
-    this.dirty = [];
+    this.counters.events += p.length;
+    conn.socket.uncork();
   }
 
   /** The venue drops, without a close frame, connections that stopped sending PING. */
@@ -310,21 +261,5 @@ export class ExchangeAVenue {
     for (const conn of this.conns) {
       if (now - conn.lastPingAt > this.opts.idleMs) conn.ws.terminate();
     }
-  }
-
-  dropAll(): number {
-    const n = this.conns.size;
-    for (const conn of this.conns) conn.ws.terminate();
-    return n;
-  }
-
-  garbage(): void {
-    const text = GARBAGE_FRAMES[this.garbageIndex++ % GARBAGE_FRAMES.length] as string;
-    for (const conn of this.conns) this.sendNow(conn, text, 0);
-  }
-
-  close(): void {
-    this.dropAll();
-    this.wss.close();
   }
 }

@@ -1,11 +1,11 @@
 import { constants, verify, type KeyObject } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { WebSocket, type RawData } from 'ws';
 import { NO, YES, type Ladder } from './binary-book.ts';
 import { priceFixed2, priceFixed4, sizeFixed2 } from './format.ts';
-import { ActiveList, GARBAGE_FRAMES, headerValue, rejectUpgrade, type VenueCounters } from './venue-common.ts';
-import type { SimMarketB, World } from './world.ts';
+import { ActiveList, VenueEndpoint, headerValue, rejectUpgrade, type VenueCounters } from './venue-common.ts';
+import { ExchangeBConnection, ExchangeBSubscription, type SimMarketB, type World } from './world.ts';
 
 /**
  * Exchange B (Kalshi websocket v2) endpoint, `orderbook_delta` channel: RSA-PSS signed
@@ -26,30 +26,6 @@ export interface ExchangeBVenueOptions {
   slowConsumerBytes: number;
   auth: ExchangeBAuth | null;
   now: () => number;
-}
-
-export class ExchangeBSubscription {
-  seq = 0;
-  /** Skip one seq number on the next delta (fault injection). */
-  skipNext = false;
-  readonly markets = new Set<SimMarketB>();
-
-  constructor(
-    readonly sid: number,
-    readonly conn: ExchangeBConnection,
-  ) {}
-}
-
-export class ExchangeBConnection {
-  readonly subs = new Map<number, ExchangeBSubscription>();
-  pending: string[] = [];
-  dirty = false;
-
-  constructor(
-    readonly id: number,
-    readonly ws: WebSocket,
-    readonly socket: Duplex,
-  ) {}
 }
 
 interface Command {
@@ -76,22 +52,19 @@ const ERR_ACTION = 13;
 const ERR_TICKER = 14;
 const ERR_MARKET = 16;
 
-export class ExchangeBVenue {
+export class ExchangeBVenue extends VenueEndpoint<ExchangeBConnection> {
   readonly active = new ActiveList<SimMarketB>();
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, clientTracking: false });
-  private readonly conns = new Set<ExchangeBConnection>();
-  private dirty: ExchangeBConnection[] = [];
-  private nextConnId = 1;
   private nextSid = 1;
-  private garbageIndex = 0;
   private lastIsoSecond = -1;
   private lastIso = '';
 
   constructor(
     private readonly world: World,
     private readonly opts: ExchangeBVenueOptions,
-    readonly counters: VenueCounters,
-  ) {}
+    counters: VenueCounters,
+  ) {
+    super(counters, opts.slowConsumerBytes);
+  }
 
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, path: string): void {
     const auth = this.opts.auth;
@@ -102,7 +75,7 @@ export class ExchangeBVenue {
         return;
       }
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, socket));
+    this.accept(req, socket, head);
   }
 
   /** null when the request is signed by the configured key, else the reason to refuse it. */
@@ -123,28 +96,13 @@ export class ExchangeBVenue {
     return ok ? null : 'invalid signature';
   }
 
-  private onConnection(ws: WebSocket, socket: Duplex): void {
-    const conn = new ExchangeBConnection(this.nextConnId++, ws, socket);
-    this.conns.add(conn);
-    this.counters.connections++;
-    this.counters.connectionsTotal++;
-    ws.on('message', (data, isBinary) => this.onMessage(conn, data, isBinary));
-    ws.on('error', () => undefined);
-    ws.on('close', () => {
-      this.conns.delete(conn);
-      this.counters.connections--;
-      for (const sub of conn.subs.values()) this.dropSubscription(sub);
-      conn.subs.clear();
-      conn.pending = [];
-    });
+  protected override open(id: number, ws: WebSocket, socket: Duplex): ExchangeBConnection {
+    return new ExchangeBConnection(id, ws, socket);
   }
 
-  private send(conn: ExchangeBConnection, text: string, events: number): void {
-    if (conn.ws.readyState !== WebSocket.OPEN) return;
-    conn.ws.send(text);
-    this.counters.frames++;
-    this.counters.bytes += text.length;
-    this.counters.events += events;
+  protected override release(conn: ExchangeBConnection): void {
+    for (const sub of conn.subs.values()) this.dropSubscription(sub);
+    conn.subs.clear();
   }
 
   private error(conn: ExchangeBConnection, id: unknown, code: number, msg: string): void {
@@ -152,7 +110,7 @@ export class ExchangeBVenue {
     this.send(conn, `{${idPart}"type":"error","msg":{"code":${code},"msg":${JSON.stringify(msg)}}}`, 0);
   }
 
-  private onMessage(conn: ExchangeBConnection, data: RawData, isBinary: boolean): void {
+  protected override onMessage(conn: ExchangeBConnection, data: RawData, isBinary: boolean): void {
     let cmd: Command;
     try {
       cmd = JSON.parse(isBinary ? '' : data.toString()) as Command;
@@ -346,41 +304,23 @@ export class ExchangeBVenue {
         sub.skipNext = false;
         sub.seq++;
       }
-      const conn = sub.conn;
-      conn.pending.push(`{"type":"orderbook_delta","sid":${sub.sid},"seq":${++sub.seq},"msg":${body}}`);
-      if (!conn.dirty) {
-        conn.dirty = true;
-        this.dirty.push(conn);
-      }
+      this.queue(sub.conn, `{"type":"orderbook_delta","sid":${sub.sid},"seq":${++sub.seq},"msg":${body}}`);
     }
     return 1;
   }
 
   /**
-   * Sends what this tick queued: one message per websocket frame, as the venue does. The
-   * frames are built here into one buffer and written with one socket write, instead of one
-   * ws.send (two writes) per message: at 100k messages/s that is most of the cost. Safe because
-   * this server sends no compressed or blob data, so ws's own sender never holds a partial frame.
+   * One message per websocket frame, as the venue does. The frames are built here into one
+   * buffer and written with one socket write, instead of one ws.send (two writes) per message:
+   * at 100k messages/s that is most of the cost. Safe because this server sends no compressed
+   * or blob data, so ws's own sender never holds a partial frame.
    */
-  flush(): void {
-    for (const conn of this.dirty) {
-      conn.dirty = false;
-      const p = conn.pending;
-      conn.pending = [];
-      const ws = conn.ws;
-      if (ws.readyState !== WebSocket.OPEN) continue;
-      if (ws.bufferedAmount > this.opts.slowConsumerBytes) {
-        ws.close(1013, 'slow consumer');
-        setTimeout(() => ws.terminate(), 2000).unref();
-        continue;
-      }
-      const buf = encodeTextFrames(p);
-      conn.socket.write(buf);
-      this.counters.bytes += buf.length;
-      this.counters.frames += p.length;
-      this.counters.events += p.length;
-    }
-    this.dirty = [];
+  protected override write(conn: ExchangeBConnection, p: string[]): void {
+    const buf = encodeTextFrames(p);
+    conn.socket.write(buf);
+    this.counters.bytes += buf.length;
+    this.counters.frames += p.length;
+    this.counters.events += p.length;
   }
 
   pingAll(): void {
@@ -397,22 +337,6 @@ export class ExchangeBVenue {
       }
     }
     return n;
-  }
-
-  dropAll(): number {
-    const n = this.conns.size;
-    for (const conn of this.conns) conn.ws.terminate();
-    return n;
-  }
-
-  garbage(): void {
-    const text = GARBAGE_FRAMES[this.garbageIndex++ % GARBAGE_FRAMES.length] as string;
-    for (const conn of this.conns) this.send(conn, text, 0);
-  }
-
-  close(): void {
-    this.dropAll();
-    this.wss.close();
   }
 }
 

@@ -48,14 +48,18 @@ function marketJson(m: SimMarketA, withEvent: boolean): Record<string, unknown> 
   return out;
 }
 
+/** An event is active while any of its markets is, closed once all of them are. */
+const eventActive = (e: SimEventA) => e.markets.some((m) => m.active);
+const eventClosed = (e: SimEventA) => e.markets.every((m) => m.closed);
+
 function eventJson(e: SimEventA): Record<string, unknown> {
   return {
     id: e.id,
     ticker: e.slug,
     slug: e.slug,
     title: e.title,
-    active: e.markets.some((m) => m.active),
-    closed: e.markets.every((m) => m.closed),
+    active: eventActive(e),
+    closed: eventClosed(e),
     markets: e.markets.map((m) => marketJson(m, false)),
   };
 }
@@ -86,6 +90,62 @@ function page<T>(items: T[], q: URLSearchParams): T[] | string {
   return items.slice(offset, offset + Math.min(limit, MAX_LIMIT));
 }
 
+/** The `/markets?…` list filter. */
+function marketFilter(q: URLSearchParams): (m: SimMarketA) => boolean {
+  const slugs = list(q, 'slug');
+  const ids = list(q, 'id');
+  const conditions = list(q, 'condition_ids').map((c) => c.toLowerCase());
+  const tokens = list(q, 'clob_token_ids');
+  const active = bool(q, 'active');
+  const closed = bool(q, 'closed');
+  return (m) =>
+    (slugs.length === 0 || slugs.includes(m.slug)) &&
+    (ids.length === 0 || ids.includes(m.id)) &&
+    (conditions.length === 0 || conditions.includes(m.conditionId)) &&
+    (tokens.length === 0 || m.tokenIds.some((t) => tokens.includes(t))) &&
+    (active === undefined || m.active === active) &&
+    (closed === undefined || m.closed === closed);
+}
+
+/** The `/events?…` list filter. */
+function eventFilter(q: URLSearchParams): (e: SimEventA) => boolean {
+  const slugs = list(q, 'slug');
+  const ids = list(q, 'id');
+  const active = bool(q, 'active');
+  const closed = bool(q, 'closed');
+  return (e) =>
+    (slugs.length === 0 || slugs.includes(e.slug)) &&
+    (ids.length === 0 || ids.includes(e.id)) &&
+    (active === undefined || eventActive(e) === active) &&
+    (closed === undefined || eventClosed(e) === closed);
+}
+
+/**
+ * One gamma collection: `/<root>/slug/<slug>` and `/<root>/<id>` answer one item, `/<root>?…`
+ * a page of the items the filter keeps.
+ */
+function serveCollection<T extends { id: string; slug: string }>(
+  res: ServerResponse,
+  parts: string[],
+  q: URLSearchParams,
+  items: readonly T[],
+  filter: (q: URLSearchParams) => (item: T) => boolean,
+  json: (item: T) => Record<string, unknown>,
+): void {
+  if (parts.length === 2 || (parts.length === 3 && parts[1] === 'slug')) {
+    const item = parts.length === 3 ? items.find((x) => x.slug === parts[2]) : items.find((x) => x.id === parts[1]);
+    send(res, item ? 200 : 404, item ? json(item) : { error: 'not found' });
+    return;
+  }
+  if (parts.length !== 1) {
+    send(res, 404, { error: 'not found' });
+    return;
+  }
+  const paged = page(items.filter(filter(q)), q);
+  if (typeof paged === 'string') send(res, 422, { error: paged });
+  else send(res, 200, paged.map(json));
+}
+
 /** Handles a gamma request; returns false when the path is not a gamma route. */
 export function handleGamma(world: World, req: IncomingMessage, res: ServerResponse): boolean {
   const url = new URL(req.url ?? '/', 'http://simulator');
@@ -96,73 +156,7 @@ export function handleGamma(world: World, req: IncomingMessage, res: ServerRespo
     send(res, 405, { error: 'method not allowed' });
     return true;
   }
-  const q = url.searchParams;
-
-  if (root === 'markets') {
-    if (parts.length === 3 && parts[1] === 'slug') {
-      const m = world.a.find((x) => x.slug === parts[2]);
-      send(res, m ? 200 : 404, m ? marketJson(m, true) : { error: 'not found' });
-      return true;
-    }
-    if (parts.length === 2) {
-      const m = world.a.find((x) => x.id === parts[1]);
-      send(res, m ? 200 : 404, m ? marketJson(m, true) : { error: 'not found' });
-      return true;
-    }
-    if (parts.length !== 1) {
-      send(res, 404, { error: 'not found' });
-      return true;
-    }
-    const slugs = list(q, 'slug');
-    const ids = list(q, 'id');
-    const conditions = list(q, 'condition_ids').map((c) => c.toLowerCase());
-    const tokens = list(q, 'clob_token_ids');
-    const active = bool(q, 'active');
-    const closed = bool(q, 'closed');
-    const found = world.a.filter(
-      (m) =>
-        (slugs.length === 0 || slugs.includes(m.slug)) &&
-        (ids.length === 0 || ids.includes(m.id)) &&
-        (conditions.length === 0 || conditions.includes(m.conditionId)) &&
-        (tokens.length === 0 || m.tokenIds.some((t) => tokens.includes(t))) &&
-        (active === undefined || m.active === active) &&
-        (closed === undefined || m.closed === closed),
-    );
-    const paged = page(found, q);
-    if (typeof paged === 'string') send(res, 422, { error: paged });
-    else send(res, 200, paged.map((m) => marketJson(m, true)));
-    return true;
-  }
-
-  if (parts.length === 3 && parts[1] === 'slug') {
-    const e = world.events.find((x) => x.slug === parts[2]);
-    send(res, e ? 200 : 404, e ? eventJson(e) : { error: 'not found' });
-    return true;
-  }
-  if (parts.length === 2) {
-    const e = world.events.find((x) => x.id === parts[1]);
-    send(res, e ? 200 : 404, e ? eventJson(e) : { error: 'not found' });
-    return true;
-  }
-  if (parts.length !== 1) {
-    send(res, 404, { error: 'not found' });
-    return true;
-  }
-  const slugs = list(q, 'slug');
-  const ids = list(q, 'id');
-  const active = bool(q, 'active');
-  const closed = bool(q, 'closed');
-  const found = world.events
-    .map((e) => ({ e, j: eventJson(e) }))
-    .filter(
-      ({ e, j }) =>
-        (slugs.length === 0 || slugs.includes(e.slug)) &&
-        (ids.length === 0 || ids.includes(e.id)) &&
-        (active === undefined || j.active === active) &&
-        (closed === undefined || j.closed === closed),
-    );
-  const paged = page(found, q);
-  if (typeof paged === 'string') send(res, 422, { error: paged });
-  else send(res, 200, paged.map(({ j }) => j));
+  if (root === 'markets') serveCollection(res, parts, url.searchParams, world.a, marketFilter, (m) => marketJson(m, true));
+  else serveCollection(res, parts, url.searchParams, world.events, eventFilter, eventJson);
   return true;
 }

@@ -5,5 +5,5 @@ export type { VenueCounters } from './venue-common.ts';
 export { BinaryBook, Ladder, YES, NO } from './binary-book.ts';
 export type { BookParams, LevelChange, SideIndex } from './binary-book.ts';
 export { Rng, deriveSeed } from './prng.ts';
-export { connectProbe, waitUntil } from './ws-probe.ts';
+export { connectProbe } from './ws-probe.ts';
 export type { Probe } from './ws-probe.ts';

@@ -1,7 +1,8 @@
 import { constants, generateKeyPairSync, sign } from 'node:crypto';
+import { waitUntil } from '@booktape/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator, type SimulatorOptions } from './simulator.ts';
-import { connectProbe, waitUntil, type Probe } from './ws-probe.ts';
+import { connectProbe, type Probe } from './ws-probe.ts';
 
 const open: Array<Simulator | Probe> = [];
 async function sim(opts: SimulatorOptions): Promise<Simulator> {

@@ -1,7 +1,13 @@
+import type { Duplex } from 'node:stream';
+import type { WebSocket } from 'ws';
 import { BinaryBook } from './binary-book.ts';
 import { Rng, deriveSeed } from './prng.ts';
-import type { ExchangeAConnection } from './exchange-a.venue.ts';
-import type { ExchangeBSubscription } from './exchange-b.venue.ts';
+import { VenueConnection } from './venue-common.ts';
+
+/*
+ * The simulated markets and the connections subscribed to them. Markets and subscriptions
+ * point at each other, so both live here and the venues only import this module.
+ */
 
 /** An exchange A (Polymarket) market to simulate; every field missing is generated from the seed. */
 export interface ExchangeAMarketSpec {
@@ -93,6 +99,35 @@ export class SimMarketB {
   ) {
     this.aux = new Rng(rng.u32());
   }
+}
+
+export class ExchangeAConnection extends VenueConnection {
+  readonly assets = new Set<string>();
+
+  constructor(
+    id: number,
+    ws: WebSocket,
+    socket: Duplex,
+    public lastPingAt: number,
+  ) {
+    super(id, ws, socket);
+  }
+}
+
+export class ExchangeBSubscription {
+  seq = 0;
+  /** Skip one seq number on the next delta (fault injection). */
+  skipNext = false;
+  readonly markets = new Set<SimMarketB>();
+
+  constructor(
+    readonly sid: number,
+    readonly conn: ExchangeBConnection,
+  ) {}
+}
+
+export class ExchangeBConnection extends VenueConnection {
+  readonly subs = new Map<number, ExchangeBSubscription>();
 }
 
 export interface World {

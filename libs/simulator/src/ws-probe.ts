@@ -79,12 +79,3 @@ export function connectProbe(url: string, headers?: Record<string, string>): Pro
     });
   });
 }
-
-/** Polls cond every few ms until it holds; rejects after timeoutMs. */
-export async function waitUntil(cond: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}

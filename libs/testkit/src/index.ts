@@ -38,24 +38,40 @@ export async function tempClickHouse(): Promise<TestClickHouse> {
     cleanup: async () => {
       await ch.close();
       if (!dir.startsWith(tmpdir())) throw new Error(`refusing to delete ${dir}: not a temporary directory`);
-      rmSync(dir, { recursive: true, force: true });
+      await removeTempDir(dir);
     },
   };
 }
 
-/** Polls until `check` returns a truthy value or the time runs out (then throws `what`). */
-export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
+/**
+ * Removes a test's engine directory. The embedded engine's background threads can go on
+ * writing parts for a while after close (rmdir then fails with ENOTEMPTY, as one CI run
+ * showed even after ten quick retries): keep trying for a few seconds, and if the directory
+ * still will not go, say so and try once more when the process exits. Teardown of a temporary
+ * directory never fails a test that passed.
+ */
+export async function removeTempDir(dir: string): Promise<void> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 8; attempt++) {
     try {
-      const v = await check();
-      if (v) return v;
-      last = v;
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3, retryDelay: 50 });
+      return;
     } catch (e) {
-      last = e;
+      lastError = e;
+      await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${String(last)})`);
-    await new Promise((r) => setTimeout(r, everyMs));
   }
+  console.warn(`[testkit] could not remove ${dir} yet (${String(lastError)}); trying again at exit`);
+  process.once('exit', () => {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Left in the temporary directory for the OS to clear.
+    }
+  });
 }
+
+export { waitFor, waitUntil } from './wait.ts';
+export { deleteRedisPrefix } from './redis-prefix.ts';
+export { startPrivateKafka, freePort, type PrivateKafka } from './private-kafka.ts';
+export { OwnRedis } from './own-redis.ts';

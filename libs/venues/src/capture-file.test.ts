@@ -136,6 +136,49 @@ describe('capture files', () => {
     await w.close();
   });
 
+  it('writes and reads connection boundary lines between frames', async () => {
+    const w = new CaptureFileWriter({ dir, prefix: 'bnd', gzip: true });
+    const at = new Date('2026-02-14T15:30:00.120Z');
+    void w.appendBoundary('exchange-b', at, { kind: 'connect', connection_id: 'exchange-b-0#1' });
+    void w.append(lines[2]!);
+    void w.appendBoundary('exchange-b', new Date('2026-02-14T15:30:01Z'), { kind: 'disconnect', connection_id: 'exchange-b-0#1', reason: 'idle timeout' });
+    await w.close();
+    const path = w.files[0]!;
+    const text = gunzipSync(await readFile(path)).toString('utf8').split('\n');
+    expect(text[0]).toBe('{"venue":"exchange-b","received_at":"2026-02-14T15:30:00.120Z","boundary":{"kind":"connect","connection_id":"exchange-b-0#1"}}');
+    expect(await readAll(path)).toEqual([
+      { lineNo: 1, line: { venue: 'exchange-b', received_at: '2026-02-14T15:30:00.120Z', boundary: { kind: 'connect', connection_id: 'exchange-b-0#1' } } },
+      { lineNo: 2, line: lines[2] },
+      {
+        lineNo: 3,
+        line: { venue: 'exchange-b', received_at: '2026-02-14T15:30:01.000Z', boundary: { kind: 'disconnect', connection_id: 'exchange-b-0#1', reason: 'idle timeout' } },
+      },
+    ]);
+    expect(await countCaptureLines(path)).toBe(3);
+  });
+
+  it('reports a line whose boundary is malformed', async () => {
+    const path = join(dir, 'bnd.ndjson');
+    const at = '2026-02-14T15:30:00Z';
+    await writeFile(
+      path,
+      [
+        JSON.stringify({ venue: 'exchange-b', received_at: at, boundary: { kind: 'reconnect', connection_id: 'c' } }),
+        JSON.stringify({ venue: 'exchange-b', received_at: at, boundary: { kind: 'connect' } }),
+        JSON.stringify({ venue: 'exchange-b', received_at: at, boundary: 'connect' }),
+        JSON.stringify({ venue: 'exchange-b', received_at: at, boundary: { kind: 'disconnect', connection_id: 'c', reason: 5 } }),
+        JSON.stringify({ venue: 'exchange-b', received_at: at, boundary: { kind: 'disconnect', connection_id: 'c', reason: null } }),
+      ].join('\n'),
+    );
+    expect(await readAll(path)).toEqual([
+      { lineNo: 1, error: 'boundary: kind is not connect or disconnect: "reconnect"' },
+      { lineNo: 2, error: 'boundary: connection_id missing or not a string' },
+      { lineNo: 3, error: 'boundary: a JSON string, not an object' },
+      { lineNo: 4, error: 'boundary: reason is not a string' },
+      { lineNo: 5, line: { venue: 'exchange-b', received_at: at, boundary: { kind: 'disconnect', connection_id: 'c' } } },
+    ]);
+  });
+
   it('reports malformed lines and goes on reading', async () => {
     const path = join(dir, 'bad.ndjson');
     const good = JSON.stringify(lines[0]);
@@ -153,6 +196,7 @@ describe('capture files', () => {
         '[1,2]',
         '   ',
         good,
+        JSON.stringify({ venue: 'exchange-b', received_at: '2045-01-01T00:00:00Z', frame: 1 }),
       ].join('\n'),
     );
     const entries = await readAll(path);
@@ -163,9 +207,11 @@ describe('capture files', () => {
       { lineNo: 5, error: 'received_at missing' },
       { lineNo: 6, error: 'received_at is not an ISO 8601 time: "yesterday"' },
       { lineNo: 7, error: 'received_at is not an ISO 8601 time: "2026-02-30T25:00:00Z"' },
-      { lineNo: 8, error: 'frame missing' },
+      { lineNo: 8, error: 'neither frame nor boundary' },
       { lineNo: 9, error: 'a JSON array, not an object' },
       { lineNo: 11, line: lines[0] },
+      // The ingest sequence numbers receive times up to 2^41 ms (2039-09-07): later ones are refused, not a crash.
+      { lineNo: 12, error: 'received_at 2045-01-01T00:00:00Z is outside 1970..2039-09-07T15:47:35.551Z, the receive times the ingest sequence numbers' },
     ]);
     expect(await countCaptureLines(path)).toBe(entries.length);
   });

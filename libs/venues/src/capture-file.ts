@@ -3,12 +3,16 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline, type Readable, type Writable } from 'node:stream';
 import { constants as zlibConstants, createGunzip, createGzip, type Gzip } from 'node:zlib';
-import { VENUES, type CaptureLine, type Venue } from '@booktape/domain';
+import { VENUES, parseCaptureGap, receiveTimeError, type CaptureBoundary, type CaptureGap, type CaptureLine, type Venue } from '@booktape/domain';
 import { isRecord, kindOf } from './frame-text.ts';
 
 /**
- * Capture files (DESIGN §6): NDJSON, one line per websocket frame,
- * `{"venue","received_at","frame"}`, gzip when the name ends in `.gz`.
+ * Capture files (docs/rules/capture-files.md): NDJSON, one line per websocket frame,
+ * `{"venue","received_at","frame"}`, or per connection boundary,
+ * `{"venue","received_at","boundary":{"kind":"connect"|"disconnect","connection_id",…}}`
+ * (sequence state belongs to a connection, so replay resets it there), or per capture gap,
+ * `{"venue","received_at","gap":{…}}` (where capture knows it missed data); gzip when
+ * the name ends in `.gz`.
  */
 
 export interface CaptureFileWriterOptions {
@@ -76,10 +80,16 @@ export class CaptureFileWriter {
     return this.current?.path ?? null;
   }
 
-  /** Appends a frame that is already parsed JSON. */
+  /** Appends a frame that is already parsed JSON, or a boundary line (a line with `boundary` and no `frame`). */
   append(line: CaptureLine): Promise<void> {
     return this.enqueue(async () => {
-      const text = `${JSON.stringify({ venue: line.venue, received_at: line.received_at, frame: line.frame ?? null })}\n`;
+      const body =
+        line.frame === undefined && line.boundary !== undefined
+          ? { venue: line.venue, received_at: line.received_at, boundary: line.boundary }
+          : line.frame === undefined && line.gap !== undefined
+            ? { venue: line.venue, received_at: line.received_at, gap: line.gap }
+            : { venue: line.venue, received_at: line.received_at, frame: line.frame ?? null };
+      const text = `${JSON.stringify(body)}\n`;
       await this.write(text);
       this.scheduleFlush();
     });
@@ -113,6 +123,18 @@ export class CaptureFileWriter {
       }
     }
     return this.append({ venue, received_at: receivedAt.toISOString(), frame });
+  }
+
+  /** Appends a connection boundary (connect / disconnect of a feed's websocket). */
+  appendBoundary(venue: Venue, at: Date, boundary: CaptureBoundary): Promise<void> {
+    const b: CaptureBoundary = { kind: boundary.kind, connection_id: boundary.connection_id };
+    if (boundary.reason !== undefined) b.reason = boundary.reason;
+    return this.append({ venue, received_at: at.toISOString(), boundary: b });
+  }
+
+  /** Appends a capture gap as capture reported it (opened, and again when it closed). */
+  appendGap(at: Date, gap: CaptureGap): Promise<void> {
+    return this.append({ venue: gap.venue, received_at: at.toISOString(), gap });
   }
 
   /** Pushes buffered gzip output to the file, so a reader sees every line so far. */
@@ -219,8 +241,6 @@ function writeAll(sink: Writable, text: string, file: WriteStream): Promise<void
 
 export type CaptureEntry = { lineNo: number; line: CaptureLine } | { lineNo: number; error: string };
 
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
-
 /** Validates one line of a capture file. */
 export function parseCaptureLine(text: string): { line: CaptureLine } | { error: string } {
   let v: unknown;
@@ -236,11 +256,35 @@ export function parseCaptureLine(text: string): { line: CaptureLine } | { error:
   }
   const at = v['received_at'];
   if (at === undefined || at === null) return { error: 'received_at missing' };
-  if (typeof at !== 'string' || !ISO_8601.test(at) || !Number.isFinite(Date.parse(at))) {
-    return { error: `received_at is not an ISO 8601 time: ${JSON.stringify(at)}` };
+  const badTime = receiveTimeError('received_at', at);
+  if (badTime !== null) return { error: badTime };
+  const received_at = at as string;
+  if ('frame' in v) return { line: { venue: venue as Venue, received_at, frame: v['frame'] } };
+  if ('gap' in v) {
+    const g = parseCaptureGap(v['gap']);
+    if ('error' in g) return { error: `gap: ${g.error}` };
+    if (g.gap.venue !== venue) return { error: `gap: venue ${g.gap.venue} differs from the line's` };
+    return { line: { venue: venue as Venue, received_at, gap: g.gap } };
   }
-  if (!('frame' in v)) return { error: 'frame missing' };
-  return { line: { venue: venue as Venue, received_at: at, frame: v['frame'] } };
+  if (!('boundary' in v)) return { error: 'neither frame nor boundary' };
+  const b = parseBoundary(v['boundary']);
+  if ('error' in b) return { error: `boundary: ${b.error}` };
+  return { line: { venue: venue as Venue, received_at, boundary: b.boundary } };
+}
+
+function parseBoundary(v: unknown): { boundary: CaptureBoundary } | { error: string } {
+  if (!isRecord(v)) return { error: `a JSON ${kindOf(v)}, not an object` };
+  const kind = v['kind'];
+  if (kind !== 'connect' && kind !== 'disconnect') return { error: `kind is not connect or disconnect: ${JSON.stringify(kind ?? null)}` };
+  const id = v['connection_id'];
+  if (typeof id !== 'string' || id === '') return { error: 'connection_id missing or not a string' };
+  const boundary: CaptureBoundary = { kind, connection_id: id };
+  const reason = v['reason'];
+  if (reason !== undefined && reason !== null) {
+    if (typeof reason !== 'string') return { error: 'reason is not a string' };
+    boundary.reason = reason;
+  }
+  return { boundary };
 }
 
 function openInput(path: string): Readable {

@@ -1,22 +1,11 @@
-import type { ExchangeAEvent } from '@booktape/domain';
 import { describe, expect, it } from 'vitest';
 import { contentHash } from './content-hash.ts';
 import { normaliseExchangeA } from './exchange-a.normaliser.ts';
-import type { ExchangeAResult } from './normalise.types.ts';
+import { invalid, records } from './normalise.test-support.ts';
 
 const AT = new Date('2026-02-14T15:30:00.123Z');
 const MARKET = '0xBD31dc8a20211944f6b70f31557f1001557b59905b7738480ca09bd4532f84af';
 const MARKET_LC = MARKET.toLowerCase();
-
-function records(r: ExchangeAResult): ExchangeAEvent[] {
-  if (r.kind !== 'records') throw new Error(`expected records, got ${JSON.stringify(r)}`);
-  return r.records;
-}
-
-function invalid(r: ExchangeAResult): string {
-  if (r.kind !== 'invalid') throw new Error(`expected invalid, got ${JSON.stringify(r)}`);
-  return r.reason;
-}
 
 const bookEvent = {
   event_type: 'book',
@@ -47,7 +36,7 @@ const priceChangeNew = {
 };
 
 describe('normaliseExchangeA: book', () => {
-  it('turns a first-frame array of books into one record per book, levels in venue order', () => {
+  it('turns a first-frame array of books into one record per book, levels in venue order and text', () => {
     const second = { ...bookEvent, asset_id: '123', hash: '0xdef' };
     const out = records(normaliseExchangeA(JSON.stringify([bookEvent, second]), AT));
     expect(out).toHaveLength(2);
@@ -59,15 +48,37 @@ describe('normaliseExchangeA: book', () => {
       event_type: 'book',
       bids: [
         { price: '0.48', size: '30' },
-        { price: '0.49', size: '20' },
+        { price: '0.49', size: '20.00' },
       ],
       asks: [
         { price: '0.53', size: '60' },
-        { price: '0.52', size: '25' },
+        { price: '0.5200', size: '25' },
       ],
       extra: { tick_size: '0.01', last_trade_price: '0.500' },
     });
     expect(out[1]?.asset_id).toBe('123');
+  });
+
+  it('keeps decimal strings as sent, and writes JSON numbers as their shortest text', () => {
+    const ev = { ...bookEvent, bids: [{ price: 0.5, size: 309 }, { price: '0.50', size: '309.00' }, { price: 0.1, size: 1e-7 }], asks: [] };
+    const [r] = records(normaliseExchangeA(ev, AT));
+    expect(r?.bids).toEqual([
+      { price: '0.5', size: '309' },
+      { price: '0.50', size: '309.00' },
+      { price: '0.1', size: '0.0000001' },
+    ]);
+  });
+
+  it('still validates every value it keeps as text', () => {
+    // Exotic but valid text is stored in the canonical form every reader parses; a
+    // leading-dot price (".5", as Polymarket's documentation writes them) is kept.
+    const [r] = records(normaliseExchangeA({ ...bookEvent, bids: [{ price: '.5', size: '1e2' }, { price: '0.4', size: '-0.00' }], asks: [] }, AT));
+    expect(r?.bids).toEqual([
+      { price: '.5', size: '100' },
+      { price: '0.4', size: '0' },
+    ]);
+    expect(invalid(normaliseExchangeA({ ...bookEvent, bids: [{ price: '0.5', size: '-1.50' }] }, AT))).toBe('event (book): bids[0].size is negative: -1.5');
+    expect(invalid(normaliseExchangeA({ ...bookEvent, bids: [{ price: '0,5', size: '1' }] }, AT))).toBe('event (book): bids[0].price: not a decimal: "0,5"');
   });
 
   it('gives the same records for the text frame and the parsed JSON a capture file holds', () => {
@@ -136,7 +147,7 @@ describe('normaliseExchangeA: book', () => {
 });
 
 describe('normaliseExchangeA: price_change', () => {
-  it('splits the new shape into one record per asset with its hash and best bid/ask', () => {
+  it('splits the new shape into one record per asset, each change with its own hash and best bid/ask claim', () => {
     const out = records(normaliseExchangeA(priceChangeNew, AT));
     expect(out).toEqual([
       {
@@ -145,8 +156,7 @@ describe('normaliseExchangeA: price_change', () => {
         timestamp: '1757908892351',
         hash: '56621a12',
         event_type: 'price_change',
-        changes: [{ price: '0.5', side: 'BUY', size: '200' }],
-        extra: { best_bid: '0.5', best_ask: '1' },
+        changes: [{ price: '0.5', side: 'BUY', size: '200', hash: '56621a12', best_bid: '0.5', best_ask: '1' }],
       },
       {
         market: priceChangeNew.market,
@@ -154,13 +164,12 @@ describe('normaliseExchangeA: price_change', () => {
         timestamp: '1757908892351',
         hash: '1895759e',
         event_type: 'price_change',
-        changes: [{ price: '0.5', side: 'SELL', size: '200' }],
-        extra: { best_bid: '0', best_ask: '0.5' },
+        changes: [{ price: '0.5', side: 'SELL', size: '200', hash: '1895759e', best_bid: '0', best_ask: '0.5' }],
       },
     ]);
   });
 
-  it('groups two entries of one asset into one record: first hash, last best bid/ask', () => {
+  it('groups two entries of one asset into one record: first hash on the record, every claim on its change', () => {
     const frame = {
       ...priceChangeNew,
       price_changes: [
@@ -171,16 +180,30 @@ describe('normaliseExchangeA: price_change', () => {
     };
     const out = records(normaliseExchangeA(frame, AT));
     expect(out.map((r) => r.asset_id)).toEqual(['7132', '5211']);
-    expect(out[0]).toMatchObject({
+    expect(out[0]).toEqual({
+      market: priceChangeNew.market,
+      asset_id: '7132',
+      timestamp: '1757908892351',
       hash: 'h1',
+      event_type: 'price_change',
       changes: [
-        { price: '0.5', side: 'BUY', size: '200' },
-        { price: '0.49', side: 'BUY', size: '0' },
+        { price: '0.50', side: 'BUY', size: '200', hash: 'h1', best_bid: '0.5', best_ask: '0.6' },
+        { price: '0.49', side: 'BUY', size: '0', hash: 'h3', best_bid: '0.5', best_ask: '0.55' },
       ],
-      extra: { best_bid: '0.5', best_ask: '0.55', entry_hashes: ['h1', 'h3'] },
     });
-    expect(out[1]).toMatchObject({ hash: 'h2', extra: { best_bid: '0.3', best_ask: '0.4' } });
-    expect(out[1]?.extra).not.toHaveProperty('entry_hashes');
+    expect(out[1]).toMatchObject({ hash: 'h2', changes: [{ hash: 'h2', best_bid: '0.3', best_ask: '0.4' }] });
+    expect(out[1]).not.toHaveProperty('extra');
+  });
+
+  it('keeps the list event\'s other top-level fields in extra, and claims only where sent', () => {
+    const frame = {
+      ...priceChangeNew,
+      extra_field: 'x',
+      price_changes: [{ asset_id: '7132', price: 0.5, size: '10', side: 'buy', best_bid: 0.45, best_ask: null }],
+    };
+    const [r] = records(normaliseExchangeA(frame, AT));
+    expect(r?.changes).toEqual([{ price: '0.5', side: 'BUY', size: '10', best_bid: '0.45' }]);
+    expect(r?.extra).toEqual({ extra_field: 'x' });
   });
 
   it('gives each asset its own content hash when entries carry none', () => {
@@ -214,8 +237,40 @@ describe('normaliseExchangeA: price_change', () => {
     ]);
   });
 
+  it('reads the flat one-level shape of 2024 (no list) as a one-change record', () => {
+    // As recorded from the venue in 2024 (docs/rules/venue-frames.md, "Seen in real recordings").
+    const flat = {
+      event_type: 'price_change',
+      asset_id: '48331043336612883890938759509493159234755048973500640148014422747788308965732',
+      market: '0xdd22472e552920b8438158ea7238bfadfa4f736aa4cee91a6b86c39ead110917',
+      price: '0.514',
+      side: 'SELL',
+      size: '210.5',
+      hash: 'bf32f6ba7f8a2d4ea9a0b5ff20b3b0c5c6bd6b8a',
+      timestamp: '1723967931411',
+    };
+    expect(records(normaliseExchangeA(JSON.stringify(flat), AT))).toEqual([
+      {
+        market: flat.market,
+        asset_id: flat.asset_id,
+        timestamp: '1723967931411',
+        hash: flat.hash,
+        event_type: 'price_change',
+        changes: [{ price: '0.514', side: 'SELL', size: '210.5' }],
+      },
+    ]);
+    // A best_bid / best_ask on it is the change's claim; unknown fields go to extra.
+    const [r] = records(normaliseExchangeA({ ...flat, best_bid: '0.51', best_ask: '0.514', fee: '0' }, AT));
+    expect(r?.changes).toEqual([{ price: '0.514', side: 'SELL', size: '210.5', best_bid: '0.51', best_ask: '0.514' }]);
+    expect(r?.extra).toEqual({ fee: '0' });
+    expect(invalid(normaliseExchangeA({ ...flat, size: 'lots' }, AT))).toBe('event (price_change): size: not a decimal: "lots"');
+    expect(invalid(normaliseExchangeA({ ...flat, side: undefined }, AT))).toBe('event (price_change): side is missing');
+  });
+
   it.each([
     [{ ...priceChangeNew, price_changes: [{ ...priceChangeNew.price_changes[0], price: null }] }, 'price_changes[0].price is null'],
+    [{ ...priceChangeNew, price_changes: [{ ...priceChangeNew.price_changes[0], best_bid: 'high' }] }, 'price_changes[0].best_bid: not a decimal: "high"'],
+    [{ ...priceChangeNew, price_changes: [{ ...priceChangeNew.price_changes[0], hash: 7 }] }, 'price_changes[0].hash is a number, not a string'],
     [{ ...priceChangeNew, price_changes: [{ ...priceChangeNew.price_changes[0], side: 'HOLD' }] }, 'price_changes[0].side is not BUY or SELL: "HOLD"'],
     [{ ...priceChangeNew, price_changes: [{ ...priceChangeNew.price_changes[0], asset_id: undefined }] }, 'price_changes[0].asset_id missing'],
     [{ ...priceChangeNew, price_changes: 'x' }, 'price_changes is not an array'],
@@ -311,9 +366,15 @@ describe('normaliseExchangeA: control and invalid frames', () => {
     [{ ...bookEvent, timestamp: 1757908892.5 }, 'event (book): timestamp is not integer milliseconds: 1757908892.5'],
     [{ ...bookEvent, timestamp: '1757908892' }, 'event (book): timestamp 1757908892 is not milliseconds since the epoch'],
     [{ ...bookEvent, timestamp: '1757908892351000' }, 'is not milliseconds since the epoch'],
+    // After the store's last date (ClickHouse Date ends 2149-06-06): refused, never stored under a wrong date.
+    [{ ...bookEvent, timestamp: String(Date.UTC(2149, 5, 7)) }, `timestamp ${Date.UTC(2149, 5, 7)} is after 2149-06-06, the last date the store holds`],
     [{ event_type: 'new_market', id: '1', timestamp: '1766790415550' }, 'event (new_market): market missing'],
   ])('refuses an event without a good market or timestamp: %#', (event, reason) => {
     expect(invalid(normaliseExchangeA(event, AT))).toContain(reason);
+  });
+
+  it('accepts the store\'s last instant', () => {
+    expect(records(normaliseExchangeA({ ...bookEvent, timestamp: String(Date.UTC(2149, 5, 6, 23, 59, 59, 999)) }, AT))).toHaveLength(1);
   });
 
   it('refuses a whole array when one of its events is bad, naming which', () => {

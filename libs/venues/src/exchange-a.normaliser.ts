@@ -1,11 +1,13 @@
 import {
+  MAX_EVENT_DATE,
+  MAX_EVENT_MS,
   normaliseConditionId,
   type ExchangeAEvent,
   type PriceChange,
   type PriceLevel,
 } from '@booktape/domain';
+import { venueDecimal } from '@booktape/decimal';
 import { contentHash } from './content-hash.ts';
-import { canonicalDecimal } from './decimal.ts';
 import {
   bad,
   excerpt,
@@ -22,11 +24,18 @@ import type { ExchangeAResult } from './normalise.types.ts';
  * Exchange A (Polymarket CLOB market channel) frames to 2.1 events. Pure: no state, the
  * same frame always gives the same result.
  *
- * Decisions (see VENUE-FRAMES.md for the shapes):
+ * Decisions (see docs/rules/venue-frames.md for the shapes):
  * - Levels keep the venue's order (bids ascending, asks descending, best last). Nothing
  *   downstream may rely on it; keeping it makes the stored record the frame as sent.
- * - Prices and sizes are canonical decimals; a level or change whose price or size is
- *   missing, null, negative or not a decimal makes the whole frame invalid.
+ * - Prices and sizes keep the venue's text ("0.50" stays "0.50"; a JSON number becomes its
+ *   shortest decimal text; see venueDecimal). They are validated all the same: a level or
+ *   change whose price or size is missing, null, negative or not a decimal makes the whole
+ *   frame invalid.
+ * - `price_change` comes in three shapes: the list (`price_changes`, since 2025-09-15, one
+ *   record per asset), the per-asset `changes` (before), and the flat one-level event of
+ *   2024 (`price`/`side`/`size` at the top). List entries and the flat event keep their own
+ *   `hash` / `best_bid` / `best_ask` on the change: the venue's claim of the top of book
+ *   after that entry, which the rollup checks against the rebuilt book.
  * - `extra` holds every venue field that 2.1 does not name, with the venue's values
  *   untouched (tick_size "0.01", last_trade_price "0.500", best_bid, …).
  * - All or nothing: if any event of an array is invalid the whole frame is invalid, so
@@ -83,7 +92,9 @@ function normaliseEvent(type: string, ev: Record<string, unknown>): Parsed<Excha
 
   if (type === 'book') return book(ev, base);
   if (type === 'price_change') {
-    return ev['price_changes'] !== undefined ? priceChangeList(ev, base) : priceChangeOld(ev, base);
+    if (ev['price_changes'] !== undefined) return priceChangeList(ev, base);
+    if (ev['changes'] === undefined && ev['price'] !== undefined) return priceChangeFlat(ev, base);
+    return priceChangeOld(ev, base);
   }
   return other(type, ev, base);
 }
@@ -116,6 +127,7 @@ function timestampOf(ev: Record<string, unknown>): Parsed<string> {
   if (ms < MIN_TIMESTAMP_MS || ms >= MAX_TIMESTAMP_MS) {
     return bad(`timestamp ${String(raw)} is not milliseconds since the epoch`);
   }
+  if (ms > MAX_EVENT_MS) return bad(`timestamp ${String(raw)} is after ${MAX_EVENT_DATE}, the last date the store holds`);
   return ok(String(ms));
 }
 
@@ -133,12 +145,19 @@ function venueHash(v: unknown, field: string): Parsed<string | undefined> {
   return ok(v);
 }
 
+/** A non-negative decimal, validated, as the venue wrote it (see venueDecimal). */
 function decimalField(v: unknown, what: string): Parsed<string> {
   if (v === undefined || v === null) return bad(`${what} is ${v === null ? 'null' : 'missing'}`);
-  const d = canonicalDecimal(v);
+  const d = venueDecimal(v);
   if (!d.ok) return bad(`${what}: ${d.reason}`);
-  if (d.value.startsWith('-')) return bad(`${what} is negative: ${d.value}`);
+  if (d.canonical.startsWith('-')) return bad(`${what} is negative: ${d.canonical}`);
   return ok(d.value);
+}
+
+/** An optional claim (best_bid / best_ask): absent when missing, null or "". */
+function optionalDecimal(v: unknown, what: string): Parsed<string | undefined> {
+  if (v === undefined || v === null || v === '') return ok(undefined);
+  return decimalField(v, what);
 }
 
 function levels(v: unknown, what: string): Parsed<PriceLevel[]> {
@@ -162,15 +181,40 @@ function side(v: unknown, what: string): Parsed<'BUY' | 'SELL'> {
   return bad(`${what} is ${v === undefined ? 'missing' : `not BUY or SELL: ${excerpt(String(v))}`}`);
 }
 
+/** `what` names the change in reasons ("changes[0]"); '' for the flat shape's top level. */
 function change(v: unknown, what: string): Parsed<PriceChange> {
   if (!isRecord(v)) return bad(`${what} is not an object`);
-  const price = decimalField(v['price'], `${what}.price`);
+  const at = what === '' ? '' : `${what}.`;
+  const price = decimalField(v['price'], `${at}price`);
   if (!price.ok) return price;
-  const sd = side(v['side'], `${what}.side`);
+  const sd = side(v['side'], `${at}side`);
   if (!sd.ok) return sd;
-  const size = decimalField(v['size'], `${what}.size`);
+  const size = decimalField(v['size'], `${at}size`);
   if (!size.ok) return size;
   return ok({ price: price.value, side: sd.value, size: size.value });
+}
+
+/**
+ * A change with the venue's per-entry claims (hash, best_bid, best_ask), each kept only
+ * when present, as received. `hashField` false for the flat shape, whose hash is the event's.
+ */
+function claimedChange(v: Record<string, unknown>, what: string, hashField: boolean): Parsed<PriceChange> {
+  const c = change(v, what);
+  if (!c.ok) return c;
+  const out: PriceChange = c.value;
+  const at = what === '' ? '' : `${what}.`;
+  if (hashField) {
+    const hash = venueHash(v['hash'], `${at}hash`);
+    if (!hash.ok) return hash;
+    if (hash.value !== undefined) out.hash = hash.value;
+  }
+  const bid = optionalDecimal(v['best_bid'], `${at}best_bid`);
+  if (!bid.ok) return bid;
+  if (bid.value !== undefined) out.best_bid = bid.value;
+  const ask = optionalDecimal(v['best_ask'], `${at}best_ask`);
+  if (!ask.ok) return ask;
+  if (ask.value !== undefined) out.best_ask = ask.value;
+  return ok(out);
 }
 
 /** The event's fields other than `mapped`, in the venue's key order. */
@@ -184,11 +228,50 @@ function withExtra(event: ExchangeAEvent, extra: Record<string, unknown>): Excha
   return Object.keys(extra).length > 0 ? { ...event, extra } : event;
 }
 
-function book(ev: Record<string, unknown>, base: Base): Parsed<ExchangeAEvent[]> {
+/** The asset and hash of an event about one asset, checked before its body. */
+interface AssetHead {
+  asset: string;
+  hash: string | undefined;
+}
+
+function assetHead(ev: Record<string, unknown>): Parsed<AssetHead> {
   const asset = requiredAsset(ev['asset_id']);
   if (!asset.ok) return asset;
   const hash = venueHash(ev['hash'], 'hash');
   if (!hash.ok) return hash;
+  return ok({ asset: asset.value, hash: hash.value });
+}
+
+/**
+ * The one record of an event about one asset: `body` after the common fields (key order is
+ * the stored record's), and in `extra` every venue field but those and the `read` ones the
+ * body came from.
+ */
+function assetRecord(
+  ev: Record<string, unknown>,
+  base: Base,
+  head: AssetHead,
+  body: Pick<ExchangeAEvent, 'event_type' | 'bids' | 'asks' | 'changes'>,
+  read: readonly string[],
+): Parsed<ExchangeAEvent[]> {
+  const extra = extraOf(ev, ['event_type', 'market', 'asset_id', 'timestamp', 'hash', ...read]);
+  return ok([
+    withExtra(
+      {
+        market: base.market,
+        asset_id: head.asset,
+        timestamp: base.timestamp,
+        hash: head.hash ?? contentHash(ev),
+        ...body,
+      },
+      extra,
+    ),
+  ]);
+}
+
+function book(ev: Record<string, unknown>, base: Base): Parsed<ExchangeAEvent[]> {
+  const head = assetHead(ev);
+  if (!head.ok) return head;
   // Early captures name the sides buys/sells; read them as bids/asks.
   const bidKey = ev['bids'] === undefined && ev['buys'] !== undefined ? 'buys' : 'bids';
   const askKey = ev['asks'] === undefined && ev['sells'] !== undefined ? 'sells' : 'asks';
@@ -196,29 +279,13 @@ function book(ev: Record<string, unknown>, base: Base): Parsed<ExchangeAEvent[]>
   if (!bids.ok) return bids;
   const asks = levels(ev[askKey], askKey);
   if (!asks.ok) return asks;
-  const extra = extraOf(ev, ['event_type', 'market', 'asset_id', 'timestamp', 'hash', bidKey, askKey]);
-  return ok([
-    withExtra(
-      {
-        market: base.market,
-        asset_id: asset.value,
-        timestamp: base.timestamp,
-        hash: hash.value ?? contentHash(ev),
-        event_type: 'book',
-        bids: bids.value,
-        asks: asks.value,
-      },
-      extra,
-    ),
-  ]);
+  return assetRecord(ev, base, head.value, { event_type: 'book', bids: bids.value, asks: asks.value }, [bidKey, askKey]);
 }
 
 /** `price_change` before 2025-09-15: one asset, its `changes`. */
 function priceChangeOld(ev: Record<string, unknown>, base: Base): Parsed<ExchangeAEvent[]> {
-  const asset = requiredAsset(ev['asset_id']);
-  if (!asset.ok) return asset;
-  const hash = venueHash(ev['hash'], 'hash');
-  if (!hash.ok) return hash;
+  const head = assetHead(ev);
+  if (!head.ok) return head;
   const raw = ev['changes'];
   if (!Array.isArray(raw)) {
     return bad(raw === undefined ? 'neither price_changes nor changes present' : 'changes is not an array');
@@ -229,33 +296,32 @@ function priceChangeOld(ev: Record<string, unknown>, base: Base): Parsed<Exchang
     if (!c.ok) return c;
     changes.push(c.value);
   }
-  const extra = extraOf(ev, ['event_type', 'market', 'asset_id', 'timestamp', 'hash', 'changes']);
-  return ok([
-    withExtra(
-      {
-        market: base.market,
-        asset_id: asset.value,
-        timestamp: base.timestamp,
-        hash: hash.value ?? contentHash(ev),
-        event_type: 'price_change',
-        changes,
-      },
-      extra,
-    ),
-  ]);
+  return assetRecord(ev, base, head.value, { event_type: 'price_change', changes }, ['changes']);
+}
+
+/**
+ * `price_change` of 2024: one level, flat, no list:
+ * `{"event_type":"price_change","asset_id","market","price","side","size","hash","timestamp"}`.
+ * A one-change record; a `best_bid` / `best_ask` it carries becomes the change's claim.
+ */
+function priceChangeFlat(ev: Record<string, unknown>, base: Base): Parsed<ExchangeAEvent[]> {
+  const head = assetHead(ev);
+  if (!head.ok) return head;
+  const c = claimedChange(ev, '', false);
+  if (!c.ok) return c;
+  const read = ['price', 'side', 'size', 'best_bid', 'best_ask'];
+  return assetRecord(ev, base, head.value, { event_type: 'price_change', changes: [c.value] }, read);
 }
 
 interface AssetGroup {
   changes: PriceChange[];
-  hashes: string[];
   firstHash: string | undefined;
-  last: Record<string, unknown>;
 }
 
 /**
  * `price_change` since 2025-09-15: entries of several assets. One record per asset, in the
- * order the assets first appear; the record's hash is the asset's first entry hash, its
- * best_bid/best_ask the asset's last entry's (the venue's top after all of them).
+ * order the assets first appear, its changes in entry order, each with its own hash and
+ * best_bid/best_ask claim; the record's hash is the asset's first entry hash.
  */
 function priceChangeList(ev: Record<string, unknown>, base: Base): Parsed<ExchangeAEvent[]> {
   const raw = ev['price_changes'];
@@ -267,28 +333,19 @@ function priceChangeList(ev: Record<string, unknown>, base: Base): Parsed<Exchan
     if (!isRecord(entry)) return bad(`${where} is not an object`);
     const asset = requiredAsset(entry['asset_id'], `${where}.asset_id`);
     if (!asset.ok) return asset;
-    const c = change(entry, where);
+    const c = claimedChange(entry, where, true);
     if (!c.ok) return c;
-    const hash = venueHash(entry['hash'], `${where}.hash`);
-    if (!hash.ok) return hash;
     let g = groups.get(asset.value);
     if (!g) {
-      g = { changes: [], hashes: [], firstHash: hash.value, last: entry };
+      g = { changes: [], firstHash: c.value.hash };
       groups.set(asset.value, g);
     }
     g.changes.push(c.value);
-    if (hash.value !== undefined) g.hashes.push(hash.value);
-    g.last = entry;
   }
 
-  const shared = extraOf(ev, ['event_type', 'market', 'timestamp', 'price_changes']);
+  const extra = extraOf(ev, ['event_type', 'market', 'timestamp', 'price_changes']);
   const records: ExchangeAEvent[] = [];
   for (const [assetId, g] of groups) {
-    const extra: Record<string, unknown> = { ...shared };
-    if (g.last['best_bid'] !== undefined) extra['best_bid'] = g.last['best_bid'];
-    if (g.last['best_ask'] !== undefined) extra['best_ask'] = g.last['best_ask'];
-    // Every entry hash of the asset, when it had several: the record's hash is only the first.
-    if (g.hashes.length > 1) extra['entry_hashes'] = g.hashes;
     records.push(
       withExtra(
         {
@@ -299,7 +356,7 @@ function priceChangeList(ev: Record<string, unknown>, base: Base): Parsed<Exchan
           event_type: 'price_change',
           changes: g.changes,
         },
-        extra,
+        { ...extra },
       ),
     );
   }

@@ -1,5 +1,5 @@
-import { isoMs, normaliseTicker, type ExchangeBRecord } from '@booktape/domain';
-import { canonicalDecimal, centsToDollars, type DecimalResult } from './decimal.ts';
+import { MAX_EVENT_DATE, MAX_EVENT_MS, isoMs, normaliseTicker, type ExchangeBRecord } from '@booktape/domain';
+import { centsToDollars, venueDecimal } from '@booktape/decimal';
 import {
   bad,
   excerpt,
@@ -19,16 +19,29 @@ import type { ExchangeBResult } from './normalise.types.ts';
  * gaps are found across messages.
  *
  * Decisions:
- * - Event time is the receive time (DESIGN §3); the venue's own `ts_ms` / `ts` is kept as
+ * - Prices and sizes keep the venue's text where it sent decimal strings ("0.4200",
+ *   "20.00", "-50.00"); JSON numbers become their shortest text; legacy integer cents are
+ *   converted to dollars (a unit conversion, so canonical). Every value is validated.
+ * - Event time is the receive time (docs/rules/data.md); the venue's own `ts_ms` / `ts` is kept as
  *   `venue_ts`. `ts` numbers below 1e11 are seconds, otherwise milliseconds.
  * - Price fields fall back `*_dollars_fp` → `*_dollars` → cents, skipping fields that are
  *   absent or null; when every present field is null the payload is null (`yes: null`,
  *   `price: null`: the book is unknown until the next snapshot). A snapshot level whose
  *   price is null makes that side null too. A snapshot side with no field at all is an
  *   empty side (Kalshi omits empty sides). Levels keep the venue's order (ascending).
- * - Seq tracking follows every message that carries a `sid` and a `seq` (including `ok`).
+ * - Seq tracking follows every message that carries a `sid` and a `seq`: book messages,
+ *   `ok` acknowledgements, `unsubscribed`, `ticker` and `trade` all use up a number.
  *   A message that is invalid does not advance it, so the next good message shows a gap:
- *   a lost delta leaves the book unknown, which is what the gap records say.
+ *   a lost delta leaves the book unknown, which is what the gap records say. Only book
+ *   messages make a ticker part of a sid's gap records (a gap on a ticker-channel sid does
+ *   not make any book unknown).
+ * - Sequence state belongs to a connection: reset() at each connection (and replay at each
+ *   `connect` boundary and each file). A sid first met without its `subscribed` and at a
+ *   seq other than 1 means the stream started mid-session: each ticker whose first message
+ *   there is a delta gets one gap record before it (its book is unknown until a snapshot);
+ *   a snapshot needs none. After that the sid is tracked as usual.
+ * - `ticker` and `trade` channel messages are stored as non-book records with the venue's
+ *   `msg` in `data`.
  * - A control message (e.g. `ok`) that reveals a gap is answered with the gap records
  *   (kind `records`) rather than `control`: the gap is data and must be stored.
  * - An unknown message type that carries a `market_ticker` is invalid (dead-letter keeps
@@ -36,9 +49,22 @@ import type { ExchangeBResult } from './normalise.types.ts';
  */
 
 interface SidState {
-  last: number;
-  tickers: string[];
+  /** The last seq seen; null right after `subscribed` (the first message sets it). */
+  last: number | null;
+  /**
+   * Tickers of book messages seen on the sid (named in its gap records, in the order first
+   * seen). A set: every book message looks its ticker up, and one sid can carry thousands.
+   */
+  tickers: Set<string>;
+  /**
+   * Started mid-session (see the class notes): tickers already met on the sid, each
+   * reported or known from a snapshot. null for a sid whose start was seen.
+   */
+  midSession: Set<string> | null;
 }
+
+type Time = { timestamp: string; epoch_ms: number };
+type MessageKind = 'book-snapshot' | 'book-delta' | 'other';
 
 const MIN_TS_MS = 100_000_000_000;
 
@@ -52,12 +78,14 @@ export class ExchangeBNormaliser {
 
   /** Tickers seen on a subscription since its `subscribed` (for snapshot requests after a gap). */
   tickersOf(sid: number): readonly string[] {
-    return this.sids.get(sid)?.tickers ?? [];
+    return [...(this.sids.get(sid)?.tickers ?? [])];
   }
 
   normalise(frame: unknown, receivedAt: Date): ExchangeBResult {
     const epochMs = receivedAt.getTime();
     if (!Number.isFinite(epochMs)) return { kind: 'invalid', reason: 'receivedAt is not a valid date' };
+    // Exchange B's event time is the receive time: it must fit the store's dates too.
+    if (epochMs < 0 || epochMs > MAX_EVENT_MS) return { kind: 'invalid', reason: `receive time ${receivedAt.toISOString()} is outside 1970..${MAX_EVENT_DATE}, the dates the store holds` };
 
     let value: unknown = frame;
     const text = frameText(frame);
@@ -80,14 +108,18 @@ export class ExchangeBNormaliser {
         const body = isRecord(msg) ? msg : {};
         const sid = toInteger(body['sid'] ?? value['sid']);
         if (sid === undefined) return { kind: 'invalid', reason: 'subscribed without an integer sid' };
-        // A new subscription numbers its messages from 1 again.
-        this.sids.delete(sid);
+        // A new subscription numbers its messages again; its start is seen, so no mid-session gap.
+        this.sids.set(sid, { last: null, tickers: new Set(), midSession: null });
         return { kind: 'control', name: 'subscribed', detail: { sid, channel: body['channel'] ?? null, id: value['id'] ?? null } };
       }
       case 'unsubscribed': {
-        const sid = toInteger(value['sid'] ?? (isRecord(msg) ? msg['sid'] : undefined));
-        if (sid !== undefined) this.sids.delete(sid);
-        return { kind: 'control', name: 'unsubscribed', detail: { sid: sid ?? null, id: value['id'] ?? null } };
+        // It may use up a seq of the sid: check it (a skipped number is still a gap), then forget the sid.
+        const seqd = sequenceOf({ sid: value['sid'] ?? (isRecord(msg) ? msg['sid'] : undefined), seq: value['seq'] });
+        if (!seqd.ok) return { kind: 'invalid', reason: seqd.reason };
+        const gaps = this.track(seqd.value, null, 'other', time);
+        if (seqd.value.sid !== null) this.sids.delete(seqd.value.sid);
+        if (gaps.length > 0) return { kind: 'records', records: gaps };
+        return { kind: 'control', name: 'unsubscribed', detail: { sid: seqd.value.sid, id: value['id'] ?? null } };
       }
       case 'error': {
         const body = isRecord(msg) ? msg : {};
@@ -100,13 +132,16 @@ export class ExchangeBNormaliser {
       case 'orderbook_snapshot':
       case 'orderbook_delta':
         return this.bookMessage(type, value, time);
+      case 'ticker':
+      case 'trade':
+        return this.channelMessage(type, value, time);
       default: {
         if (isRecord(msg) && msg['market_ticker'] !== undefined) {
           return { kind: 'invalid', reason: `unsupported message type ${excerpt(type)} with market data` };
         }
-        const seqd = this.sequence(value);
+        const seqd = sequenceOf(value);
         if (!seqd.ok) return { kind: 'invalid', reason: seqd.reason };
-        const gaps = this.track(seqd.value, null, time);
+        const gaps = this.track(seqd.value, null, 'other', time);
         if (gaps.length > 0) return { kind: 'records', records: gaps };
         const detail: Record<string, unknown> = { id: value['id'] ?? null };
         if (seqd.value.sid !== null) detail['sid'] = seqd.value.sid;
@@ -117,62 +152,68 @@ export class ExchangeBNormaliser {
     }
   }
 
-  private sequence(value: Record<string, unknown>): Parsed<{ sid: number | null; seq: number | null }> {
-    const out = { sid: null as number | null, seq: null as number | null };
-    for (const key of ['sid', 'seq'] as const) {
-      const raw = value[key];
-      if (raw === undefined || raw === null) continue;
-      const n = toInteger(raw);
-      if (n === undefined || n < 0) return bad(`${key} is not a non-negative integer: ${excerpt(String(raw))}`);
-      out[key] = n;
-    }
-    return ok(out);
-  }
-
   /**
    * Advance the subscription's seq; when it skipped, one gap record per ticker seen so far
-   * on the sid. `ticker` (the message's own) joins the sid's tickers after the check.
+   * on the sid. On a sid that started mid-session, a ticker's first message being a delta
+   * adds one gap record for that ticker. `ticker` (a book message's own) joins the sid's
+   * tickers after the checks.
    */
-  private track(
-    s: { sid: number | null; seq: number | null },
-    ticker: string | null,
-    time: { timestamp: string; epoch_ms: number },
-  ): ExchangeBRecord[] {
+  private track(s: { sid: number | null; seq: number | null }, ticker: string | null, kind: MessageKind, time: Time): ExchangeBRecord[] {
     if (s.sid === null || s.seq === null) return [];
     const gaps: ExchangeBRecord[] = [];
+    const gap = (t: string, expected: number | null): ExchangeBRecord => {
+      const r: ExchangeBRecord = { type: 'gap', ticker: t, timestamp: time.timestamp, epoch_ms: time.epoch_ms, sid: s.sid, seq: s.seq };
+      if (expected !== null) r.expected_seq = expected;
+      return r;
+    };
     let state = this.sids.get(s.sid);
     if (state === undefined) {
-      state = { last: s.seq, tickers: [] };
+      // No `subscribed` for this sid since the reset: seq 1 is a start we saw, anything else
+      // is the middle of a session whose earlier messages this stream does not hold.
+      state = { last: null, tickers: new Set(), midSession: s.seq === 1 ? null : new Set() };
       this.sids.set(s.sid, state);
-    } else {
-      if (s.seq !== state.last + 1) {
-        for (const t of state.tickers) {
-          gaps.push({
-            type: 'gap',
-            ticker: t,
-            timestamp: time.timestamp,
-            epoch_ms: time.epoch_ms,
-            sid: s.sid,
-            seq: s.seq,
-            expected_seq: state.last + 1,
-          });
-        }
-      }
-      state.last = s.seq;
     }
-    if (ticker !== null && !state.tickers.includes(ticker)) state.tickers.push(ticker);
+    if (state.last !== null && s.seq !== state.last + 1) {
+      for (const t of state.tickers) gaps.push(gap(t, (state.last as number) + 1));
+    }
+    state.last = s.seq;
+    if (ticker !== null) {
+      if (state.midSession !== null && !state.midSession.has(ticker)) {
+        state.midSession.add(ticker);
+        // Already named by a seq gap just above: one record is enough.
+        if (kind === 'book-delta' && !state.tickers.has(ticker)) gaps.push(gap(ticker, null));
+      }
+      state.tickers.add(ticker);
+    }
     return gaps;
   }
 
-  private bookMessage(
-    type: 'orderbook_snapshot' | 'orderbook_delta',
-    value: Record<string, unknown>,
-    time: { timestamp: string; epoch_ms: number },
-  ): ExchangeBResult {
+  private bookMessage(type: 'orderbook_snapshot' | 'orderbook_delta', value: Record<string, unknown>, time: Time): ExchangeBResult {
     const r = type === 'orderbook_snapshot' ? snapshot(value, time) : delta(value, time);
     if (!r.ok) return { kind: 'invalid', reason: `${type}: ${r.reason}` };
-    const gaps = this.track({ sid: r.value.sid, seq: r.value.seq }, r.value.ticker, time);
+    const kind = type === 'orderbook_snapshot' ? 'book-snapshot' : 'book-delta';
+    const gaps = this.track({ sid: r.value.sid, seq: r.value.seq }, r.value.ticker, kind, time);
     return { kind: 'records', records: [...gaps, r.value] };
+  }
+
+  /** `ticker` / `trade` channel: a non-book record; it uses up a seq but names no book in gaps. */
+  private channelMessage(type: 'ticker' | 'trade', value: Record<string, unknown>, time: Time): ExchangeBResult {
+    const h = header(value);
+    if (!h.ok) return { kind: 'invalid', reason: `${type}: ${h.reason}` };
+    const vts = venueTs(h.value.msg);
+    if (!vts.ok) return { kind: 'invalid', reason: `${type}: ${vts.reason}` };
+    const gaps = this.track({ sid: h.value.sid, seq: h.value.seq }, null, 'other', time);
+    const record: ExchangeBRecord = {
+      type,
+      ticker: h.value.ticker,
+      timestamp: time.timestamp,
+      epoch_ms: time.epoch_ms,
+      sid: h.value.sid,
+      seq: h.value.seq,
+      venue_ts: vts.value,
+      data: h.value.msg,
+    };
+    return { kind: 'records', records: [...gaps, record] };
   }
 }
 
@@ -190,12 +231,19 @@ function header(value: Record<string, unknown>): Parsed<Header> {
   if (typeof raw !== 'string' || raw === '') return bad('market_ticker missing or not a string');
   const ticker = normaliseTicker(raw);
   if (ticker === null) return bad(`market_ticker is malformed: ${excerpt(raw)}`);
-  const out: Header = { ticker, sid: null, seq: null, msg };
+  const s = sequenceOf(value);
+  if (!s.ok) return s;
+  return ok({ ticker, sid: s.value.sid, seq: s.value.seq, msg });
+}
+
+/** A message's subscription id and seq, null where it carries none. */
+function sequenceOf(value: Record<string, unknown>): Parsed<{ sid: number | null; seq: number | null }> {
+  const out = { sid: null as number | null, seq: null as number | null };
   for (const key of ['sid', 'seq'] as const) {
-    const v = value[key];
-    if (v === undefined || v === null) continue;
-    const n = toInteger(v);
-    if (n === undefined || n < 0) return bad(`${key} is not a non-negative integer: ${excerpt(String(v))}`);
+    const raw = value[key];
+    if (raw === undefined || raw === null) continue;
+    const n = toInteger(raw);
+    if (n === undefined || n < 0) return bad(`${key} is not a non-negative integer: ${excerpt(String(raw))}`);
     out[key] = n;
   }
   return ok(out);
@@ -244,8 +292,17 @@ function pick(
   return sawNull ? { present: true, value: null, ...sawNull } : { present: false };
 }
 
-function price(v: unknown, unit: Unit): DecimalResult {
-  return unit === 'cents' ? centsToDollars(v) : canonicalDecimal(v);
+/**
+ * A price as stored: dollar text as sent, cents converted to dollars. `canonical` for sign
+ * checks.
+ */
+function price(v: unknown, unit: Unit): Parsed<{ value: string; canonical: string }> {
+  if (unit === 'dollars') {
+    const d = venueDecimal(v);
+    return d.ok ? ok({ value: d.value, canonical: d.canonical }) : bad(d.reason);
+  }
+  const c = centsToDollars(v);
+  return c.ok ? ok({ value: c.value, canonical: c.value }) : bad(c.reason);
 }
 
 function snapshotSide(msg: Record<string, unknown>, side: 'yes' | 'no'): Parsed<[string, string][] | null> {
@@ -264,11 +321,11 @@ function snapshotSide(msg: Record<string, unknown>, side: 'yes' | 'no'): Parsed<
     if (lv[0] === null) return ok(null);
     const pr = price(lv[0], p.unit);
     if (!pr.ok) return bad(`${p.key}[${i}] price: ${pr.reason}`);
-    if (pr.value.startsWith('-')) return bad(`${p.key}[${i}] price is negative`);
-    const sz = canonicalDecimal(lv[1]);
+    if (pr.value.canonical.startsWith('-')) return bad(`${p.key}[${i}] price is negative`);
+    const sz = venueDecimal(lv[1]);
     if (!sz.ok) return bad(`${p.key}[${i}] size: ${sz.reason}`);
-    if (sz.value.startsWith('-')) return bad(`${p.key}[${i}] size is negative`);
-    out.push([pr.value, sz.value]);
+    if (sz.canonical.startsWith('-')) return bad(`${p.key}[${i}] size is negative`);
+    out.push([pr.value.value, sz.value]);
   }
   return ok(out);
 }
@@ -314,8 +371,8 @@ function delta(value: Record<string, unknown>, time: { timestamp: string; epoch_
   if (p.value !== null) {
     const pr = price(p.value, p.unit);
     if (!pr.ok) return bad(`${p.key}: ${pr.reason}`);
-    if (pr.value.startsWith('-')) return bad(`${p.key} is negative`);
-    priceValue = pr.value;
+    if (pr.value.canonical.startsWith('-')) return bad(`${p.key} is negative`);
+    priceValue = pr.value.value;
   }
 
   const d = pick(msg, [
@@ -325,7 +382,7 @@ function delta(value: Record<string, unknown>, time: { timestamp: string; epoch_
   if (!d.present) return bad('delta missing (neither delta_fp nor delta)');
   let deltaValue: string | null = null;
   if (d.value !== null) {
-    const dv = canonicalDecimal(d.value);
+    const dv = venueDecimal(d.value);
     if (!dv.ok) return bad(`${d.key}: ${dv.reason}`);
     deltaValue = dv.value;
   }

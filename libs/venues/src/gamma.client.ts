@@ -1,3 +1,5 @@
+import type { CatalogueMarket } from '@booktape/domain';
+
 /**
  * Client of exchange A's (Polymarket's) metadata API, "gamma": the one place that knows
  * its URLs and shapes. Used by capture (which markets to subscribe), the ingestor's market
@@ -48,29 +50,11 @@ export interface DiscoveredMarket {
   closed: boolean;
 }
 
-/** What the market catalogue keeps of a market (and of the event it belongs to). */
-export interface GammaCatalogueMarket {
-  /** `0x` + lower case. */
-  conditionId: string;
-  /** The venue's numeric market id, when known. */
-  marketId: string | null;
-  slug: string;
-  question: string;
-  active: boolean;
-  closed: boolean;
-  /** In outcome order (YES first for binary markets); empty before the market is deployed. */
-  tokenIds: string[];
-  outcomes: string[];
-  eventId: string | null;
-  eventSlug: string | null;
-  eventTitle: string | null;
-}
-
 export interface GammaEvent {
   id: string | null;
   slug: string;
   title: string;
-  markets: GammaCatalogueMarket[];
+  markets: CatalogueMarket[];
 }
 
 /** A JSON-encoded list string (`"[\"a\", \"b\"]"`) or an actual list → strings; else []. */
@@ -140,7 +124,7 @@ export function parseGammaMarket(raw: unknown): DiscoveredMarket | null {
  * `event` is the event it was embedded in (event listings); otherwise the market's own
  * first `events` entry is used.
  */
-export function parseGammaCatalogueMarket(raw: unknown, event?: { id: string | null; slug: string; title: string }): GammaCatalogueMarket | null {
+export function parseGammaCatalogueMarket(raw: unknown, event?: { id: string | null; slug: string; title: string }): CatalogueMarket | null {
   const m = record(raw);
   if (!m) return null;
   const conditionId = str(m.conditionId ?? m.condition_id)?.trim() ?? null;
@@ -171,7 +155,7 @@ export function parseGammaEvent(raw: unknown): GammaEvent | null {
   const head = { id: id(e.id), slug, title: str(e.title) ?? str(e.ticker) ?? slug };
   const markets = (Array.isArray(e.markets) ? e.markets : [])
     .map((m) => parseGammaCatalogueMarket(m, head))
-    .filter((m): m is GammaCatalogueMarket => m !== null);
+    .filter((m): m is CatalogueMarket => m !== null);
   return { ...head, markets };
 }
 
@@ -225,14 +209,14 @@ export async function fetchGammaEventBySlug(slug: string, opts: GammaRequestOpti
 }
 
 /** The markets with exactly this slug (normally one), each with its event. */
-export async function fetchGammaMarketsBySlug(slug: string, opts: GammaRequestOptions): Promise<GammaCatalogueMarket[]> {
+export async function fetchGammaMarketsBySlug(slug: string, opts: GammaRequestOptions): Promise<CatalogueMarket[]> {
   const page = await getList('markets', [['slug', slug]], opts);
-  return page.map((raw) => parseGammaCatalogueMarket(raw)).filter((m): m is GammaCatalogueMarket => m !== null && m.slug === slug);
+  return page.map((raw) => parseGammaCatalogueMarket(raw)).filter((m): m is CatalogueMarket => m !== null && m.slug === slug);
 }
 
 /** Markets by condition id (as many as the API returns of them; batches of at most 50). */
-export async function fetchGammaMarketsByConditionIds(conditionIds: string[], opts: GammaRequestOptions): Promise<GammaCatalogueMarket[]> {
-  const out: GammaCatalogueMarket[] = [];
+export async function fetchGammaMarketsByConditionIds(conditionIds: string[], opts: GammaRequestOptions): Promise<CatalogueMarket[]> {
+  const out: CatalogueMarket[] = [];
   for (let i = 0; i < conditionIds.length; i += 50) {
     const batch = conditionIds.slice(i, i + 50);
     const page = await getList('markets', [...batch.map((c): [string, string] => ['condition_ids', c]), ['limit', String(batch.length)]], opts);

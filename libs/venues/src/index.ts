@@ -1,5 +1,4 @@
 export * from './normalise.types.ts';
-export * from './decimal.ts';
 export * from './content-hash.ts';
 export * from './exchange-a.normaliser.ts';
 export * from './exchange-b.normaliser.ts';

@@ -2,7 +2,8 @@ import type { ExchangeAEvent, ExchangeBRecord, RawMessage } from '@booktape/doma
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { contentHash, sha1Hex } from './content-hash.ts';
-import { Sequencer } from './sequencer.ts';
+import { normaliseExchangeA } from './exchange-a.normaliser.ts';
+import { Sequencer, dedupIdA } from './sequencer.ts';
 
 const T0 = Date.UTC(2026, 1, 14, 15, 30, 0, 123);
 
@@ -23,6 +24,11 @@ function bRecord(seq: number | null, type: ExchangeBRecord['type'] = 'delta'): E
   return { type, ticker: 'KX-1', timestamp: new Date(T0).toISOString(), epoch_ms: T0, sid: seq === null ? null : 5, seq, side: 'yes', price: '0.5', delta: '1' };
 }
 
+/** Independent reference: the identity fields, keys written in sorted order by hand. */
+function bookIdentity(e: ExchangeAEvent): string {
+  return sha1Hex(JSON.stringify({ asks: e.asks, asset_id: e.asset_id, bids: e.bids, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp }));
+}
+
 const seqOf = (m: RawMessage): bigint => BigInt(m.ingest_seq);
 const base = (ms: number): bigint => BigInt(ms) * 2n ** 23n;
 
@@ -35,7 +41,7 @@ describe('Sequencer: ingest_seq', () => {
     expect(f1.map(seqOf)).toEqual([base(T0), base(T0) + 1n]);
     expect(f2.map(seqOf)).toEqual([base(T0) + 2048n]);
     expect(f3.map(seqOf)).toEqual([base(T0 + 1)]);
-    expect(f1[0]).toMatchObject({ venue: 'exchange-a', received_at: '2026-02-14T15:30:00.123Z', worker_id: 3, dedup_id: 'h1' });
+    expect(f1[0]).toMatchObject({ venue: 'exchange-a', received_at: '2026-02-14T15:30:00.123Z', worker_id: 3, dedup_id: bookIdentity(aEvent(1)) });
   });
 
   it('counts an empty frame as a frame', () => {
@@ -120,11 +126,85 @@ describe('Sequencer: ingest_seq', () => {
 });
 
 describe('Sequencer: dedup_id', () => {
-  it('uses the event hash for A, and the content hash when the hash is a transaction hash', () => {
+  const AT = new Date(T0);
+  const MARKET = '0x5f65177b394277fd294cd75650044e32ba009a95022d88a0c1d565897d72f8f1';
+  /** The dedup ids of a frame as the venue sent it (text), through the normaliser. */
+  const idsOf = (frame: unknown): string[] => {
+    const r = normaliseExchangeA(frame, AT);
+    if (r.kind !== 'records') throw new Error(JSON.stringify(r));
+    return new Sequencer(1).stamp(AT, r.records, 'exchange-a').map((m) => m.dedup_id);
+  };
+  // A trade burst as recorded from the venue: frames of one millisecond repeat the asset's hash.
+  const burst = (size: string, price = '0.52') =>
+    `{"event_type":"price_change","market":"${MARKET}","timestamp":"1757908892351","price_changes":[` +
+    `{"asset_id":"7132","price":"${price}","size":"${size}","side":"SELL","hash":"56621a12","best_bid":"0.5","best_ask":"0.52"}]}`;
+
+  it('A: the same hash with different content is a different event', () => {
+    expect(idsOf(burst('200'))).not.toEqual(idsOf(burst('150')));
+    expect(idsOf(burst('200'))).not.toEqual(idsOf(burst('200', '0.53')));
+  });
+
+  it('A: a byte-identical re-send is the same event', () => {
+    expect(idsOf(burst('200'))).toEqual(idsOf(burst('200')));
+    // and so is the parsed JSON a capture file holds for it
+    expect(idsOf(JSON.parse(burst('200')))).toEqual(idsOf(burst('200')));
+  });
+
+  it('A: key order does not matter, time and type do', () => {
+    const ev = JSON.parse(burst('200')) as { price_changes: Record<string, unknown>[] } & Record<string, unknown>;
+    const reordered = {
+      timestamp: ev['timestamp'],
+      price_changes: ev.price_changes.map((c) => Object.fromEntries(Object.entries(c).reverse())),
+      market: ev['market'],
+      event_type: 'price_change',
+    };
+    expect(idsOf(reordered)).toEqual(idsOf(ev));
+    expect(idsOf({ ...ev, timestamp: '1757908892352' })).not.toEqual(idsOf(ev));
+    // A book sent right after the burst may carry the same hash: a different event.
+    const book = { event_type: 'book', asset_id: '7132', market: MARKET, timestamp: '1757908892351', hash: '56621a12', bids: [], asks: [] };
+    expect(idsOf(book)).not.toEqual(idsOf(ev));
+  });
+
+  it('A: the per-entry claims are part of the content', () => {
+    expect(idsOf(burst('200'))).not.toEqual(idsOf(burst('200').replace('"best_bid":"0.5"', '"best_bid":"0.51"')));
+  });
+
+  it('A book/price_change: sha1 of the identity fields, whatever extra says', () => {
+    const e = aEvent(1, { tick_size: '0.01' });
+    expect(dedupIdA(e)).toBe(bookIdentity(e));
+    const pc: ExchangeAEvent = { market: '0xabc', asset_id: '1', timestamp: '1757908892351', hash: 'h', event_type: 'price_change', changes: [{ price: '0.50', side: 'BUY', size: '3', hash: 'h' }] };
+    expect(dedupIdA(pc)).toBe(
+      sha1Hex(`{"asset_id":"1","changes":[{"hash":"h","price":"0.50","side":"BUY","size":"3"}],"event_type":"price_change","hash":"h","timestamp":"1757908892351"}`),
+    );
+  });
+
+  it('A property: equal content in any key order gives one id; any changed change gives another', () => {
+    const dec = fc.stringMatching(/^(0|[1-9]\d{0,3})(\.\d{1,4})?$/);
+    const entry = fc.record({ price: dec, size: dec, side: fc.constantFrom('BUY', 'SELL'), hash: fc.constantFrom('h1', 'h2'), best_bid: dec, best_ask: dec });
+    const shuffle = (o: Record<string, unknown>, seed: number): Record<string, unknown> => {
+      const keys = Object.keys(o);
+      for (let i = keys.length - 1; i > 0; i--) {
+        const j = (seed * (i + 7)) % (i + 1);
+        [keys[i], keys[j]] = [keys[j] as string, keys[i] as string];
+      }
+      return Object.fromEntries(keys.map((k) => [k, o[k]]));
+    };
+    fc.assert(
+      fc.property(fc.array(entry, { minLength: 1, maxLength: 5 }), fc.nat(1000), fc.nat(), (entries, seed, which) => {
+        const event = { event_type: 'price_change', market: MARKET, timestamp: '1757908892351', price_changes: entries.map((e) => ({ asset_id: '7', ...e })) };
+        const shuffled = shuffle({ ...event, price_changes: event.price_changes.map((e, i) => shuffle(e, seed + i)) }, seed);
+        expect(idsOf(shuffled)).toEqual(idsOf(event));
+        const k = which % entries.length;
+        const changed = { ...event, price_changes: event.price_changes.map((e, i) => (i === k ? { ...e, size: `${e.size}1` } : e)) };
+        expect(idsOf(changed)).not.toEqual(idsOf(event));
+      }),
+    );
+  });
+
+  it('A other event types: the content hash of the whole event (a transaction hash is no identity)', () => {
     const s = new Sequencer(1);
     const trade: ExchangeAEvent = { market: '0xabc', asset_id: '1', timestamp: '1750428146322', hash: '0xt', event_type: 'last_trade_price', extra: { price: '0.4', transaction_hash: '0xt' } };
-    const [book, lt] = s.stamp(new Date(T0), [aEvent(1), trade], 'exchange-a');
-    expect(book!.dedup_id).toBe('h1');
+    const [lt] = s.stamp(new Date(T0), [trade], 'exchange-a');
     expect(lt!.dedup_id).toBe(contentHash(trade));
     const other = { ...trade, extra: { price: '0.41', transaction_hash: '0xt' } };
     expect(s.stamp(new Date(T0), [other], 'exchange-a')[0]!.dedup_id).not.toBe(lt!.dedup_id);
@@ -136,6 +216,15 @@ describe('Sequencer: dedup_id', () => {
     const [d, g] = s.stamp(new Date(T0), [bRecord(9), gap], 'exchange-b');
     expect(d!.dedup_id).toBe(sha1Hex(`${T0}|5|9|delta|KX-1|`));
     expect(g!.dedup_id).toBe(sha1Hex(`${T0}|5|9|gap|KX-1|4`));
+  });
+
+  it('identifies B ticker/trade records by receive time, sid, seq, type and ticker, so a replay reproduces them', () => {
+    const t: ExchangeBRecord = { type: 'ticker', ticker: 'KX-1', timestamp: new Date(T0).toISOString(), epoch_ms: T0, sid: 2, seq: 7, venue_ts: null, data: { yes_bid_dollars: '0.42' } };
+    const [m] = new Sequencer(1).stamp(new Date(T0), [t], 'exchange-b');
+    expect(m!.dedup_id).toBe(sha1Hex(`${T0}|2|7|ticker|KX-1|`));
+    expect(new Sequencer(9).stamp(new Date(T0), [{ ...t }], 'exchange-b')[0]!.dedup_id).toBe(m!.dedup_id);
+    const trade = { ...t, type: 'trade' as const };
+    expect(new Sequencer(1).stamp(new Date(T0), [trade], 'exchange-b')[0]!.dedup_id).not.toBe(m!.dedup_id);
   });
 
   it('adds the record content for B records without sid/seq', () => {

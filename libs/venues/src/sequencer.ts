@@ -1,3 +1,4 @@
+import { MAX_RECEIVED_MS } from '@booktape/domain';
 import type {
   ExchangeAEvent,
   ExchangeAMessage,
@@ -11,7 +12,7 @@ import { canonicalJson, contentHash, sha1Hex } from './content-hash.ts';
 const FRAME_SHIFT = 11n; // 2^11 records per frame slot
 const MS_SHIFT = 23n; // 2^12 frame slots per millisecond
 const SLOT = 1n << FRAME_SHIFT;
-const MAX_MS = 2 ** 41 - 1; // ms * 2^23 must fit UInt64
+const MAX_MS = MAX_RECEIVED_MS; // ms * 2^23 must fit UInt64
 
 /**
  * Stamps normalised records with lineage (records.ts `Lineage`).
@@ -27,10 +28,13 @@ const MAX_MS = 2 ** 41 - 1; // ms * 2^23 must fit UInt64
  * give the same messages.
  *
  * dedup_id:
- * - A: the event's hash (the venue's hash, or the normaliser's content hash where the
- *   venue sent none). Exception: when the hash is the venue's `transaction_hash` (one
- *   transaction can carry several trades) it is the content hash of the whole event.
- *   Storage scopes it further by (market, date, timestamp, asset_id, event_type).
+ * - A: a duplicate is the same message again, so identity is content, not the venue hash
+ *   alone (the venue repeats one hash on different frames of a trade burst, issue 9).
+ *   `book` / `price_change`: sha1 of the canonical JSON of the hash, event type, asset,
+ *   timestamp and the levels or changes as received (per-entry hashes and claims included).
+ *   Every other event type: the content hash of the whole event. Key order never matters
+ *   (canonical JSON); a byte-identical re-send gives the same id. Storage scopes it further
+ *   by (market, date, timestamp, asset_id, event_type).
  * - B: sha1 of `${epoch_ms}|${sid}|${seq}|${type}|${ticker}|${expected_seq ?? ''}`; for a
  *   record without sid or seq, that text plus `|` and the record's canonical JSON.
  */
@@ -72,9 +76,14 @@ export class Sequencer {
 }
 
 export function dedupIdA(event: ExchangeAEvent): string {
-  const tx = event.extra?.['transaction_hash'];
-  if (typeof tx === 'string' && tx === event.hash) return contentHash(event);
-  return event.hash;
+  const e = event;
+  if (e.event_type === 'book') {
+    return contentHash({ hash: e.hash, event_type: e.event_type, asset_id: e.asset_id, timestamp: e.timestamp, bids: e.bids ?? null, asks: e.asks ?? null });
+  }
+  if (e.event_type === 'price_change') {
+    return contentHash({ hash: e.hash, event_type: e.event_type, asset_id: e.asset_id, timestamp: e.timestamp, changes: e.changes ?? null });
+  }
+  return contentHash(e);
 }
 
 export function dedupIdB(r: ExchangeBRecord): string {

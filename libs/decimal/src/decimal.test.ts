@@ -10,6 +10,7 @@ import {
   decimalToScaled,
   isCanonicalDecimal,
   shiftDecimal,
+  venueDecimal,
   subtractDecimal,
 } from './decimal.ts';
 
@@ -210,5 +211,39 @@ describe('arithmetic', () => {
     expect(() => decimalParts('0.50')).toThrow(RangeError);
     expect(() => decimalParts('-0')).toThrow(RangeError);
     expect(() => decimalToScaled('0.001', 2)).toThrow(RangeError);
+  });
+});
+
+describe('venueDecimal: the venue\'s text, validated', () => {
+  it.each([
+    ['0.50', '0.50', '0.5'],
+    ['309.00', '309.00', '309'],
+    ['-50.00', '-50.00', '-50'],
+    ['007', '007', '7'],
+    [45, '45', '45'],
+    [0.1, '0.1', '0.1'],
+    ['1e-3', '0.001', '0.001'],
+    ['+5', '5', '5'],
+    ['.5', '.5', '0.5'],
+    ['.48', '.48', '0.48'],
+    ['-0.00', '0', '0'],
+  ])('%j → %j', (input, value, canonical) => {
+    expect(venueDecimal(input)).toEqual({ ok: true, value, canonical });
+  });
+
+  it.each(['', ' 1', '0x10', 'NaN', '1,5', null, true])('refuses %j as canonicalDecimal does', (input) => {
+    expect(venueDecimal(input)).toEqual(canonicalDecimal(input));
+  });
+
+  it('property: keeps plain decimal text byte for byte, and means the same value', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^-?\d{1,6}(\.\d{1,6})?$/), (text) => {
+        const r = venueDecimal(text);
+        if (!r.ok) throw new Error(r.reason);
+        const c = canonicalDecimal(text);
+        expect(r.canonical).toBe(c.ok ? c.value : null);
+        expect(r.value).toBe(r.canonical === '0' && text.startsWith('-') ? '0' : text);
+      }),
+    );
   });
 });

@@ -2,7 +2,7 @@
  * Exact decimal strings for prices and sizes. Venues send decimals as strings ("0.4200"),
  * as JSON numbers (45) and, for Kalshi's legacy fields, as integer cents; everything stored
  * is one canonical form so that equal values are equal strings and no float arithmetic ever
- * touches a price (DESIGN §4 rule 8).
+ * touches a price (docs/rules/summaries.md, rule 8).
  *
  * Canonical form: optional "-", integer part without leading zeros ("0" when below one),
  * then "." and the fraction without trailing zeros when the value is not an integer.
@@ -80,6 +80,25 @@ export function canonicalDecimal(input: unknown): DecimalResult {
   }
   if (typeof input === 'bigint') return fromSyntax(input.toString(), input);
   return fail(`not a decimal: ${describe(input)}`);
+}
+
+const PLAIN_DECIMAL = /^-?(\d+(\.\d+)?|\.\d+)$/;
+
+/**
+ * A venue's decimal as the raw records keep it (issue 9 point 3: raw data as received).
+ * Validated exactly like canonicalDecimal; the result is the venue's own text when it is a
+ * plain decimal string (`digits[.digits]` or `.digits`, optional "-": "0.50", "309.00",
+ * "-50.00", and ".48" as Polymarket's documentation writes prices), and the canonical text
+ * otherwise: a JSON number has no text of its own (45 → "45", 0.1 →
+ * "0.1"), and the rare exotic string ("1e-3", "+5", ".5", "-0") is rewritten to a form every
+ * reader parses. Callers check the sign on `canonical`.
+ */
+export function venueDecimal(input: unknown): { ok: true; value: string; canonical: string } | { ok: false; reason: string } {
+  const c = canonicalDecimal(input);
+  if (!c.ok) return c;
+  // "-0.00" is zero: stored as "0", since a size must not read as negative.
+  const keep = typeof input === 'string' && PLAIN_DECIMAL.test(input) && !(c.value === '0' && input.startsWith('-'));
+  return { ok: true, value: keep ? input : c.value, canonical: c.value };
 }
 
 /** Integer or fractional cents to canonical dollars, exactly ("45" → "0.45"). */

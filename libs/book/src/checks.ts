@@ -1,0 +1,381 @@
+import type { ExchangeAEvent, ExchangeBRecord, PriceChange } from '@booktape/domain';
+import type { ChangeHook } from './book-engine.ts';
+import { canonicalSize, compareCanonical, msFromText } from './fixed-point.ts';
+import type { Observation } from './observation.ts';
+import type { AnyBook, BookRecord, BookVenue } from './rollup.ts';
+
+/**
+ * Per asset-day cross-checks of a rebuilt book (issue 9 point 4, docs/rules/data.md), computed by the
+ * rollup from the same ordered records as the summaries, one millisecond at a time:
+ *
+ * - Claims (exchange A): a `price_change` entry's `best_bid` / `best_ask` (or, on records
+ *   stored before entries carried them, the record's `extra.best_bid` / `best_ask`, meaning
+ *   "after the record's last change") is checked when the book is known right after the
+ *   entry (record). It holds when it equals, as a decimal, the rebuilt top right after the
+ *   entry or at the end of the asset's millisecond (a trade burst reports its end state on
+ *   every frame). An empty side compares as 0 (bid) / 1 (ask); a book unknown at the end of
+ *   the millisecond matches nothing there.
+ * - Crossed: at the end of each millisecond that had a book event, a known book with both
+ *   sides and best bid ≥ best ask. A burst that crosses and uncrosses inside one millisecond
+ *   is a real venue state, not a crossed book.
+ * - Unknown time: a spell opens when a book event leaves the book unknown (or a B `gap`
+ *   record, kind `sequence_gap`) and closes at the book event that makes it known again. A
+ *   gap during an `unknown_book` spell closes it and opens a `sequence_gap` one; further
+ *   gaps extend the open `sequence_gap` spell. An asset with no events before is not
+ *   unknown before its first one.
+ *
+ * The caller must hand each millisecond of an asset to applyMillisecond whole: claims are
+ * settled, and the book tested for crossing, at the end of the call.
+ */
+
+export const MAX_SPELLS = 100;
+/** Alerts kept between drains: a persistently crossed book must not grow memory. */
+const MAX_ALERTS = 1000;
+
+export type CheckSpellKind = 'unknown_book' | 'sequence_gap';
+
+export interface CheckSpell {
+  kind: CheckSpellKind;
+  start_ms: number;
+  end_ms: number;
+  detail: string;
+}
+
+export interface BookChecks {
+  /** Observations (book events) applied this day. */
+  book_events: number;
+  /** Exchange A claims checked (book known). */
+  venue_best_checked: number;
+  venue_best_mismatches: number;
+  first_mismatch_ms: number | null;
+  /** Human detail: claimed vs rebuilt, entry hash. */
+  first_mismatch: string | null;
+  /** Ends of milliseconds with a known, crossed book. */
+  crossed_observations: number;
+  first_crossed_ms: number | null;
+  /** Time the book was unknown within the day (up to untilMs). */
+  unknown_book_ms: number;
+  /** Exchange B gap records seen this day. */
+  sequence_gaps: number;
+  /** Unknown spells within the day, at most MAX_SPELLS kept. */
+  spells: CheckSpell[];
+  spells_dropped: number;
+}
+
+export interface OpenSpell {
+  kind: CheckSpellKind;
+  start_ms: number;
+  detail: string;
+}
+
+/** JSON-safe state of a checker between runs. */
+export interface ChecksState {
+  v: 1;
+  checks: BookChecks;
+  open: OpenSpell | null;
+}
+
+export interface CheckAlert {
+  kind: 'mismatch' | 'crossed';
+  ts: number;
+  detail: string;
+}
+
+function emptyChecks(): BookChecks {
+  return {
+    book_events: 0,
+    venue_best_checked: 0,
+    venue_best_mismatches: 0,
+    first_mismatch_ms: null,
+    first_mismatch: null,
+    crossed_observations: 0,
+    first_crossed_ms: null,
+    unknown_book_ms: 0,
+    sequence_gaps: 0,
+    spells: [],
+    spells_dropped: 0,
+  };
+}
+
+/** A claim not confirmed by the top right after its entry: settled at the end of the ms. */
+interface PendingClaim {
+  ts: number;
+  bid: string | undefined; // the venue's text
+  ask: string | undefined;
+  afterBid: string; // compare values: canonical, empty side as 0 / 1
+  afterAsk: string;
+  hash: string;
+}
+
+/** Detail texts quote venue input: bounded, so a pathological record cannot bloat stored state. */
+const MAX_DETAIL = 300;
+const clip = (s: string): string => (s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL - 1)}…` : s);
+
+const show = (s: string | undefined): string => (s === undefined ? '-' : JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}…` : s));
+
+/** Whether a claimed price (venue text, absent = not claimed) equals a rebuilt compare value. */
+function holds(claim: string | undefined, rebuilt: string): boolean {
+  return claim === undefined || claim === rebuilt || canonicalSize(claim) === rebuilt;
+}
+
+const claimText = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+export class BookChecker {
+  private pending: PendingClaim[] = [];
+  private alerts: CheckAlert[] = [];
+  // The record whose entries the hook is watching.
+  private curTs = 0;
+  private curHash = '';
+  private entryClaims = false;
+  private readonly onChange: ChangeHook;
+
+  private constructor(
+    private readonly venue: BookVenue,
+    private checks: BookChecks,
+    private open: OpenSpell | null,
+  ) {
+    this.onChange = (entry, bestBid, bestAsk) => this.entryClaim(entry, bestBid, bestAsk);
+  }
+
+  /**
+   * A fresh day. `book` is the start-of-day book (restored from the previous data day, or
+   * new). When it is unknown because of earlier data (it has a last observation, or
+   * `carried` had an open spell), an unknown spell is open from dayStartMs, of the kind and
+   * detail `carried.open` had (else `unknown_book`).
+   */
+  static startDay(venue: BookVenue, dayStartMs: number, book: AnyBook, carried: ChecksState | null): BookChecker {
+    let prev: OpenSpell | null = null;
+    try {
+      prev = carried === null || carried === undefined ? null : parseOpen((carried as { open?: unknown }).open ?? null);
+    } catch {
+      prev = null; // a malformed carried spell only loses its kind and detail
+    }
+    let open: OpenSpell | null = null;
+    if (!book.isKnown() && (book.lastObservation() !== null || prev !== null)) {
+      open = {
+        kind: prev?.kind ?? 'unknown_book',
+        start_ms: dayStartMs,
+        detail: prev?.detail ?? 'unknown since an earlier day',
+      };
+    }
+    return new BookChecker(venue, emptyChecks(), open);
+  }
+
+  /** Continues an incremental run from a stored `toState()`; RangeError when malformed. */
+  static resume(venue: BookVenue, state: unknown): BookChecker {
+    if (typeof state !== 'object' || state === null) throw new RangeError('checks state is not an object');
+    const s = state as Record<string, unknown>;
+    if (s['v'] !== 1) throw new RangeError(`checks state version ${String(s['v'])} is not 1`);
+    return new BookChecker(venue, parseChecks(s['checks']), parseOpen(s['open']));
+  }
+
+  /**
+   * Applies the records of ONE millisecond of one asset, in serving order, to `book`,
+   * pushing each observation to `push`, and runs every check.
+   */
+  applyMillisecond(book: AnyBook, records: BookRecord[], push: (o: Observation) => void): void {
+    const checks = this.checks;
+    let last: Observation | null = null;
+    for (let k = 0; k < records.length; k++) {
+      const r = records[k]!;
+      if (this.venue === 'exchange-b' && (r as ExchangeBRecord).type === 'gap') {
+        const g = r as ExchangeBRecord;
+        checks.sequence_gaps++;
+        book.apply(g);
+        if (this.open === null || this.open.kind !== 'sequence_gap') {
+          if (this.open !== null) this.closeSpell(g.epoch_ms);
+          this.open = {
+            kind: 'sequence_gap',
+            start_ms: g.epoch_ms,
+            detail: `gap: sid ${String(g.sid)} seq ${String(g.seq)} expected ${String(g.expected_seq)}`,
+          };
+        }
+        continue;
+      }
+      const wasKnown = book.isKnown();
+      const anomalies = book.anomalies;
+      let o: Observation | null;
+      const ev = r as ExchangeAEvent;
+      if (this.venue === 'exchange-a' && ev.event_type === 'price_change') {
+        this.curTs = msFromText(ev.timestamp);
+        this.curHash = ev.hash;
+        this.entryClaims = false;
+        o = book.apply(ev, this.onChange);
+        if (o !== null && !this.entryClaims && book.isKnown()) this.recordClaim(ev, o);
+      } else o = book.apply(r);
+      if (o === null) continue;
+      push(o);
+      checks.book_events++;
+      last = o;
+      if (book.isKnown()) {
+        if (this.open !== null) this.closeSpell(o.ts);
+      } else if (this.open === null) {
+        this.open = { kind: 'unknown_book', start_ms: o.ts, detail: this.unknownReason(book, r, wasKnown, anomalies) };
+      }
+    }
+    this.endOfMillisecond(book, last);
+  }
+
+  /** The checks as of untilMs: an open spell counts up to untilMs and is listed ending there. Pure. */
+  checksAt(untilMs: number): BookChecks {
+    const c = this.snapshot();
+    if (this.open !== null) {
+      const end = Math.max(untilMs, this.open.start_ms);
+      c.unknown_book_ms += end - this.open.start_ms;
+      if (c.spells.length < MAX_SPELLS) c.spells.push({ ...this.open, end_ms: end });
+      else c.spells_dropped++;
+    }
+    return c;
+  }
+
+  toState(): ChecksState {
+    return { v: 1, checks: this.snapshot(), open: this.open === null ? null : { ...this.open } };
+  }
+
+  /** Mismatches and crossed books found since the last call, for logs and metrics. */
+  drainAlerts(): CheckAlert[] {
+    const out = this.alerts;
+    this.alerts = [];
+    return out;
+  }
+
+  private snapshot(): BookChecks {
+    return { ...this.checks, spells: this.checks.spells.map((s) => ({ ...s })) };
+  }
+
+  private entryClaim(entry: PriceChange, bestBid: string | null, bestAsk: string | null): void {
+    const bid = claimText(entry.best_bid);
+    const ask = claimText(entry.best_ask);
+    if (bid === undefined && ask === undefined) return;
+    this.entryClaims = true;
+    this.claim(bid, ask, bestBid ?? '0', bestAsk ?? '1', entry.hash ?? this.curHash);
+  }
+
+  /** The pre-entry-claims fallback: the record's own best_bid / best_ask, after all its changes. */
+  private recordClaim(ev: ExchangeAEvent, o: Observation): void {
+    const extra = ev.extra;
+    if (extra === undefined) return;
+    const bid = claimText(extra['best_bid']);
+    const ask = claimText(extra['best_ask']);
+    if (bid === undefined && ask === undefined) return;
+    this.claim(bid, ask, o.best_bid ?? '0', o.best_ask ?? '1', ev.hash);
+  }
+
+  private claim(bid: string | undefined, ask: string | undefined, afterBid: string, afterAsk: string, hash: string): void {
+    this.checks.venue_best_checked++;
+    if (holds(bid, afterBid) && holds(ask, afterAsk)) return;
+    this.pending.push({ ts: this.curTs, bid, ask, afterBid, afterAsk, hash });
+  }
+
+  private endOfMillisecond(book: AnyBook, last: Observation | null): void {
+    const checks = this.checks;
+    const known = book.isKnown();
+    if (this.pending.length > 0) {
+      const endBid = known && last !== null ? (last.best_bid ?? '0') : null;
+      const endAsk = known && last !== null ? (last.best_ask ?? '1') : null;
+      for (const p of this.pending) {
+        if (endBid !== null && endAsk !== null && holds(p.bid, endBid) && holds(p.ask, endAsk)) continue;
+        const end = endBid === null ? 'unknown' : `bid ${endBid} ask ${endAsk}`;
+        const detail = clip(
+          `claimed bid ${show(p.bid)} ask ${show(p.ask)}; rebuilt bid ${p.afterBid} ask ${p.afterAsk} after the entry, ` +
+          `${end} at the end of the millisecond; hash ${p.hash}`,
+        );
+        checks.venue_best_mismatches++;
+        if (checks.first_mismatch_ms === null) {
+          checks.first_mismatch_ms = p.ts;
+          checks.first_mismatch = detail;
+        }
+        this.alert({ kind: 'mismatch', ts: p.ts, detail });
+      }
+      this.pending.length = 0;
+    }
+    if (last !== null && known && last.best_bid !== null && last.best_ask !== null && compareCanonical(last.best_bid, last.best_ask) >= 0) {
+      checks.crossed_observations++;
+      if (checks.first_crossed_ms === null) checks.first_crossed_ms = last.ts;
+      this.alert({ kind: 'crossed', ts: last.ts, detail: `best bid ${last.best_bid} >= best ask ${last.best_ask}` });
+    }
+  }
+
+  private alert(a: CheckAlert): void {
+    if (this.alerts.length < MAX_ALERTS) this.alerts.push(a);
+  }
+
+  private closeSpell(ts: number): void {
+    const open = this.open!;
+    const end = Math.max(ts, open.start_ms);
+    this.checks.unknown_book_ms += end - open.start_ms;
+    if (this.checks.spells.length < MAX_SPELLS) this.checks.spells.push({ ...open, end_ms: end });
+    else this.checks.spells_dropped++;
+    this.open = null;
+  }
+
+  /** Why a book event left the book unknown (the spell's detail; the category before any ':'). */
+  private unknownReason(book: AnyBook, r: BookRecord, wasKnown: boolean, anomalies: number): string {
+    if (book.anomalies > anomalies) return clip(`anomaly: ${book.lastAnomaly ?? 'a record the engine could not apply'}`);
+    if (this.venue === 'exchange-b') {
+      const b = r as ExchangeBRecord;
+      if (b.type === 'snapshot' && (b.yes === null || b.no === null)) return 'null snapshot side';
+      if (b.type === 'delta' && wasKnown) return 'null price payload';
+    }
+    return 'no snapshot yet';
+  }
+}
+
+// ---- state validation: stored state is outside input ----
+
+const KINDS: readonly string[] = ['unknown_book', 'sequence_gap'];
+
+function count(o: Record<string, unknown>, f: string): number {
+  const v = o[f];
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new RangeError(`checks state: ${f} is not a count`);
+  return v;
+}
+
+function msOrNull(o: Record<string, unknown>, f: string): number | null {
+  const v = o[f];
+  if (v === null) return null;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new RangeError(`checks state: ${f} is not a time or null`);
+  return v;
+}
+
+function spellFields(v: unknown, what: string): { kind: CheckSpellKind; start_ms: number; detail: string; o: Record<string, unknown> } {
+  if (typeof v !== 'object' || v === null) throw new RangeError(`checks state: ${what} is not an object`);
+  const o = v as Record<string, unknown>;
+  if (typeof o['kind'] !== 'string' || !KINDS.includes(o['kind'])) throw new RangeError(`checks state: ${what}.kind is not a spell kind`);
+  if (typeof o['start_ms'] !== 'number' || !Number.isSafeInteger(o['start_ms'])) throw new RangeError(`checks state: ${what}.start_ms is not a time`);
+  if (typeof o['detail'] !== 'string') throw new RangeError(`checks state: ${what}.detail is not a string`);
+  return { kind: o['kind'] as CheckSpellKind, start_ms: o['start_ms'], detail: o['detail'], o };
+}
+
+function parseOpen(v: unknown): OpenSpell | null {
+  if (v === null) return null;
+  const { kind, start_ms, detail } = spellFields(v, 'open');
+  return { kind, start_ms, detail };
+}
+
+function parseChecks(v: unknown): BookChecks {
+  if (typeof v !== 'object' || v === null) throw new RangeError('checks state: checks is not an object');
+  const o = v as Record<string, unknown>;
+  const spells = o['spells'];
+  if (!Array.isArray(spells) || spells.length > MAX_SPELLS) throw new RangeError('checks state: spells is not a list of at most 100');
+  const firstMismatch = o['first_mismatch'];
+  if (firstMismatch !== null && typeof firstMismatch !== 'string') throw new RangeError('checks state: first_mismatch is not a string or null');
+  return {
+    book_events: count(o, 'book_events'),
+    venue_best_checked: count(o, 'venue_best_checked'),
+    venue_best_mismatches: count(o, 'venue_best_mismatches'),
+    first_mismatch_ms: msOrNull(o, 'first_mismatch_ms'),
+    first_mismatch: firstMismatch,
+    crossed_observations: count(o, 'crossed_observations'),
+    first_crossed_ms: msOrNull(o, 'first_crossed_ms'),
+    unknown_book_ms: count(o, 'unknown_book_ms'),
+    sequence_gaps: count(o, 'sequence_gaps'),
+    spells: spells.map((s: unknown, i) => {
+      const f = spellFields(s, `spells[${i}]`);
+      const end = f.o['end_ms'];
+      if (typeof end !== 'number' || !Number.isSafeInteger(end) || end < f.start_ms) throw new RangeError(`checks state: spells[${i}].end_ms is not a time after start_ms`);
+      return { kind: f.kind, start_ms: f.start_ms, end_ms: end, detail: f.detail };
+    }),
+    spells_dropped: count(o, 'spells_dropped'),
+  };
+}
