@@ -21,6 +21,29 @@ export function topicNames(prefix: string): Topics {
   };
 }
 
+/**
+ * What kafkajs retries by itself, though it logs the failed attempt at error: a fresh broker
+ * elects and loads its group coordinator (every first start of the local Kafka), a partition
+ * leader is elected after topic creation, a group rebalances when a member joins. The
+ * request succeeds a moment later, so logging each attempt as an error only alarms people.
+ */
+const RETRIED_BY_KAFKAJS = /The group coordinator is not available|The coordinator is loading|This is not the correct coordinator|There is no leader for this topic-partition|The group is rebalancing/;
+
+export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
+
+/**
+ * The level of one kafkajs log entry in our log: its own, except those expected retries
+ * (debug). A consumer that crashed because they outlasted kafkajs's retries restarts
+ * itself, so that crash and any restart are warnings; a crash for another cause stays an error.
+ */
+export function kafkaLogLevel(level: logLevel, message: string, error?: unknown): KafkaLogLevel {
+  const own: KafkaLogLevel = level <= logLevel.ERROR ? 'error' : level === logLevel.WARN ? 'warn' : level === logLevel.INFO ? 'info' : 'debug';
+  if (typeof error === 'string' && RETRIED_BY_KAFKAJS.test(error)) return 'debug';
+  if (RETRIED_BY_KAFKAJS.test(message)) return message.startsWith('Crash:') ? (own === 'error' ? 'warn' : own) : 'debug';
+  if (own === 'error' && message.startsWith('Restarting the consumer')) return 'warn';
+  return own;
+}
+
 /** kafkajs logs through our logger, at warn and above: its info chatter is per rebalance. */
 export function createKafka(cfg: KafkaConfig, log: Logger): Kafka {
   return new Kafka({
@@ -29,8 +52,7 @@ export function createKafka(cfg: KafkaConfig, log: Logger): Kafka {
     logLevel: logLevel.WARN,
     logCreator: () => ({ namespace, level, log: entry }) => {
       const { message, ...rest } = entry;
-      const fn = level <= logLevel.ERROR ? log.error.bind(log) : log.warn.bind(log);
-      fn({ kafka: namespace, ...rest }, message);
+      log[kafkaLogLevel(level, message, rest.error)]({ kafka: namespace, ...rest }, message);
     },
     retry: { initialRetryTime: 200, retries: 8, maxRetryTime: 10_000 },
   });
@@ -170,47 +192,56 @@ export class BatchingProducer {
             if (this.opts.coalesce && values.length > 1 && this.opts.coalesceTopics?.has(topic)) list.push({ key, value: this.opts.coalesce(values) });
             else for (const value of values) list.push({ key, value });
           }
-          try {
-            await this.producer.sendBatch({
-              topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-              acks: -1,
-              compression: CompressionTypes.None,
-            });
+          const sent = await this.deliver([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+          if (sent === true) {
             this.stats.sent += batch.length;
             this.stats.flushes += 1;
-            this.lastError = undefined;
             i = j;
             this.unsent = pending.length - i;
-          } catch (e) {
-            if (tooLarge(e)) {
-              // Not transient: retrying the same request would stall every later message.
-              // Resend one message per request; a single message the broker refuses goes to
-              // onTooLarge (the dead-letter path) instead of blocking the stream.
-              if (batch.length > 1) {
-                oneByOne = true;
-                continue;
-              }
-              this.stats.errors += 1;
-              this.opts.onTooLarge?.(batch[0]!, e as Error);
-              this.log.error({ topic: batch[0]!.topic, key: batch[0]!.key, bytes: batch[0]!.value.length }, 'message larger than the broker accepts; dead-lettered');
-              i = j;
-              this.unsent = pending.length - i;
-              continue;
-            }
-            // kafkajs already retried; keep what is unsent (in order, ahead of newer
-            // messages) and try again shortly. Capture never drops what it accepted.
-            this.stats.errors += 1;
-            this.lastError = e as Error;
-            this.buffer = pending.slice(i).concat(this.buffer);
-            this.unsent = 0;
-            this.log.error({ err: e, buffered: this.buffer.length }, 'kafka send failed; retrying');
-            await new Promise((r) => setTimeout(r, 1_000));
-            break;
+            continue;
           }
+          // Too large: not transient, retrying the same request would stall every later
+          // message. Resend one message per request; a single message the broker refuses
+          // goes to onTooLarge (the dead-letter path) instead of blocking the stream.
+          if (batch.length > 1) {
+            oneByOne = true;
+            continue;
+          }
+          this.stats.errors += 1;
+          this.opts.onTooLarge?.(batch[0]!, sent);
+          this.log.error({ topic: batch[0]!.topic, key: batch[0]!.key, bytes: batch[0]!.value.length }, 'message larger than the broker accepts; dead-lettered');
+          i = j;
+          this.unsent = pending.length - i;
         }
       }
     });
     return this.flushing;
+  }
+
+  /**
+   * Sends one request until Kafka acknowledges it (true) or refuses it as too large (the error).
+   * Anything else (kafkajs gave up: broker down, restarting) is retried after a pause with the
+   * very same request. The broker may have written it before the connection died, and the
+   * retry carries the same idempotence sequence numbers: the broker takes a request with a
+   * sequence range it has as that duplicate whatever its content, and refuses one with the
+   * same first number but another length as out of order. A regrouped retry (newer messages
+   * merged in) would be lost or stall the producer for good. Capture never drops what it
+   * accepted: this waits as long as the broker is away (send's back-pressure does the rest).
+   */
+  private async deliver(topicMessages: Array<{ topic: string; messages: Message[] }>): Promise<true | Error> {
+    for (;;) {
+      try {
+        await this.producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
+        this.lastError = undefined;
+        return true;
+      } catch (e) {
+        if (tooLarge(e)) return e as Error;
+        this.stats.errors += 1;
+        this.lastError = e as Error;
+        this.log.error({ err: e, buffered: this.buffered }, 'kafka send failed; retrying the same request');
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
   }
 
   /** Messages grouped by topic and key, each group in buffer order. */

@@ -1,6 +1,8 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { eventTimeMs, utcDate, type RawMessage, type Venue } from '@booktape/domain';
+import { ROLLUP_QUEUE, assetKey, parseAssetKey, rollupKeys, type AssetRef, type RollupKeys } from './rollup-keys.ts';
+import { readRollupDepth } from './rollup-state.ts';
 
 /**
  * The rollup queue (BullMQ on Redis), shared by the sink (which reports stored partitions),
@@ -16,21 +18,20 @@ import { eventTimeMs, utcDate, type RawMessage, type Venue } from '@booktape/dom
  * The job claims the dirty dates atomically (moved to a "claimed" hash) before it reads
  * the store, so data stored after the claim is always noticed again. A date is settled
  * when it is neither dirty nor claimed: `booktape replay --wait` waits for that.
+ *
+ * A claim is held under a lease (the asset's score in the `leases` sorted set: when it
+ * runs out, in Redis's clock), which its job renews while it runs. A process that dies
+ * holding a claim stops renewing it; once the lease has run out the claimed dates go back
+ * to dirty, taken over by the next claim of the asset or by the sweep
+ * (`takeOverExpiredClaims`), so they cannot stay claimed (and unsettled) for good. A job
+ * whose claim was taken over ends its claim without touching the new one's dates.
  */
-
-export const ROLLUP_QUEUE = 'rollup';
 
 export interface PartitionRef {
   venue: Venue;
   market: string;
   asset: string;
   date: string;
-}
-
-export interface AssetRef {
-  venue: Venue;
-  market: string;
-  asset: string;
 }
 
 /** An operator's back-fill: every date in [from, to] of one asset, or of every asset of the market. */
@@ -57,7 +58,12 @@ export interface RollupQueueOptions {
   prefix?: string;
   /** Notifications within this window are served by one rollup run. */
   debounceMs?: number;
+  /** How long a claim holds without being renewed (DEFAULT_CLAIM_LEASE_MS). */
+  claimLeaseMs?: number;
 }
+
+/** A claim's lease: renewed every third of it, so only a dead (or stalled) holder loses it. */
+export const DEFAULT_CLAIM_LEASE_MS = 60_000;
 
 /** The partition a record lands in: (venue, market, asset, UTC date of its event time); a B ticker is its own asset. */
 export function partitionOf(m: RawMessage): PartitionRef {
@@ -76,47 +82,85 @@ export function partitionsOf(messages: Iterable<RawMessage>, into = new Map<stri
   return into;
 }
 
-export function assetKey(a: AssetRef): string {
-  return `${a.venue}|${a.market}|${a.asset}`;
-}
+// Redis's clock (ms), so leases do not depend on the clocks of the processes.
+const NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
 
-export function parseAssetKey(k: string): AssetRef {
-  const [venue, market, ...rest] = k.split('|');
-  return { venue: venue as Venue, market: market!, asset: rest.join('|') };
-}
+// A claim of KEYS[2] whose lease (score of ARGV_ASSET in KEYS[4]) ran out: its dates back to dirty.
+const TAKE_OVER_IF_EXPIRED = (asset: string) => `
+local exp = redis.call('ZSCORE', KEYS[4], ${asset})
+if exp and tonumber(exp) <= now then
+  local old = redis.call('HKEYS', KEYS[2])
+  redis.call('DEL', KEYS[2])
+  for _, d in ipairs(old) do redis.call('ZADD', KEYS[1], 'NX', now, d) end
+  if #old > 0 then redis.call('ZADD', KEYS[3], 'NX', now, ${asset}) end
+  redis.call('ZREM', KEYS[4], ${asset})
+  taken = #old
+end
+`;
 
-// KEYS: dirty zset, claimed hash, pending zset. ARGV: claim id, asset key.
-const CLAIM = `
+// KEYS: dirty zset, claimed hash, pending zset, leases zset. ARGV: claim id, asset key, lease ms.
+// An expired claim of the asset is taken over first, so its dates are claimed again here.
+const CLAIM = `${NOW}
+local taken = 0
+${TAKE_OVER_IF_EXPIRED('ARGV[2]')}
 local dates = redis.call('ZRANGE', KEYS[1], 0, -1)
 if #dates > 0 then
   redis.call('DEL', KEYS[1])
   for _, d in ipairs(dates) do redis.call('HSET', KEYS[2], d, ARGV[1]) end
+  -- GT: a claim still held by another (live) job of the asset keeps its longer lease.
+  redis.call('ZADD', KEYS[4], 'GT', now + tonumber(ARGV[3]), ARGV[2])
 end
 redis.call('ZREM', KEYS[3], ARGV[2])
 return dates`;
 
-/**
- * The dates of an asset that are dirty or being rolled up (their stored summaries may be
- * behind the raw data), read with any Redis client.
- */
-export async function pendingDates(redis: Redis, prefix: string, a: AssetRef): Promise<Set<string>> {
-  return (await assetRollupState(redis, prefix, a)).pending;
-}
+// KEYS: dirty, claimed, pending, leases. ARGV: asset key. Returns how many dates went back to dirty.
+const TAKE_OVER = `${NOW}
+local taken = 0
+${TAKE_OVER_IF_EXPIRED('ARGV[1]')}
+return taken`;
 
-/**
- * An asset's pending dates and its summaries' version: a counter the worker bumps after
- * every write of the asset's summaries, so a reader may reuse what it read of them while
- * the counter stands still.
- */
-export async function assetRollupState(redis: Redis, prefix: string, a: AssetRef): Promise<{ pending: Set<string>; version: string | null }> {
-  const k = assetKey(a);
-  const [dirty, claimed, version] = await Promise.all([
-    redis.zrange(`${prefix}:rollup:dirty:${k}`, '0', '-1'),
-    redis.hkeys(`${prefix}:rollup:claimed:${k}`),
-    redis.get(`${prefix}:rollup:version:${k}`),
-  ]);
-  return { pending: new Set([...dirty, ...claimed]), version };
-}
+// KEYS: claimed hash, leases zset. ARGV: claim id, asset key, lease ms. 1: renewed; 0: the claim is gone (taken over).
+const RENEW = `${NOW}
+for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
+  if v == ARGV[1] then
+    redis.call('ZADD', KEYS[2], 'GT', now + tonumber(ARGV[3]), ARGV[2])
+    return 1
+  end
+end
+return 0`;
+
+// KEYS: dirty, claimed, pending, leases. ARGV: claim id, asset key, failed ('1'|'0'), dates…
+// Only the dates this claim still holds: a date taken over belongs to the job that took it.
+const RELEASE = `${NOW}
+local ended = 0
+for i = 4, #ARGV do
+  local d = ARGV[i]
+  if redis.call('HGET', KEYS[2], d) == ARGV[1] then
+    redis.call('HDEL', KEYS[2], d)
+    ended = ended + 1
+    if ARGV[3] == '1' then
+      redis.call('ZADD', KEYS[1], 'NX', now, d)
+      redis.call('ZADD', KEYS[3], 'NX', now, ARGV[2])
+    end
+  end
+end
+if redis.call('HLEN', KEYS[2]) == 0 then redis.call('ZREM', KEYS[4], ARGV[2]) end
+return ended`;
+
+// KEYS: claimed hash, leases zset. ARGV: asset key, lease ms. A claim without a lease (made
+// before leases existed) gets one, so it is taken over unless someone renews it.
+const ADOPT = `${NOW}
+if redis.call('HLEN', KEYS[1]) > 0 and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+  return 1
+end
+return 0`;
+
+// KEYS: leases zset. ARGV: limit. The assets whose claim lease has run out.
+const EXPIRED = `${NOW}
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))`;
 
 export function rollupConnection(url: string, name: string): Redis {
   // BullMQ's blocking commands need maxRetriesPerRequest: null.
@@ -128,22 +172,24 @@ export class RollupQueue {
   readonly redis: Redis;
   readonly prefix: string;
   private readonly debounceMs: number;
+  readonly claimLeaseMs: number;
+  private readonly keys: RollupKeys;
+  private adopted = false;
 
   constructor(opts: RollupQueueOptions) {
     this.prefix = opts.prefix ?? 'booktape';
     this.debounceMs = opts.debounceMs ?? 1000;
+    this.claimLeaseMs = opts.claimLeaseMs ?? DEFAULT_CLAIM_LEASE_MS;
+    this.keys = rollupKeys(this.prefix);
     this.redis = rollupConnection(opts.redisUrl, 'booktape-rollup-queue');
     this.redis.on('error', () => undefined);
     this.queue = new Queue<RollupJobData>(ROLLUP_QUEUE, { connection: this.redis, prefix: this.prefix });
     this.queue.on('error', () => undefined);
   }
 
-  private key(kind: 'dirty' | 'claimed', asset: string): string {
-    return `${this.prefix}:rollup:${kind}:${asset}`;
-  }
-
-  private get pendingKey(): string {
-    return `${this.prefix}:rollup:pending`;
+  /** The keys the claim scripts take, in their order. */
+  private claimKeys(k: string): [string, string, string, string] {
+    return [this.keys.dirty(k), this.keys.claimed(k), this.keys.pending, this.keys.leases];
   }
 
   /** Records stored partitions as dirty and gives each asset a (debounced) job. */
@@ -155,8 +201,8 @@ export class RollupQueue {
     for (const p of parts) {
       const k = assetKey(p);
       assets.set(k, { venue: p.venue, market: p.market, asset: p.asset });
-      multi.zadd(this.key('dirty', k), 'NX', now, p.date);
-      multi.zadd(this.pendingKey, 'NX', now, k);
+      multi.zadd(this.keys.dirty(k), 'NX', now, p.date);
+      multi.zadd(this.keys.pending, 'NX', now, k);
     }
     await multi.exec();
     await Promise.all([...assets].map(([k, a]) => this.enqueueAsset(k, a)));
@@ -174,29 +220,73 @@ export class RollupQueue {
     });
   }
 
-  /** Moves the asset's dirty dates to its claimed set; returns them. */
+  /**
+   * Moves the asset's dirty dates to its claimed set under `claimId`, with a lease of
+   * `claimLeaseMs`; returns them. A claim of the asset whose lease ran out is taken over
+   * first (its dates are claimed again here).
+   */
   async claim(a: AssetRef, claimId: string): Promise<string[]> {
     const k = assetKey(a);
-    return (await this.redis.eval(CLAIM, 3, this.key('dirty', k), this.key('claimed', k), this.pendingKey, claimId, k)) as string[];
+    return (await this.redis.eval(CLAIM, 4, ...this.claimKeys(k), claimId, k, this.claimLeaseMs)) as string[];
   }
 
-  /** Ends a claim: done, or (failed) back to dirty so that a retry or the sweep takes them again. */
-  async release(a: AssetRef, dates: readonly string[], failed: boolean): Promise<void> {
+  /** Extends the claim's lease; false when the claim is gone (its lease ran out and it was taken over). */
+  async renewClaim(a: AssetRef, claimId: string): Promise<boolean> {
+    const k = assetKey(a);
+    return (await this.redis.eval(RENEW, 2, this.keys.claimed(k), this.keys.leases, claimId, k, this.claimLeaseMs)) === 1;
+  }
+
+  /**
+   * Ends a claim: done, or (failed) back to dirty so that a retry or the sweep takes them
+   * again. Dates the claim no longer holds (taken over) are left to their new holder.
+   */
+  async release(a: AssetRef, dates: readonly string[], failed: boolean, claimId: string): Promise<void> {
     if (dates.length === 0) return;
     const k = assetKey(a);
-    const multi = this.redis.multi();
-    if (failed) {
-      const now = Date.now();
-      for (const d of dates) multi.zadd(this.key('dirty', k), 'NX', now, d);
-      multi.zadd(this.pendingKey, 'NX', now, k);
+    await this.redis.eval(RELEASE, 4, ...this.claimKeys(k), claimId, k, failed ? '1' : '0', ...dates);
+  }
+
+  /**
+   * The sweep's part: claims whose lease ran out go back to dirty and their assets get a
+   * job. Claims without a lease (from before leases) get one first. Returns the assets
+   * taken over.
+   */
+  async takeOverExpiredClaims(limit = 1000): Promise<AssetRef[]> {
+    // Once per process: claims made since leases exist always have one, and the scan walks
+    // the whole key space.
+    if (!this.adopted) {
+      await this.adoptUnleasedClaims();
+      this.adopted = true;
     }
-    multi.hdel(this.key('claimed', k), ...dates);
-    await multi.exec();
+    const expired = (await this.redis.eval(EXPIRED, 1, this.keys.leases, limit)) as string[];
+    const taken: AssetRef[] = [];
+    for (const k of expired) {
+      // Checked again inside the script: the holder may have renewed it meanwhile.
+      const n = (await this.redis.eval(TAKE_OVER, 4, ...this.claimKeys(k), k)) as number;
+      if (n > 0) {
+        const a = parseAssetKey(k);
+        taken.push(a);
+        await this.enqueueAsset(k, a, 0);
+      }
+    }
+    return taken;
+  }
+
+  private async adoptUnleasedClaims(): Promise<void> {
+    // What follows this head in a claimed hash's key is its asset key.
+    const head = this.keys.claimed('');
+    const pattern = `${head.replace(/[*?[\]\\]/g, '\\$&')}*`;
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      cursor = next;
+      for (const key of keys) await this.redis.eval(ADOPT, 2, key, this.keys.leases, key.slice(head.length), this.claimLeaseMs);
+    } while (cursor !== '0');
   }
 
   /** After the asset's summaries were written: readers' caches of them are stale. */
   async bumpVersion(a: AssetRef): Promise<void> {
-    await this.redis.incr(`${this.prefix}:rollup:version:${assetKey(a)}`);
+    await this.redis.incr(this.keys.version(assetKey(a)));
   }
 
   /** Marks dates dirty and enqueues the asset (the sweep, an outdated engine version). */
@@ -208,8 +298,8 @@ export class RollupQueue {
     for (const p of parts) {
       const k = assetKey(p);
       assets.set(k, p);
-      multi.zadd(this.key('dirty', k), 'NX', now, p.date);
-      multi.zadd(this.pendingKey, 'NX', now, k);
+      multi.zadd(this.keys.dirty(k), 'NX', now, p.date);
+      multi.zadd(this.keys.pending, 'NX', now, k);
     }
     await multi.exec();
     await Promise.all([...assets].map(([k, a]) => this.enqueueAsset(k, { venue: a.venue, market: a.market, asset: a.asset }, delay)));
@@ -221,8 +311,8 @@ export class RollupQueue {
     const pipe = this.redis.pipeline();
     for (const p of parts) {
       const k = assetKey(p);
-      pipe.zscore(this.key('dirty', k), p.date);
-      pipe.hexists(this.key('claimed', k), p.date);
+      pipe.zscore(this.keys.dirty(k), p.date);
+      pipe.hexists(this.keys.claimed(k), p.date);
     }
     const res = (await pipe.exec()) ?? [];
     let n = 0;
@@ -241,19 +331,8 @@ export class RollupQueue {
 
   /** Queue depth and the oldest pending asset, for monitoring. */
   async stats(): Promise<{ waiting: number; active: number; delayed: number; failed: number; pendingAssets: number; oldestPendingMs: number | null }> {
-    const [counts, pending, oldest] = await Promise.all([
-      this.queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized'),
-      this.redis.zcard(this.pendingKey),
-      this.redis.zrange(this.pendingKey, '0', '0', 'WITHSCORES'),
-    ]);
-    return {
-      waiting: (counts['waiting'] ?? 0) + (counts['prioritized'] ?? 0),
-      active: counts['active'] ?? 0,
-      delayed: counts['delayed'] ?? 0,
-      failed: counts['failed'] ?? 0,
-      pendingAssets: pending,
-      oldestPendingMs: oldest.length === 2 ? Number(oldest[1]) : null,
-    };
+    const { oldestPending, ...depth } = await readRollupDepth(this.redis, this.prefix);
+    return { ...depth, oldestPendingMs: oldestPending?.since ?? null };
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
--- Order-book summaries made by the rollup worker (DESIGN §4 rule 10).
+-- Order-book summaries made by the rollup worker (docs/rules/summaries.md, rule 10).
 --
 -- summary_days: one row per (venue, market, asset, UTC date) and rollup run: which events
 -- the stored buckets cover (every book event with event_ts < covered_until), the book's

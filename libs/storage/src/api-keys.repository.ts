@@ -1,5 +1,6 @@
 import type { ClickHouse } from './clickhouse.ts';
 import { isoMsSql } from './market-data.repository.ts';
+import { chTime, insertRows, queryFirst, queryRows } from './rows.ts';
 
 export type ApiKeyStatus = 'active' | 'revoked';
 
@@ -18,11 +19,6 @@ export interface ApiKeyListItem extends ApiKeyRecord {
   last_used_at: string | null;
 }
 
-/** 'YYYY-MM-DD HH:MM:SS.mmm' in UTC: unambiguous text for a DateTime64(3, 'UTC') column. */
-function chTime(iso: string | number): string {
-  return new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
-}
-
 const RECORD_COLUMNS = `key_id, user_id, name, toString(key_hash) AS key_hash, toString(status) AS status,
   ${isoMsSql('created_at')} AS created_at,
   if(isNull(revoked_at), NULL, ${isoMsSql('assumeNotNull(revoked_at)')}) AS revoked_at`;
@@ -33,68 +29,51 @@ export class ApiKeysRepository {
 
   /** Writes a version of a key record (creation, revocation): the latest version wins. */
   async save(rec: ApiKeyRecord): Promise<void> {
-    await this.ch.client.insert({
-      table: this.ch.table('api_keys'),
-      values: [
-        {
-          key_id: rec.key_id,
-          user_id: rec.user_id,
-          name: rec.name,
-          key_hash: rec.key_hash,
-          status: rec.status,
-          created_at: chTime(rec.created_at),
-          revoked_at: rec.revoked_at === null ? null : chTime(rec.revoked_at),
-          updated_at: chTime(rec.revoked_at ?? rec.created_at),
-        },
-      ],
-      format: 'JSONEachRow',
-    });
+    await insertRows(this.ch, 'api_keys', [
+      {
+        key_id: rec.key_id,
+        user_id: rec.user_id,
+        name: rec.name,
+        key_hash: rec.key_hash,
+        status: rec.status,
+        created_at: chTime(rec.created_at),
+        revoked_at: rec.revoked_at === null ? null : chTime(rec.revoked_at),
+        updated_at: chTime(rec.revoked_at ?? rec.created_at),
+      },
+    ]);
   }
 
-  async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
-    const rs = await this.ch.client.query({
-      query: `SELECT ${RECORD_COLUMNS} FROM ${this.ch.table('api_keys')} FINAL WHERE key_hash = {hash:String} LIMIT 1`,
-      query_params: { hash: keyHash },
-      format: 'JSONEachRow',
-    });
-    const [row] = await rs.json<ApiKeyRecord>();
-    return row ?? null;
+  findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
+    return this.findOne('key_hash = {hash:String}', { hash: keyHash });
   }
 
-  async findById(keyId: string): Promise<ApiKeyRecord | null> {
-    const rs = await this.ch.client.query({
-      query: `SELECT ${RECORD_COLUMNS} FROM ${this.ch.table('api_keys')} FINAL WHERE key_id = {id:String} LIMIT 1`,
-      query_params: { id: keyId },
-      format: 'JSONEachRow',
-    });
-    const [row] = await rs.json<ApiKeyRecord>();
-    return row ?? null;
+  findById(keyId: string): Promise<ApiKeyRecord | null> {
+    return this.findOne('key_id = {id:String}', { id: keyId });
+  }
+
+  private async findOne(where: string, params: Record<string, unknown>): Promise<ApiKeyRecord | null> {
+    return queryFirst(this.ch, `SELECT ${RECORD_COLUMNS} FROM ${this.ch.table('api_keys')} FINAL WHERE ${where} LIMIT 1`, params);
   }
 
   /** A user's active keys, oldest first, with the last use that reached the table. */
   async listActive(userId: string): Promise<ApiKeyListItem[]> {
-    const rs = await this.ch.client.query({
-      query: `SELECT k.*, if(isNull(u.last_used_at), NULL, ${isoMsSql('assumeNotNull(u.last_used_at)')}) AS last_used_at
+    const rows = await queryRows<ApiKeyListItem & { created_ts?: unknown }>(
+      this.ch,
+      `SELECT k.*, if(isNull(u.last_used_at), NULL, ${isoMsSql('assumeNotNull(u.last_used_at)')}) AS last_used_at
         FROM (SELECT ${RECORD_COLUMNS}, created_at AS created_ts FROM ${this.ch.table('api_keys')} FINAL
               WHERE user_id = {user:String} AND status = 'active') AS k
         LEFT JOIN (SELECT key_id, toNullable(max(last_used_at)) AS last_used_at FROM ${this.ch.table('api_key_usage')}
                    WHERE key_id IN (SELECT key_id FROM ${this.ch.table('api_keys')} WHERE user_id = {user:String})
                    GROUP BY key_id) AS u ON u.key_id = k.key_id
         ORDER BY k.created_ts, k.key_id`,
-      query_params: { user: userId },
-      format: 'JSONEachRow',
-    });
-    const rows = await rs.json<ApiKeyListItem & { created_ts?: unknown }>();
+      { user: userId },
+    );
     return rows.map(({ created_ts: _, ...r }) => r);
   }
 
   /** Stores last-use times (a batch; the latest time per key wins). */
   async recordUsage(entries: Array<{ key_id: string; at: number }>): Promise<void> {
     if (entries.length === 0) return;
-    await this.ch.client.insert({
-      table: this.ch.table('api_key_usage'),
-      values: entries.map((e) => ({ key_id: e.key_id, last_used_at: chTime(e.at) })),
-      format: 'JSONEachRow',
-    });
+    await insertRows(this.ch, 'api_key_usage', entries.map((e) => ({ key_id: e.key_id, last_used_at: chTime(e.at) })));
   }
 }

@@ -27,6 +27,21 @@ export interface ClickHouse {
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
+type CloseHook = () => void | Promise<void>;
+const closeHooks = new WeakMap<ClickHouse, CloseHook[]>();
+
+/**
+ * Runs `fn` when `ch` closes, before its client does, in the order registered: what holds
+ * the engine open beside the client (the stream sessions) shuts itself down this way, so the
+ * handle needs to know nothing of it. Kept apart from the ClickHouse interface so that
+ * handles built by hand (tests' dead servers) stay plain objects.
+ */
+export function onClickHouseClose(ch: ClickHouse, fn: CloseHook): void {
+  const hooks = closeHooks.get(ch);
+  if (hooks) hooks.push(fn);
+  else closeHooks.set(ch, [fn]);
+}
+
 /**
  * Settings the code relies on, set on every query so the embedded engine and a server
  * agree (their defaults differ: the embedded engine writes 64-bit integers as bare JSON
@@ -80,9 +95,8 @@ export async function openClickHouse(cfg: ClickHouseConfig): Promise<ClickHouse>
     close: async () => {
       if (closed) return;
       closed = true;
-      // Streaming sessions on the same directory go first: the engine stays locked while any is open.
-      const { closeStreamSessions } = await import('./stream.ts');
-      closeStreamSessions(handle);
+      for (const fn of closeHooks.get(handle) ?? []) await fn();
+      closeHooks.delete(handle);
       await client.close();
     },
   };

@@ -1,4 +1,5 @@
 export * from './clickhouse.ts';
+export * from './insert-refusal.ts';
 export * from './migrations.ts';
 export * from './raw-events.repository.ts';
 export * from './gaps.repository.ts';
@@ -10,3 +11,5 @@ export * from './subscriptions.repository.ts';
 export * from './book-events.repository.ts';
 export * from './summaries.repository.ts';
 export * from './request-log.repository.ts';
+export * from './outages.repository.ts';
+export * from './coverage.repository.ts';

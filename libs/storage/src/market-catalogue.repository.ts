@@ -1,22 +1,9 @@
+import type { CatalogueMarket } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
+import { chTime, insertRows, queryFirst, queryRows } from './rows.ts';
 
-/** An exchange A market as the catalogue keeps it (migration 005). */
-export interface CatalogueMarket {
-  /** `0x` + lower case. */
-  conditionId: string;
-  /** The venue's numeric market id, when known. */
-  marketId: string | null;
-  slug: string;
-  question: string;
-  active: boolean;
-  closed: boolean;
-  /** Outcome (CLOB) token ids, in outcome order; empty before the market is deployed. */
-  tokenIds: string[];
-  outcomes: string[];
-  eventId: string | null;
-  eventSlug: string | null;
-  eventTitle: string | null;
-}
+// The catalogue's row type is the domain's; re-exported so readers of the catalogue need only storage.
+export type { CatalogueMarket };
 
 interface Row {
   condition_id: string;
@@ -51,11 +38,6 @@ function fromRow(r: Row): CatalogueMarket {
     eventSlug: r.event_slug === '' ? null : r.event_slug,
     eventTitle: r.event_title === '' ? null : r.event_title,
   };
-}
-
-/** 'YYYY-MM-DD HH:MM:SS.mmm' in UTC for a DateTime64(3, 'UTC') column. */
-function chTime(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
 }
 
 /** Numeric venue ids in numeric order (shorter first), then the condition id. */
@@ -99,9 +81,10 @@ export class MarketCatalogueRepository {
     if (markets.length === 0) return;
     const updated = chTime(at);
     for (let i = 0; i < markets.length; i += 5000) {
-      await this.ch.client.insert({
-        table: this.ch.table('market_catalogue'),
-        values: markets.slice(i, i + 5000).map((m) => ({
+      await insertRows(
+        this.ch,
+        'market_catalogue',
+        markets.slice(i, i + 5000).map((m) => ({
           condition_id: m.conditionId,
           market_id: m.marketId ?? '',
           market_slug: m.slug,
@@ -115,8 +98,7 @@ export class MarketCatalogueRepository {
           event_title: m.eventTitle ?? '',
           updated_at: updated,
         })),
-        format: 'JSONEachRow',
-      });
+      );
     }
   }
 
@@ -127,16 +109,16 @@ export class MarketCatalogueRepository {
    */
   private async findBy(column: 'market_slug' | 'event_slug', value: string): Promise<CatalogueMarket[]> {
     const table = this.ch.table('market_catalogue');
-    const rs = await this.ch.client.query({
-      query: `SELECT ${COLUMNS} FROM ${table} FINAL
+    const rows = await queryRows<Row>(
+      this.ch,
+      `SELECT ${COLUMNS} FROM ${table} FINAL
         WHERE condition_id GLOBAL IN (SELECT condition_id FROM ${table} WHERE ${column} = {v:String})
           AND ${column} = {v:String}
         ORDER BY condition_id
         LIMIT 10000`,
-      query_params: { v: value },
-      format: 'JSONEachRow',
-    });
-    return (await rs.json<Row>()).map(fromRow).sort(compareCatalogueMarkets);
+      { v: value },
+    );
+    return rows.map(fromRow).sort(compareCatalogueMarkets);
   }
 
   /** Markets with this market slug (normally one). */
@@ -154,32 +136,23 @@ export class MarketCatalogueRepository {
     const out = new Map<string, CatalogueMarket>();
     const ids = [...new Set(conditionIds)];
     for (let i = 0; i < ids.length; i += ID_BATCH) {
-      const rs = await this.ch.client.query({
-        query: `SELECT ${COLUMNS} FROM ${this.ch.table('market_catalogue')} FINAL WHERE condition_id IN {ids:Array(String)}`,
-        query_params: { ids: ids.slice(i, i + ID_BATCH) },
-        format: 'JSONEachRow',
+      const rows = await queryRows<Row>(this.ch, `SELECT ${COLUMNS} FROM ${this.ch.table('market_catalogue')} FINAL WHERE condition_id IN {ids:Array(String)}`, {
+        ids: ids.slice(i, i + ID_BATCH),
       });
-      for (const r of await rs.json<Row>()) out.set(r.condition_id, fromRow(r));
+      for (const r of rows) out.set(r.condition_id, fromRow(r));
     }
     return out;
   }
 
   /** Condition ids the catalogue holds as not closed (to refresh those the venue no longer lists as open). */
   async openConditionIds(): Promise<string[]> {
-    const rs = await this.ch.client.query({
-      query: `SELECT condition_id FROM ${this.ch.table('market_catalogue')} FINAL WHERE NOT closed ORDER BY condition_id`,
-      format: 'JSONEachRow',
-    });
-    return (await rs.json<{ condition_id: string }>()).map((r) => r.condition_id);
+    const rows = await queryRows<{ condition_id: string }>(this.ch, `SELECT condition_id FROM ${this.ch.table('market_catalogue')} FINAL WHERE NOT closed ORDER BY condition_id`);
+    return rows.map((r) => r.condition_id);
   }
 
   /** Number of markets in the catalogue. */
   async count(): Promise<number> {
-    const rs = await this.ch.client.query({
-      query: `SELECT count() AS n FROM ${this.ch.table('market_catalogue')} FINAL`,
-      format: 'JSONEachRow',
-    });
-    const [row] = await rs.json<{ n: string | number }>();
+    const row = await queryFirst<{ n: string | number }>(this.ch, `SELECT count() AS n FROM ${this.ch.table('market_catalogue')} FINAL`);
     return Number(row?.n ?? 0);
   }
 }

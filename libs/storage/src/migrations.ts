@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ClickHouse } from './clickhouse.ts';
+import { clusterStatements } from './cluster-ddl.ts';
 
 export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../migrations');
 
@@ -12,9 +13,9 @@ export interface Migration {
 }
 
 /**
- * Numbered SQL files `NNN_name.sql`; where a `NNN_name.cluster.sql` exists it replaces the
- * single-node file when a cluster is configured. `{db}` and `{cluster}` are substituted;
- * statements are separated by a line that ends with `;`.
+ * Numbered SQL files `NNN_name.sql`, written for a single node. When a cluster is
+ * configured, each statement is replaced by its cluster variant (cluster-ddl.ts), so a
+ * migration has one source. `{db}` and `{cluster}` are substituted.
  */
 export async function loadMigrations(ch: Pick<ClickHouse, 'database' | 'cluster'>, dir = MIGRATIONS_DIR): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
@@ -22,27 +23,21 @@ export async function loadMigrations(ch: Pick<ClickHouse, 'database' | 'cluster'
   for (const f of files) {
     const m = /^(\d{3})_([a-z0-9_]+)\.sql$/.exec(f);
     if (!m) continue;
-    const version = Number(m[1]);
-    const clusterFile = `${m[1]}_${m[2]}.cluster.sql`;
-    let file = f;
-    if (ch.cluster) {
-      try {
-        await readFile(path.join(dir, clusterFile));
-        file = clusterFile;
-      } catch {
-        // No cluster variant: the single-node statement is cluster-neutral.
-      }
-    }
-    const text = (await readFile(path.join(dir, file), 'utf8'))
-      .replaceAll('{db}', ch.database)
-      .replaceAll('{cluster}', ch.cluster ?? '');
-    const statements = text
-      .split(/;\s*$/m)
-      .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
-      .filter(Boolean);
-    out.push({ version, name: m[2]!, statements });
+    const templates = splitStatements(await readFile(path.join(dir, f), 'utf8'));
+    const statements = (ch.cluster ? clusterStatements(templates) : templates).map((s) =>
+      s.replaceAll('{db}', ch.database).replaceAll('{cluster}', ch.cluster ?? ''),
+    );
+    out.push({ version: Number(m[1]), name: m[2]!, statements });
   }
   return out;
+}
+
+/** Statements are separated by a line that ends with `;`; comment lines are dropped. */
+export function splitStatements(sql: string): string[] {
+  return sql
+    .split(/;\s*$/m)
+    .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
+    .filter(Boolean);
 }
 
 /** Applies what has not run yet, in order, and records each migration once it ran. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { utcDate, type ExchangeAMessage, type ExchangeBMessage, type RawMessage, type Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
@@ -82,8 +83,13 @@ export class RawEventsRepository {
 
   /**
    * Inserts one batch. `token` makes the insert idempotent: ClickHouse drops a retried
-   * insert with the same token (and the same data). The token goes into the statement's
-   * SETTINGS clause, never into session settings (see clickhouse.ts).
+   * insert with the same token. ClickHouse compares only the token, not the data, so the
+   * token is bound to the batch's content here: a token reused for other rows (Kafka offsets
+   * that restart after a topic was recreated, a caller's mistake) must never drop them. A
+   * retry of the same batch has the same rows and so the same token; a re-delivery with
+   * other boundaries gets another token and is collapsed by the table's key instead (first
+   * copy wins, migration 008). The token goes into the statement's SETTINGS clause, never
+   * into session settings (see clickhouse.ts).
    */
   async insert(venue: Venue, batch: StoredMessage[], token: string): Promise<number> {
     const lines: string[] = [];
@@ -93,11 +99,13 @@ export class RawEventsRepository {
     }
     if (lines.length === 0) return 0;
     const columns = venue === 'exchange-a' ? A_COLUMNS : B_COLUMNS;
+    const body = lines.join('\n') + '\n';
+    const bound = `${token}/${createHash('sha1').update(body).digest('hex')}`;
     const result = await this.ch.client.exec({
       query: `INSERT INTO ${this.ch.table(RAW_TABLE[venue])} (${columns.join(', ')})
-        SETTINGS insert_deduplication_token = ${sqlString(token)}, async_insert = 0
+        SETTINGS insert_deduplication_token = ${sqlString(bound)}, async_insert = 0
         FORMAT JSONEachRow`,
-      values: Readable.from([lines.join('\n') + '\n']),
+      values: Readable.from([body]),
     });
     result.stream.resume();
     return lines.length;
@@ -123,7 +131,8 @@ export class RawEventsRepository {
   async dump(venue: Venue, market?: string): Promise<Array<Record<string, unknown>>> {
     const key = venue === 'exchange-a' ? 'market' : 'ticker';
     const rs = await this.ch.client.query({
-      query: `SELECT payload, formatDateTime(received_at, '%Y-%m-%dT%H:%i:%S.%fZ', 'UTC') AS received_at,
+      // received_at as the API serves it (ISO 8601, milliseconds; market-data isoMsSql).
+      query: `SELECT payload, concat(replaceOne(toString(received_at), ' ', 'T'), 'Z') AS received_at,
           worker_id, toString(ingest_seq) AS ingest_seq, dedup_id
         FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
         ${market === undefined ? '' : `WHERE ${key} = {market:String}`}

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
 import { isoMsSql } from './market-data.repository.ts';
+import { chTime, queryRows } from './rows.ts';
 
 /** One request to a billable endpoint (migration 007). */
 export interface RequestLogRow {
@@ -53,19 +54,9 @@ export interface RequestBucket extends RequestCounts {
   start: number;
 }
 
-export interface RecentRequest {
-  request_id: string;
+/** A logged request as its user sees it in the history. */
+export interface RecentRequest extends Omit<RequestLogRow, 'user_id' | 'billable'> {
   time: string; // ISO 8601, ms
-  ts: number;
-  key_id: string;
-  plan: string;
-  endpoint: string;
-  venue: string;
-  market: string;
-  params: string;
-  status: number;
-  latency_ms: number;
-  bytes: number;
 }
 
 export interface LatencySummary {
@@ -90,11 +81,6 @@ export interface PopularMarket {
   requests: number;
   distinct_users: number;
   last_requested_at: string;
-}
-
-/** 'YYYY-MM-DD HH:MM:SS.mmm' in UTC: unambiguous text for a DateTime64(3, 'UTC') column. */
-function chTime(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
 }
 
 const SUCCESS = 'status BETWEEN 200 AND 299';
@@ -137,11 +123,6 @@ export class RequestLogRepository {
     return this.ch.table('request_log');
   }
 
-  private async rows<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
-    const rs = await this.ch.client.query({ query, query_params: params, format: 'JSONEachRow' });
-    return rs.json<T>();
-  }
-
   /**
    * Stores a batch. `token` makes a retry of the same batch idempotent (the insert is
    * dropped as a duplicate); it goes into the statement's SETTINGS clause, never into
@@ -165,7 +146,8 @@ export class RequestLogRepository {
    * memory counts none twice).
    */
   async countBillable(userId: string, fromMs: number, ids: readonly string[]): Promise<{ stored: number; overlap: number }> {
-    const [r] = await this.rows<{ stored: Num; overlap: Num }>(
+    const [r] = await queryRows<{ stored: Num; overlap: Num }>(
+      this.ch,
       `SELECT uniqExact(request_id) AS stored, uniqExactIf(request_id, has({ids:Array(String)}, request_id)) AS overlap
        FROM ${this.table}
        WHERE user_id = {user:String} AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND billable = 1 AND ${SUCCESS}`,
@@ -192,7 +174,7 @@ export class RequestLogRepository {
   /** A user's requests matching the filter, by outcome. */
   async count(userId: string, f: RequestCountFilter): Promise<RequestCounts> {
     const w = this.filterSql(f);
-    const [r] = await this.rows<StoredCounts>(`SELECT ${COUNTS} FROM ${this.table} WHERE user_id = {user:String} AND ${w.sql}`, { user: userId, ...w.params });
+    const [r] = await queryRows<StoredCounts>(this.ch, `SELECT ${COUNTS} FROM ${this.table} WHERE user_id = {user:String} AND ${w.sql}`, { user: userId, ...w.params });
     return counts(r);
   }
 
@@ -200,7 +182,8 @@ export class RequestLogRepository {
   async timeframe(userId: string, f: RequestCountFilter, interval: 'hour' | 'day'): Promise<RequestBucket[]> {
     const w = this.filterSql(f);
     const bucket = interval === 'hour' ? 'toStartOfHour(ts)' : "toStartOfDay(ts, 'UTC')";
-    const rows = await this.rows<StoredCounts & { start: Num }>(
+    const rows = await queryRows<StoredCounts & { start: Num }>(
+      this.ch,
       `SELECT toUnixTimestamp(${bucket}) * 1000 AS start, ${COUNTS}
        FROM ${this.table} WHERE user_id = {user:String} AND ${w.sql}
        GROUP BY start ORDER BY start`,
@@ -212,7 +195,8 @@ export class RequestLogRepository {
   /** A user's newest requests first, after the position of a previous page (keyset). */
   async recent(userId: string, limit: number, before: { ts: number; requestId: string } | null): Promise<RecentRequest[]> {
     // ts_ms, not ts: an alias named like the column would replace it in WHERE and ORDER BY.
-    const rows = await this.rows<Omit<RecentRequest, 'ts'> & { ts_ms: Num; status: Num; bytes: Num; latency_ms: Num }>(
+    const rows = await queryRows<Omit<RecentRequest, 'ts'> & { ts_ms: Num; status: Num; bytes: Num; latency_ms: Num }>(
+      this.ch,
       `SELECT request_id, ${isoMsSql('ts')} AS time, toUnixTimestamp64Milli(ts) AS ts_ms, key_id, toString(plan) AS plan,
               toString(endpoint) AS endpoint, toString(venue) AS venue, market, params, status, latency_ms, bytes
        FROM ${this.table}
@@ -227,13 +211,14 @@ export class RequestLogRepository {
 
   /** Every request since `fromMs`, for the counts of today and of the period. */
   async countSince(fromMs: number): Promise<number> {
-    const [r] = await this.rows<{ n: Num }>(`SELECT count() AS n FROM ${this.table} WHERE ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')`, { from: fromMs });
+    const [r] = await queryRows<{ n: Num }>(this.ch, `SELECT count() AS n FROM ${this.table} WHERE ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')`, { from: fromMs });
     return Number(r?.n ?? 0);
   }
 
   /** Service-wide figures of a window. */
   async stats(fromMs: number, toMs: number): Promise<ServiceStats> {
-    const [r] = await this.rows<StoredCounts & { users: Num; keys: Num; q: Num[] }>(
+    const [r] = await queryRows<StoredCounts & { users: Num; keys: Num; q: Num[] }>(
+      this.ch,
       `SELECT ${COUNTS}, uniqExact(user_id) AS users, uniqExact(key_id) AS keys, ${LATENCY} FROM ${this.table} WHERE ${WINDOW}`,
       { from: fromMs, to: toMs },
     );
@@ -243,7 +228,8 @@ export class RequestLogRepository {
 
   /** Per-endpoint figures of a window, busiest first. */
   async endpointStats(fromMs: number, toMs: number): Promise<EndpointStats[]> {
-    const rows = await this.rows<StoredCounts & { endpoint: string; q: Num[] }>(
+    const rows = await queryRows<StoredCounts & { endpoint: string; q: Num[] }>(
+      this.ch,
       `SELECT toString(endpoint) AS endpoint, ${COUNTS}, ${LATENCY} FROM ${this.table} WHERE ${WINDOW}
        GROUP BY endpoint ORDER BY requests DESC, endpoint`,
       { from: fromMs, to: toMs },
@@ -256,7 +242,8 @@ export class RequestLogRepository {
 
   /** Markets asked for most by successful requests in a window. */
   async popularMarkets(fromMs: number, toMs: number, venue: string | undefined, limit: number): Promise<PopularMarket[]> {
-    const rows = await this.rows<{ venue: string; market: string; requests: Num; users: Num; last: string }>(
+    const rows = await queryRows<{ venue: string; market: string; requests: Num; users: Num; last: string }>(
+      this.ch,
       `SELECT toString(venue) AS venue, market, count() AS requests, uniqExact(user_id) AS users, ${isoMsSql('max(ts)')} AS last
        FROM ${this.table}
        WHERE ${WINDOW} AND ${SUCCESS} AND market != '' ${venue ? 'AND venue = {venue:String}' : ''}

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Readable } from 'node:stream';
-import type { ClickHouse } from './clickhouse.ts';
+import { onClickHouseClose, type ClickHouse } from './clickhouse.ts';
 
 /**
  * Streaming reads: a large result must never sit whole in memory.
@@ -56,11 +56,43 @@ export class StreamBusyError extends Error {
   }
 }
 
+/**
+ * What a pool is doing, for /health and monitoring: a pool whose sessions are all held
+ * (by slow readers, or leaked) makes every raw read wait and then answer 503.
+ */
+export interface StreamPoolStats {
+  /** Sessions carrying a read now, and the most there may be. */
+  inUse: number;
+  max: number;
+  /** Reads waiting for a session, and how long the longest has waited. */
+  waiting: number;
+  longestWaitMs: number;
+  /** Reads that gave up waiting (answered 503) since the pool was made, and the last one's time. */
+  busyTimeouts: number;
+  lastBusyTimeoutAt: number | null;
+}
+
+/** A read waiting this long means every session is held for longer than a normal read takes. */
+export const EXHAUSTED_WAIT_MS = 1000;
+/** A read that gave up waiting keeps the pool reported as exhausted this long. */
+export const EXHAUSTED_AFTER_TIMEOUT_MS = 60_000;
+
+/**
+ * Whether reads are being refused or held back for want of a session (pure). All sessions
+ * in use alone is not exhaustion (a busy pool is a used pool); a read that has waited
+ * EXHAUSTED_WAIT_MS, or one that gave up recently, is.
+ */
+export function streamPoolExhausted(s: StreamPoolStats, now: number): boolean {
+  return (s.waiting > 0 && s.longestWaitMs >= EXHAUSTED_WAIT_MS) || (s.lastBusyTimeoutAt !== null && now - s.lastBusyTimeoutAt < EXHAUSTED_AFTER_TIMEOUT_MS);
+}
+
 class SessionPool {
   private readonly idle: ChdbSession[] = [];
-  private readonly waiting: Array<(s: ChdbSession) => void> = [];
+  private readonly waiting: Array<{ wake: (s: ChdbSession) => void; since: number }> = [];
   private open = 0;
   private closed = false;
+  private busyTimeouts = 0;
+  private lastBusyTimeoutAt: number | null = null;
 
   constructor(
     private readonly ctor: ChdbSessionCtor,
@@ -78,22 +110,39 @@ class SessionPool {
       return session;
     }
     return new Promise((resolve, reject) => {
-      const waiter = (session: ChdbSession) => {
-        clearTimeout(timer);
-        resolve(session);
+      const waiter = {
+        since: Date.now(),
+        wake: (session: ChdbSession) => {
+          clearTimeout(timer);
+          resolve(session);
+        },
       };
       const timer = setTimeout(() => {
         const i = this.waiting.indexOf(waiter);
         if (i >= 0) this.waiting.splice(i, 1);
+        this.busyTimeouts++;
+        this.lastBusyTimeoutAt = Date.now();
         reject(new StreamBusyError(waitMs));
       }, waitMs);
       this.waiting.push(waiter);
     });
   }
 
+  stats(now: number): StreamPoolStats {
+    const first = this.waiting[0];
+    return {
+      inUse: this.open - this.idle.length,
+      max: this.max,
+      waiting: this.waiting.length,
+      longestWaitMs: first ? Math.max(0, now - first.since) : 0,
+      busyTimeouts: this.busyTimeouts,
+      lastBusyTimeoutAt: this.lastBusyTimeoutAt,
+    };
+  }
+
   release(s: ChdbSession): void {
     const next = this.waiting.shift();
-    if (next) return next(s);
+    if (next) return next.wake(s);
     if (this.closed) {
       s.close();
       this.open--;
@@ -112,6 +161,8 @@ class SessionPool {
 }
 
 const pools = new WeakMap<ClickHouse, SessionPool>();
+/** Handles whose close already closes their pool (a pool closed early may be made again). */
+const closedWithHandle = new WeakSet<ClickHouse>();
 let sessionCtor: ChdbSessionCtor | undefined;
 
 function poolFor(ch: ClickHouse, maxSessions: number): SessionPool {
@@ -122,6 +173,11 @@ function poolFor(ch: ClickHouse, maxSessions: number): SessionPool {
     sessionCtor ??= (createRequire(import.meta.url)('chdb') as { Session: ChdbSessionCtor }).Session;
     pool = new SessionPool(sessionCtor, ch.embeddedPath, maxSessions);
     pools.set(ch, pool);
+    if (!closedWithHandle.has(ch)) {
+      closedWithHandle.add(ch);
+      // Sessions on the same directory go before the client: the engine stays locked while any is open.
+      onClickHouseClose(ch, () => closeStreamSessions(ch));
+    }
   }
   return pool;
 }
@@ -168,7 +224,20 @@ export function streamQuery(ch: ClickHouse, q: StreamQuery, opts: { maxSessions?
     : serverStream(ch, q);
 }
 
-/** Closes the idle stream sessions of an embedded handle (call before closing the handle). */
+/**
+ * The embedded stream pool of a handle, for /health and monitoring. null on a server
+ * connection (no pool: the server queues reads itself); a pool not made yet (no read so
+ * far) answers idle with `maxSessions` (the size it will get).
+ */
+export function streamPoolStats(ch: ClickHouse, maxSessions = DEFAULT_STREAM_SESSIONS, now = Date.now()): StreamPoolStats | null {
+  if (ch.mode !== 'embedded') return null;
+  return pools.get(ch)?.stats(now) ?? { inUse: 0, max: maxSessions, waiting: 0, longestWaitMs: 0, busyTimeouts: 0, lastBusyTimeoutAt: null };
+}
+
+/**
+ * Closes the idle stream sessions of an embedded handle. Closing the handle does this itself;
+ * calling it again, or on a handle with no pool, does nothing.
+ */
 export function closeStreamSessions(ch: ClickHouse): void {
   pools.get(ch)?.close();
   pools.delete(ch);

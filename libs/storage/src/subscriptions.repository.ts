@@ -1,5 +1,6 @@
 import type { ClickHouse } from './clickhouse.ts';
 import { isoMsSql } from './market-data.repository.ts';
+import { chTime, insertRows, queryFirst } from './rows.ts';
 
 /**
  * The stored subscription of a user (migration 006): one row per user, the latest
@@ -34,11 +35,6 @@ export interface StripeEventRow {
   user_id: string;
   outcome: string;
   processed_at: string; // ISO 8601, ms
-}
-
-/** 'YYYY-MM-DD HH:MM:SS.mmm' in UTC: unambiguous text for a DateTime64(3, 'UTC') column. */
-function chTime(iso: string | number): string {
-  return new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
 }
 
 const COLUMNS = `user_id, email, stripe_customer_id, stripe_subscription_id, toString(tier) AS tier,
@@ -87,69 +83,55 @@ export class SubscriptionsRepository {
 
   /** Writes a version of a user's subscription row. */
   async save(row: SubscriptionRow): Promise<void> {
-    await this.ch.client.insert({
-      table: this.ch.table('subscriptions'),
-      values: [
-        {
-          user_id: row.user_id,
-          email: row.email,
-          stripe_customer_id: row.stripe_customer_id ?? '',
-          stripe_subscription_id: row.stripe_subscription_id ?? '',
-          tier: row.tier ?? '',
-          status: row.status,
-          plan: row.plan,
-          current_period_end: row.current_period_end === null ? null : chTime(row.current_period_end),
-          cancel_at_period_end: row.cancel_at_period_end ? 1 : 0,
-          event_created: row.event_created,
-          last_event_id: row.last_event_id,
-          updated_at: chTime(row.updated_at),
-          version: row.version,
-        },
-      ],
-      format: 'JSONEachRow',
-    });
+    await insertRows(this.ch, 'subscriptions', [
+      {
+        user_id: row.user_id,
+        email: row.email,
+        stripe_customer_id: row.stripe_customer_id ?? '',
+        stripe_subscription_id: row.stripe_subscription_id ?? '',
+        tier: row.tier ?? '',
+        status: row.status,
+        plan: row.plan,
+        current_period_end: row.current_period_end === null ? null : chTime(row.current_period_end),
+        cancel_at_period_end: row.cancel_at_period_end ? 1 : 0,
+        event_created: row.event_created,
+        last_event_id: row.last_event_id,
+        updated_at: chTime(row.updated_at),
+        version: row.version,
+      },
+    ]);
   }
 
-  async findByUser(userId: string): Promise<SubscriptionRow | null> {
-    const rs = await this.ch.client.query({
-      query: `SELECT ${COLUMNS} FROM ${this.ch.table('subscriptions')} FINAL WHERE user_id = {user:String} LIMIT 1`,
-      query_params: { user: userId },
-      format: 'JSONEachRow',
-    });
-    const [row] = await rs.json<Stored>();
-    return row ? fromStored(row) : null;
+  findByUser(userId: string): Promise<SubscriptionRow | null> {
+    return this.findOne('user_id = {user:String}', { user: userId });
   }
 
   /** The user a Stripe customer belongs to (the latest row that names the customer). */
-  async findByCustomer(customerId: string): Promise<SubscriptionRow | null> {
-    const rs = await this.ch.client.query({
-      query: `SELECT ${COLUMNS} FROM ${this.ch.table('subscriptions')} FINAL
-        WHERE stripe_customer_id = {customer:String} ORDER BY version DESC LIMIT 1`,
-      query_params: { customer: customerId },
-      format: 'JSONEachRow',
-    });
-    const [row] = await rs.json<Stored>();
+  findByCustomer(customerId: string): Promise<SubscriptionRow | null> {
+    return this.findOne('stripe_customer_id = {customer:String} ORDER BY version DESC', { customer: customerId });
+  }
+
+  /** The one row `where` picks (it may end in an ORDER BY). */
+  private async findOne(where: string, params: Record<string, unknown>): Promise<SubscriptionRow | null> {
+    const row = await queryFirst<Stored>(this.ch, `SELECT ${COLUMNS} FROM ${this.ch.table('subscriptions')} FINAL WHERE ${where} LIMIT 1`, params);
     return row ? fromStored(row) : null;
   }
 
   /** Whether an event id was handled before (a redelivery). */
   async findEvent(eventId: string): Promise<StripeEventRow | null> {
-    const rs = await this.ch.client.query({
-      query: `SELECT event_id, toString(type) AS type, toString(created) AS created, user_id, toString(outcome) AS outcome,
+    const row = await queryFirst<Omit<StripeEventRow, 'created'> & { created: string }>(
+      this.ch,
+      `SELECT event_id, toString(type) AS type, toString(created) AS created, user_id, toString(outcome) AS outcome,
           ${isoMsSql('processed_at')} AS processed_at
         FROM ${this.ch.table('stripe_events')} FINAL WHERE event_id = {id:String} LIMIT 1`,
-      query_params: { id: eventId },
-      format: 'JSONEachRow',
-    });
-    const [row] = await rs.json<Omit<StripeEventRow, 'created'> & { created: string }>();
+      { id: eventId },
+    );
     return row ? { ...row, created: Number(row.created) } : null;
   }
 
   async recordEvent(e: StripeEventRow): Promise<void> {
-    await this.ch.client.insert({
-      table: this.ch.table('stripe_events'),
-      values: [{ event_id: e.event_id, type: e.type, created: e.created, user_id: e.user_id, outcome: e.outcome, processed_at: chTime(e.processed_at) }],
-      format: 'JSONEachRow',
-    });
+    await insertRows(this.ch, 'stripe_events', [
+      { event_id: e.event_id, type: e.type, created: e.created, user_id: e.user_id, outcome: e.outcome, processed_at: chTime(e.processed_at) },
+    ]);
   }
 }

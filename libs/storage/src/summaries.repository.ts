@@ -1,3 +1,5 @@
+// Type only: storage does not load the book engine.
+import type { ChecksState } from '@booktape/book';
 import type { Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { streamQuery } from './stream.ts';
@@ -25,6 +27,11 @@ export interface SummaryDay {
   state: string;
   /** The last observation (JSON, '' when none yet): what later buckets forward-fill from. */
   lastObs: string;
+  /**
+   * The day's cross-checks at coveredUntil: JSON of @booktape/book `ChecksState` ('' on rows
+   * written before migration 008; the rollup then rebuilds the day).
+   */
+  checks: string;
   computedAt: number;
 }
 
@@ -51,11 +58,12 @@ interface DayRow {
   start_state_hash: string;
   state: string;
   last_obs: string;
+  checks: string;
   computed_ms: string;
 }
 
 const DAY_COLUMNS = `toString(event_date) AS day, version, base_version, engine_version,
-  toUnixTimestamp64Milli(covered_until) AS covered_ms, complete, events, start_state_hash, state, last_obs,
+  toUnixTimestamp64Milli(covered_until) AS covered_ms, complete, events, start_state_hash, state, last_obs, checks,
   toUnixTimestamp64Milli(computed_at) AS computed_ms`;
 
 function toDay(r: DayRow): SummaryDay {
@@ -70,6 +78,7 @@ function toDay(r: DayRow): SummaryDay {
     startStateHash: r.start_state_hash,
     state: r.state,
     lastObs: r.last_obs,
+    checks: r.checks,
     computedAt: Number(r.computed_ms),
   };
 }
@@ -77,6 +86,20 @@ function toDay(r: DayRow): SummaryDay {
 /** Only the key's fields (callers may pass richer objects). */
 function keyParams(k: SummaryKey): SummaryKey {
   return { venue: k.venue, market: k.market, asset: k.asset };
+}
+
+/**
+ * A stored day's checks as JSON: only that it is a JSON object is checked here; its shape is
+ * checked by `BookChecker.resume` (stored data is outside input).
+ */
+function parseChecksJson(text: string): ChecksState | null {
+  if (text === '') return null;
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as ChecksState) : null;
+  } catch {
+    return null;
+  }
 }
 
 const KEY = 'venue = {venue:String} AND market = {market:String} AND asset = {asset:String}';
@@ -166,6 +189,35 @@ export class SummariesRepository {
   }
 
   /**
+   * The stored cross-checks of a market's asset-days in [from, to] (exchange A: every
+   * outcome token; exchange B: the ticker), the newest row of each, ordered by date then
+   * asset: what the coverage endpoint reports. `checks` is the parsed `ChecksState` JSON, or
+   * null where the row has none or it is not JSON (a row written before migration 008);
+   * validating its shape is the reader's (`BookChecker.resume` does).
+   */
+  async checksForMarket(
+    venue: Venue,
+    market: string,
+    fromDate: string,
+    toDate: string,
+  ): Promise<Array<{ asset: string; date: string; coveredUntil: number; complete: boolean; checks: ChecksState | null }>> {
+    const rows = await this.rows<{ asset: string; day: string; covered_ms: string; complete: number; checks: string }>(
+      `SELECT asset, toString(event_date) AS day, toUnixTimestamp64Milli(covered_until) AS covered_ms, complete, checks
+        FROM ${this.ch.table('summary_days')} FINAL
+        WHERE venue = {venue:String} AND market = {market:String} AND event_date >= {from:Date} AND event_date <= {to:Date}
+        ORDER BY event_date, asset`,
+      { venue, market, from: fromDate, to: toDate },
+    );
+    return rows.map((r) => ({
+      asset: r.asset,
+      date: r.day,
+      coveredUntil: Number(r.covered_ms),
+      complete: Number(r.complete) === 1,
+      checks: parseChecksJson(r.checks),
+    }));
+  }
+
+  /**
    * Chunks at one resolution for some dates, hours in [fromHour, toHour) (ms), valid ones
    * only (version ≥ the date's base version), in time order.
    */
@@ -248,6 +300,7 @@ export class SummariesRepository {
           start_state_hash: day.startStateHash,
           state: day.state,
           last_obs: day.lastObs,
+          checks: day.checks,
           computed_at: day.computedAt,
         },
       ],

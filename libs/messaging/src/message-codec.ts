@@ -1,0 +1,119 @@
+import { MAX_EVENT_DATE, MAX_EVENT_MS, parseCaptureGap, receiveTimeError, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
+
+/**
+ * Kafka value of a raw topic: a JSON array of the records one frame produced for one market
+ * (one message per market and frame keeps a market's order and divides the message count).
+ * Decoding refuses (for the dead-letter topic) what the sink could not store as it came.
+ */
+export function encodeRawMessages(messages: RawMessage[]): string {
+  return JSON.stringify(messages);
+}
+
+/** Merges encoded arrays in order: the producer's coalesce function for raw topics. */
+export function concatRawMessages(values: string[]): string {
+  return `[${values.map((v) => v.slice(1, -1)).join(',')}]`;
+}
+
+export type Decoded = { ok: true; messages: RawMessage[] } | { ok: false; reason: string };
+
+const isStr = (v: unknown): v is string => typeof v === 'string';
+/** ingest_seq is a UInt64: a larger number would wrap inside the engine. */
+const MAX_INGEST_SEQ = 2n ** 64n - 1n;
+/** worker_id is a UInt32: a larger integer would wrap. */
+const MAX_WORKER_ID = 0xffff_ffff;
+/** sid and seq are Nullable(Int64): a larger integer would wrap, `true` or "5" would become a number. */
+const fitsInt64OrNull = (v: unknown): boolean => v === null || v === undefined || (typeof v === 'number' && !(Number.isInteger(v) && Math.abs(v) >= 2 ** 63));
+
+export function decodeRawMessages(venue: Venue, value: Buffer | null): Decoded {
+  if (value === null) return { ok: false, reason: 'empty message value' };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value.toString('utf8'));
+  } catch (e) {
+    return { ok: false, reason: `value is not JSON: ${(e as Error).message}` };
+  }
+  const list = Array.isArray(parsed) ? parsed : [parsed];
+  for (const [i, m] of list.entries()) {
+    const reason = check(venue, m);
+    if (reason) return { ok: false, reason: `record ${i}: ${reason}` };
+  }
+  return { ok: true, messages: list as RawMessage[] };
+}
+
+/**
+ * Why a record cannot be stored as it is, or null. Checked: the fields the sink reads, and
+ * every value the engine would store as another without a word (an integer that wraps, a
+ * time it clamps, `true` stored as 1). A value the engine refuses outright (a negative
+ * worker_id, a fractional sid) is left to it: the sink then dead-letters that record alone
+ * and keeps the other records of its message, where a refusal here takes the whole message.
+ */
+function check(venue: Venue, m: unknown): string | null {
+  if (typeof m !== 'object' || m === null) return 'not an object';
+  const r = m as Record<string, unknown>;
+  if (r.venue !== venue) return `venue ${String(r.venue)} on the ${venue} topic`;
+  const badTime = receiveTimeError('received_at', r.received_at);
+  if (badTime) return badTime;
+  if (!isStr(r.ingest_seq) || !/^\d{1,20}$/.test(r.ingest_seq) || BigInt(r.ingest_seq) > MAX_INGEST_SEQ) return 'bad ingest_seq (a UInt64 as decimal text)';
+  if (!isStr(r.dedup_id) || r.dedup_id === '') return 'bad dedup_id';
+  if (typeof r.worker_id !== 'number' || (Number.isInteger(r.worker_id) && r.worker_id > MAX_WORKER_ID)) return 'bad worker_id (a UInt32)';
+  if (venue === 'exchange-a') {
+    const e = r.event as Record<string, unknown> | undefined;
+    if (!e || !isStr(e.market) || !isStr(e.asset_id) || !isStr(e.event_type) || !isStr(e.hash)) return 'bad event';
+    if (!isStr(e.timestamp) || !/^\d{1,15}$/.test(e.timestamp)) return 'bad event timestamp';
+    if (Number(e.timestamp) > MAX_EVENT_MS) return `event timestamp after ${MAX_EVENT_DATE}, the last date the store holds`;
+  } else {
+    const b = r.record as Record<string, unknown> | undefined;
+    if (!b || !isStr(b.ticker) || !isStr(b.type) || !isStr(b.timestamp)) return 'bad record';
+    if (!Number.isSafeInteger(b.epoch_ms) || (b.epoch_ms as number) < 0) return 'bad record epoch_ms';
+    if ((b.epoch_ms as number) > MAX_EVENT_MS) return `record epoch_ms after ${MAX_EVENT_DATE}, the last date the store holds`;
+    if (!fitsInt64OrNull(b.sid) || !fitsInt64OrNull(b.seq)) return 'bad record sid or seq (an Int64 or null)';
+  }
+  return null;
+}
+
+export type DecodedGap = { ok: true; gap: CaptureGap } | { ok: false; reason: string };
+
+/** A capture gap message; one that does not fit would fail its insert forever, so it is refused here. */
+export function decodeCaptureGap(value: Buffer | null): DecodedGap {
+  let g: unknown;
+  try {
+    g = JSON.parse(value?.toString('utf8') ?? 'null');
+  } catch {
+    return { ok: false, reason: 'gap message is not JSON' };
+  }
+  const parsed = parseCaptureGap(g);
+  return 'error' in parsed ? { ok: false, reason: `gap message: ${parsed.error}` } : { ok: true, gap: parsed.gap };
+}
+
+/**
+ * How much of a refused value a dead letter keeps: the broker refused the whole value, so
+ * a dead letter carries its head (and says so), well inside the broker's message limit.
+ */
+export const DEAD_LETTER_FRAME_CHARS = 65_536;
+
+/** A dead letter's `frame`: the text whole, or its head plus the reason it was cut. */
+export function deadLetterFrame(text: string, limit = DEAD_LETTER_FRAME_CHARS): { frame: string; truncated: string | null } {
+  if (text.length <= limit) return { frame: text, truncated: null };
+  return { frame: text.slice(0, limit), truncated: `frame truncated to its first ${limit} of ${text.length} characters` };
+}
+
+/** How many records an encoded raw-topic value holds (0 when it is not an array of them). */
+export function rawRecordCount(value: string): number {
+  try {
+    const v: unknown = JSON.parse(value);
+    return Array.isArray(v) ? v.length : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The dead letter for a raw-topic value the broker refused as too large (even alone): the
+ * venue of its topic, the reason with its size and record count, and the head of the value.
+ */
+export function tooLargeDeadLetter(venue: Venue | null, value: string, receivedAt: Date): string {
+  const records = rawRecordCount(value);
+  const { frame, truncated } = deadLetterFrame(value);
+  const reason = `kafka refused a message of ${value.length} characters (${records} record(s)) as larger than the broker accepts${truncated ? `; ${truncated}` : ''}`;
+  return JSON.stringify({ venue, received_at: receivedAt.toISOString(), reason, frame });
+}

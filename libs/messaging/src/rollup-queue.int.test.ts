@@ -1,0 +1,145 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { requireEnv, uniqueId } from '@booktape/testkit';
+import { RollupQueue, type PartitionRef } from './rollup-queue.ts';
+import { readClaimLeases } from './rollup-state.ts';
+
+/**
+ * Claim leases against the real Redis: a claim whose holder stops renewing it (a process
+ * that died) is taken over after its lease, by the sweep or by the asset's next claim; a
+ * holder that keeps renewing is never taken over, however long it runs; a holder that lost
+ * its claim cannot end the claim that took over.
+ */
+
+const LEASE_MS = 800;
+const queues: RollupQueue[] = [];
+
+function queue(prefix: string, claimLeaseMs = LEASE_MS): RollupQueue {
+  // A long debounce: no worker runs here, the jobs only have to exist.
+  const q = new RollupQueue({ redisUrl: requireEnv('REDIS_URL'), prefix, debounceMs: 600_000, claimLeaseMs });
+  queues.push(q);
+  return q;
+}
+
+afterAll(async () => {
+  for (const q of queues) {
+    await q.queue.obliterate({ force: true }).catch(() => undefined);
+    let cursor = '0';
+    do {
+      const [next, keys] = await q.redis.scan(cursor, 'MATCH', `${q.prefix}:*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) await q.redis.del(...keys);
+    } while (cursor !== '0');
+    await q.close();
+  }
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const asset = { venue: 'exchange-a' as const, market: '0xfeed', asset: '42' };
+const parts: PartitionRef[] = [
+  { ...asset, date: '2026-03-01' },
+  { ...asset, date: '2026-03-02' },
+];
+
+describe('rollup claim leases', () => {
+  it('a claim nobody renews is taken over by the sweep; its old holder cannot end the new claim', async () => {
+    const prefix = uniqueId('bt-lease');
+    const dead = queue(prefix);
+    const live = queue(prefix);
+    await dead.notify(parts);
+    expect(await dead.claim(asset, 'dead-run')).toEqual(['2026-03-01', '2026-03-02']);
+    expect(await live.unsettled(parts)).toBe(2);
+
+    // Within the lease: held, reported live, nothing to take over.
+    expect(await live.takeOverExpiredClaims()).toEqual([]);
+    expect(await readClaimLeases(live.redis, prefix)).toMatchObject({ claimed: 1, staleCount: 0, stale: [] });
+
+    await sleep(LEASE_MS + 100);
+    const leases = await readClaimLeases(live.redis, prefix);
+    expect(leases).toMatchObject({ claimed: 1, staleCount: 1, stale: [asset] });
+    expect(leases.stale[0]!.expiredAt).toBeLessThanOrEqual(leases.now);
+
+    // The sweep's part: the dates go back to dirty, and the asset gets a job.
+    expect(await live.takeOverExpiredClaims()).toEqual([asset]);
+    expect(await readClaimLeases(live.redis, prefix)).toMatchObject({ claimed: 0, staleCount: 0 });
+    const jobs = await live.queue.getJobs(['waiting', 'delayed', 'prioritized']);
+    expect(jobs.filter((j) => j.data.kind === 'asset' && j.data.asset === asset.asset).length).toBeGreaterThanOrEqual(1);
+    expect(await live.unsettled(parts)).toBe(2);
+    expect(await live.claim(asset, 'live-run')).toEqual(['2026-03-01', '2026-03-02']);
+
+    // The dead run "wakes up" and ends its claim: the live run's dates stay claimed.
+    await dead.release(asset, ['2026-03-01', '2026-03-02'], false, 'dead-run');
+    expect(await dead.renewClaim(asset, 'dead-run')).toBe(false);
+    expect(await live.unsettled(parts)).toBe(2);
+    await live.release(asset, ['2026-03-01', '2026-03-02'], false, 'live-run');
+    expect(await live.unsettled(parts)).toBe(0);
+    expect(await readClaimLeases(live.redis, prefix)).toMatchObject({ claimed: 0, staleCount: 0 });
+  });
+
+  it('a claim renewed while its (slow) run goes on is never taken over', async () => {
+    const prefix = uniqueId('bt-lease');
+    const slow = queue(prefix);
+    const other = queue(prefix);
+    await slow.notify(parts);
+    expect(await slow.claim(asset, 'slow-run')).toHaveLength(2);
+    // Four leases long, renewed every third of a lease, while another process sweeps and
+    // claims the asset as fast as it can.
+    const until = Date.now() + 4 * LEASE_MS;
+    let nextRenew = Date.now() + LEASE_MS / 3;
+    while (Date.now() < until) {
+      if (Date.now() >= nextRenew) {
+        expect(await slow.renewClaim(asset, 'slow-run')).toBe(true);
+        nextRenew += LEASE_MS / 3;
+      }
+      expect(await other.takeOverExpiredClaims()).toEqual([]);
+      expect(await other.claim(asset, 'other-run')).toEqual([]);
+      await sleep(50);
+    }
+    expect(await readClaimLeases(other.redis, prefix)).toMatchObject({ claimed: 1, staleCount: 0 });
+    await slow.release(asset, ['2026-03-01', '2026-03-02'], false, 'slow-run');
+    expect(await other.unsettled(parts)).toBe(0);
+  });
+
+  it("the asset's next claim takes over an expired claim itself, without waiting for the sweep", async () => {
+    const prefix = uniqueId('bt-lease');
+    const dead = queue(prefix);
+    const live = queue(prefix);
+    await dead.notify(parts.slice(0, 1));
+    expect(await dead.claim(asset, 'dead-run')).toEqual(['2026-03-01']);
+    await live.notify(parts.slice(1));
+    // Within the lease: only the new date.
+    expect(await live.claim(asset, 'live-1')).toEqual(['2026-03-02']);
+    await live.release(asset, ['2026-03-02'], false, 'live-1');
+    expect(await live.unsettled(parts)).toBe(1);
+    await sleep(LEASE_MS + 100);
+    expect(await live.claim(asset, 'live-2')).toEqual(['2026-03-01']);
+    await live.release(asset, ['2026-03-01'], false, 'live-2');
+    expect(await live.unsettled(parts)).toBe(0);
+  });
+
+  it('a failed run puts back only the dates it still holds', async () => {
+    const prefix = uniqueId('bt-lease');
+    const q = queue(prefix);
+    await q.notify(parts);
+    const dates = await q.claim(asset, 'run-1');
+    await q.release(asset, dates, true, 'run-1');
+    expect(await q.unsettled(parts)).toBe(2);
+    expect(await q.claim(asset, 'run-2')).toEqual(dates);
+    await q.release(asset, dates, false, 'run-2');
+    expect(await q.unsettled(parts)).toBe(0);
+  });
+
+  it('a claim left without a lease (made before leases existed) gets one, and is taken over when it runs out', async () => {
+    const prefix = uniqueId('bt-lease');
+    const q = queue(prefix);
+    const k = `${prefix}:rollup:claimed:exchange-a|0xfeed|42`;
+    await q.redis.hset(k, '2026-03-01', '17');
+    expect(await q.unsettled(parts)).toBe(1);
+    expect(await q.takeOverExpiredClaims()).toEqual([]);
+    expect(await readClaimLeases(q.redis, prefix)).toMatchObject({ claimed: 1, staleCount: 0 });
+    await sleep(LEASE_MS + 100);
+    expect(await q.takeOverExpiredClaims()).toEqual([asset]);
+    expect(await q.claim(asset, 'run')).toEqual(['2026-03-01']);
+    await q.release(asset, ['2026-03-01'], false, 'run');
+    expect(await q.unsettled(parts)).toBe(0);
+  });
+});

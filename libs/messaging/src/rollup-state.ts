@@ -1,0 +1,89 @@
+import type { Redis } from 'ioredis';
+import { assetKey, parseAssetKey, rollupKeys, type AssetRef } from './rollup-keys.ts';
+
+/**
+ * The rollup queue's state, read with any Redis client: monitoring uses the API's fail-fast
+ * one, which does not wait while Redis is down the way BullMQ's connection does, and
+ * `RollupQueue.stats()` its own. Nothing here writes.
+ */
+
+/** Queue depth and the asset pending longest. */
+export interface RollupDepth {
+  /** Jobs ready to run (waiting + prioritized), running, scheduled for later, and failed (kept for inspection). */
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  /** Assets with dates whose summaries are behind the raw data. */
+  pendingAssets: number;
+  /** The asset pending longest, and since when. */
+  oldestPending: { asset: AssetRef; since: number } | null;
+}
+
+/** Reads BullMQ's state keys directly, without opening a BullMQ queue (see the module comment). */
+export async function readRollupDepth(redis: Redis, prefix: string): Promise<RollupDepth> {
+  const keys = rollupKeys(prefix);
+  const res = await redis
+    .pipeline()
+    .llen(keys.jobs('wait'))
+    .llen(keys.jobs('paused'))
+    .zcard(keys.jobs('prioritized'))
+    .llen(keys.jobs('active'))
+    .zcard(keys.jobs('delayed'))
+    .zcard(keys.jobs('failed'))
+    .zcard(keys.pending)
+    .zrange(keys.pending, '0', '0', 'WITHSCORES')
+    .exec();
+  if (!res) throw new Error('redis pipeline returned nothing');
+  for (const [err] of res) if (err) throw err;
+  const n = (i: number) => Number(res[i]![1]);
+  const first = res[7]![1] as string[];
+  const oldestPending = first.length === 2 ? { asset: parseAssetKey(first[0]!), since: Number(first[1]) } : null;
+  return { waiting: n(0) + n(1) + n(2), active: n(3), delayed: n(4), failed: n(5), pendingAssets: n(6), oldestPending };
+}
+
+/** The claims of a queue: how many assets are claimed, and those whose lease ran out (`expiredAt`: when). */
+export interface ClaimLeases {
+  now: number;
+  claimed: number;
+  stale: Array<AssetRef & { expiredAt: number }>;
+}
+
+/**
+ * Claims and their leases, read with any Redis client (monitoring): a stale claim is one
+ * whose holder stopped renewing it (a dead process) and that nothing has taken over yet.
+ */
+export async function readClaimLeases(redis: Redis, prefix: string, limit = 10): Promise<ClaimLeases & { staleCount: number }> {
+  const key = rollupKeys(prefix).leases;
+  const res = (await redis.pipeline().time().zcard(key).exec()) ?? [];
+  for (const [err] of res) if (err) throw err;
+  if (res.length !== 2) throw new Error('redis pipeline returned nothing');
+  const time = res[0]![1];
+  const claimed = res[1]![1];
+  const [sec, usec] = time as [string, string];
+  const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+  const [stale, staleCount] = await Promise.all([redis.zrangebyscore(key, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit), redis.zcount(key, '-inf', now)]);
+  const out: ClaimLeases['stale'] = [];
+  for (let i = 0; i < stale.length; i += 2) out.push({ ...parseAssetKey(stale[i]!), expiredAt: Number(stale[i + 1]) });
+  return { now, claimed: Number(claimed), stale: out, staleCount };
+}
+
+/**
+ * The dates of an asset that are dirty or being rolled up (their stored summaries may be
+ * behind the raw data), read with any Redis client.
+ */
+export async function pendingDates(redis: Redis, prefix: string, a: AssetRef): Promise<Set<string>> {
+  return (await assetRollupState(redis, prefix, a)).pending;
+}
+
+/**
+ * An asset's pending dates and its summaries' version: a counter the worker bumps after
+ * every write of the asset's summaries, so a reader may reuse what it read of them while
+ * the counter stands still.
+ */
+export async function assetRollupState(redis: Redis, prefix: string, a: AssetRef): Promise<{ pending: Set<string>; version: string | null }> {
+  const k = assetKey(a);
+  const keys = rollupKeys(prefix);
+  const [dirty, claimed, version] = await Promise.all([redis.zrange(keys.dirty(k), '0', '-1'), redis.hkeys(keys.claimed(k)), redis.get(keys.version(k))]);
+  return { pending: new Set([...dirty, ...claimed]), version };
+}

@@ -1,0 +1,284 @@
+import type { Redis } from 'ioredis';
+import {
+  DAY_MS,
+  HOUR_MS,
+  appendBuckets,
+  decodeBuckets,
+  fillSeries,
+  ladderFor,
+  mergeBuckets,
+  newBook,
+  type BucketPlan,
+  type BookRecord,
+  type ExactBucket,
+  type Top,
+} from '@booktape/book';
+import { utcDate } from '@booktape/domain';
+import { assetRollupState } from '@booktape/messaging';
+import type { BookEventsRepository, SummariesRepository, SummaryDay, SummaryKey } from '@booktape/storage';
+import { BookFold, bookFromState, dayStartMs } from './fold.ts';
+import { clampToNow, type SummaryPlan } from './summary-plan.ts';
+
+type Plan = BucketPlan;
+
+const RACED = Symbol('raced');
+const WINDOW_TTL_MS = 30_000;
+
+function parseObservation(text: string): Top | null {
+  return text === '' ? null : (JSON.parse(text) as Top);
+}
+
+/**
+ * Decoded stored buckets of complete days per (asset, date, level), valid while the day's
+ * row keeps its version (every rewrite of a day writes a new row version). Bounded by the
+ * number of buckets held, least recently used first out. Backtests read the same history
+ * again and again; this spares them the chunk read and decode.
+ */
+class DayBucketsCache {
+  private readonly map = new Map<string, { version: number; buckets: ExactBucket[] }>();
+  private held = 0;
+
+  constructor(private readonly maxBuckets: number) {}
+
+  private id(key: SummaryKey, date: string, level: number): string {
+    return `${key.venue}|${key.market}|${key.asset}|${date}|${level}`;
+  }
+
+  get(key: SummaryKey, day: SummaryDay, level: number): ExactBucket[] | undefined {
+    const id = this.id(key, day.date, level);
+    const e = this.map.get(id);
+    if (e === undefined) return undefined;
+    if (e.version !== day.version) {
+      this.map.delete(id);
+      this.held -= e.buckets.length;
+      return undefined;
+    }
+    this.map.delete(id);
+    this.map.set(id, e);
+    return e.buckets;
+  }
+
+  set(key: SummaryKey, day: SummaryDay, level: number, buckets: ExactBucket[]): void {
+    if (buckets.length > this.maxBuckets / 4) return;
+    const id = this.id(key, day.date, level);
+    const old = this.map.get(id);
+    if (old !== undefined) this.held -= old.buckets.length;
+    this.map.delete(id);
+    this.map.set(id, { version: day.version, buckets });
+    this.held += buckets.length;
+    for (const [k, e] of this.map) {
+      if (this.held <= this.maxBuckets) break;
+      this.map.delete(k);
+      this.held -= e.buckets.length;
+    }
+  }
+}
+
+/** Where the stored buckets stop being current, and the book state there. */
+interface LiveStart {
+  fromMs: number;
+  /** Book state JSON at fromMs; '' = an empty book. */
+  state: string;
+}
+
+export interface SummaryReaderDeps {
+  summaries: SummariesRepository;
+  events: BookEventsRepository;
+  /** The rollup queue's Redis: which dates are still being rolled up, and the summaries version. */
+  redis: Redis;
+  /** Key prefix of the rollup queue (ROLLUP_QUEUE_PREFIX). */
+  queuePrefix: string;
+  /** Decoded buckets of complete days kept for reuse; default 2,000,000. */
+  cacheBuckets?: number;
+}
+
+/**
+ * Summary answers from the rollup worker's stored buckets (docs/rules/summaries.md, rule 10), kept fresh
+ * by a live computation of what is not rolled up yet:
+ *
+ * - stored: observed buckets at the ladder level L = ladderFor(R), merged to R;
+ * - live: from the point where the stored data stops being current (the open day's
+ *   covered_until, or the start of a day the queue still has dirty), the raw events are
+ *   applied to the stored book state there and aggregated the same way; the piece that
+ *   straddles that point is joined with `appendBuckets`;
+ * - the series is then forward-filled from the state carried in (the last stored
+ *   observation before the window: an earlier hour's close or an earlier day's last).
+ *
+ * An asset nothing was ever rolled up for (or whose earlier days are being re-rolled) is
+ * answered entirely from the raw events (`fromRaw`), which is exact but slower.
+ */
+export class SummaryReader {
+  private readonly summaries: SummariesRepository;
+  private readonly events: BookEventsRepository;
+  private readonly redis: Redis;
+  private readonly queuePrefix: string;
+
+  private readonly cache: DayBucketsCache;
+  private readonly windows = new Map<string, { version: string; at: number; value: Awaited<ReturnType<SummariesRepository['window']>> }>();
+
+  constructor(deps: SummaryReaderDeps) {
+    this.summaries = deps.summaries;
+    this.events = deps.events;
+    this.redis = deps.redis;
+    this.queuePrefix = deps.queuePrefix;
+    this.cache = new DayBucketsCache(deps.cacheBuckets ?? 2_000_000);
+  }
+
+  /** The buckets of a planned request, up to the current bucket. */
+  summary(key: SummaryKey, p: SummaryPlan): Promise<ExactBucket[]> {
+    return this.buckets(key, clampToNow(p), p.resolution);
+  }
+
+  async buckets(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
+    if (plan.count === 0) return [];
+    // A rollup that writes between our reads of a day row and its chunks would make the
+    // stored part overlap the live part: such a read is retried, and after a few
+    // collisions (a very busy asset) answered from raw events.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const r = await this.attempt(key, plan, resolution, attempt === 0);
+      if (r !== RACED) return r;
+    }
+    return this.fromRaw(key, plan, resolution);
+  }
+
+  private async attempt(key: SummaryKey, plan: Plan, resolution: number, cached: boolean): Promise<ExactBucket[] | typeof RACED> {
+    const firstDate = utcDate(plan.firstStart);
+    const lastDate = utcDate(plan.dataEndMs - 1);
+    const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
+    const { rows, before, firstOpen } = await this.window(key, firstDate, lastDate, cached ? version : null);
+    const pendingSorted = [...pending].sort();
+    // Nothing rolled up yet, or an earlier day is being re-rolled: its state may change.
+    if ((rows.length === 0 && before === null) || (pendingSorted[0] !== undefined && pendingSorted[0] < firstDate)) {
+      return this.fromRaw(key, plan, resolution);
+    }
+    // An open day before the window: later days started from its state before its tail.
+    const live = await this.liveStart(key, rows, firstOpen !== null && firstOpen.date < firstDate ? firstOpen : before, pending, lastDate);
+    const level = ladderFor(resolution);
+    const firstHour = Math.floor(plan.firstStart / HOUR_MS) * HOUR_MS;
+    const storedEnd = Math.min(live?.fromMs ?? Infinity, plan.dataEndMs);
+
+    let carried: Top | null;
+    let stored: ExactBucket[] = [];
+    if (live !== undefined && live.fromMs <= firstHour) {
+      // Everything from before the window on is live: the carried state is the live start's.
+      carried = live.state === '' ? null : ((JSON.parse(live.state) as { last: Top | null }).last ?? null);
+    } else {
+      carried = await this.carriedBefore(key, firstDate, firstHour, rows, before);
+      const days = rows.filter((r) => dayStartMs(r.date) < storedEnd);
+      // Whole complete days come from the cache when their row has not changed since.
+      const cached = new Map<string, ExactBucket[]>();
+      for (const r of days) {
+        const hit = r.complete ? this.cache.get(key, r, level) : undefined;
+        if (hit !== undefined) cached.set(r.date, hit);
+      }
+      const missing = days.filter((r) => !cached.has(r.date));
+      const bases = new Map(missing.map((r) => [r.date, r.baseVersion]));
+      const chunks = await this.summaries.chunks(key, bases, level, firstHour, storedEnd);
+      const versions = new Map(rows.map((r) => [r.date, r.version]));
+      if (chunks.some((c) => c.version > versions.get(c.date)!)) return RACED;
+      const fetched = new Map<string, ExactBucket[]>();
+      for (const c of chunks) {
+        let list = fetched.get(c.date);
+        if (list === undefined) fetched.set(c.date, (list = []));
+        for (const b of decodeBuckets(c.buckets)) list.push(b);
+      }
+      for (const r of missing) {
+        // A complete day read whole (the window covers it from its first hour) is cached.
+        if (r.complete && firstHour <= dayStartMs(r.date) && storedEnd >= dayStartMs(r.date) + DAY_MS) this.cache.set(key, r, level, fetched.get(r.date) ?? []);
+      }
+      for (const r of days) {
+        for (const b of cached.get(r.date) ?? fetched.get(r.date) ?? []) {
+          if (b.timestamp >= firstHour && b.timestamp < plan.dataEndMs) stored.push(b);
+        }
+      }
+    }
+
+    if (live !== undefined && live.fromMs < plan.dataEndMs) {
+      const fold = new BookFold(bookFromState(key.venue, live.state), level);
+      const records: BookRecord[] =
+        key.venue === 'exchange-a'
+          ? await this.events.exchangeA(key.market, key.asset, live.fromMs, plan.dataEndMs, false)
+          : await this.events.exchangeB(key.market, live.fromMs, plan.dataEndMs, false);
+      for (const r of records) fold.apply(r);
+      stored = appendBuckets(stored, fold.finish());
+    }
+    const merged = level === resolution ? stored : mergeBuckets(stored, level, resolution);
+    return fillSeries(merged, plan, carried);
+  }
+
+  /**
+   * The stored day rows an answer needs, reused while the asset's summaries version (bumped
+   * by the worker after every write) stands still, for at most WINDOW_TTL_MS (a worker that
+   * died between its write and the bump cannot keep a stale entry for long).
+   */
+  private async window(key: SummaryKey, from: string, to: string, version: string | null) {
+    const id = `${key.venue}|${key.market}|${key.asset}|${from}|${to}`;
+    const hit = this.windows.get(id);
+    if (version !== null && hit !== undefined && hit.version === version && Date.now() - hit.at < WINDOW_TTL_MS) return hit.value;
+    const value = await this.summaries.window(key, from, to);
+    if (version !== null) {
+      this.windows.delete(id);
+      this.windows.set(id, { version, at: Date.now(), value });
+      if (this.windows.size > 10_000) this.windows.delete(this.windows.keys().next().value!);
+    }
+    return value;
+  }
+
+  /**
+   * The first point from which the stored buckets are not current, if any: a day the queue
+   * has dirty or claimed, or an open day (not covered to its end). Where the stored state at
+   * covered_until is still exact (no late rows since), the live part continues from it;
+   * otherwise it recomputes that day from the previous day's state.
+   */
+  private async liveStart(key: SummaryKey, rows: SummaryDay[], before: SummaryDay | null, pending: Set<string>, lastDate: string): Promise<LiveStart | undefined> {
+    // The day before the window (or the first open day before it) counts too: while open,
+    // its uncovered tail is live data, and every later day's stored state may miss it.
+    const all = before === null ? rows : [before, ...rows];
+    const byDate = new Map(all.map((r) => [r.date, r]));
+    const dates = [...new Set([...all.map((r) => r.date), ...[...pending].filter((d) => d <= lastDate)])].sort();
+    let prev: SummaryDay | null = null;
+    for (const date of dates) {
+      const row = byDate.get(date);
+      if (row === undefined) {
+        // Data stored for a date not rolled up yet.
+        if (pending.has(date)) return { fromMs: dayStartMs(date), state: prev?.state ?? '' };
+        continue;
+      }
+      if (!row.complete || pending.has(date)) {
+        const exact = (await this.summaries.countBookEvents(key, date, row.coveredUntil)) === row.events;
+        if (exact) return { fromMs: row.coveredUntil, state: row.state };
+        const earlier = prev ?? (row === before ? await this.summaries.dayBefore(key, date) : null);
+        return { fromMs: dayStartMs(date), state: earlier?.state ?? '' };
+      }
+      prev = row;
+    }
+    return undefined;
+  }
+
+  /** The top after the last stored observation before `hour` (on firstDate or any earlier day). */
+  private async carriedBefore(key: SummaryKey, firstDate: string, hour: number, rows: SummaryDay[], before: SummaryDay | null): Promise<Top | null> {
+    const first = rows.find((r) => r.date === firstDate);
+    if (first !== undefined && hour > dayStartMs(firstDate)) {
+      const chunks = await this.summaries.chunks(key, new Map([[firstDate, first.baseVersion]]), 3600, dayStartMs(firstDate), hour);
+      const lastChunk = chunks[chunks.length - 1];
+      if (lastChunk !== undefined) {
+        const buckets = decodeBuckets(lastChunk.buckets);
+        const b = buckets[buckets.length - 1];
+        if (b !== undefined) return b;
+      }
+    }
+    return before === null ? null : parseObservation(before.lastObs);
+  }
+
+  /** The whole answer from raw events, the book rebuilt from the last snapshot before the window. */
+  async fromRaw(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
+    const records: BookRecord[] =
+      key.venue === 'exchange-a'
+        ? await this.events.exchangeA(key.market, key.asset, plan.firstStart, plan.dataEndMs)
+        : await this.events.exchangeB(key.market, plan.firstStart, plan.dataEndMs);
+    const fold = new BookFold(newBook(key.venue), resolution, plan.firstStart);
+    for (const r of records) fold.apply(r);
+    return fillSeries(fold.finish(), plan, fold.carried);
+  }
+}
+
