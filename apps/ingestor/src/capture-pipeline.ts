@@ -1,9 +1,8 @@
 import type { Logger } from '@booktape/config';
-import type { CaptureGap, DeadLetter, RawMessage, Venue } from '@booktape/domain';
+import type { CaptureBoundary, CaptureGap, DeadLetter, RawMessage, Venue } from '@booktape/domain';
 import { marketKey } from '@booktape/domain';
-import type { BatchingProducer, Topics } from '@booktape/messaging';
+import { encodeRawMessages, type BatchingProducer, type Topics } from '@booktape/messaging';
 import { ExchangeBNormaliser, Sequencer, normaliseExchangeA, type CaptureFileWriter, type NormaliseResult } from '@booktape/venues';
-import { encodeRawMessages } from './sink/message-codec.ts';
 
 export interface VenueCounters {
   frames: number;
@@ -18,7 +17,7 @@ export interface CapturePipelineDeps {
   topics: Topics;
   workerId: number;
   log: Logger;
-  /** Capture files (DESIGN §6), one writer per venue, when capture-to-file is on. */
+  /** Capture files (docs/rules/capture-files.md), one writer per venue, when capture-to-file is on. */
   files?: Partial<Record<Venue, CaptureFileWriter>>;
   /** Sees every stamped record before it is sent (replay --wait notes the partitions it touches). */
   onMessages?: (messages: readonly RawMessage[]) => void;
@@ -54,6 +53,20 @@ export class CapturePipeline {
   /** A new exchange B connection starts a new seq stream (new sid numbering). */
   resetExchangeB(): void {
     this.normaliserB.reset();
+  }
+
+  /**
+   * A feed's websocket connected or dropped. Written to the capture file first (in frame
+   * order: call it synchronously from the feed's event, like handleFrame), so that replay
+   * can reset sequence state where the live capture did; an exchange B `connect` resets
+   * the seq stream. Not a frame: counters do not move.
+   */
+  handleBoundary(venue: Venue, boundary: CaptureBoundary, at: Date, opts: { writeFile?: boolean } = {}): void {
+    const file = opts.writeFile === false ? undefined : this.deps.files?.[venue];
+    if (file) {
+      file.appendBoundary(venue, at, boundary).catch((e: Error) => this.deps.log.error({ err: e.message, venue }, 'capture file write failed'));
+    }
+    if (venue === 'exchange-b' && boundary.kind === 'connect') this.resetExchangeB();
   }
 
   /**
@@ -100,7 +113,14 @@ export class CapturePipeline {
     return 'records';
   }
 
-  async handleGap(gap: CaptureGap): Promise<void> {
+  /**
+   * A capture gap (a dropped connection, a seq gap), opened and again when closed: written
+   * to the capture file (so a replay reproduces the coverage live capture recorded) and
+   * produced to the gaps topic.
+   */
+  async handleGap(gap: CaptureGap, opts: { writeFile?: boolean; at?: Date } = {}): Promise<void> {
+    const file = opts.writeFile === false ? undefined : this.deps.files?.[gap.venue];
+    if (file) file.appendGap(opts.at ?? new Date(), gap).catch((e: Error) => this.deps.log.error({ err: e.message, venue: gap.venue }, 'capture file write failed'));
     await this.deps.producer.send({ topic: this.deps.topics.gaps, key: gap.connection_id, value: JSON.stringify(gap) });
   }
 

@@ -57,6 +57,11 @@ export async function buildCaptureSources(
     onGap: (gap) => {
       pipeline.handleGap(gap).catch((e: Error) => log.error({ err: e.message, venue }, 'gap record failed'));
     },
+    // Synchronous, like onFrame: the boundary lands in the capture file between the frames
+    // of the two connections, and exchange B's seq state is reset before the new one's frames.
+    onConnection: (c) => {
+      pipeline.handleBoundary(venue, { kind: c.kind, connection_id: c.connectionId, ...(c.reason !== undefined ? { reason: c.reason } : {}) }, c.at);
+    },
   });
   if (config.venues['exchange-a']) sources.push(exchangeASource(config, callbacks('exchange-a'), log));
   if (config.venues['exchange-b']) sources.push(exchangeBSource(config, callbacks('exchange-b'), log));
@@ -119,8 +124,8 @@ function exchangeBSource(config: IngestorConfig, callbacks: FeedCallbacks, log: 
     logger: log,
     keyId: b.credentials?.keyId,
     privateKeyPem: b.credentials?.privateKeyPem,
-    // One connection: Kalshi numbers subscriptions per connection, and replay cannot tell
-    // connections apart, so all tickers share one seq stream.
+    // One connection: Kalshi numbers subscriptions per connection, and the pipeline keeps one
+    // seq stream per venue (reset at each connect boundary), so all tickers share it.
     maxTickersPerConnection: 100_000,
     ...callbacks,
   });
@@ -134,6 +139,7 @@ function exchangeBSource(config: IngestorConfig, callbacks: FeedCallbacks, log: 
     },
     pause: () => capture.feeds.forEach((f) => f.pause()),
     resume: () => capture.feeds.forEach((f) => f.resume()),
-    status: () => ({ ...capture.stats() }),
+    // Why it is off, as a code for the status report (the capture logs the full text).
+    status: () => ({ ...capture.stats(), offReason: capture.enabled ? null : !b.credentials ? 'no_credentials' : b.tickers.length === 0 ? 'no_markets' : 'bad_credentials' }),
   };
 }

@@ -30,7 +30,7 @@ export const ingestorEnvSchema = platformEnvSchema.extend({
   EXCHANGE_B_PRIVATE_KEY: envOptional(),
   EXCHANGE_B_PRIVATE_KEY_FILE: envOptional(),
 
-  /** Capture files for replay (DESIGN §6); unset = off. */
+  /** Capture files for replay (docs/rules/capture-files.md); unset = off. */
   CAPTURE_FILE_DIR: envOptional(),
   CAPTURE_FILE_ROTATE_MB: envInt(256, 1, 1_000_000),
   CAPTURE_FILE_ROTATE_MINUTES: envInt(60, 1, 100_000),

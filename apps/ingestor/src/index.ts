@@ -3,6 +3,5 @@ export * from './ingestor.ts';
 export * from './capture-pipeline.ts';
 export * from './replay/replay.ts';
 export * from './sink/sink.ts';
-export * from './sink/message-codec.ts';
 export * from './run.ts';
 export * from './status-publisher.ts';

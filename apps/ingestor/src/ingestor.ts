@@ -1,7 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
-import { BatchingProducer, ensureTopics, topicNames, type Topics } from '@booktape/messaging';
+import { BatchingProducer, concatRawMessages, ensureTopics, topicNames, type Topics } from '@booktape/messaging';
 import type { ClickHouse } from '@booktape/storage';
 import { CaptureFileWriter } from '@booktape/venues';
 import { CapturePipeline } from './capture-pipeline.ts';
@@ -9,7 +9,6 @@ import { buildCaptureSources, type CaptureSource } from './capture-sources.ts';
 import { createCatalogueSync, type CatalogueSync } from './catalogue/catalogue-sync.ts';
 import type { IngestorConfig } from './config.ts';
 import { createSink, type Sink, type StoredPartition } from './sink/sink.ts';
-import { concatRawMessages } from './sink/message-codec.ts';
 
 export interface IngestorDeps {
   config: IngestorConfig;
@@ -36,6 +35,7 @@ export function createIngestor(deps: IngestorDeps) {
   const files: Partial<Record<Venue, CaptureFileWriter>> = {};
   let stopping: Promise<void> | undefined;
   let capturing: Promise<void> | undefined;
+  let sinkJoined: Promise<void> = Promise.resolve();
 
   return {
     topics,
@@ -51,12 +51,19 @@ export function createIngestor(deps: IngestorDeps) {
     get catalogue() {
       return catalogue;
     },
+    /** Resolves once the sink has joined its consumer group (at once without the sink role). */
+    get sinkJoined() {
+      return sinkJoined;
+    },
     async start(): Promise<void> {
       await ensureTopics(kafka, topics, config.kafkaPartitions);
       if (config.roles.sink) {
         if (!deps.ch) throw new Error('the sink role needs ClickHouse');
         sink = createSink({ kafka, topics, ch: deps.ch, log: log.child({ role: 'sink' }), groupId: config.sinkGroupId, options: { sessionTimeoutMs: config.sinkSessionTimeoutMs }, ...(deps.onStored ? { onStored: deps.onStored } : {}) });
-        await sink.start();
+        // Not awaited: after a crash Kafka holds the dead process's slot in the group until
+        // its session times out (~30 s); capture (and the API, in the launcher) need not
+        // wait for that. The sink joins when it can and reports `joining` meanwhile.
+        sinkJoined = sink.start();
         // The market catalogue needs ClickHouse, which the sink role has; runs in the background.
         if (config.exchangeA.catalogueRefreshMs > 0) {
           catalogue = createCatalogueSync({ ch: deps.ch, log: log.child({ role: 'catalogue' }), options: { gammaUrl: config.exchangeA.gammaUrl, intervalMs: config.exchangeA.catalogueRefreshMs } });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Kafka } from 'kafkajs';
+import type { CaptureGap } from '@booktape/domain';
 import { parseEnv, silentLogger } from '@booktape/config';
 import { BatchingProducer, createKafka, ensureTopics, topicNames } from '@booktape/messaging';
 import { openClickHouse, migrate, RawEventsRepository, CaptureGapsRepository, type ClickHouse } from '@booktape/storage';
@@ -20,7 +21,7 @@ const log = silentLogger();
 
 /**
  * An independent count of the records a set of frames must produce, written straight from
- * VENUE-FRAMES.md and not from the normalisers: A: one per book, one per asset of a new
+ * docs/rules/venue-frames.md and not from the normalisers: A: one per book, one per asset of a new
  * price_change, one per old price_change or other event; B: one per snapshot or delta.
  */
 function expectedFromFrames(frames: Array<{ venue: string; frame: unknown }>) {
@@ -127,7 +128,22 @@ describe('simulator → capture → Kafka → sink → ClickHouse', () => {
     // What capture received is in the capture files, frame by frame.
     const files = readdirSync(captureDir).sort().map((f) => path.join(captureDir, f));
     const frames: Array<{ venue: string; frame: unknown }> = [];
-    for (const f of files) for await (const e of readCaptureFile(f)) if ('line' in e) frames.push(e.line);
+    let boundaries = 0;
+    const gapLines: CaptureGap[] = [];
+    for (const f of files) {
+      for await (const e of readCaptureFile(f)) {
+        if (!('line' in e)) continue;
+        if (e.line.boundary !== undefined) boundaries += 1; // connection boundaries: not frames
+        else if (e.line.gap !== undefined) gapLines.push(e.line.gap); // capture gaps: not frames
+        else frames.push({ venue: e.line.venue, frame: e.line.frame });
+      }
+    }
+    // Each venue connected twice (the drop above) and disconnected at least once.
+    expect(boundaries).toBeGreaterThanOrEqual(6);
+    // The drop's gap is in the files too (opened, then closed), so a replay reproduces it.
+    for (const venue of ['exchange-a', 'exchange-b'] as const) {
+      expect(gapLines.some((g) => g.venue === venue && g.ended_at !== null)).toBe(true);
+    }
     expect(frames.length).toBe(pipeline.counters['exchange-a'].frames + pipeline.counters['exchange-b'].frames);
 
     const expected = expectedFromFrames(frames);

@@ -3,82 +3,23 @@ import { Redis } from 'ioredis';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
-import type { Topics } from '@booktape/messaging';
+import { INGESTOR_REPORT_VERSION, consumerGroupLag, ingestorReportKeys, type IngestorReport, type SinkReport, type Topics, type VenueReport } from '@booktape/messaging';
 import type { IngestorConfig } from './config.ts';
 import type { Ingestor } from './ingestor.ts';
 
 /**
  * Status reports of an ingestor process, for the API's `/monitoring/status` and status page.
  *
- * In production every app is its own process (DESIGN §2), so the API cannot look into the
+ * In production every app is its own process (docs/rules/shape.md), so the API cannot look into the
  * ingestor's memory: each ingestor writes a small JSON report to Redis every few seconds and
- * the API reads all of them. Layout (the API's reader, apps/api/src/monitoring/reports.ts,
- * parses the same; the monitoring integration test runs this publisher against that reader):
+ * the API reads all of them. Keys and schema are the contract in libs/messaging
+ * (status-report.ts); the monitoring integration test runs this publisher against the API's
+ * reader.
  *
- *   <prefix>:monitoring:ingestor:<instance>   the latest report (JSON), expires after `retentionMs`
- *   <prefix>:monitoring:ingestors             sorted set: instance → time of its latest report
- *
- * `<prefix>` is ROLLUP_QUEUE_PREFIX, the Redis namespace every app of a deployment shares.
  * A report older than three intervals is stale: the API shows that process as not reporting
- * (crashed, hung, or cut off from Redis) until the key expires. A clean stop deletes it.
+ * (crashed, hung, or cut off from Redis) until the key expires after `retentionMs`. A clean
+ * stop deletes it.
  */
-
-export const INGESTOR_REPORT_VERSION = 1;
-
-export function ingestorReportKeys(prefix: string): { index: string; report: (instance: string) => string } {
-  return { index: `${prefix}:monitoring:ingestors`, report: (instance) => `${prefix}:monitoring:ingestor:${instance}` };
-}
-
-/** One venue's capture in this process. */
-export interface VenueReport {
-  venue: Venue;
-  /** False: this process does not capture the venue (not in CAPTURE_VENUES, or exchange B without credentials or tickers). */
-  enabled: boolean;
-  /** Exchange A: still resolving which markets to capture (metadata API unreachable). */
-  resolving: boolean;
-  markets: number;
-  /** Websocket connections (feeds) and how many are open now. */
-  connections: number;
-  connected: number;
-  reconnects: number;
-  /** The last frame carrying market data. */
-  last_event_at: string | null;
-  /** Normalised records produced to Kafka: total, and per second over the last interval. */
-  records_total: number;
-  events_per_second: number;
-  frames_total: number;
-  dead_letters_total: number;
-}
-
-export interface SinkReport {
-  group_id: string;
-  /** True while ClickHouse refuses inserts and the sink holds its batch. */
-  paused: boolean;
-  stored_total: number;
-  stored_per_second: number;
-  last_stored_at: string | null;
-  insert_failures: number;
-  dead_lettered: number;
-  /** The consumer group's lag (messages not yet committed), from the Kafka admin API. */
-  kafka: {
-    ok: boolean;
-    checked_at: string | null;
-    lag: number | null;
-    lag_by_venue: Record<Venue, number> | null;
-  };
-}
-
-export interface IngestorReport {
-  v: typeof INGESTOR_REPORT_VERSION;
-  instance: string;
-  worker_id: number;
-  roles: Array<'capture' | 'sink'>;
-  started_at: string;
-  published_at: string;
-  interval_ms: number;
-  capture: { venues: VenueReport[]; producer_backlog: number; producer_errors: number } | null;
-  sink: SinkReport | null;
-}
 
 export type IngestorHealth = ReturnType<Ingestor['health']>;
 
@@ -141,7 +82,7 @@ function rate(delta: number, ms: number): number {
  * A capture source's status(): exchange B's is the capture stats themselves; exchange A's
  * wraps them in `feeds` (absent while it is still resolving its markets).
  */
-function venueStats(s: Record<string, unknown>): { venue: Venue | null; resolving: boolean; enabled: boolean; stats: Record<string, unknown> } {
+function venueStats(s: Record<string, unknown>): { venue: Venue | null; resolving: boolean; enabled: boolean; offReason: string | null; stats: Record<string, unknown> } {
   const wrapped = s['feeds'] !== null && typeof s['feeds'] === 'object' && !Array.isArray(s['feeds']);
   const stats = (wrapped ? s['feeds'] : s) as Record<string, unknown>;
   const venue = str(s['venue']) ?? str(stats['venue']);
@@ -149,6 +90,7 @@ function venueStats(s: Record<string, unknown>): { venue: Venue | null; resolvin
     venue: venue === 'exchange-a' || venue === 'exchange-b' ? venue : null,
     resolving: s['resolving'] === true,
     enabled: stats['enabled'] !== false,
+    offReason: str(s['offReason']),
     stats,
   };
 }
@@ -175,9 +117,11 @@ export function buildReport(
         records[venue] = c.records;
         const v = byVenue.get(venue);
         const st = v?.stats ?? {};
+        const enabled = ctx.venues[venue] && v !== undefined && v.enabled;
         return {
           venue,
-          enabled: ctx.venues[venue] && v !== undefined && v.enabled,
+          enabled,
+          off_reason: enabled ? null : !ctx.venues[venue] || v === undefined ? 'turned_off' : (v.offReason ?? 'unknown'),
           resolving: v?.resolving ?? false,
           markets: num(st['markets']),
           connections: num(st['connections']),
@@ -199,11 +143,14 @@ export function buildReport(
     ? {
         group_id: ctx.groupId,
         paused: h.sink.paused,
+        consumer: h.sink.consumer,
+        reason: h.sink.reason,
         stored_total: h.sink.stored,
         stored_per_second: rate(stored - prev.stored, elapsed),
         last_stored_at: h.sink.lastStoredAt === null ? null : new Date(h.sink.lastStoredAt).toISOString(),
         insert_failures: h.sink.insertFailures,
         dead_lettered: h.sink.deadLettered,
+        refused_records: h.sink.refusedRecords,
         kafka: ctx.kafka,
       }
     : null;
@@ -221,34 +168,6 @@ export function buildReport(
     },
     counters: { at: now, records, stored },
   };
-}
-
-/**
- * Lag of a consumer group over the given topics: per partition, the end offset minus the
- * committed one (a partition the group never committed counts from its low watermark,
- * where a `fromBeginning` consumer starts).
- */
-export async function consumerGroupLag(admin: Admin, groupId: string, topics: readonly string[]): Promise<Map<string, number>> {
-  const ends = new Map<string, { high: bigint; low: bigint }>();
-  await Promise.all(
-    topics.map(async (topic) => {
-      for (const p of await admin.fetchTopicOffsets(topic)) ends.set(`${topic}/${p.partition}`, { high: BigInt(p.high), low: BigInt(p.low) });
-    }),
-  );
-  const lag = new Map<string, number>(topics.map((t) => [t, 0]));
-  const committed = new Map<string, bigint>();
-  for (const t of await admin.fetchOffsets({ groupId, topics: [...topics] })) {
-    for (const p of t.partitions) if (p.offset !== '-1') committed.set(`${t.topic}/${p.partition}`, BigInt(p.offset));
-  }
-  for (const [k, { high, low }] of ends) {
-    const c = committed.get(k);
-    const from = c === undefined || c < low ? low : c;
-    if (high > from) {
-      const topic = k.slice(0, k.lastIndexOf('/'));
-      lag.set(topic, lag.get(topic)! + Number(high - from));
-    }
-  }
-  return lag;
 }
 
 function sanitise(s: string): string {
@@ -272,6 +191,11 @@ export function createStatusPublisher(deps: StatusPublisherDeps) {
   const lagTopics = [...VENUES.map((v) => topics.raw[v]), topics.gaps];
   // Lag checks are bounded so a dead broker cannot stall the reports.
   const lagTimeoutMs = Math.max(500, Math.min(4000, Math.floor(intervalMs * 0.8)));
+  // How long a lag read stays the lag while the next read is still on its way. It used to be
+  // two intervals: with short intervals on a loaded machine, where one read takes longer than
+  // that, every report went out saying the lag could not be read although each read succeeded
+  // (the cause of the flaky monitoring test). A read that fails still says so at once.
+  const lagStaleMs = Math.max(2 * intervalMs, 10_000);
 
   const startedAt = now();
   let counters: Counters = { at: startedAt, records: { 'exchange-a': 0, 'exchange-b': 0 }, stored: 0 };
@@ -316,8 +240,8 @@ export function createStatusPublisher(deps: StatusPublisherDeps) {
     let t: NodeJS.Timeout | undefined;
     const answered = await Promise.race([lagInFlight.then(() => true), new Promise<false>((r) => (t = setTimeout(() => r(false), lagTimeoutMs)))]);
     clearTimeout(t);
-    // Still waiting for the broker: a lag older than two reports is no longer a lag.
-    if (!answered && now() - lastLagOkAt > 2 * intervalMs) kafka = { ...kafka, ok: false, lag: null, lag_by_venue: null };
+    // Still waiting for the broker: a lag read too long ago is no longer a lag.
+    if (!answered && now() - lastLagOkAt > lagStaleMs) kafka = { ...kafka, ok: false, lag: null, lag_by_venue: null };
   }
 
   async function publish(): Promise<void> {

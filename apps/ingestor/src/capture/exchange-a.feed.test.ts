@@ -1,6 +1,7 @@
-import { startSimulator, waitUntil, type Simulator } from '@booktape/simulator';
+import { startSimulator, type Simulator } from '@booktape/simulator';
+import { waitUntil } from '@booktape/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ExchangeACapture, ExchangeAFeed } from './exchange-a.feed.ts';
+import { ExchangeACapture, ExchangeAFeed, type ExchangeAFeedOptions } from './exchange-a.feed.ts';
 import { backoffDelay, DEFAULT_BACKOFF } from './feed.base.ts';
 import { spreadTokens } from './spread.ts';
 import { collector, recordingLogger } from './test-helpers.ts';
@@ -18,6 +19,15 @@ async function simulator(opts: Parameters<typeof startSimulator>[0]): Promise<Si
 
 /** Fast timers so reconnect tests take milliseconds. */
 const FAST = { backoff: { initialMs: 10, maxMs: 50 }, random: () => 0.5 };
+
+/** A started feed 'a-0' with fast back-off; `c` collects what it emits. */
+function startFeed(url: string, tokens: string[], more: Partial<ExchangeAFeedOptions> = {}): { feed: ExchangeAFeed; c: ReturnType<typeof collector> } {
+  const c = collector();
+  const feed = new ExchangeAFeed({ id: 'a-0', url, tokens, logger: recordingLogger(), ...c, ...FAST, ...more });
+  cleanup.push(feed);
+  feed.start();
+  return { feed, c };
+}
 
 function eventsIn(text: string): Array<Record<string, unknown>> {
   if (!text.startsWith('[') && !text.startsWith('{')) return [];
@@ -59,10 +69,7 @@ describe('ExchangeAFeed against the simulator', () => {
   it('subscribes, receives the books first and then events, forwarding every frame', async () => {
     const sim = await simulator({ eventsPerSecond: 300, markets: { exchangeA: 2, exchangeB: 0 } });
     const tokens = sim.markets.exchangeA.flatMap((m) => m.tokenIds);
-    const c = collector();
-    const feed = new ExchangeAFeed({ id: 'a-0', url: sim.urls.exchangeA, tokens, logger: recordingLogger(), ...c, ...FAST });
-    cleanup.push(feed);
-    feed.start();
+    const { feed, c } = startFeed(sim.urls.exchangeA, tokens);
     await waitUntil(() => c.frames.length >= 20, 5000, '20 frames');
     const books = eventsIn(c.frames[0]!.text);
     expect(books.map((b) => b.event_type)).toEqual(['book', 'book', 'book', 'book']);
@@ -76,18 +83,7 @@ describe('ExchangeAFeed against the simulator', () => {
 
   it('sends PING, counts PONG as a frame but not as market data', async () => {
     const sim = await simulator({ eventsPerSecond: 0, markets: { exchangeA: 1, exchangeB: 0 } });
-    const c = collector();
-    const feed = new ExchangeAFeed({
-      id: 'a-0',
-      url: sim.urls.exchangeA,
-      tokens: sim.markets.exchangeA[0]!.tokenIds,
-      logger: recordingLogger(),
-      pingIntervalMs: 20,
-      ...c,
-      ...FAST,
-    });
-    cleanup.push(feed);
-    feed.start();
+    const { feed, c } = startFeed(sim.urls.exchangeA, sim.markets.exchangeA[0]!.tokenIds, { pingIntervalMs: 20 });
     await waitUntil(() => c.frames.filter((f) => f.text === 'PONG').length >= 3, 5000, 'three PONGs');
     const st = feed.stats();
     expect(st.dataFramesReceived).toBe(1); // the book array only
@@ -97,10 +93,7 @@ describe('ExchangeAFeed against the simulator', () => {
   it('after the venue drops it: reconnects, re-subscribes, gets fresh books and records a closed gap', async () => {
     const sim = await simulator({ eventsPerSecond: 200, markets: { exchangeA: 1, exchangeB: 0 } });
     const tokens = sim.markets.exchangeA[0]!.tokenIds;
-    const c = collector();
-    const feed = new ExchangeAFeed({ id: 'a-0', url: sim.urls.exchangeA, tokens, logger: recordingLogger(), ...c, ...FAST });
-    cleanup.push(feed);
-    feed.start();
+    const { feed, c } = startFeed(sim.urls.exchangeA, tokens);
     await waitUntil(() => c.frames.length >= 5, 5000, 'first frames');
     const before = Date.now();
     expect(c.gaps).toEqual([]);
@@ -123,19 +116,7 @@ describe('ExchangeAFeed against the simulator', () => {
 
   it('terminates and reconnects a connection that goes silent for idleMs', async () => {
     const sim = await simulator({ eventsPerSecond: 100, markets: { exchangeA: 1, exchangeB: 0 } });
-    const c = collector();
-    const feed = new ExchangeAFeed({
-      id: 'a-0',
-      url: sim.urls.exchangeA,
-      tokens: sim.markets.exchangeA[0]!.tokenIds,
-      logger: recordingLogger(),
-      idleMs: 150,
-      pingIntervalMs: 50,
-      ...c,
-      ...FAST,
-    });
-    cleanup.push(feed);
-    feed.start();
+    const { feed, c } = startFeed(sim.urls.exchangeA, sim.markets.exchangeA[0]!.tokenIds, { idleMs: 150, pingIntervalMs: 50 });
     await waitUntil(() => c.frames.length >= 2, 5000, 'first frames');
     sim.stall(true); // half-open link: nothing comes back, not even PONG
     await waitUntil(() => c.gaps.length >= 1, 5000, 'idle gap');
@@ -150,11 +131,8 @@ describe('ExchangeAFeed against the simulator', () => {
     const sim = await simulator({ eventsPerSecond: 0 });
     const url = sim.urls.exchangeA;
     await sim.close(); // nothing listens there any more
-    const c = collector();
     const log = recordingLogger();
-    const feed = new ExchangeAFeed({ id: 'a-0', url, tokens: ['1'], logger: log, ...c, ...FAST });
-    cleanup.push(feed);
-    feed.start();
+    const { feed, c } = startFeed(url, ['1'], { logger: log });
     await waitUntil(() => feed.stats().reconnects >= 3, 5000, 'three retries');
     expect(c.gaps).toEqual([]);
     expect(log.lines.some((l) => l.level === 'warn' && l.msg === 'websocket error')).toBe(true);
@@ -180,10 +158,7 @@ describe('ExchangeAFeed against the simulator', () => {
 
   it('forwards a garbage frame as it came (the normaliser dead-letters it)', async () => {
     const sim = await simulator({ eventsPerSecond: 0, markets: { exchangeA: 1, exchangeB: 0 } });
-    const c = collector();
-    const feed = new ExchangeAFeed({ id: 'a-0', url: sim.urls.exchangeA, tokens: sim.markets.exchangeA[0]!.tokenIds, logger: recordingLogger(), ...c, ...FAST });
-    cleanup.push(feed);
-    feed.start();
+    const { c } = startFeed(sim.urls.exchangeA, sim.markets.exchangeA[0]!.tokenIds);
     await waitUntil(() => c.frames.length >= 1, 5000, 'book');
     sim.injectGarbage('exchange-a');
     await waitUntil(() => c.frames.length >= 2, 5000, 'garbage');
@@ -241,10 +216,7 @@ describe('back-pressure', () => {
   it('a paused feed delivers nothing, does not time out as idle, and resumes on the same connection', async () => {
     const sim = await simulator({ eventsPerSecond: 500, markets: { exchangeA: 2, exchangeB: 0 } });
     const tokens = sim.markets.exchangeA.flatMap((m) => m.tokenIds);
-    const c = collector();
-    const feed = new ExchangeAFeed({ id: 'a-0', url: sim.urls.exchangeA, tokens, logger: recordingLogger(), ...c, ...FAST, idleMs: 300 });
-    cleanup.push(feed);
-    feed.start();
+    const { feed, c } = startFeed(sim.urls.exchangeA, tokens, { idleMs: 300 });
     await waitUntil(() => c.frames.length >= 10, 5000, '10 frames');
     feed.pause();
     await new Promise((r) => setTimeout(r, 100)); // frames already read may still arrive

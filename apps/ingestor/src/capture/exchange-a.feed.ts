@@ -120,7 +120,7 @@ export class ExchangeACapture {
   }
 
   private newFeed(tokens: string[]): ExchangeAFeed {
-    const { url, logger, onFrame, onGap, onState, feed, tokenMarkets } = this.opts;
+    const { url, logger, onFrame, onGap, onState, onConnection, feed, tokenMarkets } = this.opts;
     return new ExchangeAFeed({
       ...feed,
       ...(tokenMarkets ? { tokenMarkets } : {}),
@@ -131,6 +131,7 @@ export class ExchangeACapture {
       onFrame,
       ...(onGap ? { onGap } : {}),
       ...(onState ? { onState } : {}),
+      ...(onConnection ? { onConnection } : {}),
     });
   }
 

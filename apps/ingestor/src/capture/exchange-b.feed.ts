@@ -6,8 +6,9 @@ import { spreadTokens } from './spread.ts';
 /**
  * Exchange B (Kalshi websocket v2), `orderbook_delta` channel. The handshake is signed; the
  * server pings every 10 s (ws answers pongs itself), so the client only watches for silence.
- * Within a subscription (`sid`) every snapshot and delta carries `seq`; a skipped number means
- * the book is unknown, so the feed asks for fresh snapshots and records a 'seq gap'.
+ * Within a subscription (`sid`) every message carries `seq` (snapshots, deltas, and also `ok`
+ * acknowledgements and other channels' messages); a skipped number means the book is
+ * unknown, so the feed asks for fresh snapshots and records a 'seq gap'.
  */
 
 export interface ExchangeBFeedOptions extends Omit<FeedOptions, 'venue' | 'markets'> {
@@ -102,8 +103,18 @@ export class ExchangeBFeed extends Feed {
       case 'error':
         this.onError(m);
         return false;
-      default:
+      case 'unsubscribed': {
+        // It may use up a seq; then the sid is gone.
+        this.trackSeq(m, receivedAt);
+        if (typeof m.sid === 'number') this.subs.delete(m.sid);
         return false;
+      }
+      default:
+        // `ok` acknowledgements (e.g. of our own get_snapshot request), `ticker` and `trade`
+        // messages use up a seq of their sid too: counting only book messages would see a
+        // false gap after every acknowledgement, and answer it with another request.
+        this.trackSeq(m, receivedAt);
+        return m.type === 'ticker' || m.type === 'trade';
     }
   }
 
@@ -244,6 +255,7 @@ export class ExchangeBCapture {
             onFrame: opts.onFrame,
             ...(opts.onGap ? { onGap: opts.onGap } : {}),
             ...(opts.onState ? { onState: opts.onState } : {}),
+            ...(opts.onConnection ? { onConnection: opts.onConnection } : {}),
           }),
         );
       });

@@ -25,6 +25,21 @@ export interface FeedCallbacks {
   /** Called when a gap opens (ended_at null) and again, same connection_id/started_at, when it closes. */
   onGap?(gap: CaptureGap): void;
   onState?(state: FeedState, info: { feedId: string; venue: Venue; connectionId: string | null }): void;
+  /**
+   * A websocket opened (`connect`, before any of its frames) or closed (`disconnect`, after
+   * its last frame, with the reason). Capture files record these boundaries: sequence
+   * state belongs to a connection.
+   */
+  onConnection?(event: ConnectionEvent): void;
+}
+
+export interface ConnectionEvent {
+  venue: Venue;
+  feedId: string;
+  kind: 'connect' | 'disconnect';
+  connectionId: string;
+  at: Date;
+  reason?: string;
 }
 
 export interface BackoffOptions {
@@ -364,6 +379,7 @@ export abstract class Feed {
     this.seen();
     this.setState('open');
     this.logger.info({ feed: this.opts.id, connectionId: this.connectionIdValue, markets: this.opts.markets.length }, 'connected');
+    this.emitConnection('connect');
     this.armIdle();
     const every = this.keepAliveIntervalMs();
     if (every !== null) {
@@ -383,6 +399,16 @@ export abstract class Feed {
       return;
     }
     if (!this.awaitsSubscriptionAck()) this.markSubscribed();
+  }
+
+  private emitConnection(kind: 'connect' | 'disconnect', reason?: string): void {
+    const event: ConnectionEvent = { venue: this.opts.venue, feedId: this.opts.id, kind, connectionId: this.connectionIdValue as string, at: new Date() };
+    if (reason !== undefined) event.reason = reason;
+    try {
+      this.opts.onConnection?.(event);
+    } catch (err) {
+      this.logger.error({ feed: this.opts.id, err }, 'onConnection callback failed');
+    }
   }
 
   private seen(): void {
@@ -474,6 +500,8 @@ export abstract class Feed {
     const wasOpen = this.openedAt > 0;
     const wasSubscribed = this.subscribed;
     this.subscribed = false;
+    const reason = this.stopping ? 'capture stopping' : (this.disconnectReason ?? `closed by venue (code ${code}${reasonText ? `: ${reasonText}` : ''})`);
+    if (wasOpen) this.emitConnection('disconnect', reason);
     if (this.stopping) {
       this.setState('closed');
       this.logger.info({ feed: this.opts.id }, 'stopped');
@@ -481,7 +509,6 @@ export abstract class Feed {
       this.resolveClosed = null;
       return;
     }
-    const reason = this.disconnectReason ?? `closed by venue (code ${code}${reasonText ? `: ${reasonText}` : ''})`;
     if (wasSubscribed && !this.openGap) {
       // Frames may be missing from the last traffic seen on this connection until the next
       // subscription is in place.

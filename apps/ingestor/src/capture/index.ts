@@ -7,6 +7,7 @@ export {
   type CaptureLogger,
   type CaptureStats,
   type CapturedFrame,
+  type ConnectionEvent,
   type FeedCallbacks,
   type FeedOptions,
   type FeedState,

@@ -1,7 +1,8 @@
-import { stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
-import type { Topics } from '@booktape/messaging';
+import { consumerGroupLag, partitionEnds, type Topics } from '@booktape/messaging';
 import { countCaptureLines, readCaptureFile } from '@booktape/venues';
 import type { CapturePipeline } from '../capture-pipeline.ts';
 
@@ -32,26 +33,42 @@ export async function replayFiles(
   onProgress: (p: ReplayProgress) => void = () => undefined,
 ): Promise<ReplaySummary> {
   const started = Date.now();
-  for (const f of files) {
-    const s = await stat(f).catch(() => null);
-    if (!s?.isFile()) throw new Error(`not a readable file: ${f}`);
-  }
+  await checkCaptureFiles(files);
   let totalFrames = 0;
   for (const f of files) totalFrames += await countCaptureLines(f);
   const before = snapshot(pipeline);
   const badLines: ReplaySummary['badLines'] = [];
   let frames = 0;
+  // Progress counts every line (countCaptureLines does); `frames` leaves out boundary and gap lines.
+  let lines = 0;
+  // Exchange B sequence state belongs to a connection. It is reset at each `connect` line
+  // and at the start of each file, since a file may start mid-session; except where the
+  // previous file ended inside a connection it recorded (a `connect` with no `disconnect`
+  // after it): this file is then its rotated continuation, and live capture did not reset
+  // there either, so replay must not (it would report false gaps live never had).
+  let openConnectionB = false;
   for (const file of files) {
+    if (!openConnectionB) pipeline.resetExchangeB();
     for await (const entry of readCaptureFile(file)) {
-      frames += 1;
+      lines += 1;
       if ('error' in entry) {
+        frames += 1;
         badLines.push({ file, lineNo: entry.lineNo, error: entry.error });
+      } else if (entry.line.gap !== undefined) {
+        // A gap live capture reported: stored again, so coverage shows the same disconnects.
+        await pipeline.handleGap(entry.line.gap, { writeFile: false });
+      } else if (entry.line.boundary !== undefined) {
+        if (entry.line.venue === 'exchange-b') {
+          openConnectionB = entry.line.boundary.kind === 'connect';
+          if (openConnectionB) pipeline.resetExchangeB();
+        }
       } else {
+        frames += 1;
         await pipeline.handleFrame(entry.line.venue, entry.line.frame, new Date(entry.line.received_at), { writeFile: false });
       }
-      if (frames % 500 === 0) onProgress({ file, frames, totalFrames });
+      if (lines % 500 === 0) onProgress({ file, frames: lines, totalFrames });
     }
-    onProgress({ file, frames, totalFrames });
+    onProgress({ file, frames: lines, totalFrames });
   }
   const after = snapshot(pipeline);
   return {
@@ -63,6 +80,24 @@ export async function replayFiles(
     badLines,
     elapsedMs: Date.now() - started,
   };
+}
+
+/**
+ * Refuses, before anything connects or is sent, a list with a missing, unreadable or
+ * non-regular file: one message names every such file (a replay never starts half a list).
+ */
+export async function checkCaptureFiles(files: string[]): Promise<void> {
+  const problems: string[] = [];
+  for (const f of files) {
+    const s = await stat(f).catch((e: NodeJS.ErrnoException) => e);
+    if (s instanceof Error) problems.push(`${f}: ${s.code === 'ENOENT' ? 'no such file' : s.message}`);
+    else if (!s.isFile()) problems.push(`${f}: not a regular file`);
+    else {
+      const denied = await access(f, constants.R_OK).then(() => null, (e: Error) => e);
+      if (denied) problems.push(`${f}: not readable (${denied.message})`);
+    }
+  }
+  if (problems.length > 0) throw new Error(`cannot replay: ${problems.join('; ')}`);
 }
 
 function snapshot(p: CapturePipeline) {
@@ -85,22 +120,14 @@ export async function waitUntilStored(
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const targets = new Map<string, bigint>();
-    for (const topic of Object.values(topics.raw)) {
-      for (const p of await admin.fetchTopicOffsets(topic)) targets.set(`${topic}/${p.partition}`, BigInt(p.high));
-    }
+    const rawTopics = Object.values(topics.raw);
+    const targets = await partitionEnds(admin, rawTopics);
     const deadline = Date.now() + opts.timeoutMs;
     for (;;) {
-      let lag = 0n;
-      for (const t of await admin.fetchOffsets({ groupId, topics: Object.values(topics.raw) })) {
-        for (const p of t.partitions) {
-          const target = targets.get(`${t.topic}/${p.partition}`) ?? 0n;
-          const committed = BigInt(p.offset === '-1' ? '0' : p.offset);
-          if (committed < target) lag += target - committed;
-        }
-      }
-      opts.onLag?.(Number(lag));
-      if (lag === 0n) return;
+      let lag = 0;
+      for (const n of (await consumerGroupLag(admin, groupId, rawTopics, targets)).values()) lag += n;
+      opts.onLag?.(lag);
+      if (lag === 0) return;
       if (Date.now() > deadline) {
         throw new Error(`timed out after ${opts.timeoutMs} ms waiting for the sink (group ${groupId}) to store ${lag} more messages; is the sink running?`);
       }

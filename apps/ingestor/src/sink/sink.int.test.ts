@@ -1,12 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Kafka } from 'kafkajs';
-import type { ExchangeAMessage, RawMessage } from '@booktape/domain';
+import { describe, expect, it } from 'vitest';
+import type { ExchangeAMessage } from '@booktape/domain';
 import { silentLogger } from '@booktape/config';
-import { BatchingProducer, createKafka, ensureTopics, topicNames, type Topics } from '@booktape/messaging';
-import { RawEventsRepository } from '@booktape/storage';
-import { requireEnv, tempClickHouse, uniqueId, waitFor, type TestClickHouse } from '@booktape/testkit';
+import { uniqueId, waitFor } from '@booktape/testkit';
 import { createSink, type StoredPartition } from './sink.ts';
-import { encodeRawMessages } from './message-codec.ts';
+import { sinkTestBed } from './sink.test-support.ts';
 
 const log = silentLogger();
 
@@ -23,35 +20,10 @@ function aMessage(market: string, i: number): ExchangeAMessage {
 }
 
 describe('sink: Kafka → ClickHouse', () => {
-  let t: TestClickHouse;
-  let kafka: Kafka;
-  let topics: Topics;
-  let producer: BatchingProducer;
-  let repo: RawEventsRepository;
-
-  beforeAll(async () => {
-    t = await tempClickHouse();
-    repo = new RawEventsRepository(t.ch);
-    kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'sink-test' }, log);
-    topics = topicNames(`${uniqueId('sink')}.`);
-    await ensureTopics(kafka, topics, 4);
-    producer = new BatchingProducer(kafka, log);
-    await producer.connect();
-  });
-  afterAll(async () => {
-    await producer?.disconnect();
-    await t?.cleanup();
-  });
-
-  async function produce(messages: RawMessage[]) {
-    for (const m of messages) {
-      const market = m.venue === 'exchange-a' ? m.event.market : m.record.ticker;
-      await producer.send({ topic: topics.raw[m.venue], key: market, value: encodeRawMessages([m]) });
-    }
-    await producer.flush();
-  }
+  const bed = sinkTestBed('sink');
 
   it('stores every message once, reports partitions, and dead-letters garbage without stopping', async () => {
+    const { t, kafka, topics, producer, repo, produce } = bed;
     const seen: StoredPartition[] = [];
     const sink = createSink({ kafka, topics, ch: t.ch, log, groupId: uniqueId('g'), onStored: (p) => void seen.push(...p) });
     await sink.start();
@@ -73,6 +45,7 @@ describe('sink: Kafka → ClickHouse', () => {
   });
 
   it('holds and retries while ClickHouse refuses inserts, then catches up with nothing lost', async () => {
+    const { t, kafka, topics, repo, produce } = bed;
     const table = t.ch.table('raw_exchange_a');
     const before = await repo.count('exchange-a');
     const sink = createSink({ kafka, topics, ch: t.ch, log, groupId: uniqueId('g2'), options: { retryInitialMs: 50, retryMaxMs: 200 } });
