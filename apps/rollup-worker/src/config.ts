@@ -1,4 +1,5 @@
 import { envInt, parseEnv, platformEnvSchema, type PlatformConfig } from '@booktape/config';
+import { DEFAULT_ROLLUP_WORKER_BEAT_MS } from '@booktape/messaging';
 import type { RollupWorkerOptions } from './worker.ts';
 
 export const rollupEnvSchema = platformEnvSchema.extend({
@@ -8,6 +9,8 @@ export const rollupEnvSchema = platformEnvSchema.extend({
   ROLLUP_SWEEP_MS: envInt(60_000, 1000, 86_400_000),
   /** A UTC day is finalised this long after it ended (later data still triggers a rebuild). */
   ROLLUP_CLOSE_GRACE_MS: envInt(60_000, 0, 86_400_000),
+  /** A rollup claim held by a process that stopped renewing it (died) is taken over after this. */
+  ROLLUP_CLAIM_LEASE_MS: envInt(60_000, 1000, 3_600_000),
 });
 
 /** The worker's options from the environment (exits with a ConfigError naming a bad variable). */
@@ -19,5 +22,7 @@ export function rollupOptions(env: NodeJS.ProcessEnv, platform: PlatformConfig):
     closeGraceMs: e.ROLLUP_CLOSE_GRACE_MS,
     queuePrefix: platform.rollup.queuePrefix,
     debounceMs: platform.rollup.debounceMs,
+    claimLeaseMs: e.ROLLUP_CLAIM_LEASE_MS,
+    beatMs: DEFAULT_ROLLUP_WORKER_BEAT_MS,
   };
 }

@@ -1,3 +1,2 @@
 export * from './worker.ts';
-export * from './roller.ts';
 export * from './config.ts';

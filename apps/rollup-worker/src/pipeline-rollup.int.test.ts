@@ -9,8 +9,8 @@ import { createKafka, type PartitionRef } from '@booktape/messaging';
 import { startSimulator, type Simulator } from '@booktape/simulator';
 import { BookEventsRepository, SummariesRepository } from '@booktape/storage';
 import { requireEnv, uniqueId, waitFor } from '@booktape/testkit';
-import { referenceBuckets, referenceObservationsA, referenceObservationsB } from '../../../libs/book/src/reference.test-support.ts';
-import { bearer, startTestApi, type TestApi } from '../../api/src/testing.ts';
+import { referenceBuckets, referenceObservationsA, referenceObservationsB } from '@booktape/book/testing';
+import { bearer, startTestApi, type TestApi } from '@booktape/api/testing';
 import { createRollupWorker, type RollupWorker } from './worker.ts';
 
 const log = silentLogger();
@@ -32,7 +32,7 @@ describe('simulator → capture → Kafka → sink → rollup → API', () => {
   const groupId = uniqueId('pipe-rollup-g');
 
   beforeAll(async () => {
-    t = await startTestApi({ rollupQueuePrefix: queuePrefix, exchangeAEarliestDate: '2000-01-01' });
+    t = await startTestApi({ rollupQueuePrefix: queuePrefix, dataFloors: { 'exchange-a': null, 'exchange-b': null } });
     apiKey = await t.newKey();
     const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     sim = await startSimulator({
@@ -138,5 +138,19 @@ describe('simulator → capture → Kafka → sink → rollup → API', () => {
     }
     await check();
     expect(worker.health().failures).toBe(0);
+
+    // The simulator's own best_bid/best_ask claims (exchange A, every price_change entry)
+    // must all hold on the rebuilt books, and no book may end a millisecond crossed (issue
+    // 9 point 4): on correct venue data the cross-checks find nothing.
+    for (const m of sim.markets.exchangeA) {
+      const [day] = await summary(`/exchange-a/market/coverage?condition_id=${m.conditionId}&start_date=${today}&end_date=${today}`) as Array<{ checks: Record<string, number | null> }>;
+      expect(day!.checks['venue_best_checked'], `${m.conditionId} claims checked`).toBeGreaterThan(0);
+      expect(day!.checks, `${m.conditionId} checks`).toMatchObject({ venue_best_mismatches: 0, first_mismatch_ms: null, crossed_observations: 0 });
+    }
+    for (const m of sim.markets.exchangeB) {
+      const [day] = await summary(`/exchange-b/market/coverage?ticker=${m.ticker}&start_date=${today}&end_date=${today}`) as Array<{ checks: Record<string, number | null> }>;
+      expect(day!.checks['book_events'], `${m.ticker} book events`).toBeGreaterThan(0);
+      expect(day!.checks, `${m.ticker} checks`).toMatchObject({ venue_best_mismatches: 0, crossed_observations: 0 });
+    }
   }, 240_000);
 });

@@ -4,12 +4,11 @@ import { LADDER, decodeBuckets, toSummaryBucket, utcDayWindow, type ExactBucket 
 import { silentLogger } from '@booktape/config';
 import { utcDate, type ExchangeAEvent, type ExchangeBRecord, type RawMessage } from '@booktape/domain';
 import { SummariesRepository, type SummaryKey } from '@booktape/storage';
+import { Roller } from '@booktape/summaries';
 import { uniqueId } from '@booktape/testkit';
-// The deliberately simple implementation of DESIGN §4, and the random streams of the book's properties.
-import { referenceBuckets, referenceObservationsA, referenceObservationsB } from '../../../libs/book/src/reference.test-support.ts';
-import { exchangeAStreamArb, exchangeBStreamArb, resolutionArb, tsOf, windowFor } from '../../../libs/book/src/streams.test-support.ts';
-import { bearer, conditionId, startTestApi, type TestApi } from '../../api/src/testing.ts';
-import { Roller } from './roller.ts';
+// The deliberately simple implementation of docs/rules/summaries.md, and the random streams of the book's properties.
+import { exchangeAStreamArb, exchangeBStreamArb, referenceBuckets, referenceObservationsA, referenceObservationsB, resolutionArb, tsOf, windowFor } from '@booktape/book/testing';
+import { bearer, conditionId, startTestApi, type TestApi } from '@booktape/api/testing';
 
 type Venue = 'exchange-a' | 'exchange-b';
 type Rec = ExchangeAEvent | ExchangeBRecord;
@@ -23,7 +22,7 @@ let repo: SummariesRepository;
 let run = 0;
 
 beforeAll(async () => {
-  t = await startTestApi({ rollupQueuePrefix: uniqueId('bt-rollup-test'), exchangeAEarliestDate: '2000-01-01' });
+  t = await startTestApi({ rollupQueuePrefix: uniqueId('bt-rollup-test'), dataFloors: { 'exchange-a': null, 'exchange-b': null } });
   apiKey = await t.newKey();
   repo = new SummariesRepository(t.ch);
 }, 60_000);
@@ -86,7 +85,8 @@ async function storedOutput(key: SummaryKey, dates: string[]) {
       const chunks = await repo.chunks(key, new Map([[d, day.baseVersion]]), level, Date.parse(`${d}T00:00:00Z`), Date.parse(`${d}T00:00:00Z`) + 86_400_000);
       levels[level] = chunks.flatMap((c) => decodeBuckets(c.buckets));
     }
-    out[d] = { levels, state: day.state, events: day.events, coveredUntil: day.coveredUntil, complete: day.complete, lastObs: day.lastObs };
+    // checks: the day's cross-checks continue across incremental runs exactly like the book.
+    out[d] = { levels, state: day.state, events: day.events, coveredUntil: day.coveredUntil, complete: day.complete, lastObs: day.lastObs, checks: JSON.parse(day.checks) as unknown };
   }
   return out;
 }

@@ -1,11 +1,29 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { pid } from 'node:process';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import { ENGINE_VERSION } from '@booktape/book';
 import type { Logger } from '@booktape/config';
 import { utcDate } from '@booktape/domain';
-import { ROLLUP_QUEUE, RollupQueue, assetKey, rollupConnection, type AssetRef, type BackfillProgress, type BackfillRequest, type RollupJobData } from '@booktape/messaging';
+import {
+  DEFAULT_CLAIM_LEASE_MS,
+  DEFAULT_ROLLUP_WORKER_BEAT_MS,
+  ROLLUP_QUEUE,
+  ROLLUP_WORKER_BEAT_VERSION,
+  RollupQueue,
+  assetKey,
+  removeRollupWorkerBeat,
+  rollupConnection,
+  rollupKeys,
+  writeRollupWorkerBeat,
+  type AssetRef,
+  type BackfillProgress,
+  type BackfillRequest,
+  type RollupJobData,
+} from '@booktape/messaging';
 import { SummariesRepository, type ClickHouse } from '@booktape/storage';
-import { Roller, type DayResult } from './roller.ts';
+import { Roller, type DayResult } from '@booktape/summaries';
+import { countCheckAlerts, registerCheckMetrics } from './check-metrics.ts';
 
 export interface RollupWorkerOptions {
   /** Jobs run at once in this process (different assets; one asset never runs twice at once). */
@@ -16,6 +34,14 @@ export interface RollupWorkerOptions {
   closeGraceMs: number;
   queuePrefix: string;
   debounceMs: number;
+  /**
+   * A claim of an asset's dates lasts this long unless its job renews it (every third of
+   * it while it runs): a process that died holding one loses it after this, and a live
+   * worker rolls its dates (DEFAULT_CLAIM_LEASE_MS).
+   */
+  claimLeaseMs: number;
+  /** How often the worker tells monitoring it is alive (libs/messaging rollup-worker-liveness.ts). */
+  beatMs: number;
 }
 
 export const DEFAULT_ROLLUP_OPTIONS: RollupWorkerOptions = {
@@ -24,6 +50,8 @@ export const DEFAULT_ROLLUP_OPTIONS: RollupWorkerOptions = {
   closeGraceMs: 60_000,
   queuePrefix: 'booktape',
   debounceMs: 1000,
+  claimLeaseMs: DEFAULT_CLAIM_LEASE_MS,
+  beatMs: DEFAULT_ROLLUP_WORKER_BEAT_MS,
 };
 
 export interface RollupWorkerDeps {
@@ -33,11 +61,10 @@ export interface RollupWorkerDeps {
   options?: Partial<RollupWorkerOptions>;
 }
 
-const LOCK_TTL_MS = 60_000;
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
 
 /**
- * The rollup worker (DESIGN §1): BullMQ jobs of the `rollup` queue.
+ * The rollup worker (docs/rules/shape.md): BullMQ jobs of the `rollup` queue.
  * - `asset`: the sink stored data of an asset; its dirty dates are claimed and rolled up
  *   (Roller), each followed by the later days whose carried state changed.
  * - `backfill`: an operator's `booktape rollup`: full rebuilds of a date range, with
@@ -52,13 +79,43 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
   const { log } = deps;
   const repo = new SummariesRepository(deps.ch);
   const roller = new Roller(repo, log, { closeGraceMs: opts.closeGraceMs });
+  registerCheckMetrics();
   let queue: RollupQueue | undefined;
   let worker: Worker<RollupJobData> | undefined;
   let workerConnection: ReturnType<typeof rollupConnection> | undefined;
   let lastError: string | null = null;
   const stats = { jobs: 0, days: 0, failures: 0, lastJobAt: 0 };
+  const instance = `${hostname()}-${pid}-${randomUUID().slice(0, 8)}`.replace(/[^A-Za-z0-9_.+-]/g, '_');
+  let beatTimer: NodeJS.Timeout | undefined;
+  let beating: Promise<void> | undefined;
+  let beatFailing = false;
 
-  const lockKey = (a: AssetRef) => `${opts.queuePrefix}:rollup:lock:${assetKey(a)}`;
+  /** One beat; skipped while the previous one still waits (Redis away), so none pile up. */
+  function beat(startedAt: number): void {
+    if (beating || !queue) return;
+    beating = writeRollupWorkerBeat(queue.redis, opts.queuePrefix, {
+      v: ROLLUP_WORKER_BEAT_VERSION,
+      instance,
+      started_at: new Date(startedAt).toISOString(),
+      published_at: new Date().toISOString(),
+      interval_ms: opts.beatMs,
+      concurrency: opts.concurrency,
+    })
+      .then(() => {
+        if (beatFailing) log.info('rollup worker liveness written again');
+        beatFailing = false;
+      })
+      .catch((err: Error) => {
+        if (!beatFailing) log.warn({ err: err.message }, 'cannot write the rollup worker liveness; monitoring will show this worker as stopped');
+        beatFailing = true;
+      })
+      .finally(() => (beating = undefined));
+  }
+
+  // The asset lock of a process that died must not outlive its claim's lease: a live
+  // worker taking the claim over needs the lock too.
+  const LOCK_TTL_MS = opts.claimLeaseMs;
+  const lockKey = (a: AssetRef) => rollupKeys(opts.queuePrefix).lock(assetKey(a));
 
   async function tryLock(a: AssetRef): Promise<(() => Promise<void>) | null> {
     const id = randomUUID();
@@ -85,6 +142,26 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     for (const r of results) {
       stats.days++;
       if (r.outcome !== 'unchanged' && r.outcome !== 'no-new-events') log.debug({ ...a, date: r.date, outcome: r.outcome, applied: r.applied }, 'rolled up');
+      reportAlerts(a, r);
+    }
+  }
+
+  /**
+   * Cross-check alerts of a run go to the log and the metrics. One warn line per kind and
+   * run, with how many and the first one (time and detail), rather than one per alert: a
+   * book that stays crossed would otherwise write a line per millisecond.
+   */
+  function reportAlerts(a: AssetRef, r: DayResult): void {
+    if (r.alerts.length === 0) return;
+    countCheckAlerts(a.venue, r.alerts);
+    for (const kind of ['mismatch', 'crossed'] as const) {
+      const of = r.alerts.filter((x) => x.kind === kind);
+      const first = of[0];
+      if (first === undefined) continue;
+      log.warn(
+        { ...a, date: r.date, kind, count: of.length, first_ts: first.ts, first_at: new Date(first.ts).toISOString(), first: first.detail, outcome: r.outcome },
+        kind === 'mismatch' ? 'rebuilt book contradicts the venue best bid/ask' : 'rebuilt book is crossed',
+      );
     }
   }
 
@@ -96,17 +173,45 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
       throw new DelayedError();
     }
     try {
-      const dates = (await queue!.claim(a, job.id ?? randomUUID())).sort();
+      // Unique per run: a retry of this job must not pass for the run that claimed before it.
+      const claimId = `${job.id ?? 'job'}:${randomUUID()}`;
+      const dates = (await queue!.claim(a, claimId)).sort();
+      if (dates.length === 0) return;
+      const stopRenewing = renewClaim(a, claimId);
       try {
         for (const d of dates) await afterRun(a, await roller.rollFrom(a, d));
-        await queue!.release(a, dates, false);
+        stopRenewing();
+        await queue!.release(a, dates, false, claimId);
       } catch (e) {
-        await queue!.release(a, dates, true);
+        stopRenewing();
+        await queue!.release(a, dates, true, claimId);
         throw e;
       }
     } finally {
       await unlock();
     }
+  }
+
+  /**
+   * Keeps a claim's lease while its rollup runs, however long that takes; a failed renewal
+   * (Redis away for a moment) is tried again at the next tick, within the lease. Returns
+   * the stop.
+   */
+  function renewClaim(a: AssetRef, claimId: string): () => void {
+    let lost = false;
+    const timer = setInterval(() => {
+      queue!
+        .renewClaim(a, claimId)
+        .then((held) => {
+          if (held || lost) return;
+          // Our lease ran out (this process stalled past it) and another job took the dates
+          // over: they are rolled there; our writes are the same rebuild, so harmless.
+          lost = true;
+          log.warn({ ...a, claimId }, 'rollup claim lease ran out and was taken over by another job');
+        })
+        .catch(() => undefined);
+    }, Math.max(100, Math.floor(opts.claimLeaseMs / 3)));
+    return () => clearInterval(timer);
   }
 
   async function runBackfill(job: Job<RollupJobData>, req: BackfillRequest): Promise<{ days: number; assets: number }> {
@@ -134,7 +239,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     return { days: done, assets: plan.length };
   }
 
-  async function runSweep(): Promise<{ marked: number }> {
+  async function runSweep(): Promise<{ marked: number; takenOver: number }> {
     const closedBefore = utcDate(Date.now() - opts.closeGraceMs);
     const [open, outdated, stale] = await Promise.all([
       repo.openDaysBefore(closedBefore, 1000),
@@ -144,7 +249,10 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     const parts = [...open, ...outdated, ...stale];
     await queue!.markDirty(parts);
     if (parts.length > 0) log.debug({ open: open.length, outdated: outdated.length, stale: stale.length }, 'sweep marked partitions');
-    return { marked: parts.length };
+    // Claims whose process died holding them: their dates go back to dirty and get a job.
+    const takenOver = await queue!.takeOverExpiredClaims();
+    if (takenOver.length > 0) log.warn({ assets: takenOver.slice(0, 10), count: takenOver.length }, 'took over rollup claims whose lease ran out (their process stopped)');
+    return { marked: parts.length, takenOver: takenOver.length };
   }
 
   async function process(job: Job<RollupJobData>, token?: string): Promise<unknown> {
@@ -165,7 +273,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
 
   return {
     async start(): Promise<void> {
-      queue = new RollupQueue({ redisUrl: deps.redisUrl, prefix: opts.queuePrefix, debounceMs: opts.debounceMs });
+      queue = new RollupQueue({ redisUrl: deps.redisUrl, prefix: opts.queuePrefix, debounceMs: opts.debounceMs, claimLeaseMs: opts.claimLeaseMs });
       await queue.queue.upsertJobScheduler('rollup-sweep', { every: opts.sweepEveryMs }, { name: 'sweep', data: { kind: 'sweep' }, opts: { removeOnComplete: true, removeOnFail: 100 } });
       workerConnection = rollupConnection(deps.redisUrl, 'booktape-rollup-worker');
       workerConnection.on('error', () => undefined);
@@ -183,12 +291,21 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
         lastError = err.message;
         log.warn({ err: err.message }, 'rollup worker error');
       });
+      const startedAt = Date.now();
+      beat(startedAt);
+      beatTimer = setInterval(() => beat(startedAt), opts.beatMs);
+      beatTimer.unref();
       log.info({ concurrency: opts.concurrency, sweepEveryMs: opts.sweepEveryMs }, 'rollup worker started');
     },
     async stop(): Promise<void> {
-      // Waits for running jobs; BullMQ leaves connections it was given open: ours are closed here.
-      // A long back-fill is not waited for beyond 15 s: its job is retried after a restart.
+      // Waits for running jobs. A long back-fill is not waited for beyond 15 s: its job is
+      // retried after a restart.
       if (worker) await Promise.race([worker.close(), new Promise((r) => setTimeout(r, 15_000).unref()).then(() => worker!.close(true))]);
+      // Beats go on while those jobs finish (the worker is still rolling), then end cleanly.
+      clearInterval(beatTimer);
+      await beating;
+      if (queue) await removeRollupWorkerBeat(queue.redis, opts.queuePrefix, instance).catch(() => undefined);
+      // BullMQ leaves connections it was given open: ours are closed here.
       workerConnection?.disconnect();
       await queue?.close();
     },
