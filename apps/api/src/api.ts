@@ -1,9 +1,24 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type ApiDeps } from './app.ts';
+import { buildApp } from './app.ts';
+import { buildServices } from './composition.ts';
+import type { ApiDeps } from './services.ts';
 
 export interface ApiOptions {
   host: string;
   port: number;
+}
+
+/** The services and the app on them; closing the app stops the services. */
+export async function createApp(deps: ApiDeps): Promise<FastifyInstance> {
+  const { services, stop } = buildServices(deps);
+  try {
+    const app = await buildApp(services);
+    app.addHook('onClose', stop);
+    return app;
+  } catch (e) {
+    await stop();
+    throw e;
+  }
 }
 
 /** The API as a long-running part: `{ start, stop }` around the Fastify app. */
@@ -12,7 +27,7 @@ export function createApi(deps: ApiDeps, opts: ApiOptions) {
   let stopping: Promise<void> | undefined;
   return {
     async start(): Promise<string> {
-      app = await buildApp(deps);
+      app = await createApp(deps);
       const address = await app.listen({ host: opts.host, port: opts.port });
       deps.log.info({ address }, 'api listening');
       return address;

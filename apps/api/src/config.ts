@@ -2,9 +2,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
-import { ConfigError, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
+import type { Venue } from '@booktape/domain';
+import { ConfigError, envBool, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
 import type { BillingConfig } from './billing/stripe-client.ts';
-import { DEFAULT_PLAN_LIMITS, parseLimit, type PlanLimits } from './quota/limits.ts';
+import { isCalendarDate } from './http/params.ts';
+import { DEFAULT_THRESHOLDS, type Thresholds } from './monitoring/status.ts';
+import { DEFAULT_PLAN_LIMITS, parseLimit, type PlanLimits } from './usage/limits.ts';
 
 const unsetEmpty = (v: unknown) => (v === '' ? undefined : v);
 
@@ -26,24 +29,45 @@ const envLimit = (def: number | null) =>
       }),
   ) as unknown as z.ZodType<number | null>;
 
-/** Dates as YYYY-MM-DD that exist on the calendar. */
-export function isCalendarDate(s: string): boolean {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
-  const d = new Date(`${s}T00:00:00Z`);
-  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
-}
+/**
+ * The exchange A floor is the interface's own data availability; exchange B has none. A
+ * self-hosted service that replays older captures lifts it with `none`.
+ */
+export const DEFAULT_DATA_FLOORS: DataFloors = { 'exchange-a': '2026-02-08', 'exchange-b': null };
+
+/** A data floor: a date YYYY-MM-DD, or `none` for no floor (→ null); unset → undefined. */
+const envDataFloor = () =>
+  z.preprocess(
+    unsetEmpty,
+    z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        if (v === undefined) return undefined;
+        const t = v.trim();
+        if (t.toLowerCase() === 'none') return null;
+        if (!isCalendarDate(t)) {
+          ctx.addIssue({ code: 'custom', message: 'must be a date YYYY-MM-DD or none' });
+          return z.NEVER;
+        }
+        return t;
+      }),
+  ) as unknown as z.ZodType<string | null | undefined>;
 
 export const apiEnvSchema = platformEnvSchema.extend({
   HOST: envString('127.0.0.1'),
   PORT: envInt(8080, 0, 65535),
   /** When set, `/keys` and `/subscriptions/*` require it in `X-Admin-Token`. */
   ADMIN_TOKEN: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
+  /** Serve the operator routes without ADMIN_TOKEN on a non-loopback HOST (refused otherwise). */
+  BOOKTAPE_ALLOW_OPEN: envBool(false),
   /** Signs pagination cursors; unset: a secret generated once and kept under the data dir. */
   CURSOR_SECRET: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
-  EXCHANGE_A_EARLIEST_DATE: z.preprocess(
-    unsetEmpty,
-    z.string().refine(isCalendarDate, 'must be a date YYYY-MM-DD').default('2026-02-08'),
-  ) as unknown as z.ZodType<string>,
+  /** The first UTC date served per venue (earlier data is refused), or `none`. */
+  EXCHANGE_A_DATA_FLOOR: envDataFloor(),
+  EXCHANGE_B_DATA_FLOOR: envDataFloor(),
+  /** The former name of EXCHANGE_A_DATA_FLOOR, still read when that is unset. */
+  EXCHANGE_A_EARLIEST_DATE: envDataFloor(),
   REDIS_KEY_PREFIX: z.preprocess(
     unsetEmpty,
     z.string().regex(/^[A-Za-z0-9:_.-]{0,64}$/, 'must be up to 64 characters of A-Z a-z 0-9 : _ . -').default('booktape:'),
@@ -75,11 +99,11 @@ export const apiEnvSchema = platformEnvSchema.extend({
   STRIPE_PORTAL_RETURN_URL: envUrl(undefined, ['http', 'https']),
   STRIPE_TIMEOUT_MS: envInt(10_000, 100, 120_000),
   /** Monitoring: a connected venue without market data for longer is degraded. */
-  MONITORING_MAX_EVENT_AGE_MS: envInt(300_000, 1000, 86_400_000),
+  MONITORING_MAX_EVENT_AGE_MS: envInt(DEFAULT_THRESHOLDS.maxEventAgeMs, 1000, 86_400_000),
   /** Monitoring: Kafka consumer lag (messages) above which the status is degraded. */
-  MONITORING_MAX_KAFKA_LAG: envInt(100_000, 0, 2 ** 31),
+  MONITORING_MAX_KAFKA_LAG: envInt(DEFAULT_THRESHOLDS.maxKafkaLag, 0, 2 ** 31),
   /** Monitoring: an asset pending rollup for longer makes the status degraded. */
-  MONITORING_MAX_ROLLUP_DELAY_MS: envInt(900_000, 1000, 86_400_000),
+  MONITORING_MAX_ROLLUP_DELAY_MS: envInt(DEFAULT_THRESHOLDS.maxRollupDelayMs, 1000, 86_400_000),
   /** Plans: monthly request quota (calendar month, UTC) and per-second burst limit per user. */
   PLAN_FREE_MONTHLY: envLimit(DEFAULT_PLAN_LIMITS.free.monthly),
   PLAN_FREE_PER_SECOND: envLimit(DEFAULT_PLAN_LIMITS.free.perSecond),
@@ -93,30 +117,32 @@ export const apiEnvSchema = platformEnvSchema.extend({
 
 export type ApiEnv = z.infer<typeof apiEnvSchema>;
 
+export type DataFloors = Record<Venue, string | null>;
+
 export interface ApiConfig {
   host: string;
   port: number;
   adminToken: string | undefined;
   cursorSecret: Buffer;
-  /** YYYY-MM-DD: exchange A raw data before this UTC date is refused. */
-  exchangeAEarliestDate: string;
+  /** Per venue, the first UTC date served (YYYY-MM-DD; earlier dates are refused), or null: no floor. */
+  dataFloors: DataFloors;
   redisKeyPrefix: string;
   resultCacheMs: number;
   offsetContinuationMs: number;
   usageFlushMs: number;
   streamSessions: number;
   /** Slug lookup: the metadata API for catalogue misses (null: catalogue only) and how it is asked. */
-  slugLookup?: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number } | undefined;
+  slugLookup: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number };
   /** Key prefix of the rollup queue (ROLLUP_QUEUE_PREFIX): summaries ask it which dates are still being rolled up. */
-  rollupQueuePrefix?: string | undefined;
+  rollupQueuePrefix: string;
   /** Stripe billing; undefined when STRIPE_SECRET_KEY is unset (billing routes answer 503). */
-  billing?: BillingConfig | undefined;
-  /** Thresholds of /monitoring/status (MONITORING_*); undefined: the defaults. */
-  monitoring?: { maxEventAgeMs: number; maxKafkaLag: number; maxRollupDelayMs: number } | undefined;
-  /** Quota and burst limit of each plan (PLAN_*); undefined: DEFAULT_PLAN_LIMITS. */
-  plans?: PlanLimits | undefined;
-  /** How often the request log is written to ClickHouse; undefined: 2000. */
-  requestLogFlushMs?: number | undefined;
+  billing: BillingConfig | undefined;
+  /** Thresholds of /monitoring/status (MONITORING_*). */
+  monitoring: Thresholds;
+  /** Quota and burst limit of each plan (PLAN_*). */
+  plans: PlanLimits;
+  /** How often the request log is written to ClickHouse. */
+  requestLogFlushMs: number;
 }
 
 /** Billing from the env: all of key, webhook secret and both prices, or nothing. */
@@ -161,7 +187,40 @@ export function loadOrCreateSecret(file: string): Buffer {
   return loadOrCreateSecret(file);
 }
 
+/** 127.0.0.0/8, ::1 (any spelling, also IPv4-mapped) and localhost: reachable from this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
+  if (!h.includes(':')) return false;
+  let canonical: string;
+  try {
+    // The URL parser writes an IPv6 address in its shortest form (0:0:0:0:0:0:0:1 → ::1).
+    canonical = new URL(`http://[${h}]/`).hostname.slice(1, -1);
+  } catch {
+    return false;
+  }
+  if (canonical === '::1') return true;
+  // ::ffff:127.x.y.z, written by the parser as ::ffff:7fxx:yyzz.
+  return /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(canonical);
+}
+
+/**
+ * Why the API must not start, or undefined. Without ADMIN_TOKEN the operator routes (key
+ * creation and listing, usage, billing) are open to whoever reaches the port: fine on
+ * loopback, not on an address others can reach, unless the operator says so explicitly.
+ */
+export function openServiceRefusal(host: string, adminToken: string | undefined, allowOpen: boolean): string | undefined {
+  if (adminToken !== undefined || allowOpen || isLoopbackHost(host)) return undefined;
+  return `ADMIN_TOKEN: required when HOST is not a loopback address (HOST=${host}): without it anyone who can reach the API can create and list keys and read usage and billing. Set ADMIN_TOKEN (16 characters or more), or BOOKTAPE_ALLOW_OPEN=1 to serve an open API on purpose`;
+}
+
+/** The first value that was set (null, `none`, counts as set). */
+const firstSet = <T>(...values: Array<T | undefined>): T => values.find((v) => v !== undefined) as T;
+
 export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = process.env): ApiConfig {
+  const refusal = openServiceRefusal(env.HOST, env.ADMIN_TOKEN, env.BOOKTAPE_ALLOW_OPEN);
+  if (refusal !== undefined) throw new ConfigError([refusal]);
   const dataDir = platformConfig(env, rawEnv).dataDir;
   const secretFile = path.join(dataDir, 'api', 'cursor-secret');
   return {
@@ -169,7 +228,10 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     port: env.PORT,
     adminToken: env.ADMIN_TOKEN,
     cursorSecret: env.CURSOR_SECRET ? Buffer.from(env.CURSOR_SECRET, 'utf8') : loadOrCreateSecret(secretFile),
-    exchangeAEarliestDate: env.EXCHANGE_A_EARLIEST_DATE,
+    dataFloors: {
+      'exchange-a': firstSet(env.EXCHANGE_A_DATA_FLOOR, env.EXCHANGE_A_EARLIEST_DATE, DEFAULT_DATA_FLOORS['exchange-a']),
+      'exchange-b': firstSet(env.EXCHANGE_B_DATA_FLOOR, DEFAULT_DATA_FLOORS['exchange-b']),
+    },
     redisKeyPrefix: env.REDIS_KEY_PREFIX,
     resultCacheMs: env.API_RESULT_CACHE_MS,
     offsetContinuationMs: env.API_OFFSET_CONTINUATION_MS,

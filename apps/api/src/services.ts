@@ -1,23 +1,50 @@
-import type { FastifyRequest } from 'fastify';
-import type { ApiKeyRecord, MarketDataRepository } from '@booktape/storage';
-import type { MarketCatalogueRepository } from '@booktape/storage';
+import type { FastifyRequest, RouteOptions } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Logger } from '@booktape/config';
+import type {
+  ClickHouse,
+  CoverageRepository,
+  MarketCatalogueRepository,
+  MarketDataRepository,
+  OutagesRepository,
+  RequestLogRepository,
+  StreamPoolStats,
+} from '@booktape/storage';
+import type { SummaryReader } from '@booktape/summaries';
 import type { ApiConfig } from './config.ts';
-import type { KeyService } from './keys.service.ts';
+import type { ResultCache } from './http/result-cache.ts';
 import type { SubscriptionService } from './billing/subscription.service.ts';
-import type { ResultCache } from './result-cache.ts';
-import type { QuotaService } from './quota/quota.service.ts';
-import type { RequestLogWriter } from './request-log.ts';
+import type { MarketChecksSource } from './coverage/coverage.ts';
+import type { KeyService } from './keys/keys.service.ts';
+import type { SlugLookupService } from './lookup/lookup.service.ts';
+import type { Monitoring } from './monitoring/index.ts';
+import type { QuotaService } from './usage/quota.service.ts';
+import type { RequestLogWriter } from './usage/request-log.ts';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The key that authenticated this request (historical-data routes). */
-    apiKey: ApiKeyRecord | null;
-  }
+/**
+ * The contract between the composition root and the route plugins: what the process hands
+ * the API (ApiDeps), and what every feature plugin receives (`{ services }`). Types only,
+ * so every module can depend on it and it depends on no module that registers routes.
+ */
+
+export interface ApiDeps {
+  ch: ClickHouse;
+  log: Logger;
+  /** Key cache and usage notes. Build it with createRedis (fails fast when Redis is down). */
+  redis: Redis;
+  config: ApiConfig;
+  /** Extra health probes of the process this API runs in (Kafka, capture…). */
+  probes?: Record<string, Probe>;
 }
 
-/** What the route plugins need, built once by buildApp. */
+/** A probe's answer: up or not, optionally with its state and why (shown in /health's `details`). */
+export type ProbeResult = boolean | { ok: boolean; state: string; detail: string | null };
+export type Probe = () => Promise<ProbeResult> | ProbeResult;
+
+/** What the route plugins need, built once by buildServices (composition.ts). */
 export interface Services {
   config: ApiConfig;
+  log: Logger;
   data: MarketDataRepository;
   keys: KeyService;
   cache: ResultCache;
@@ -29,9 +56,27 @@ export interface Services {
   quota: QuotaService;
   /** The request log of billable requests, written to ClickHouse in batches. */
   requestLog: RequestLogWriter;
+  /** The stored request log, read by the usage and statistics routes. */
+  requests: RequestLogRepository;
+  /** Order-book summaries: the stored rollups, with the part not rolled up yet computed live. */
+  summaries: SummaryReader;
+  /** Exchange A slug → condition ids (catalogue, then the metadata API). */
+  lookup: SlugLookupService;
+  coverage: CoverageRepository;
+  /** Declared outages (coverage map, status page, /outages). */
+  outages: OutagesRepository;
+  /** The rollup's stored per asset-day checks (coverage map). */
+  checks: MarketChecksSource;
+  /** Status monitor and Prometheus metrics. */
+  monitoring: Monitoring;
+  /** /health: every probe (the store, Redis and the process's own), and the embedded stream pool. */
+  health: { probes: Record<string, Probe>; streamPool: (now: number) => StreamPoolStats | null };
   /**
    * onRequest hook of every historical-data route: Bearer key required. A route with this
-   * hook is billable: the quota check and the request log are added to it (quota/billable.hooks.ts).
+   * hook is billable unless its config says `billable: false`: the quota check and the
+   * request log are added to it (usage/billable.hooks.ts).
    */
   requireKey: (req: FastifyRequest) => Promise<void>;
+  /** Makes the routes with requireKey billable (an onRoute hook), and lists them. */
+  billable: { onRoute: (route: RouteOptions) => void; urls: ReadonlySet<string> };
 }

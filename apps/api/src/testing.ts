@@ -7,11 +7,12 @@ import type { FastifyInstance } from 'fastify';
 import type { ExchangeAMessage, ExchangeBMessage, RawMessage, Venue } from '@booktape/domain';
 import { silentLogger } from '@booktape/config';
 import { RawEventsRepository, type ClickHouse } from '@booktape/storage';
-import { requireEnv, tempClickHouse, uniqueId, type TestClickHouse } from '@booktape/testkit';
-import { buildApp } from './app.ts';
-import type { ApiConfig } from './config.ts';
+import { deleteRedisPrefix, requireEnv, tempClickHouse, uniqueId, type TestClickHouse } from '@booktape/testkit';
+import { createApp } from './api.ts';
+import { DEFAULT_DATA_FLOORS, type ApiConfig } from './config.ts';
+import { DEFAULT_THRESHOLDS } from './monitoring/status.ts';
 import { createRedis, type Redis } from './redis.ts';
-import { UNLIMITED_PLANS } from './quota/limits.ts';
+import { UNLIMITED_PLANS } from './usage/limits.ts';
 
 /** ingest_seq as capture makes it: received_ms * 2^23 + frame-in-ms * 2^11 + record-in-frame. */
 export function ingestSeq(receivedMs: number, frame = 0, record = 0): string {
@@ -129,12 +130,17 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     port: 0,
     adminToken: undefined,
     cursorSecret: randomBytes(32),
-    exchangeAEarliestDate: '2026-02-08',
+    dataFloors: { ...DEFAULT_DATA_FLOORS },
     redisKeyPrefix: `${uniqueId('bt-api-test')}:`,
     resultCacheMs: 0,
     offsetContinuationMs: 60_000,
     usageFlushMs: 200,
     streamSessions: 4,
+    // Catalogue only: tests never reach the venue's metadata API unless they point it at a fake.
+    slugLookup: { gammaUrl: null, timeoutMs: 3000, missCacheMs: 30_000 },
+    rollupQueuePrefix: 'booktape',
+    billing: undefined,
+    monitoring: DEFAULT_THRESHOLDS,
     // Tests make many requests with one key: no plan limits unless a test sets them.
     plans: UNLIMITED_PLANS,
     requestLogFlushMs: 200,
@@ -155,14 +161,7 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function deleteRedisPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
-}
+export { deleteRedisPrefix };
 
 /** A migrated temp ClickHouse, the project's Redis under a unique prefix, and the app. */
 export async function startTestApi(overrides: Partial<ApiConfig> = {}): Promise<TestApi> {
@@ -170,7 +169,7 @@ export async function startTestApi(overrides: Partial<ApiConfig> = {}): Promise<
   const redis = createRedis(requireEnv('REDIS_URL'), { connectionName: 'booktape-api-test' });
   const config = testConfig(overrides);
   const log = silentLogger();
-  const app = await buildApp({ ch: t.ch, log, redis, config });
+  const app = await createApp({ ch: t.ch, log, redis, config });
   const extra: Array<{ app: FastifyInstance; redis?: Redis }> = [];
   const prefixes = new Set([config.redisKeyPrefix]);
   return {
@@ -187,7 +186,7 @@ export async function startTestApi(overrides: Partial<ApiConfig> = {}): Promise<
     async another(o = {}, otherRedis) {
       const c = { ...config, ...o };
       prefixes.add(c.redisKeyPrefix);
-      const a = await buildApp({ ch: t.ch, log, redis: otherRedis ?? redis, config: c });
+      const a = await createApp({ ch: t.ch, log, redis: otherRedis ?? redis, config: c });
       extra.push({ app: a, ...(otherRedis ? { redis: otherRedis } : {}) });
       return a;
     },

@@ -1,10 +1,10 @@
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '@booktape/testkit';
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { ClickHouse } from '@booktape/storage';
 import { silentLogger } from '@booktape/config';
-import { buildApp } from './app.ts';
+import { createApp } from './api.ts';
 import { createRedis, type Redis } from './redis.ts';
 import { bearer, conditionId, startTestApi, type TestApi } from './testing.ts';
 
@@ -15,13 +15,6 @@ let key: string;
 let deadRedis: Redis;
 let closedPort: number;
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 beforeAll(async () => {
   t = await startTestApi();
@@ -88,7 +81,7 @@ describe('ClickHouse unreachable', () => {
       close: () => client.close(),
     };
     // Same Redis prefix: the key is known from the cache, so requests get past authentication.
-    app = await buildApp({ ch: dead, log: silentLogger(), redis: t.redis, config: t.config });
+    app = await createApp({ ch: dead, log: silentLogger(), redis: t.redis, config: t.config });
   });
   afterAll(async () => app?.close());
 

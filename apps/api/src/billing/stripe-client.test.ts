@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import Stripe from 'stripe';
 import { ConfigError, parseEnv } from '@booktape/config';
 import { apiEnvSchema, billingConfigFromEnv } from '../config.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../http/errors.ts';
 import { billingError, stripeConnection } from './stripe-client.ts';
 
 describe('stripe client', () => {

@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { ApiError, UnavailableError } from '../errors.ts';
+import { ApiError, UnavailableError } from '../http/errors.ts';
 import type { PriceIds } from './plans.ts';
 
 /** Billing configuration (STRIPE_* variables); absent when STRIPE_SECRET_KEY is unset. */

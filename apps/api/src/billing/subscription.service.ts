@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
 import type { SubscriptionRow, SubscriptionsRepository } from '@booktape/storage';
-import { ApiError, UnavailableError, guard } from '../errors.ts';
+import { ApiError, UnavailableError, guard } from '../http/errors.ts';
 import { changeOf, grantsAccess, planOf, reduce, type Outcome, type Plan, type StripeEventLike, type SubscriptionState, type Tier } from './plans.ts';
 import { billingError, createStripeClient, type BillingConfig, type Stripe } from './stripe-client.ts';
 
@@ -219,6 +219,10 @@ export class SubscriptionService {
     if (!ev || typeof ev.id !== 'string' || typeof ev.type !== 'string' || typeof ev.created !== 'number' || typeof ev.data !== 'object' || ev.data === null) {
       throw new ApiError(400, 'bad_request', 'the body is not a Stripe event');
     }
+    // Every time the event carries is checked before anything is applied: a signed event
+    // with a time that cannot be stored must be refused whole, not half applied.
+    const badTime = badEventTime(ev as StripeEventLike);
+    if (badTime !== null) throw new ApiError(400, 'bad_request', `the Stripe event has an invalid ${badTime}: Unix seconds must be a non-negative integer before year 10000`);
     return ev as StripeEventLike;
   }
 
@@ -329,4 +333,34 @@ export class SubscriptionService {
 function stateOf(row: SubscriptionRow): SubscriptionState {
   const { version: _v, updated_at: _u, plan: _p, ...state } = row;
   return state;
+}
+
+/** The latest Unix second a stored time (DateTime64, ISO text) may hold: 9999-12-31T23:59:59Z. */
+const MAX_UNIX_SECONDS = 253_402_300_799;
+
+function validSeconds(v: unknown): boolean {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= MAX_UNIX_SECONDS;
+}
+
+/**
+ * The name of the first time field the event carries that is not valid Unix seconds, or
+ * null: `created`, and the period ends of a subscription object and its items (the only
+ * times that are applied).
+ */
+export function badEventTime(ev: StripeEventLike): string | null {
+  if (!validSeconds(ev.created)) return 'created';
+  const obj = (ev.data as { object?: unknown }).object;
+  if (typeof obj !== 'object' || obj === null) return null;
+  const o = obj as Record<string, unknown>;
+  const end = o['current_period_end'];
+  if (end !== undefined && end !== null && !validSeconds(end)) return 'data.object.current_period_end';
+  const items = (o['items'] as { data?: unknown } | undefined)?.data;
+  if (Array.isArray(items)) {
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i] as Record<string, unknown> | null;
+      const e = it && typeof it === 'object' ? it['current_period_end'] : undefined;
+      if (e !== undefined && e !== null && !validSeconds(e)) return `data.object.items.data[${i}].current_period_end`;
+    }
+  }
+  return null;
 }

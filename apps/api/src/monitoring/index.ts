@@ -1,16 +1,15 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
-import type { ClickHouse } from '@booktape/storage';
+import type { ClickHouse, OutagesRepository, StreamPoolStats } from '@booktape/storage';
 import type { ApiConfig } from '../config.ts';
 import { ApiMetrics } from './metrics.ts';
 import { StatusMonitor } from './monitor.ts';
-import { DEFAULT_THRESHOLDS } from './status.ts';
 
 export { ApiMetrics, UNMATCHED_ROUTE, statusRegistry } from './metrics.ts';
 export { StatusMonitor } from './monitor.ts';
 export { aggregateStatus, formatAge, monitoringStatusSchema, DEFAULT_THRESHOLDS, type MonitoringStatus, type Thresholds } from './status.ts';
 export { renderStatusPage, esc } from './status-page.ts';
-export { ingestorReportKeys, readIngestorReports, type IngestorReport } from './reports.ts';
+export { readIngestorReports } from './reports.ts';
 export { readRollupBacklog, type RollupBacklog } from './rollup-backlog.ts';
 
 export interface Monitoring {
@@ -19,14 +18,16 @@ export interface Monitoring {
 }
 
 /** The status monitor and the metrics of one API app. */
-export function createMonitoring(deps: { ch: ClickHouse; redis: Redis; log: Logger; config: ApiConfig }): Monitoring {
+export function createMonitoring(deps: { ch: ClickHouse; redis: Redis; log: Logger; config: ApiConfig; outages: Pick<OutagesRepository, 'list'>; streamPool: () => StreamPoolStats | null }): Monitoring {
   return {
     monitor: new StatusMonitor({
       ch: deps.ch,
       redis: deps.redis,
       log: deps.log,
-      queuePrefix: deps.config.rollupQueuePrefix ?? 'booktape',
-      thresholds: deps.config.monitoring ?? DEFAULT_THRESHOLDS,
+      outages: deps.outages,
+      queuePrefix: deps.config.rollupQueuePrefix,
+      thresholds: deps.config.monitoring,
+      streamPool: deps.streamPool,
     }),
     metrics: new ApiMetrics(),
   };

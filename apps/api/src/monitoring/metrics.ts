@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, register } from 'prom-client';
 import { venueStates, type MonitoringStatus } from './status.ts';
 
 /**
@@ -50,9 +50,17 @@ export function statusRegistry(s: MonitoringStatus): Registry {
   }
 
   if (s.kafka.consumer_lag !== null) gauge('booktape_kafka_consumer_lag_messages', 'Sink consumer group lag over all its topics').set(s.kafka.consumer_lag);
-  if (s.sink.state !== 'unknown') gauge('booktape_sink_stored_per_second', 'Records stored per second by all live sink processes').set(s.sink.stored_per_second);
+  if (s.sink.state !== 'unknown') {
+    gauge('booktape_sink_stored_per_second', 'Records stored per second by all live sink processes').set(s.sink.stored_per_second);
+    gauge('booktape_sink_refused_records', 'Records ClickHouse refused as bad data and the live sinks dead-lettered, since each sink started').set(s.sink.refused_records);
+  }
 
   const r = s.rollup;
+  if (r.workers !== null) {
+    const workers = gauge('booktape_rollup_workers', 'Rollup worker processes by liveness: live (reporting now) or stopped (stopped reporting in the last hour without a clean stop)', ['state']);
+    workers.set({ state: 'live' }, r.workers);
+    workers.set({ state: 'stopped' }, r.stopped_workers ?? 0);
+  }
   if (r.waiting !== null) {
     const jobs = gauge('booktape_rollup_queue_jobs', 'Rollup queue jobs by state', ['state']);
     jobs.set({ state: 'waiting' }, r.waiting);
@@ -61,6 +69,20 @@ export function statusRegistry(s: MonitoringStatus): Registry {
     jobs.set({ state: 'failed' }, r.failed ?? 0);
     gauge('booktape_rollup_pending_assets', 'Assets whose summaries are behind the raw data').set(r.pending_assets ?? 0);
     gauge('booktape_rollup_oldest_pending_age_seconds', 'How long the longest-pending asset has waited for its rollup (0 when none)').set(r.oldest_pending ? r.oldest_pending.age_ms / 1000 : 0);
+    const claims = gauge('booktape_rollup_claims', 'Assets claimed by a rollup job: live (lease held) or stale (lease ran out, its process stopped)', ['state']);
+    claims.set({ state: 'live' }, Math.max(0, (r.claimed_assets ?? 0) - (r.stale_claims ?? 0)));
+    claims.set({ state: 'stale' }, r.stale_claims ?? 0);
+    gauge('booktape_rollup_oldest_stale_claim_age_seconds', 'Since the lease of the oldest stale rollup claim ran out (0 when none)').set(r.oldest_stale_claim ? r.oldest_stale_claim.age_ms / 1000 : 0);
+  }
+
+  const p = s.stream_sessions;
+  if (p.in_use !== null) {
+    const sessions = gauge('booktape_stream_sessions', 'Embedded-engine sessions for streaming raw reads of this API instance: in use, and the most there may be', ['state']);
+    sessions.set({ state: 'in_use' }, p.in_use);
+    sessions.set({ state: 'max' }, p.max ?? 0);
+    gauge('booktape_stream_session_waiting_reads', 'Raw reads waiting for a free stream session').set(p.waiting ?? 0);
+    gauge('booktape_stream_session_busy_timeouts', 'Raw reads that found no free stream session in time (answered 503) since the API started').set(p.busy_timeouts ?? 0);
+    gauge('booktape_stream_sessions_exhausted', 'Whether raw reads are waiting for, or recently timed out on, a stream session (1) or not (0)').set(p.state === 'exhausted' ? 1 : 0);
   }
 
   const storeUp = gauge('booktape_store_up', 'Whether the store answers (1) or not (0)', ['store']);
@@ -105,8 +127,12 @@ export class ApiMetrics {
     return this.registry.contentType;
   }
 
-  /** The exposition text: the process's metrics, this app's HTTP metrics, the status gauges. */
+  /**
+   * The exposition text: the process's metrics, prom-client's default registry (counters
+   * of other apps in the same process, e.g. the rollup's cross-check alerts), this app's
+   * HTTP metrics, the status gauges.
+   */
   async render(status: MonitoringStatus): Promise<string> {
-    return Registry.merge([processMetrics(), this.registry, statusRegistry(status)]).metrics();
+    return Registry.merge([processMetrics(), register, this.registry, statusRegistry(status)]).metrics();
   }
 }

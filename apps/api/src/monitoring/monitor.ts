@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
-import type { ClickHouse } from '@booktape/storage';
-import { readIngestorReports, type IngestorReport } from './reports.ts';
+import type { ClickHouse, OutagesRepository, StreamPoolStats } from '@booktape/storage';
+import type { IngestorReport } from '@booktape/messaging';
+import { readIngestorReports } from './reports.ts';
 import { readRollupBacklog, type RollupBacklog } from './rollup-backlog.ts';
-import { DEFAULT_THRESHOLDS, aggregateStatus, type MonitoringStatus, type Thresholds } from './status.ts';
+import { DEFAULT_THRESHOLDS, RECENT_OUTAGE_DAYS, aggregateStatus, type MonitoringStatus, type OutageInput, type Thresholds } from './status.ts';
 
 export interface StatusMonitorDeps {
   ch: ClickHouse;
@@ -12,12 +13,16 @@ export interface StatusMonitorDeps {
   /** ROLLUP_QUEUE_PREFIX: the rollup queue and the ingestors' reports live under it. */
   queuePrefix: string;
   log: Logger;
+  /** The declared outages (the composition's repository), listed on the status. */
+  outages: Pick<OutagesRepository, 'list'>;
   thresholds?: Thresholds;
   /** A computed status is reused this long (a public page that many people refresh). */
   cacheMs?: number;
   /** Longest wait for one check; a check that takes longer counts as failed. */
   checkTimeoutMs?: number;
   now?: () => number;
+  /** This instance's embedded stream pool (streamPoolStats); absent or null: no pool. */
+  streamPool?: () => StreamPoolStats | null;
 }
 
 class TimeoutError extends Error {}
@@ -86,7 +91,7 @@ export class StatusMonitor {
   }
 
   private async compute(): Promise<MonitoringStatus> {
-    const { ch, redis, queuePrefix } = this.deps;
+    const { ch, redis, queuePrefix, outages: declared } = this.deps;
     const [clickhouse, redisHealth] = await Promise.all([
       this.timed('clickhouse', async () => {
         const rs = await ch.client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow' });
@@ -116,6 +121,16 @@ export class StatusMonitor {
       if (b.status === 'fulfilled') rollup = b.value;
       else this.deps.log.warn({ err: (b.reason as Error).message }, 'cannot read the rollup backlog');
     }
-    return aggregateStatus({ now: this.now(), stores: { clickhouse, redis: redisHealth }, reports, rollup, thresholds: this.thresholds });
+    let outages: OutageInput[] | null = null;
+    if (clickhouse.ok) {
+      try {
+        outages = await this.check('outages', () => declared.list({ fromMs: this.now() - RECENT_OUTAGE_DAYS * 86_400_000, limit: 200 }));
+      } catch (e) {
+        this.deps.log.warn({ err: (e as Error).message }, 'cannot read the declared outages');
+      }
+    }
+    const now = this.now();
+    const streamPool = this.deps.streamPool?.() ?? null;
+    return aggregateStatus({ now, stores: { clickhouse, redis: redisHealth }, reports, rollup, thresholds: this.thresholds, outages, streamPool });
   }
 }

@@ -1,50 +1,44 @@
 import type { Redis } from 'ioredis';
-import { ROLLUP_QUEUE, parseAssetKey, pendingDates, type AssetRef } from '@booktape/messaging';
+import { assetKey, pendingDates, readClaimLeases, readRollupDepth, readRollupWorkers, rollupKeys, type AssetRef, type RollupDepth, type RollupWorkers } from '@booktape/messaging';
 
-export interface RollupBacklog {
-  /** Jobs ready to run (waiting + prioritized), running, scheduled for later, and failed (kept for inspection). */
-  waiting: number;
-  active: number;
-  delayed: number;
-  failed: number;
-  /** Assets with dates whose summaries are behind the raw data. */
-  pendingAssets: number;
+/** The queue's depth (readRollupDepth), with the dates of its oldest pending asset and the state of the claims. */
+export interface RollupBacklog extends Omit<RollupDepth, 'oldestPending'> {
   /** The asset pending longest: since when, and its dirty or claimed dates. */
   oldest: (AssetRef & { since: number; dates: string[] }) | null;
+  /** Assets a rollup job has claimed (being rolled up now, or held by a job that died). */
+  claimedAssets: number;
+  /**
+   * Claims whose lease ran out: their holder stopped renewing them (a process that died
+   * holding them) and nothing has taken them over yet. The first one: its dates and when
+   * its lease ran out.
+   */
+  staleClaims: number;
+  oldestStaleClaim: (AssetRef & { expiredAt: number; dates: string[] }) | null;
+  /** The worker processes, by their liveness beats: live, or stopped without a clean stop. */
+  workers: RollupWorkers;
 }
 
 const MAX_DATES = 10;
 
 /**
- * The rollup queue's backlog, read with the API's own fail-fast Redis client. This is what
- * `RollupQueue.stats()` (libs/messaging) answers, without opening a BullMQ queue and its
- * blocking-style connection in the API (which would wait, not fail, while Redis is down).
- * BullMQ keeps its job states under `<prefix>:<queue>:<state>` (lists for wait, paused and
- * active; sorted sets for the others); monitoring.int.test.ts compares both readers.
+ * The rollup queue's backlog, read with the API's own fail-fast Redis client. The depth is
+ * read as `RollupQueue.stats()` reads it (readRollupDepth, libs/messaging), straight from
+ * BullMQ's keys: a BullMQ queue in the API would bring its blocking-style connection, which
+ * waits rather than fails while Redis is down.
  */
 export async function readRollupBacklog(redis: Redis, prefix: string): Promise<RollupBacklog> {
-  const q = `${prefix}:${ROLLUP_QUEUE}`;
-  const pending = `${prefix}:rollup:pending`;
-  const res = await redis
-    .pipeline()
-    .llen(`${q}:wait`)
-    .llen(`${q}:paused`)
-    .zcard(`${q}:prioritized`)
-    .llen(`${q}:active`)
-    .zcard(`${q}:delayed`)
-    .zcard(`${q}:failed`)
-    .zcard(pending)
-    .zrange(pending, '0', '0', 'WITHSCORES')
-    .exec();
-  if (!res) throw new Error('redis pipeline returned nothing');
-  for (const [err] of res) if (err) throw err;
-  const n = (i: number) => Number(res[i]![1]);
-  const first = res[7]![1] as string[];
+  const claims = readClaimLeases(redis, prefix, 1);
+  claims.catch(() => undefined);
+  const workers = readRollupWorkers(redis, prefix);
+  workers.catch(() => undefined);
+  const { oldestPending, ...depth } = await readRollupDepth(redis, prefix);
   let oldest: RollupBacklog['oldest'] = null;
-  if (first.length === 2) {
-    const asset = parseAssetKey(first[0]!);
-    const dates = [...(await pendingDates(redis, prefix, asset))].sort().slice(0, MAX_DATES);
-    oldest = { ...asset, since: Number(first[1]), dates };
+  if (oldestPending) {
+    const dates = [...(await pendingDates(redis, prefix, oldestPending.asset))].sort().slice(0, MAX_DATES);
+    oldest = { ...oldestPending.asset, since: oldestPending.since, dates };
   }
-  return { waiting: n(0) + n(1) + n(2), active: n(3), delayed: n(4), failed: n(5), pendingAssets: n(6), oldest };
+  const c = await claims;
+  const s = c.stale[0];
+  const oldestStaleClaim = s ? { ...s, dates: (await redis.hkeys(rollupKeys(prefix).claimed(assetKey(s)))).sort().slice(0, MAX_DATES) } : null;
+  return { ...depth, oldest, claimedAssets: c.claimed, staleClaims: c.staleCount, oldestStaleClaim, workers: await workers };
 }

@@ -1,4 +1,4 @@
-import { formatAge, type MonitoringStatus, type VenueState } from './status.ts';
+import { VENUE_NAMES, formatAge, type MonitoringStatus, type VenueState } from './status.ts';
 
 /**
  * The public status page: one self-contained HTML document rendered from the status (no
@@ -140,6 +140,23 @@ function processRows(s: MonitoringStatus): string {
     .join('');
 }
 
+function outageRows(s: MonitoringStatus): string {
+  if (s.outages.length === 0) return '<tr><td colspan="5" class="mute">No outage declared recently.</td></tr>';
+  const when = (iso: string) => `${esc(iso.replace('T', ' ').slice(0, 16))} UTC`;
+  return s.outages
+    .map(
+      (o) => `
+      <tr class="outage" data-outage="${esc(o.id)}" data-state="${esc(o.state)}">
+        <th scope="row">${esc(VENUE_NAMES[o.venue])}</th>
+        <td class="state">${badge(o.state === 'active' ? 'degraded' : o.state === 'upcoming' ? 'unknown' : 'off', o.state === 'active' ? 'Ongoing' : o.state === 'upcoming' ? 'Planned' : 'Ended')}</td>
+        <td><time datetime="${esc(o.start)}">${when(o.start)}</time></td>
+        <td><time datetime="${esc(o.end)}">${when(o.end)}</time></td>
+        <td>${esc(o.reason)}</td>
+      </tr>`,
+    )
+    .join('');
+}
+
 const CSS = `
 :root { color-scheme: light; --good:#137333; --good-bg:#e6f4ea; --warn:#8a5300; --warn-bg:#fef3d6; --bad:#a50e0e; --bad-bg:#fce8e6; --mute:#5f6368; --mute-bg:#f1f3f4; }
 * { box-sizing: border-box; }
@@ -202,6 +219,13 @@ export function renderStatusPage(s: MonitoringStatus, opts: { jsonUrl: string })
   <table id="stores">
     <thead><tr><th>Store</th><th>State</th><th class="num">Response</th></tr></thead>
     <tbody>${storeRows(s)}
+    </tbody>
+  </table>
+
+  <h2>Declared outages</h2>
+  <table id="outages">
+    <thead><tr><th>Venue</th><th>State</th><th>From</th><th>To</th><th>Reason</th></tr></thead>
+    <tbody>${outageRows(s)}
     </tbody>
   </table>
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { IngestorReport, VenueReport } from './reports.ts';
-import { ingestorReportSchema } from './reports.ts';
+import { ingestorReportSchema, type IngestorReport, type VenueReport } from '@booktape/messaging';
 import type { RollupBacklog } from './rollup-backlog.ts';
 import { DEFAULT_THRESHOLDS, aggregateStatus, monitoringStatusSchema, type StatusInput } from './status.ts';
 import { esc, renderStatusPage } from './status-page.ts';
+import { statusRegistry } from './metrics.ts';
 
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const iso = (agoMs: number) => new Date(NOW - agoMs).toISOString();
@@ -53,7 +53,7 @@ function report(o: { worker?: number; agoMs?: number; venues?: VenueReport[]; si
   });
 }
 
-const backlog = (b: Partial<RollupBacklog> = {}): RollupBacklog => ({ waiting: 0, active: 0, delayed: 1, failed: 0, pendingAssets: 0, oldest: null, ...b });
+const backlog = (b: Partial<RollupBacklog> = {}): RollupBacklog => ({ waiting: 0, active: 0, delayed: 1, failed: 0, pendingAssets: 0, oldest: null, claimedAssets: 0, staleClaims: 0, oldestStaleClaim: null, workers: { live: 1, stopped: 0, lastStoppedBeatAt: null }, ...b });
 
 function input(o: Partial<StatusInput> = {}): StatusInput {
   return {
@@ -98,6 +98,51 @@ describe('aggregateStatus', () => {
       ['off', 'not captured (turned off in the capture configuration)'],
     ]);
     expect(s.reasons).toEqual(['Exchange A (Polymarket): no connection up (0 of 2)']);
+  });
+
+  it('a venue that is off says why (exchange B without credentials), on the JSON and the page, without degrading', () => {
+    const r = report({ venues: [venue({ venue: 'exchange-a' }), venue({ venue: 'exchange-b', enabled: false, off_reason: 'no_credentials', connections: 0, connected: 0 })] });
+    const s = aggregateStatus(input({ reports: [r] }));
+    expect(monitoringStatusSchema.parse(s)).toEqual(s);
+    const b = s.venues.find((v) => v.venue === 'exchange-b')!;
+    expect(b).toMatchObject({ state: 'off', off_reason: 'no_credentials' });
+    expect(b.detail).toMatch(/no API credentials are configured/);
+    expect(s.venues[0]!.off_reason).toBeNull();
+    expect(s.status).toBe('ok');
+    expect(renderStatusPage(s, { jsonUrl: '/api/v1/monitoring/status' })).toContain('no API credentials are configured');
+    // A code this API does not know yet still says "off"; a report without the field means configuration.
+    const unknown = aggregateStatus(input({ reports: [report({ venues: [venue({ venue: 'exchange-b', enabled: false, off_reason: 'quota_exhausted' })] })] }));
+    expect(unknown.venues[1]).toMatchObject({ state: 'off', off_reason: 'unknown', detail: 'not captured' });
+    const old = aggregateStatus(input({ reports: [report({ venues: [venue({ venue: 'exchange-b', enabled: false })] })] }));
+    expect(old.venues[1]).toMatchObject({ state: 'off', off_reason: 'turned_off' });
+  });
+
+  it('sink: refused records are summed over the live sinks (a report without the count is 0)', () => {
+    const a = report({ worker: 1, sink: { group_id: 'g1', refused_records: 3 } });
+    const b = report({ worker: 2, sink: { group_id: 'g2', refused_records: 4 } });
+    const older = report({ worker: 3, sink: { group_id: 'g3' } });
+    const dead = report({ worker: 4, agoMs: 600_000, sink: { group_id: 'g4', refused_records: 100 } });
+    const s = aggregateStatus(input({ reports: [a, b, older, dead] }));
+    expect(s.sink.refused_records).toBe(7);
+    expect(aggregateStatus(input({ reports: [] })).sink.refused_records).toBe(0);
+    expect(statusRegistry(s).getSingleMetric('booktape_sink_refused_records')).toBeDefined();
+  });
+
+  it('rollups: no live worker is down and degrades; a worker that stopped among live ones is counted only', async () => {
+    const none = aggregateStatus(input({ rollup: backlog({ workers: { live: 0, stopped: 0, lastStoppedBeatAt: null } }) }));
+    expect(monitoringStatusSchema.parse(none)).toEqual(none);
+    expect(none.rollup).toMatchObject({ state: 'down', workers: 0, stopped_workers: 0, detail: 'no rollup worker is running' });
+    expect(none.status).toBe('degraded');
+    expect(none.reasons).toContain('Rollups: no rollup worker is running; summaries are not being rolled up');
+    const dead = aggregateStatus(input({ rollup: backlog({ pendingAssets: 1, oldest: { venue: 'exchange-a', market: '0xabc', asset: '1', since: NOW - 1000, dates: ['2026-03-01'] }, workers: { live: 0, stopped: 1, lastStoppedBeatAt: NOW - 30_000 } }) }));
+    expect(dead.rollup.state).toBe('down');
+    expect(dead.rollup.detail).toMatch(/^no rollup worker is running, the last stopped reporting 30 s ago; 1 asset pending/);
+    const text = await statusRegistry(dead).metrics();
+    expect(text).toMatch(/^booktape_rollup_workers\{state="live"\} 0$/m);
+    expect(text).toMatch(/^booktape_rollup_workers\{state="stopped"\} 1$/m);
+    const one = aggregateStatus(input({ rollup: backlog({ workers: { live: 1, stopped: 1, lastStoppedBeatAt: NOW - 120_000 } }) }));
+    expect(one.rollup).toMatchObject({ state: 'ok', workers: 1, stopped_workers: 1, detail: 'summaries are up to date' });
+    expect(one.status).toBe('ok');
   });
 
   it('connected but silent for longer than the threshold is degraded', () => {
@@ -156,6 +201,36 @@ describe('aggregateStatus', () => {
     expect(s.rollup).toMatchObject({ state: 'behind', waiting: 3, pending_assets: 4, oldest_pending: { venue: 'exchange-b', market: 'KXBTC-26MAR01', dates: ['2026-02-28', '2026-03-01'], age_ms: 1_000_000 } });
     expect(s.status).toBe('degraded');
     expect(aggregateStatus(input({ rollup: backlog({ pendingAssets: 1, oldest: { ...oldest, since: NOW - 5000 } }) })).rollup.state).toBe('ok');
+  });
+
+  it('rollups: a claim whose lease ran out (its process died) is reported and degrades, even with nothing pending', () => {
+    const live = aggregateStatus(input({ rollup: backlog({ claimedAssets: 1 }) }));
+    expect(live.rollup).toMatchObject({ state: 'ok', claimed_assets: 1, stale_claims: 0, oldest_stale_claim: null });
+    expect(live.rollup.detail).not.toMatch(/up to date/);
+    const oldestStaleClaim = { venue: 'exchange-a' as const, market: '0xabc', asset: '123', expiredAt: NOW - 4000, dates: ['2026-03-01'] };
+    const s = aggregateStatus(input({ rollup: backlog({ claimedAssets: 2, staleClaims: 1, oldestStaleClaim }) }));
+    expect(s.rollup).toMatchObject({ state: 'behind', claimed_assets: 2, stale_claims: 1, oldest_stale_claim: { market: '0xabc', asset: '123', dates: ['2026-03-01'], age_ms: 4000, expired_at: new Date(NOW - 4000).toISOString() } });
+    expect(s.status).toBe('degraded');
+    expect(s.reasons.some((r) => /Rollups: 1 claim is held by a rollup process that stopped/.test(r))).toBe(true);
+    expect(monitoringStatusSchema.safeParse(s).success).toBe(true);
+  });
+
+  it('raw-read stream sessions: waiting reads or a recent timeout mean exhausted; all in use alone does not', () => {
+    const pool = { inUse: 4, max: 4, waiting: 0, longestWaitMs: 0, busyTimeouts: 0, lastBusyTimeoutAt: null };
+    const full = aggregateStatus(input({ streamPool: pool }));
+    expect(full.stream_sessions).toMatchObject({ state: 'ok', in_use: 4, max: 4, waiting: 0 });
+    expect(full.status).toBe('ok');
+    expect(aggregateStatus(input({ streamPool: { ...pool, waiting: 2, longestWaitMs: 300 } })).stream_sessions.state).toBe('ok');
+    const waiting = aggregateStatus(input({ streamPool: { ...pool, waiting: 2, longestWaitMs: 1500 } }));
+    expect(waiting.stream_sessions).toMatchObject({ state: 'exhausted', waiting: 2, longest_wait_ms: 1500 });
+    expect(waiting.status).toBe('degraded');
+    expect(waiting.reasons).toContain('Raw data: all 4 sessions are in use and 2 reads are waiting (the longest for 2 s)');
+    const timedOut = aggregateStatus(input({ streamPool: { ...pool, inUse: 1, busyTimeouts: 3, lastBusyTimeoutAt: NOW - 59_000 } }));
+    expect(timedOut.stream_sessions).toMatchObject({ state: 'exhausted', busy_timeouts: 3, last_busy_timeout_at: new Date(NOW - 59_000).toISOString() });
+    const longAgo = aggregateStatus(input({ streamPool: { ...pool, inUse: 1, busyTimeouts: 3, lastBusyTimeoutAt: NOW - 61_000 } }));
+    expect(longAgo.stream_sessions.state).toBe('ok');
+    expect(aggregateStatus(input({ streamPool: null })).stream_sessions).toMatchObject({ state: 'not_pooled', in_use: null });
+    expect(monitoringStatusSchema.safeParse(waiting).success).toBe(true);
   });
 
   it('a store down makes the whole status down; with Redis down the capture state is unknown', () => {

@@ -1,6 +1,8 @@
 import { z } from 'zod';
-import type { Venue } from '@booktape/domain';
-import { reportIsLive, type IngestorReport } from './reports.ts';
+import { VENUES, type Venue } from '@booktape/domain';
+import { EXHAUSTED_AFTER_TIMEOUT_MS, streamPoolExhausted, type StreamPoolStats } from '@booktape/storage';
+import type { IngestorReport } from '@booktape/messaging';
+import { reportIsLive } from './reports.ts';
 import type { RollupBacklog } from './rollup-backlog.ts';
 
 /**
@@ -9,10 +11,33 @@ import type { RollupBacklog } from './rollup-backlog.ts';
  * and counts only: no host names, addresses, error texts or configuration.
  */
 
-export const VENUES: readonly Venue[] = ['exchange-a', 'exchange-b'];
 export const VENUE_NAMES: Record<Venue, string> = { 'exchange-a': 'Exchange A (Polymarket)', 'exchange-b': 'Exchange B (Kalshi)' };
 
+/** Declared outages that ended this many days ago or less are still listed. */
+export const RECENT_OUTAGE_DAYS = 7;
+const MAX_LISTED_OUTAGES = 50;
+
+/** A declared outage as the monitor reads it (storage's DeclaredOutage). */
+export interface OutageInput {
+  id: string;
+  venue: Venue;
+  start_ms: number;
+  end_ms: number;
+  reason: string;
+}
+
 export const venueStates = ['up', 'degraded', 'down', 'off', 'unknown'] as const;
+export const offReasons = ['turned_off', 'no_credentials', 'bad_credentials', 'no_markets', 'unknown'] as const;
+type OffReason = (typeof offReasons)[number];
+
+/** The status page's words for why a venue is not captured. */
+const OFF_DETAIL: Record<OffReason, string> = {
+  turned_off: 'not captured (turned off in the capture configuration)',
+  no_credentials: 'not captured: no API credentials are configured (exchange B needs an API key id and a private key)',
+  bad_credentials: 'not captured: the configured API private key cannot be read',
+  no_markets: 'not captured: no markets are configured',
+  unknown: 'not captured',
+};
 export type VenueState = (typeof venueStates)[number];
 
 const storeHealth = z.object({ ok: z.boolean(), latency_ms: z.number().int().nullable() });
@@ -26,8 +51,12 @@ export const monitoringStatusSchema = z
       z.object({
         venue: z.enum(['exchange-a', 'exchange-b']),
         name: z.string(),
-        state: z.enum(venueStates).describe('up; degraded (some connections down, or no data for too long); down (no connection, or its capture stopped reporting); off (not captured by configuration); unknown (no capture process reports it)'),
+        state: z.enum(venueStates).describe('up; degraded (some connections down, or no data for too long); down (no connection, or its capture stopped reporting); off (not captured: see off_reason); unknown (no capture process reports it)'),
         detail: z.string(),
+        off_reason: z
+          .enum(offReasons)
+          .nullable()
+          .describe('Why an off venue is not captured: turned_off (capture configuration), no_credentials (exchange B needs an API key id and private key), bad_credentials (the private key cannot be read), no_markets (no markets configured), unknown; null unless off'),
         markets: z.number().int(),
         connections: z.number().int(),
         connected: z.number().int(),
@@ -45,15 +74,18 @@ export const monitoringStatusSchema = z
       checked_at: z.string().nullable(),
     }),
     sink: z.object({
-      state: z.enum(['ok', 'paused', 'unknown']),
+      state: z.enum(['ok', 'joining', 'paused', 'down', 'unknown']).describe('down: a sink\'s Kafka consumer crashed and is restarting (nothing stored meanwhile); joining: a sink waits to join its consumer group'),
       detail: z.string(),
       processes: z.number().int(),
       stored_per_second: z.number(),
       last_stored_at: z.string().nullable(),
+      refused_records: z.number().int().describe('Records ClickHouse refused as bad data and the live sinks dead-lettered, since each started (sinks that do not report it count 0)'),
     }),
     rollup: z.object({
-      state: z.enum(['ok', 'behind', 'unknown']),
+      state: z.enum(['ok', 'behind', 'down', 'unknown']).describe('down: no rollup worker is running (none reports its liveness); behind: summaries lag the raw data'),
       detail: z.string(),
+      workers: z.number().int().nullable().describe('Rollup worker processes reporting their liveness now'),
+      stopped_workers: z.number().int().nullable().describe('Rollup worker processes that stopped reporting in the last hour without a clean stop (died, hung or cut off from Redis)'),
       waiting: z.number().int().nullable(),
       active: z.number().int().nullable(),
       delayed: z.number().int().nullable(),
@@ -69,7 +101,37 @@ export const monitoringStatusSchema = z
           age_ms: z.number().int(),
         })
         .nullable(),
+      claimed_assets: z.number().int().nullable().describe('Assets a rollup job has claimed: being rolled up now, or held by a job whose process died'),
+      stale_claims: z
+        .number()
+        .int()
+        .nullable()
+        .describe('Claims whose lease ran out: their rollup process stopped renewing them (it died); the sweep hands their dates to a live worker'),
+      oldest_stale_claim: z
+        .object({
+          venue: z.enum(['exchange-a', 'exchange-b']),
+          market: z.string(),
+          asset: z.string(),
+          dates: z.array(z.string()),
+          expired_at: z.string(),
+          age_ms: z.number().int().describe('Since its lease ran out'),
+        })
+        .nullable(),
     }),
+    stream_sessions: z
+      .object({
+        state: z.enum(['ok', 'exhausted', 'not_pooled']),
+        detail: z.string(),
+        in_use: z.number().int().nullable(),
+        max: z.number().int().nullable(),
+        waiting: z.number().int().nullable(),
+        longest_wait_ms: z.number().int().nullable(),
+        busy_timeouts: z.number().int().nullable().describe('Raw reads of this API instance that found no free session in time (answered 503), since it started'),
+        last_busy_timeout_at: z.string().nullable(),
+      })
+      .describe(
+        `This API instance's sessions for streaming raw reads from the embedded engine. exhausted: reads are waiting for a session, or one gave up in the last ${EXHAUSTED_AFTER_TIMEOUT_MS / 1000} s; not_pooled: reads stream from a ClickHouse server`,
+      ),
     stores: z.object({ clickhouse: storeHealth, redis: storeHealth }),
     processes: z
       .array(
@@ -82,6 +144,18 @@ export const monitoringStatusSchema = z
         }),
       )
       .describe('Ingestor processes that reported recently; live = reporting now'),
+    outages: z
+      .array(
+        z.object({
+          id: z.string(),
+          venue: z.enum(['exchange-a', 'exchange-b']),
+          state: z.enum(['active', 'upcoming', 'ended']),
+          start: z.string(),
+          end: z.string(),
+          reason: z.string(),
+        }),
+      )
+      .describe(`Outages declared by the operator (GET /api/v1/outages): active, upcoming, and ended in the last ${RECENT_OUTAGE_DAYS} days, newest first`),
   })
   .meta({ id: 'MonitoringStatus' });
 
@@ -107,6 +181,22 @@ export interface StatusInput {
   /** null: the backlog could not be read. */
   rollup: RollupBacklog | null;
   thresholds: Thresholds;
+  /** Declared outages (null or absent: could not be read; the page then lists none). */
+  outages?: OutageInput[] | null;
+  /** The API's embedded stream pool (null or absent: a server connection, no pool). */
+  streamPool?: StreamPoolStats | null;
+}
+
+/** A stream pool's figures as the status and /health show them. */
+export function streamPoolJson(p: StreamPoolStats) {
+  return {
+    in_use: p.inUse,
+    max: p.max,
+    waiting: p.waiting,
+    longest_wait_ms: p.longestWaitMs,
+    busy_timeouts: p.busyTimeouts,
+    last_busy_timeout_at: p.lastBusyTimeoutAt === null ? null : new Date(p.lastBusyTimeoutAt).toISOString(),
+  };
 }
 
 /** "3 s", "4 min", "2 h": how long ago, for details and the page. */
@@ -124,6 +214,7 @@ function venueStatus(venue: Venue, live: IngestorReport[], stale: IngestorReport
     name: VENUE_NAMES[venue],
     state: 'unknown',
     detail: '',
+    off_reason: null,
     markets: 0,
     connections: 0,
     connected: 0,
@@ -149,7 +240,12 @@ function venueStatus(venue: Venue, live: IngestorReport[], stale: IngestorReport
         last_event_age_ms: lastEvent === null ? null : Math.max(0, now - Date.parse(lastEvent)),
       };
     }
-    if (of(live).length > 0) return { ...base, state: 'off', detail: 'not captured (turned off in the capture configuration)' };
+    if (of(live).length > 0) {
+      // Reports older than the field say nothing: they were off by configuration only.
+      const given = of(live).map((x) => x.v.off_reason ?? 'turned_off');
+      const reason: OffReason = given.map((r) => ((offReasons as readonly string[]).includes(r) ? (r as OffReason) : 'unknown')).find((r) => r !== 'turned_off') ?? 'turned_off';
+      return { ...base, state: 'off', detail: OFF_DETAIL[reason], off_reason: reason };
+    }
     return { ...base, detail: 'no capture process is reporting this venue' };
   }
   let markets = 0;
@@ -269,34 +365,72 @@ export function aggregateStatus(input: StatusInput): MonitoringStatus {
   let sink: MonitoringStatus['sink'];
   const storedRate = Math.round(sinks.reduce((s, r) => s + r.sink!.stored_per_second, 0) * 10) / 10;
   const lastStored = sinks.map((r) => r.sink!.last_stored_at).filter((x): x is string => x !== null).sort().at(-1) ?? null;
+  const refused = sinks.reduce((n, r) => n + (r.sink!.refused_records ?? 0), 0);
   if (sinks.length === 0) {
-    sink = { state: 'unknown', detail: 'no sink process is reporting', processes: 0, stored_per_second: 0, last_stored_at: null };
+    sink = { state: 'unknown', detail: 'no sink process is reporting', processes: 0, stored_per_second: 0, last_stored_at: null, refused_records: 0 };
     if (input.reports !== null) {
       degraded = true;
       reasons.push('Sink: no sink process is reporting, nothing is being stored');
     }
+  } else if (sinks.some((r) => r.sink!.consumer === 'restarting' || r.sink!.consumer === 'stopped')) {
+    const dead = sinks.filter((r) => r.sink!.consumer === 'restarting' || r.sink!.consumer === 'stopped');
+    const why = dead[0]!.sink!.reason ?? 'the Kafka consumer is not running';
+    sink = { state: 'down', detail: `${dead.length} of ${sinks.length} sink process${sinks.length === 1 ? '' : 'es'} not consuming: ${why}`, processes: sinks.length, stored_per_second: storedRate, last_stored_at: lastStored, refused_records: refused };
+    degraded = true;
+    reasons.push(`Sink: ${why}`);
   } else if (sinks.some((r) => r.sink!.paused)) {
-    sink = { state: 'paused', detail: 'ClickHouse refuses inserts; the sink holds its batch and retries', processes: sinks.length, stored_per_second: storedRate, last_stored_at: lastStored };
+    sink = { state: 'paused', detail: 'ClickHouse refuses inserts; the sink holds its batch and retries', processes: sinks.length, stored_per_second: storedRate, last_stored_at: lastStored, refused_records: refused };
     degraded = true;
     reasons.push('Sink: ClickHouse refuses inserts, storing is paused');
+  } else if (sinks.every((r) => r.sink!.consumer === 'joining')) {
+    sink = { state: 'joining', detail: sinks[0]!.sink!.reason ?? 'joining its Kafka consumer group', processes: sinks.length, stored_per_second: storedRate, last_stored_at: lastStored, refused_records: refused };
   } else {
-    sink = { state: 'ok', detail: `${sinks.length} sink process${sinks.length === 1 ? '' : 'es'}`, processes: sinks.length, stored_per_second: storedRate, last_stored_at: lastStored };
+    sink = { state: 'ok', detail: `${sinks.length} sink process${sinks.length === 1 ? '' : 'es'}`, processes: sinks.length, stored_per_second: storedRate, last_stored_at: lastStored, refused_records: refused };
   }
 
   let rollup: MonitoringStatus['rollup'];
   const rb = input.rollup;
   if (rb === null) {
-    rollup = { state: 'unknown', detail: 'the rollup queue cannot be read', waiting: null, active: null, delayed: null, failed: null, pending_assets: null, oldest_pending: null };
+    rollup = {
+      state: 'unknown',
+      detail: 'the rollup queue cannot be read',
+      workers: null,
+      stopped_workers: null,
+      waiting: null,
+      active: null,
+      delayed: null,
+      failed: null,
+      pending_assets: null,
+      oldest_pending: null,
+      claimed_assets: null,
+      stale_claims: null,
+      oldest_stale_claim: null,
+    };
     if (input.stores.redis.ok) {
       degraded = true;
       reasons.push('Rollups: the queue cannot be read');
     }
   } else {
     const age = rb.oldest ? Math.max(0, now - rb.oldest.since) : null;
-    const behind = age !== null && age > t.maxRollupDelayMs;
+    const late = age !== null && age > t.maxRollupDelayMs;
+    // A stale claim is a rollup nobody is doing: summaries stay behind until it is taken over.
+    const behind = late || rb.staleClaims > 0;
+    const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+    const parts: string[] = [];
+    if (rb.pendingAssets > 0) parts.push(`${plural(rb.pendingAssets, 'asset', 'assets')} pending, the oldest for ${formatAge(age ?? 0)}`);
+    if (rb.claimedAssets > 0) parts.push(`${plural(rb.claimedAssets, 'asset', 'assets')} being rolled up`);
+    if (rb.staleClaims > 0) parts.push(`${plural(rb.staleClaims, 'claim', 'claims')} held by a rollup process that stopped (lease ran out)`);
+    const w = rb.workers;
+    const workersDown = w.live === 0;
+    const stoppedAgo = w.lastStoppedBeatAt === null ? '' : `, the last stopped reporting ${formatAge(now - w.lastStoppedBeatAt)} ago`;
+    // A worker that stopped while another lives is only counted (stopped_workers): the live one takes its work over.
+    if (workersDown) parts.unshift(`no rollup worker is running${stoppedAgo}`);
+    const stale = rb.oldestStaleClaim;
     rollup = {
-      state: behind ? 'behind' : 'ok',
-      detail: rb.pendingAssets === 0 ? 'summaries are up to date' : `${rb.pendingAssets} asset${rb.pendingAssets === 1 ? '' : 's'} pending, the oldest for ${formatAge(age ?? 0)}`,
+      state: workersDown ? 'down' : behind ? 'behind' : 'ok',
+      detail: parts.length === 0 ? 'summaries are up to date' : parts.join('; '),
+      workers: w.live,
+      stopped_workers: w.stopped,
       waiting: rb.waiting,
       active: rb.active,
       delayed: rb.delayed,
@@ -305,11 +439,64 @@ export function aggregateStatus(input: StatusInput): MonitoringStatus {
       oldest_pending: rb.oldest
         ? { venue: rb.oldest.venue, market: rb.oldest.market, asset: rb.oldest.asset, dates: rb.oldest.dates, since: new Date(rb.oldest.since).toISOString(), age_ms: age! }
         : null,
+      claimed_assets: rb.claimedAssets,
+      stale_claims: rb.staleClaims,
+      oldest_stale_claim: stale
+        ? { venue: stale.venue, market: stale.market, asset: stale.asset, dates: stale.dates, expired_at: new Date(stale.expiredAt).toISOString(), age_ms: Math.max(0, now - stale.expiredAt) }
+        : null,
     };
-    if (behind) {
+    if (workersDown) {
+      degraded = true;
+      reasons.push(`Rollups: no rollup worker is running${stoppedAgo}; summaries are not being rolled up`);
+    }
+    if (late) {
       degraded = true;
       reasons.push(`Rollups: summaries are behind, an asset has been pending for ${formatAge(age!)}`);
     }
+    if (rb.staleClaims > 0) {
+      degraded = true;
+      reasons.push(`Rollups: ${plural(rb.staleClaims, 'claim is', 'claims are')} held by a rollup process that stopped; the sweep hands ${rb.staleClaims === 1 ? 'it' : 'them'} to a live worker`);
+    }
+  }
+
+  const pool = input.streamPool ?? null;
+  let streamSessions: MonitoringStatus['stream_sessions'];
+  if (pool === null) {
+    streamSessions = { state: 'not_pooled', detail: 'raw reads stream from the ClickHouse server', in_use: null, max: null, waiting: null, longest_wait_ms: null, busy_timeouts: null, last_busy_timeout_at: null };
+  } else {
+    const exhausted = streamPoolExhausted(pool, now);
+    streamSessions = {
+      state: exhausted ? 'exhausted' : 'ok',
+      detail: exhausted
+        ? pool.waiting > 0
+          ? `all ${pool.max} sessions are in use and ${pool.waiting} read${pool.waiting === 1 ? ' is' : 's are'} waiting (the longest for ${formatAge(pool.longestWaitMs)})`
+          : `a raw read found no free session in time ${formatAge(now - pool.lastBusyTimeoutAt!)} ago (answered 503)`
+        : `${pool.inUse} of ${pool.max} sessions in use`,
+      ...streamPoolJson(pool),
+    };
+    if (exhausted) {
+      degraded = true;
+      reasons.push(`Raw data: ${streamSessions.detail}`);
+    }
+  }
+
+  // Declared outages: an active one is a known hole in the venue's data right now.
+  const outages = (input.outages ?? [])
+    .filter((o) => o.end_ms > now - RECENT_OUTAGE_DAYS * 86_400_000)
+    .sort((a, b) => b.start_ms - a.start_ms || (a.id < b.id ? -1 : 1))
+    .slice(0, MAX_LISTED_OUTAGES)
+    .map((o) => ({
+      id: o.id,
+      venue: o.venue,
+      state: o.start_ms > now ? ('upcoming' as const) : o.end_ms > now ? ('active' as const) : ('ended' as const),
+      start: new Date(o.start_ms).toISOString(),
+      end: new Date(o.end_ms).toISOString(),
+      reason: o.reason,
+    }));
+  for (const o of outages) {
+    if (o.state !== 'active') continue;
+    degraded = true;
+    reasons.push(`${VENUE_NAMES[o.venue]}: declared outage until ${o.end.replace('T', ' ').slice(0, 16)} UTC: ${o.reason}`);
   }
 
   const processes = all
@@ -327,10 +514,12 @@ export function aggregateStatus(input: StatusInput): MonitoringStatus {
     kafka,
     sink,
     rollup,
+    stream_sessions: streamSessions,
     stores: {
       clickhouse: { ok: input.stores.clickhouse.ok, latency_ms: input.stores.clickhouse.latencyMs },
       redis: { ok: input.stores.redis.ok, latency_ms: input.stores.redis.latencyMs },
     },
     processes,
+    outages,
   };
 }

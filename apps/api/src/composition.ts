@@ -1,0 +1,97 @@
+import {
+  ApiKeysRepository,
+  BookEventsRepository,
+  CoverageRepository,
+  MarketCatalogueRepository,
+  MarketDataRepository,
+  OutagesRepository,
+  RequestLogRepository,
+  SubscriptionsRepository,
+  SummariesRepository,
+  closeStreamSessions,
+  streamPoolStats,
+} from '@booktape/storage';
+import { SummaryReader } from '@booktape/summaries';
+import { SubscriptionService } from './billing/subscription.service.ts';
+import { requireKeyHook } from './http/auth.ts';
+import { API_PREFIX } from './http/prefix.ts';
+import { ResultCache } from './http/result-cache.ts';
+import { KeyService } from './keys/keys.service.ts';
+import { SlugLookupService } from './lookup/lookup.service.ts';
+import { createMonitoring } from './monitoring/index.ts';
+import type { ApiDeps, Services } from './services.ts';
+import { billableRoutes } from './usage/billable.hooks.ts';
+import { QuotaService } from './usage/quota.service.ts';
+import { RequestLogWriter } from './usage/request-log.ts';
+
+export interface Composition {
+  services: Services;
+  /** Stops the background loops (key usage flush, request-log writer) and the stream sessions. Runs once. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The API's composition root: every service and repository, built once from the process's
+ * clients and config, and the background loops started. The route plugins get `services`.
+ */
+export function buildServices(deps: ApiDeps): Composition {
+  const { ch, redis, log, config } = deps;
+  const keys = new KeyService({ repo: new ApiKeysRepository(ch), redis, log, redisKeyPrefix: config.redisKeyPrefix, usageFlushMs: config.usageFlushMs });
+  const subscriptions = new SubscriptionService({ repo: new SubscriptionsRepository(ch), redis, log, redisKeyPrefix: config.redisKeyPrefix, billing: config.billing });
+  // Plans and quotas: the request log (written in batches) is the record the quota counters
+  // in Redis are rebuilt from.
+  const requests = new RequestLogRepository(ch);
+  const requestLog = new RequestLogWriter({ repo: requests, log, flushMs: config.requestLogFlushMs });
+  const quota = new QuotaService({ redis, repo: requests, log, redisKeyPrefix: config.redisKeyPrefix, limits: config.plans, pending: requestLog });
+  const catalogue = new MarketCatalogueRepository(ch);
+  const summariesRepo = new SummariesRepository(ch);
+  const outages = new OutagesRepository(ch);
+  const streamPool = (now = Date.now()) => streamPoolStats(ch, config.streamSessions, now);
+  const requireKey = requireKeyHook(keys);
+  const services: Services = {
+    config,
+    log,
+    data: new MarketDataRepository(ch, { maxStreamSessions: config.streamSessions }),
+    keys,
+    cache: new ResultCache(config.resultCacheMs),
+    catalogue,
+    subscriptions,
+    quota,
+    requestLog,
+    requests,
+    summaries: new SummaryReader({ summaries: summariesRepo, events: new BookEventsRepository(ch), redis, queuePrefix: config.rollupQueuePrefix }),
+    lookup: new SlugLookupService({
+      catalogue,
+      log,
+      gamma: config.slugLookup.gammaUrl ? { url: config.slugLookup.gammaUrl, timeoutMs: config.slugLookup.timeoutMs } : null,
+      missCacheMs: config.slugLookup.missCacheMs,
+    }),
+    coverage: new CoverageRepository(ch),
+    outages,
+    checks: summariesRepo,
+    monitoring: createMonitoring({ ch, redis, log, config, outages, streamPool }),
+    health: {
+      probes: {
+        clickhouse: async () => (await ch.client.ping()).success,
+        redis: async () => redis.status === 'ready' && (await redis.ping()) === 'PONG',
+        ...deps.probes,
+      },
+      streamPool,
+    },
+    requireKey,
+    // Every route behind requireKey is billable: quota reservation, request log, 429 in OpenAPI.
+    billable: billableRoutes({ requireKey, quota, subscriptions, requestLog, prefix: API_PREFIX }),
+  };
+  keys.start();
+  requestLog.start();
+  let stopping: Promise<void> | undefined;
+  return {
+    services,
+    stop: () =>
+      (stopping ??= (async () => {
+        await requestLog.stop();
+        await keys.stop();
+        closeStreamSessions(ch);
+      })()),
+  };
+}

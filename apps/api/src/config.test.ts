@@ -1,0 +1,81 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, parseEnv, REPO_ROOT } from '@booktape/config';
+import { apiConfigFromEnv, apiEnvSchema, isLoopbackHost, openServiceRefusal } from './config.ts';
+
+const TOKEN = 'a-token-of-16-characters';
+const dataDir = mkdtempSync(path.join(tmpdir(), 'booktape-api-config-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+const configOf = (vars: Record<string, string>) => {
+  const env = { BOOKTAPE_DATA_DIR: dataDir, ...vars };
+  return apiConfigFromEnv(parseEnv(apiEnvSchema, env), env);
+};
+
+describe('secure by default off loopback', () => {
+  it('knows the loopback addresses', () => {
+    for (const h of ['127.0.0.1', '127.0.0.2', '127.255.255.254', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', 'localhost', 'LOCALHOST', 'api.localhost']) {
+      expect(isLoopbackHost(h), h).toBe(true);
+    }
+    for (const h of ['0.0.0.0', '::', '192.168.1.20', '10.0.0.5', '::ffff:192.168.1.20', 'fe80::1', 'example.com', '128.0.0.1', 'localhost.example.com', '']) {
+      expect(isLoopbackHost(h), h).toBe(false);
+    }
+  });
+
+  it('refuses a non-loopback host without ADMIN_TOKEN or the explicit escape', () => {
+    for (const host of ['0.0.0.0', '::', '192.168.1.20']) {
+      const refusal = openServiceRefusal(host, undefined, false);
+      expect(refusal, host).toContain('ADMIN_TOKEN');
+      expect(refusal, host).toContain('BOOKTAPE_ALLOW_OPEN=1');
+      expect(openServiceRefusal(host, TOKEN, false), host).toBeUndefined();
+      expect(openServiceRefusal(host, undefined, true), host).toBeUndefined();
+    }
+    for (const host of ['127.0.0.2', '::1', 'localhost']) expect(openServiceRefusal(host, undefined, false), host).toBeUndefined();
+  });
+
+  it('is decided by the config parse that every start of the API goes through', () => {
+    expect(() => configOf({ HOST: '0.0.0.0' })).toThrow(ConfigError);
+    expect(() => configOf({ HOST: '::' })).toThrow(/ADMIN_TOKEN/);
+    expect(() => configOf({ HOST: '0.0.0.0', BOOKTAPE_ALLOW_OPEN: '0' })).toThrow(/ADMIN_TOKEN/);
+    expect(configOf({ HOST: '0.0.0.0', BOOKTAPE_ALLOW_OPEN: '1' }).host).toBe('0.0.0.0');
+    expect(configOf({ HOST: '192.168.1.20', ADMIN_TOKEN: TOKEN }).adminToken).toBe(TOKEN);
+    expect(configOf({}).host).toBe('127.0.0.1');
+    expect(configOf({ HOST: 'localhost', BOOKTAPE_ALLOW_OPEN: '0' }).adminToken).toBeUndefined();
+  });
+
+  it('the API process exits 2 with a message naming ADMIN_TOKEN', () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '0.0.0.0', BOOKTAPE_DATA_DIR: dataDir };
+    delete env.ADMIN_TOKEN;
+    delete env.BOOKTAPE_ALLOW_OPEN;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'apps/api/src/main.ts')], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(2);
+    expect(r.stdout + r.stderr).toContain('ADMIN_TOKEN');
+    expect(r.stdout + r.stderr).toContain('BOOKTAPE_ALLOW_OPEN=1');
+  });
+});
+
+describe('data floors (EXCHANGE_*_DATA_FLOOR)', () => {
+  it('default to today’s: exchange A 2026-02-08, exchange B none', () => {
+    expect(configOf({}).dataFloors).toEqual({ 'exchange-a': '2026-02-08', 'exchange-b': null });
+  });
+
+  it('take a date or none, per venue', () => {
+    expect(configOf({ EXCHANGE_A_DATA_FLOOR: 'none', EXCHANGE_B_DATA_FLOOR: '2025-01-31' }).dataFloors).toEqual({ 'exchange-a': null, 'exchange-b': '2025-01-31' });
+    expect(configOf({ EXCHANGE_A_DATA_FLOOR: 'NONE', EXCHANGE_B_DATA_FLOOR: '' }).dataFloors).toEqual({ 'exchange-a': null, 'exchange-b': null });
+  });
+
+  it('still read the former EXCHANGE_A_EARLIEST_DATE when the new name is unset', () => {
+    expect(configOf({ EXCHANGE_A_EARLIEST_DATE: '2025-06-01' }).dataFloors['exchange-a']).toBe('2025-06-01');
+    expect(configOf({ EXCHANGE_A_EARLIEST_DATE: '2025-06-01', EXCHANGE_A_DATA_FLOOR: 'none' }).dataFloors['exchange-a']).toBeNull();
+  });
+
+  it('refuse anything else with a message naming the variable', () => {
+    for (const bad of ['2026-02-30', '2026-2-8', '20260208', 'never', '0', '2026-02-08T00:00:00Z']) {
+      expect(() => configOf({ EXCHANGE_B_DATA_FLOOR: bad }), bad).toThrow(ConfigError);
+      expect(() => configOf({ EXCHANGE_A_DATA_FLOOR: bad }), bad).toThrow(/EXCHANGE_A_DATA_FLOOR: must be a date YYYY-MM-DD or none/);
+    }
+  });
+});

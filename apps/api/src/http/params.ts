@@ -1,0 +1,175 @@
+import { z } from 'zod';
+import { MAX_EVENT_DATE, MAX_EVENT_MS, normaliseConditionId, normaliseTicker } from '@booktape/domain';
+
+/**
+ * Request parameters: pure rules, used by the routes' zod schemas and tested by properties.
+ * Query values arrive as strings (or arrays when a name is repeated: refused). Every
+ * failure names what is wrong; the error handler adds the parameter's name.
+ */
+
+export const LIMITS = {
+  rawLimitDefault: 10_000,
+  rawLimitMax: 100_000,
+  listLimitDefault: 100,
+  listLimitMax: 1_000,
+  /** Deeper than this, use the range endpoint (keyset paging) instead of offsets. */
+  offsetMax: 1_000_000_000,
+  /** Longest accepted id / prefix / name, so nothing unbounded reaches a query. */
+  idMaxLength: 128,
+} as const;
+
+/** Unix seconds below this, milliseconds from it (docs/rules/data.md). */
+export const SECONDS_THRESHOLD = 1e11;
+/**
+ * The last date and instant the store can hold (ClickHouse `Date` ends on 2149-06-06);
+ * later values would wrap around inside the engine, so they are refused here.
+ */
+export const MAX_DATE = MAX_EVENT_DATE;
+export const MAX_TIMESTAMP_MS = MAX_EVENT_MS;
+
+/** Dates as YYYY-MM-DD that exist on the calendar. */
+export function isCalendarDate(s: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+}
+
+export function show(v: string, max = 40): string {
+  return JSON.stringify(v.length > max ? `${v.slice(0, max)}…` : v);
+}
+
+/** Unix seconds or milliseconds → milliseconds (a value below 10^11 is seconds). */
+export function toMilliseconds(value: number): number {
+  return value < SECONDS_THRESHOLD ? value * 1000 : value;
+}
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
+
+export function parseConditionId(raw: string): Parsed<string> {
+  if (raw.trim() === '') return { ok: false, message: 'must not be empty' };
+  if (raw.length > LIMITS.idMaxLength + 2) return { ok: false, message: `must be at most ${LIMITS.idMaxLength} hex digits` };
+  const id = normaliseConditionId(raw);
+  return id ? { ok: true, value: id } : { ok: false, message: `must be a hex condition id (0x optional), got ${show(raw)}` };
+}
+
+export function parseTicker(raw: string): Parsed<string> {
+  if (raw.trim() === '') return { ok: false, message: 'must not be empty' };
+  if (raw.length > LIMITS.idMaxLength) return { ok: false, message: `must be at most ${LIMITS.idMaxLength} characters` };
+  const t = normaliseTicker(raw);
+  return t ? { ok: true, value: t } : { ok: false, message: `must be a ticker of A-Z, 0-9, '.', '_' and '-', got ${show(raw)}` };
+}
+
+/** A condition id prefix: hex digits, 0x optional, any case → `0x` + lower case. */
+export function parseConditionIdPrefix(raw: string): Parsed<string> {
+  const s = raw.trim().toLowerCase();
+  if (s.length > LIMITS.idMaxLength + 2) return { ok: false, message: `must be at most ${LIMITS.idMaxLength} hex digits` };
+  const hex = s.startsWith('0x') ? s.slice(2) : s;
+  return /^[0-9a-f]*$/.test(hex) ? { ok: true, value: `0x${hex}` } : { ok: false, message: `must be hex digits (0x optional), got ${show(raw)}` };
+}
+
+/** A ticker prefix: upper-cased, ticker characters only (may be empty). */
+export function parseTickerPrefix(raw: string): Parsed<string> {
+  const s = raw.trim().toUpperCase();
+  if (s.length > LIMITS.idMaxLength) return { ok: false, message: `must be at most ${LIMITS.idMaxLength} characters` };
+  return /^[A-Z0-9._-]*$/.test(s) ? { ok: true, value: s } : { ok: false, message: `must be ticker characters A-Z, 0-9, '.', '_' and '-', got ${show(raw)}` };
+}
+
+export function parseDate(raw: string): Parsed<string> {
+  if (!isCalendarDate(raw)) return { ok: false, message: `must be a UTC date YYYY-MM-DD, got ${show(raw)}` };
+  if (raw < '1970-01-01' || raw > MAX_DATE) return { ok: false, message: `must be a date from 1970-01-01 to ${MAX_DATE}` };
+  return { ok: true, value: raw };
+}
+
+export function parseInteger(raw: string, min: number, max: number): Parsed<number> {
+  if (!/^\d{1,16}$/.test(raw)) return { ok: false, message: `must be an integer from ${min} to ${max}, got ${show(raw)}` };
+  const n = Number(raw);
+  if (n < min) return { ok: false, message: `must be at least ${min}` };
+  if (n > max) return { ok: false, message: `must be at most ${max}` };
+  return { ok: true, value: n };
+}
+
+/** A timestamp parameter: Unix seconds or milliseconds → milliseconds. */
+export function parseTimestamp(raw: string): Parsed<number> {
+  if (!/^\d{1,16}$/.test(raw)) return { ok: false, message: `must be a Unix timestamp in seconds or milliseconds, got ${show(raw)}` };
+  const ms = toMilliseconds(Number(raw));
+  if (ms > MAX_TIMESTAMP_MS) return { ok: false, message: `must not be after ${MAX_DATE}T23:59:59.999Z (${MAX_TIMESTAMP_MS} ms)` };
+  return { ok: true, value: ms };
+}
+
+/** Start of the earliest accepted UTC date, in ms. */
+export function earliestMs(earliestDate: string): number {
+  return Date.parse(`${earliestDate}T00:00:00Z`);
+}
+
+/**
+ * A pure parser as a zod query field. A repeated name arrives as an array and is refused;
+ * a missing one gets the message MISSING, so the error handler can answer
+ * `missing_parameter` rather than `invalid_parameter`.
+ */
+export const MISSING = 'is required';
+function parsed<T>(parse: (raw: string) => Parsed<T>) {
+  return z
+    .string({ error: (iss) => (iss.input === undefined ? MISSING : 'must be given once, as a string') })
+    .transform((v, ctx): T => {
+      const r = parse(v);
+      if (!r.ok) {
+        ctx.addIssue({ code: 'custom', message: r.message });
+        return z.NEVER;
+      }
+      return r.value;
+    });
+}
+
+/** OpenAPI hints: a query value is text on the wire, but documents what it must hold. */
+type Doc = { description: string; example?: string; type?: 'integer'; minimum?: number; maximum?: number };
+
+/** A required query field read by a pure parser, documented for OpenAPI. */
+export function requiredField<T>(parse: (raw: string) => Parsed<T>, description: string, example?: string, extra: Omit<Doc, 'description' | 'example'> = {}) {
+  return parsed(parse).meta({ description, ...(example === undefined ? {} : { example }), ...extra });
+}
+
+function optional<T>(parse: (raw: string) => Parsed<T>, description: string, def: T, extra: Omit<Doc, 'description'> = {}) {
+  return parsed(parse)
+    .optional()
+    .transform((v) => (v === undefined ? def : v))
+    .meta({ description, ...extra });
+}
+
+/** An optional query field read by a pure parser: undefined when absent. */
+export function optionalField<T>(parse: (raw: string) => Parsed<T>, description: string, extra: Omit<Doc, 'description'> = {}) {
+  return parsed(parse).optional().meta({ description, ...extra });
+}
+
+export const q = {
+  conditionId: () => requiredField(parseConditionId, 'Market condition id, hex, with or without 0x, any case.', '0x5f65177b394277fd294cd75650044e32ba009a95022d88a0c1d565897d72f8f1'),
+  ticker: () => requiredField(parseTicker, 'Market ticker (upper-cased).', 'KXBTCD-26MAR0117-T84999.99'),
+  date: () => requiredField(parseDate, 'UTC date YYYY-MM-DD.', '2026-03-01'),
+  timestamp: (what: string) =>
+    requiredField(parseTimestamp, `${what}, inclusive; Unix seconds or milliseconds (below 10^11 = seconds).`, '1772323200000', { type: 'integer', minimum: 0, maximum: MAX_TIMESTAMP_MS }),
+  offset: () => optional((r) => parseInteger(r, 0, LIMITS.offsetMax), 'Records to skip. Default 0.', 0, { type: 'integer', minimum: 0, maximum: LIMITS.offsetMax }),
+  rawLimit: () =>
+    optional((r) => parseInteger(r, 1, LIMITS.rawLimitMax), `Records per page, 1 to ${LIMITS.rawLimitMax}. Default ${LIMITS.rawLimitDefault}.`, LIMITS.rawLimitDefault as number, {
+      type: 'integer',
+      minimum: 1,
+      maximum: LIMITS.rawLimitMax,
+    }),
+  listLimit: () =>
+    optional((r) => parseInteger(r, 1, LIMITS.listLimitMax), `Markets per page, 1 to ${LIMITS.listLimitMax}. Default ${LIMITS.listLimitDefault}.`, LIMITS.listLimitDefault as number, {
+      type: 'integer',
+      minimum: 1,
+      maximum: LIMITS.listLimitMax,
+    }),
+  conditionIdPrefix: () => optionalField(parseConditionIdPrefix, 'Condition id prefix, hex, with or without 0x.'),
+  tickerPrefix: () => optionalField(parseTickerPrefix, 'Ticker prefix (upper-cased).'),
+  cursor: () =>
+    optionalField((r) => (r.length > 0 && r.length <= 2048 ? { ok: true, value: r } : { ok: false, message: 'must be the next_cursor of the previous page' }), 'The next_cursor of the previous page, unchanged.'),
+  text: (description: string, max: number) =>
+    requiredField((r) => {
+      const s = r.trim();
+      if (s === '') return { ok: false, message: 'must not be empty' };
+      if (s.length > max) return { ok: false, message: `must be at most ${max} characters` };
+      // Control characters have no place in a label or an id and would confuse logs.
+      if (/[\u0000-\u001f\u007f]/.test(s)) return { ok: false, message: 'must not contain control characters' };
+      return { ok: true, value: s };
+    }, description),
+};

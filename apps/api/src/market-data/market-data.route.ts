@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Venue } from '@booktape/domain';
+import { rawKeyLength } from '@booktape/storage';
+import { CursorError, decodeCursor, encodeCursor } from '../http/cursor.ts';
+import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
+import { earliestMs, q } from '../http/params.ts';
+import { TtlMap } from '../http/result-cache.ts';
+import type { Services } from '../services.ts';
+import { closeRows, openRows, sendRawPage, type OpenRows } from './raw-page.ts';
+import { RawRowsToJson } from './raw-rows.ts';
+import { datePage as datePageSchema, rangePage as rangePageSchema } from './schemas.ts';
+import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from './venues.ts';
+
+/** Raw data by UTC date (offset pages) and by time range (cursor pages), every venue. */
+export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
+  const { data, config, requireKey, cache } = services;
+  const security = [{ bearerAuth: [] }];
+  /**
+   * Where an offset page ended: (venue, market, date, offset + count) → key of its last
+   * record. A client walking a date asks next for exactly that offset, and the read then
+   * continues after the key instead of skipping `offset` records again (which costs more
+   * the deeper the page). Kept briefly, like the total it goes with.
+   */
+  const pageEnds = new TtlMap<string[]>(config.offsetContinuationMs);
+  const pageEndKey = (venue: Venue, market: string, date: string, offset: number) => `${venue}\u0000${market}\u0000${date}\u0000${offset}`;
+
+  async function datePage(v: VenueApi, market: string, date: string, offset: number, limit: number, reply: Parameters<typeof sendRawPage>[0]) {
+    const { venue, marketField } = v;
+    const first = dataFloor(v, config);
+    if (first !== undefined && date < first) {
+      throw invalidParameter('date', `date must not be before ${first}: ${venueName(v)} data is served from that date on`);
+    }
+    const after = offset > 0 ? (pageEnds.get(pageEndKey(venue, market, date, offset)) ?? null) : null;
+    // The count and the page are independent reads: run them side by side.
+    const rowsP = openRows(data.streamByDate(venue, market, date, offset, limit, after));
+    let total: number;
+    let rows: OpenRows;
+    try {
+      // The total is reused for a moment (like availability): a client walking a date's pages
+      // asks for it with every page.
+      const countP = cache.get(`${venue}\u0000count\u0000${market}\u0000${date}`, () => guard('ClickHouse', () => data.countByDate(venue, market, date)));
+      [total, rows] = await Promise.all([countP, rowsP]);
+    } catch (e) {
+      rowsP.then(closeRows, () => undefined);
+      throw e;
+    }
+    const conv = new RawRowsToJson(limit);
+    const head = `{${JSON.stringify(marketField)}:${JSON.stringify(market)},"date":${JSON.stringify(date)},"data":[`;
+    return sendRawPage(
+      reply,
+      rows,
+      conv,
+      head,
+      () => {
+        const last = conv.count > 0 ? conv.lastPosition() : null;
+        if (last) pageEnds.set(pageEndKey(venue, market, date, offset + conv.count), last);
+        const pagination = { offset, limit, total_count: total, has_more: offset + conv.count < total };
+        return `],"data_count":${conv.count},"pagination":${JSON.stringify(pagination)}}`;
+      },
+    );
+  }
+
+  async function rangePage(v: VenueApi, market: string, start: number, end: number, cursor: string | undefined, limit: number, reply: Parameters<typeof sendRawPage>[0]) {
+    const { venue, marketField } = v;
+    if (start > end) throw invalidParameter('start_timestamp', 'start_timestamp must not be after end_timestamp');
+    const first = dataFloor(v, config);
+    if (first !== undefined && start < earliestMs(first)) {
+      throw invalidParameter('start_timestamp', `start_timestamp must not be before ${first}T00:00:00Z (${earliestMs(first)}): ${venueName(v)} data is served from then on`);
+    }
+    const scope = { venue, market, start, end };
+    let after: string[] | null = null;
+    if (cursor !== undefined) {
+      try {
+        after = decodeCursor(config.cursorSecret, cursor, scope, rawKeyLength(venue));
+      } catch (e) {
+        if (e instanceof CursorError) throw new ApiError(400, 'invalid_cursor', e.message, 'cursor');
+        throw e;
+      }
+    }
+    // One row beyond the page tells whether there is a next one.
+    const rows = await openRows(data.streamByRange(venue, market, start, end, after, limit + 1));
+    const conv = new RawRowsToJson(limit);
+    const head = `{${JSON.stringify(marketField)}:${JSON.stringify(market)},"start_timestamp":${start},"end_timestamp":${end},"data":[`;
+    return sendRawPage(
+      reply,
+      rows,
+      conv,
+      head,
+      () => {
+        const last = conv.more ? conv.lastPosition() : null;
+        const pagination = { limit, has_more: conv.more, next_cursor: last ? encodeCursor(config.cursorSecret, scope, last) : null };
+        return `],"data_count":${conv.count},"pagination":${JSON.stringify(pagination)}}`;
+      },
+    );
+  }
+
+  for (const v of VENUES) {
+    const tags = [v.venue];
+    const title = (what: string, alias: boolean) => `${v.label} raw ${v.recordNoun} of one market ${what}${alias ? ' (legacy alias)' : ''}`;
+    for (const { url, alias } of venuePaths(v, 'data')) {
+      app.get(
+        url,
+        {
+          schema: {
+            summary: title('on one UTC date', alias),
+            tags,
+            security,
+            querystring: z.object({ [v.marketParam]: v.market(), date: q.date(), offset: q.offset(), limit: q.rawLimit() }),
+            response: { 200: datePageSchema(v.marketField, v.record), ...errors },
+          },
+          onRequest: requireKey,
+        },
+        (req, reply) => {
+          const { date, offset, limit } = req.query as { date: string; offset: number; limit: number };
+          return datePage(v, marketOf(v, req.query), date, offset, limit, reply);
+        },
+      );
+    }
+    for (const { url, alias } of venuePaths(v, 'data/range')) {
+      app.get(
+        url,
+        {
+          schema: {
+            summary: title('in an inclusive time range', alias),
+            tags,
+            security,
+            querystring: z.object({
+              [v.marketParam]: v.market(),
+              start_timestamp: q.timestamp('Range start'),
+              end_timestamp: q.timestamp('Range end'),
+              cursor: q.cursor(),
+              limit: q.rawLimit(),
+            }),
+            response: { 200: rangePageSchema(v.marketField, v.record), ...errors },
+          },
+          onRequest: requireKey,
+        },
+        (req, reply) => {
+          const { start_timestamp, end_timestamp, cursor, limit } = req.query as { start_timestamp: number; end_timestamp: number; cursor?: string; limit: number };
+          return rangePage(v, marketOf(v, req.query), start_timestamp, end_timestamp, cursor, limit, reply);
+        },
+      );
+    }
+  }
+};

@@ -1,0 +1,76 @@
+import { Readable } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+import type { ByteStream } from '@booktape/storage';
+import { guard } from '../http/errors.ts';
+import { RawRowsToJson } from './raw-rows.ts';
+
+/**
+ * A raw-data page as a streamed JSON body: the head of the envelope, then the records as
+ * they come from ClickHouse, then the tail (counts and pagination, known only at the end).
+ * The first chunk is fetched before the status line is sent, so a store that fails at
+ * once still gets a proper 503. Back-pressure: the next chunk is pulled from the engine
+ * only when the socket has taken the previous one.
+ */
+export interface OpenRows {
+  it: AsyncIterator<Buffer>;
+  first: IteratorResult<Buffer>;
+}
+
+export async function openRows(rows: ByteStream): Promise<OpenRows> {
+  const it = rows[Symbol.asyncIterator]();
+  try {
+    const first = await guard('ClickHouse', () => it.next());
+    return { it, first };
+  } catch (e) {
+    await it.return?.(undefined).catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Releases a stream that will not be sent (another part of the request failed). */
+export async function closeRows(rows: OpenRows | undefined): Promise<void> {
+  await rows?.it.return?.(undefined).catch(() => undefined);
+}
+
+export function sendRawPage(
+  reply: FastifyReply,
+  rows: OpenRows,
+  conv: RawRowsToJson,
+  head: string,
+  tail: () => string,
+): FastifyReply {
+  // The stream holds a store session (a pooled one on the embedded engine) from openRows
+  // on. It must be given back on every path: page full, read error, and a client that
+  // goes away, including before the body generator ever ran (destroying a Readable.from
+  // stream whose generator has not started never enters its try/finally).
+  let released = false;
+  const release = async (): Promise<void> => {
+    if (released) return;
+    released = true;
+    await rows.it.return?.(undefined).catch(() => undefined);
+  };
+  async function* body(): AsyncGenerator<Buffer> {
+    try {
+      yield Buffer.from(head, 'utf8');
+      let r = rows.first;
+      while (!r.done) {
+        const out = conv.push(r.value);
+        if (out.length > 0) yield out;
+        if (conv.more) break;
+        r = await rows.it.next();
+      }
+      if (!conv.more) conv.end();
+      yield Buffer.from(tail(), 'utf8');
+    } finally {
+      // Cancels the read when the page is full or the client went away.
+      await release();
+    }
+  }
+  const stream = Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 });
+  stream.on('error', (err) => reply.log.error({ err }, 'raw page stream failed after the status line was sent'));
+  stream.once('close', () => void release());
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) stream.destroy();
+  });
+  return reply.header('content-type', 'application/json; charset=utf-8').send(stream as never);
+}

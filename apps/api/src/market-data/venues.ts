@@ -1,0 +1,83 @@
+import type { z } from 'zod';
+import type { Venue } from '@booktape/domain';
+import type { ApiConfig } from '../config.ts';
+import { q } from '../http/params.ts';
+import { exchangeARecord, exchangeBRecord } from './schemas.ts';
+
+/**
+ * How each venue shows in the API. Every per-venue route (raw data, ranges, availability,
+ * market lists, summaries, coverage) is registered once per entry of VENUES, so a third
+ * venue is one more entry here (and its parsers in @booktape/domain).
+ */
+export interface VenueApi {
+  /** Also the path segment (`/exchange-a/market/…`) and the OpenAPI tag. */
+  venue: Venue;
+  /** In titles, as `Exchange A`; in sentences lower-cased (`exchange A`). */
+  label: string;
+  /** The query parameter naming a market, and its parser (which normalises the id). */
+  marketParam: string;
+  market: () => z.ZodType<string, string>;
+  marketPrefix: () => z.ZodType<string | undefined, string | undefined>;
+  /** The answer field naming the market, and the list answer's field of many. */
+  marketField: string;
+  marketListField: string;
+  /** A raw record (OpenAPI) and what the venue's records are called. */
+  record: z.ZodType;
+  recordNoun: string;
+  /** Data, range and summary routes are also served under `/market/…` (the interface's first paths). */
+  legacyAliases: boolean;
+  /** Market lists also carry the outcome tokens the market catalogue knows. */
+  listsOutcomeTokens: boolean;
+  /**
+   * A market of this venue holds one book per outcome token (asset), named by this query
+   * and answer field; undefined: the market is one book.
+   */
+  asset?: { param: string; description: string };
+  summaryTitle: string;
+}
+
+export const VENUES: readonly VenueApi[] = [
+  {
+    venue: 'exchange-a',
+    label: 'Exchange A',
+    marketParam: 'condition_id',
+    market: q.conditionId,
+    marketPrefix: q.conditionIdPrefix,
+    marketField: 'market_condition_id',
+    marketListField: 'market_condition_ids',
+    record: exchangeARecord,
+    recordNoun: 'events',
+    legacyAliases: true,
+    listsOutcomeTokens: true,
+    asset: { param: 'asset_id', description: 'Outcome token (CLOB token) id within the condition.' },
+    summaryTitle: 'Exchange A order-book summary of one outcome token',
+  },
+  {
+    venue: 'exchange-b',
+    label: 'Exchange B',
+    marketParam: 'ticker',
+    market: q.ticker,
+    marketPrefix: q.tickerPrefix,
+    marketField: 'market_ticker',
+    marketListField: 'market_tickers',
+    record: exchangeBRecord,
+    recordNoun: 'records',
+    legacyAliases: false,
+    listsOutcomeTokens: false,
+    summaryTitle: 'Exchange B order-book summary (YES bid; YES ask implied by the NO book)',
+  },
+];
+
+/** The first UTC date served (earlier data is refused; EXCHANGE_*_DATA_FLOOR); undefined: no floor. */
+export const dataFloor = (v: VenueApi, config: ApiConfig): string | undefined => config.dataFloors[v.venue] ?? undefined;
+
+/** `exchange A`: the label inside a sentence. */
+export const venueName = (v: VenueApi) => v.label.charAt(0).toLowerCase() + v.label.slice(1);
+
+/** The route's path and, when the venue has them, its legacy alias under `/market/…`. */
+export function venuePaths(v: VenueApi, path: string): Array<{ url: string; alias: boolean }> {
+  return [{ url: `/${v.venue}/market/${path}`, alias: false }, ...(v.legacyAliases ? [{ url: `/market/${path}`, alias: true }] : [])];
+}
+
+/** The market a validated query names (the schema normalised it). */
+export const marketOf = (v: VenueApi, query: unknown): string => (query as Record<string, string>)[v.marketParam]!;

@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { TooManyBucketsError, summaryBucketsJson, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { planSummary, type SummaryPlan } from '@booktape/summaries';
+import { errors, guard, invalidParameter } from '../http/errors.ts';
+import { earliestMs, parseInteger, parseTimestamp, q } from '../http/params.ts';
+import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from '../market-data/venues.ts';
+import type { Services } from '../services.ts';
+import { summaryCommon } from './orderbook-summary.schemas.ts';
+
+/**
+ * Summary answers are written as JSON text by this module to the schema's shape (the
+ * schema still documents them in OpenAPI); validating up to 100,000 buckets again on the
+ * way out would cost more than computing them. Error bodies are objects: stringified.
+ */
+const plainJson = () => (data: unknown) => (typeof data === 'string' ? data : JSON.stringify(data));
+
+const optionalText = (parse: (raw: string) => { ok: true; value: number } | { ok: false; message: string }, description: string) =>
+  z
+    .string()
+    .optional()
+    .meta({ description })
+    .transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      const r = parse(v);
+      if (!r.ok) {
+        ctx.addIssue({ code: 'custom', message: r.message });
+        return z.NEVER;
+      }
+      return r.value;
+    });
+
+const windowQuery = {
+  date: z.string().optional().meta({ description: 'UTC date YYYY-MM-DD; required unless both timestamps are given.' }),
+  start_timestamp: optionalText(parseTimestamp, 'Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp.'),
+  end_timestamp: optionalText(parseTimestamp, 'Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp.'),
+  resolution: optionalText((r) => parseInteger(r, 1, 3600), 'Bucket size in seconds, 1 to 3600. Default 60.'),
+};
+
+interface WindowQuery {
+  date?: string | undefined;
+  start_timestamp?: number | undefined;
+  end_timestamp?: number | undefined;
+  resolution?: number | undefined;
+}
+
+/**
+ * Order-book summaries (interface 4.3, docs/rules/summaries.md): the query becomes a plan, the summaries
+ * library (SummaryReader) answers it from the rollup worker's stored buckets and the part
+ * not rolled up yet, and the buckets are written as the answer.
+ */
+export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
+  const { config, requireKey, summaries } = services;
+  const security = [{ bearerAuth: [] }];
+
+  function plan(v: VenueApi, query: WindowQuery): SummaryPlan {
+    const { date, start_timestamp: start, end_timestamp: end } = query;
+    const resolution = query.resolution ?? 60;
+    if (date !== undefined && (start !== undefined || end !== undefined)) throw invalidParameter('date', 'give either date or start_timestamp and end_timestamp, not both');
+    if ((start === undefined) !== (end === undefined)) throw invalidParameter(start === undefined ? 'start_timestamp' : 'end_timestamp', 'start_timestamp and end_timestamp must be given together');
+    let window: { startMs: number; endMs: number };
+    if (date !== undefined) {
+      const parsed = q.date().safeParse(date);
+      if (!parsed.success) throw invalidParameter('date', parsed.error.issues[0]?.message ?? 'must be a date YYYY-MM-DD');
+      window = utcDayWindow(parsed.data);
+    } else if (start !== undefined && end !== undefined) {
+      if (start > end) throw invalidParameter('start_timestamp', 'start_timestamp must not be after end_timestamp');
+      window = { startMs: start, endMs: end };
+    } else {
+      throw invalidParameter('date', 'date is required unless start_timestamp and end_timestamp are given');
+    }
+    const first = dataFloor(v, config);
+    if (first !== undefined && window.startMs < earliestMs(first)) {
+      throw invalidParameter(date !== undefined ? 'date' : 'start_timestamp', `${venueName(v)} summaries start at ${first}`);
+    }
+    try {
+      return planSummary(window, resolution);
+    } catch (e) {
+      if (e instanceof TooManyBucketsError) throw invalidParameter('resolution', `${e.requested} buckets requested; one answer holds at most ${e.limit}: use a larger resolution or a shorter window`);
+      throw invalidParameter('resolution', (e as Error).message);
+    }
+  }
+
+  // The body as JSON text: the small head stringified, the buckets written from their exact decimals.
+  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: SummaryPlan, date: string | undefined): string => {
+    const fields = {
+      ...head,
+      date: date ?? null,
+      ...(date === undefined ? { start_timestamp: p.window.startMs, end_timestamp: p.window.endMs } : {}),
+      resolution_seconds: p.resolution,
+      data_points: exact.length,
+    };
+    return `${JSON.stringify(fields).slice(0, -1)},"data":${summaryBucketsJson(exact)}}`;
+  };
+
+  for (const v of VENUES) {
+    const asset = v.asset;
+    // The series: one outcome token where the venue's markets have them, else the market.
+    const ids = { [v.marketParam]: v.market(), ...(asset ? { [asset.param]: q.text(asset.description, 128) } : {}) };
+    const head = { [v.marketField]: z.string(), ...(asset ? { [asset.param]: z.string() } : {}) };
+    for (const { url, alias } of venuePaths(v, 'orderbook-summary')) {
+      app.get(
+        url,
+        {
+          schema: {
+            summary: alias ? `${v.summaryTitle} (legacy alias)` : v.summaryTitle,
+            tags: [v.venue],
+            security,
+            querystring: z.object({ ...ids, ...windowQuery }),
+            response: { 200: z.object({ ...head, ...summaryCommon }), ...errors },
+          },
+          onRequest: requireKey,
+          serializerCompiler: plainJson,
+        },
+        async (req, reply) => {
+          const query = req.query as Record<string, string> & WindowQuery;
+          const p = plan(v, query);
+          const market = marketOf(v, query);
+          const assetId = asset ? query[asset.param]! : market;
+          const exact = await guard('ClickHouse', () => summaries.summary({ venue: v.venue, market, asset: assetId }, p));
+          reply.type('application/json; charset=utf-8');
+          return answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date) as never;
+        },
+      );
+    }
+  }
+};

@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
+import type { Plan } from '../billing/plans.ts';
+import type { SubscriptionService } from '../billing/subscription.service.ts';
+import type { RequestLogWriter } from './request-log.ts';
+import { quotaExceededBody } from './limits.ts';
+import type { QuotaService, ReserveResult } from './quota.service.ts';
+import { quotaExceededSchema } from './schemas.ts';
+
+/**
+ * Billing of the historical-data routes: every route whose onRequest hooks include
+ * `requireKey` (the Bearer key check) is billable. An `onRoute` hook finds them as they are
+ * registered and adds:
+ *
+ * - onRequest, after the key check: tracking. On the response's `close` (which also fires
+ *   when the client goes away mid-stream, when Fastify's onResponse does not) the
+ *   request-log row is written, then the reservation (if any) settled. A 2xx status line
+ *   means the call counts, also for a streamed page that broke off later; a client gone
+ *   before the status line is logged as 499 and not billed. Requests refused for their
+ *   parameters (400) are logged too, but hold no reservation.
+ * - preHandler, after parameter validation: the quota reservation (429 with Retry-After
+ *   and the limit in the body when refused). So over the quota a malformed request still
+ *   gets its 400, and authentication (401/403) comes before both.
+ * - the 429 answer in the route's OpenAPI responses.
+ *
+ * Routes of the API that need no key (health, lookup, keys, usage, stats) are not billed,
+ * nor is a route behind `requireKey` whose config says `billable: false` (the coverage map).
+ */
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** false: the route needs a key (requireKey) but is not billed. */
+    billable?: boolean;
+  }
+}
+
+export interface BillableDeps {
+  requireKey: (req: FastifyRequest) => Promise<void>;
+  quota: QuotaService;
+  subscriptions: Pick<SubscriptionService, 'planOf'>;
+  requestLog: RequestLogWriter;
+  /** Route prefix stripped from logged endpoints (`/api/v1`). */
+  prefix: string;
+}
+
+const MAX_PARAMS_CHARS = 2000;
+
+/** The endpoint as logged: the route pattern without the version prefix. */
+export function endpointOf(url: string, prefix: string): string {
+  return url.startsWith(prefix) ? url.slice(prefix.length) || '/' : url;
+}
+
+export function venueOf(endpoint: string): string {
+  if (endpoint.startsWith('/exchange-a/') || endpoint.startsWith('/market/')) return 'exchange-a';
+  if (endpoint.startsWith('/exchange-b/')) return 'exchange-b';
+  return '';
+}
+
+/** Query parameters as logged: cursors shortened (opaque and long), the whole capped. */
+export function paramsJson(query: unknown): string {
+  if (!query || typeof query !== 'object') return '{}';
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(query as Record<string, unknown>)) {
+    if (v === undefined) continue;
+    out[k] = k === 'cursor' && typeof v === 'string' && v.length > 24 ? `${v.slice(0, 24)}…` : v;
+  }
+  const s = JSON.stringify(out);
+  return s.length > MAX_PARAMS_CHARS ? JSON.stringify({ truncated: s.slice(0, MAX_PARAMS_CHARS) }) : s;
+}
+
+/** The market a successful request was about (normalised by the route's schema), or ''. */
+export function marketOf(query: unknown): string {
+  if (!query || typeof query !== 'object') return '';
+  const q = query as Record<string, unknown>;
+  const m = q.condition_id ?? q.ticker;
+  return typeof m === 'string' ? m : '';
+}
+
+/** Counts the body bytes of a response as they are written (streamed or not). */
+function countBodyBytes(reply: FastifyReply): { bytes: number } {
+  const counter = { bytes: 0 };
+  const raw = reply.raw;
+  const write = raw.write;
+  const end = raw.end;
+  let ending = false;
+  const size = (chunk: unknown, encoding?: unknown) =>
+    typeof chunk === 'string' ? Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8') : chunk instanceof Uint8Array ? chunk.byteLength : 0;
+  // Own properties on this response only. `ending`: some responses implement end(data) as
+  // write(data) + end() (light-my-request does), which must not count the data twice.
+  raw.write = function (this: typeof raw, chunk: unknown, ...rest: unknown[]) {
+    if (!ending) counter.bytes += size(chunk, rest[0]);
+    return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
+  } as typeof raw.write;
+  raw.end = function (this: typeof raw, chunk?: unknown, ...rest: unknown[]) {
+    if (chunk !== undefined && typeof chunk !== 'function') counter.bytes += size(chunk, rest[0]);
+    ending = true;
+    return (end as (...a: unknown[]) => typeof raw).call(this, chunk, ...rest);
+  } as typeof raw.end;
+  return counter;
+}
+
+interface TrackState {
+  requestId: string;
+  /** The plan in force, once the reservation looked it up ('' before). */
+  plan: Plan | '';
+  result: ReserveResult | null;
+  /** The response closed (the row is written): a reservation arriving later is given back at once. */
+  closed: boolean;
+}
+
+export function billableRoutes(deps: BillableDeps) {
+  const urls = new Set<string>();
+  const states = new WeakMap<FastifyRequest, TrackState>();
+
+  /** onRequest, after the key check: the request is logged on `close`, whatever becomes of it. */
+  const track: onRequestHookHandler = async function (req, reply) {
+    const key = req.apiKey;
+    if (!key) return; // requireKey refused the request already
+    const ts = Date.now();
+    const requestId = randomUUID();
+    const state: TrackState = { requestId, plan: '', result: null, closed: false };
+    states.set(req, state);
+    const body = countBodyBytes(reply);
+    reply.raw.once('close', () => {
+      state.closed = true;
+      const sent = reply.raw.headersSent;
+      const status = sent ? reply.raw.statusCode : 499;
+      const reserved = state.result?.ok ? state.result.reservation : null;
+      const ok = reserved !== null && status >= 200 && status < 300;
+      const endpoint = endpointOf(req.routeOptions.url ?? req.url.split('?')[0]!, deps.prefix);
+      // The row first, then the settlement, in this tick: a counter rebuild sees the
+      // request either as open or as a row, never as neither or both.
+      deps.requestLog.add({
+        ts,
+        request_id: requestId,
+        user_id: key.user_id,
+        key_id: key.key_id,
+        plan: state.plan,
+        endpoint,
+        venue: venueOf(endpoint),
+        market: ok ? marketOf(req.query) : '',
+        params: paramsJson(req.query),
+        status,
+        billable: 1,
+        latency_ms: Math.round(reply.elapsedTime * 100) / 100,
+        bytes: body.bytes,
+      });
+      if (reserved) deps.quota.settle(reserved, ok);
+    });
+  };
+
+  /**
+   * preHandler, after the parameters passed validation (a malformed request is a 400 and
+   * never holds a reservation that could crowd out a good one): reserve, or answer 429.
+   */
+  const reserve: preHandlerHookHandler = async function (req, reply) {
+    const state = states.get(req);
+    const key = req.apiKey;
+    if (!state || !key) return;
+    const plan = await deps.subscriptions.planOf(key.user_id);
+    state.plan = plan;
+    // Same id as the log row: a counter rebuild matches open reservations to stored rows by it.
+    state.result = await deps.quota.reserve(key.user_id, plan, state.requestId);
+    if (state.closed) {
+      // The client went away while the reservation was being made: not served, not billed.
+      if (state.result.ok) deps.quota.settle(state.result.reservation, false);
+      return;
+    }
+    if (!state.result.ok) {
+      const e = state.result.exceeded;
+      reply.header('retry-after', String(e.retryAfterS));
+      return reply.code(429).send(quotaExceededBody(e));
+    }
+  };
+
+  const list = <T>(h: T | T[] | undefined): T[] => (h === undefined ? [] : Array.isArray(h) ? h : [h]);
+
+  return {
+    /** Endpoints (without the prefix) that are billed, as registered so far. */
+    urls,
+    onRoute(route: RouteOptions): void {
+      const hooks = list(route.onRequest);
+      // HEAD twins of GET routes may arrive here with the hooks already added.
+      if (route.config?.billable === false || !hooks.includes(deps.requireKey as never) || hooks.includes(track)) return;
+      urls.add(endpointOf(route.url, deps.prefix));
+      route.onRequest = [...hooks, track];
+      route.preHandler = [...list(route.preHandler), reserve];
+      if (route.schema) {
+        route.schema = { ...route.schema, response: { ...(route.schema.response as object | undefined), 429: quotaExceededSchema } };
+      }
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import type { Plan } from '../billing/plans.ts';
+
+/**
+ * Plans, their limits and the quota period: pure rules, no I/O.
+ *
+ * - Each plan has a monthly request quota and a per-second burst limit; null = unlimited.
+ * - The period is the calendar month in UTC: a user's count starts at 0 at 00:00 UTC on the
+ *   1st. (Not the Stripe billing cycle: free users have none, and one rule for everyone is
+ *   easy to state and to check.)
+ * - The burst limit is per user (all of a user's keys together), over fixed one-second
+ *   windows of the Redis server's clock: more keys do not buy more throughput.
+ */
+
+export interface PlanLimit {
+  /** Successful billable requests per calendar month (UTC); null = unlimited. */
+  monthly: number | null;
+  /** Requests per second (per user, all keys together); null = unlimited. */
+  perSecond: number | null;
+}
+
+export type PlanLimits = Record<Plan, PlanLimit>;
+
+/** Defaults when PLAN_* are unset (the interface leaves quota sizes open). */
+export const DEFAULT_PLAN_LIMITS: PlanLimits = {
+  free: { monthly: 1_000, perSecond: 5 },
+  starter: { monthly: 100_000, perSecond: 20 },
+  pro: { monthly: null, perSecond: 100 },
+};
+
+export const UNLIMITED_PLANS: PlanLimits = {
+  free: { monthly: null, perSecond: null },
+  starter: { monthly: null, perSecond: null },
+  pro: { monthly: null, perSecond: null },
+};
+
+/** A limit from the environment: a non-negative integer, 0 or `unlimited` meaning no limit. */
+export function parseLimit(raw: string): number | null | undefined {
+  const s = raw.trim().toLowerCase();
+  if (s === 'unlimited') return null;
+  if (!/^\d{1,15}$/.test(s)) return undefined;
+  const n = Number(s);
+  return n === 0 ? null : n;
+}
+
+export interface Period {
+  /** `YYYY-MM`. */
+  id: string;
+  /** First millisecond of the month (UTC). */
+  startMs: number;
+  /** First millisecond of the next month: the reset time. */
+  endMs: number;
+}
+
+export function periodOf(ms: number): Period {
+  const d = new Date(ms);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth();
+  return {
+    id: `${String(y).padStart(4, '0')}-${String(m + 1).padStart(2, '0')}`,
+    startMs: Date.UTC(y, m, 1),
+    endMs: Date.UTC(y, m + 1, 1),
+  };
+}
+
+/** First millisecond of the UTC day of `ms`. */
+export function dayStart(ms: number): number {
+  return Math.floor(ms / 86_400_000) * 86_400_000;
+}
+
+/** Whole seconds until `resetMs` (at least 1: Retry-After 0 would invite a busy loop). */
+export function retryAfterSeconds(resetMs: number, nowMs: number): number {
+  return Math.max(1, Math.ceil((resetMs - nowMs) / 1000));
+}
+
+export type LimitName = 'monthly' | 'per_second';
+
+/** Why a request was refused: which limit, how far it is used, when it resets. */
+export interface Exceeded {
+  limit: LimitName;
+  plan: Plan;
+  /** The limit's value. */
+  allowed: number;
+  /** Requests counted in the limit's window (this month; this second). */
+  used: number;
+  /** `YYYY-MM` for the monthly limit; the second (ISO 8601) for the burst limit. */
+  window: string;
+  resetsAtMs: number;
+  retryAfterS: number;
+}
+
+/** The 429 body: the error of docs/rules/api-decisions.md plus the limit in numbers. */
+export function quotaExceededBody(e: Exceeded) {
+  const resetsAt = new Date(e.resetsAtMs).toISOString();
+  const message =
+    e.limit === 'monthly'
+      ? `monthly request quota of the ${e.plan} plan used up (${e.used} of ${e.allowed} in ${e.window}); it resets at ${resetsAt}`
+      : `rate limit of the ${e.plan} plan exceeded (${e.allowed} requests per second); retry after ${e.retryAfterS} s`;
+  return {
+    error: { code: 'rate_limited' as const, message },
+    quota: {
+      limit: e.limit,
+      plan: e.plan,
+      allowed: e.allowed,
+      used: e.used,
+      remaining: 0,
+      window: e.window,
+      resets_at: resetsAt,
+      retry_after_seconds: e.retryAfterS,
+    },
+  };
+}

@@ -1,0 +1,251 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from '@booktape/config';
+import type { RequestLogRepository } from '@booktape/storage';
+import type { Plan } from '../billing/plans.ts';
+import { UnavailableError, guard } from '../http/errors.ts';
+import { periodOf, retryAfterSeconds, type Exceeded, type Period, type PlanLimits } from './limits.ts';
+
+/**
+ * Quotas: a monthly request counter and a one-second burst window per user, in Redis.
+ *
+ * Exactness under concurrency: a request *reserves* before it is handled, in one Lua
+ * script (check the monthly count and the burst window, then increment both), so N
+ * parallel requests against a remaining quota of Q let exactly Q through. A reservation
+ * whose request does not succeed (any non-2xx, or a client gone before the status line)
+ * is given back; one that succeeds stays, so the counter equals the successful billable
+ * requests of the period. The burst window counts every request let through, failed or
+ * not (it protects the service, not the bill), and is not given back.
+ *
+ * Keys (`{user}` is a hash tag, so both keys of a user share a cluster slot):
+ *   <prefix>quota:{<user>}:m:<YYYY-MM>  hash n = count, g = generation; expires a week after the month
+ *   <prefix>quota:{<user>}:s            hash s = second (Redis clock), n = requests in it
+ *
+ * The reservation script never creates the monthly key. When it is missing (a new month,
+ * a Redis restart or flush, an eviction) the counter is rebuilt from the request log in
+ * ClickHouse: successful billable requests of the period (by request id), plus what this
+ * process holds that the log does not show yet (rows not flushed, requests still being
+ * handled), and written with "set if absent" so concurrent rebuilds, here or in another
+ * process, cannot add up. Each rebuild gets a new generation; a reservation made under an
+ * older generation is given back only if it was counted into the new one, so a failure
+ * after a restart never decrements a count that did not include it.
+ *
+ * Limit: requests that another API process has not flushed to the log yet (at most its
+ * REQUEST_LOG_FLUSH_MS) or is still handling when Redis loses the counter are missing
+ * from a rebuild made elsewhere.
+ */
+
+const RESERVE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+local t = redis.call('TIME')
+local sec = t[1]
+local used = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+local monthly = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+if monthly > 0 and used >= monthly then return {1, used} end
+local n = 0
+if redis.call('HGET', KEYS[2], 's') == sec then n = tonumber(redis.call('HGET', KEYS[2], 'n') or '0') end
+if burst > 0 and n >= burst then return {2, n, tonumber(sec)} end
+redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[2], 's', sec, 'n', n + 1)
+redis.call('EXPIRE', KEYS[2], 2)
+return {0, used + 1, redis.call('HGET', KEYS[1], 'g') or ''}
+`;
+
+const RELEASE = `
+if redis.call('HGET', KEYS[1], 'g') == ARGV[1] then return redis.call('HINCRBY', KEYS[1], 'n', -1) end
+return -1
+`;
+
+const REBUILD = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'n', ARGV[1], 'g', ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+return 1
+`;
+
+/** Monthly keys outlive their month a little (a late release, an operator looking). */
+const KEEP_AFTER_PERIOD_MS = 7 * 86_400_000;
+
+class Script {
+  readonly sha: string;
+  constructor(readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+  /** EVALSHA, falling back to EVAL when the server does not know the script (after a restart). */
+  async run(redis: Redis, keys: string[], args: Array<string | number>): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (e) {
+      if (!String((e as Error).message).includes('NOSCRIPT')) throw e;
+      return redis.eval(this.lua, keys.length, ...keys, ...args);
+    }
+  }
+}
+
+const reserveScript = new Script(RESERVE);
+const releaseScript = new Script(RELEASE);
+const rebuildScript = new Script(REBUILD);
+
+/** A reserved request, until it is settled. */
+export interface Reservation {
+  requestId: string;
+  userId: string;
+  period: Period;
+  /** The counter generation the reservation was counted in. */
+  gen: string;
+  state: 'open' | 'succeeded' | 'failed';
+}
+
+export type ReserveResult = { ok: true; reservation: Reservation; used: number } | { ok: false; exceeded: Exceeded };
+
+/** What this process knows that the request log in ClickHouse may not show yet. */
+export interface PendingRequests {
+  /** Ids of successful billable requests of `userId` from `fromMs` on, not yet acknowledged by ClickHouse. */
+  pendingSuccessIds(userId: string, fromMs: number): string[];
+}
+
+export interface QuotaServiceDeps {
+  redis: Redis;
+  repo: Pick<RequestLogRepository, 'countBillable'>;
+  log: Logger;
+  redisKeyPrefix: string;
+  limits: PlanLimits;
+  pending: PendingRequests;
+}
+
+export class QuotaService {
+  /** Open reservations of this process, by user and period. */
+  private readonly open = new Map<string, Set<Reservation>>();
+  /** Rebuilds in progress in this process (one per user and period). */
+  private readonly rebuilding = new Map<string, Promise<void>>();
+
+  constructor(private readonly deps: QuotaServiceDeps) {}
+
+  get limits(): PlanLimits {
+    return this.deps.limits;
+  }
+
+  /** A Redis call that fails at once while Redis is known down (the caller answers 503). */
+  private redisCall<T>(fn: (r: Redis) => Promise<T>): Promise<T> {
+    const status = this.deps.redis.status;
+    if (status === 'reconnecting' || status === 'end' || status === 'close') return Promise.reject(new UnavailableError('Redis'));
+    return guard('Redis', () => fn(this.deps.redis));
+  }
+
+  monthlyKey(userId: string, period: Period): string {
+    return `${this.deps.redisKeyPrefix}quota:{${userId}}:m:${period.id}`;
+  }
+
+  private burstKey(userId: string): string {
+    return `${this.deps.redisKeyPrefix}quota:{${userId}}:s`;
+  }
+
+  private openKey(userId: string, period: Period): string {
+    return `${userId}\u0000${period.id}`;
+  }
+
+  /** Reserves one request of `userId` on `plan`, or says which limit refuses it. */
+  async reserve(userId: string, plan: Plan, requestId: string, now = Date.now()): Promise<ReserveResult> {
+    const period = periodOf(now);
+    const limit = this.deps.limits[plan];
+    const keys = [this.monthlyKey(userId, period), this.burstKey(userId)];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const r = (await this.redisCall((redis) => reserveScript.run(redis, keys, [limit.monthly ?? 0, limit.perSecond ?? 0]))) as [number, number?, (number | string)?];
+      const kind = Number(r[0]);
+      if (kind === -1) {
+        await this.ensureCounter(userId, period);
+        continue;
+      }
+      if (kind === 1) {
+        const used = Number(r[1]);
+        return {
+          ok: false,
+          exceeded: { limit: 'monthly', plan, allowed: limit.monthly!, used, window: period.id, resetsAtMs: period.endMs, retryAfterS: retryAfterSeconds(period.endMs, now) },
+        };
+      }
+      if (kind === 2) {
+        const sec = Number(r[2]);
+        return {
+          ok: false,
+          exceeded: { limit: 'per_second', plan, allowed: limit.perSecond!, used: Number(r[1]), window: new Date(sec * 1000).toISOString(), resetsAtMs: (sec + 1) * 1000, retryAfterS: 1 },
+        };
+      }
+      const reservation: Reservation = { requestId, userId, period, gen: String(r[2] ?? ''), state: 'open' };
+      const k = this.openKey(userId, period);
+      let set = this.open.get(k);
+      if (!set) this.open.set(k, (set = new Set()));
+      set.add(reservation);
+      return { ok: true, reservation, used: Number(r[1]) };
+    }
+    // The counter vanished again right after each rebuild: Redis is flushing or evicting.
+    throw new UnavailableError('the quota counter (Redis keeps losing it)');
+  }
+
+  /**
+   * Settles a reservation: a success keeps it (the caller has put the request into the
+   * log before calling this, in the same tick), anything else gives it back.
+   */
+  settle(res: Reservation, succeeded: boolean): void {
+    if (res.state !== 'open') return;
+    res.state = succeeded ? 'succeeded' : 'failed';
+    const k = this.openKey(res.userId, res.period);
+    const set = this.open.get(k);
+    set?.delete(res);
+    if (set?.size === 0) this.open.delete(k);
+    if (!succeeded) this.giveBack(res, res.gen);
+  }
+
+  private giveBack(res: Reservation, gen: string): void {
+    this.redisCall((redis) => releaseScript.run(redis, [this.monthlyKey(res.userId, res.period)], [gen])).catch((err: unknown) =>
+      // The request was refused or failed anyway; the count stays one too high until the month ends.
+      this.deps.log.warn({ err, user: res.userId }, 'giving back a quota reservation failed'),
+    );
+  }
+
+  /** Successful billable requests of `userId` this period (rebuilding the counter when it is missing). */
+  async used(userId: string, now = Date.now()): Promise<{ used: number; period: Period }> {
+    const period = periodOf(now);
+    const key = this.monthlyKey(userId, period);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const n = await this.redisCall((r) => r.hget(key, 'n'));
+      if (n !== null) return { used: Math.max(0, Number(n)), period };
+      await this.ensureCounter(userId, period);
+    }
+    throw new UnavailableError('the quota counter (Redis keeps losing it)');
+  }
+
+  /** Rebuilds the counter of (user, period) once per process at a time. */
+  private ensureCounter(userId: string, period: Period): Promise<void> {
+    const k = this.openKey(userId, period);
+    let p = this.rebuilding.get(k);
+    if (!p) {
+      p = this.rebuild(userId, period).finally(() => this.rebuilding.delete(k));
+      this.rebuilding.set(k, p);
+    }
+    return p;
+  }
+
+  private async rebuild(userId: string, period: Period): Promise<void> {
+    // One synchronous snapshot of what this process holds: rows not yet in ClickHouse and
+    // requests still being handled. A request moves from the second to the first in one
+    // tick, so it is seen exactly once; ids the log already has are subtracted below.
+    const openNow = [...(this.open.get(this.openKey(userId, period)) ?? [])];
+    const ids = new Set(this.deps.pending.pendingSuccessIds(userId, period.startMs));
+    for (const r of openNow) ids.add(r.requestId);
+    const idList = [...ids];
+    const { stored, overlap } = await guard('ClickHouse', () => this.deps.repo.countBillable(userId, period.startMs, idList));
+    const count = stored + idList.length - overlap;
+    const gen = randomBytes(8).toString('hex');
+    const won = await this.redisCall((r) => rebuildScript.run(r, [this.monthlyKey(userId, period)], [count, gen, period.endMs + KEEP_AFTER_PERIOD_MS]));
+    if (Number(won) !== 1) return; // someone else rebuilt it first: theirs stands
+    this.deps.log.info({ user: userId, period: period.id, count }, 'quota counter rebuilt from the request log');
+    // The open reservations were counted into this generation: from now on they are given
+    // back against it, and one that failed meanwhile is given back now.
+    for (const r of openNow) {
+      const before = r.gen;
+      r.gen = gen;
+      if (r.state === 'failed' && before !== gen) this.giveBack(r, gen);
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { MAX_TIMESTAMP_MS, isCalendarDate, show, toMilliseconds, type Parsed } from '../http/params.ts';
+
+/**
+ * Parameters of the usage and statistics endpoints: pure rules, no I/O, no clock (the
+ * current time is passed in).
+ */
+
+export const USAGE_LIMITS = {
+  recentDefault: 50,
+  recentMax: 1000,
+  popularDefault: 10,
+  popularMax: 100,
+  /** Most buckets one timeframe answer holds (a month of hours is 744). */
+  maxBuckets: 2000,
+} as const;
+
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * A point in time: `YYYY-MM-DD` (UTC; as a lower bound its first millisecond, as an upper
+ * bound its last, so `from=2026-05-01&to=2026-05-31` is all of May), an ISO 8601 date-time
+ * with `Z` or an offset, or Unix seconds or milliseconds (below 10^11 = seconds).
+ */
+export function parseInstant(raw: string, edge: 'start' | 'end'): Parsed<number> {
+  const s = raw.trim();
+  let ms: number;
+  if (/^\d{4}-\d{2}-\d{2}$/.test(s)) {
+    if (!isCalendarDate(s)) return { ok: false, message: `must be a real calendar date, got ${show(raw)}` };
+    ms = Date.parse(`${s}T00:00:00Z`) + (edge === 'end' ? DAY_MS - 1 : 0);
+  } else if (/^\d{1,16}$/.test(s)) {
+    ms = toMilliseconds(Number(s));
+  } else if (ISO_DATE_TIME.test(s)) {
+    ms = Date.parse(s);
+    if (!Number.isFinite(ms)) return { ok: false, message: `must be a valid date-time, got ${show(raw)}` };
+  } else {
+    return { ok: false, message: `must be a date YYYY-MM-DD, an ISO 8601 date-time with Z or an offset, or Unix seconds or milliseconds, got ${show(raw)}` };
+  }
+  if (ms < 0 || ms > MAX_TIMESTAMP_MS) return { ok: false, message: `must be from 1970-01-01 to 2149-06-06` };
+  return { ok: true, value: ms };
+}
+
+export interface StatusFilter {
+  label: string;
+  min: number;
+  max: number;
+}
+
+/** `2xx`, `4xx`, `5xx` (a class) or a status code such as `429`. */
+export function parseStatus(raw: string): Parsed<StatusFilter> {
+  const s = raw.trim().toLowerCase();
+  const cls = /^([1-5])xx$/.exec(s);
+  if (cls) return { ok: true, value: { label: s, min: Number(cls[1]) * 100, max: Number(cls[1]) * 100 + 99 } };
+  if (/^[1-5]\d\d$/.test(s)) return { ok: true, value: { label: s, min: Number(s), max: Number(s) } };
+  return { ok: false, message: `must be a status code (e.g. 200, 429) or a class (2xx, 4xx, 5xx), got ${show(raw)}` };
+}
+
+export type Interval = 'hour' | 'day';
+
+export function intervalMs(i: Interval): number {
+  return i === 'hour' ? HOUR_MS : DAY_MS;
+}
+
+/** Bucket starts (UTC-aligned) covering [fromMs, toMs]. */
+export function bucketStarts(fromMs: number, toMs: number, interval: Interval): number[] {
+  const step = intervalMs(interval);
+  const out: number[] = [];
+  for (let t = Math.floor(fromMs / step) * step; t <= toMs; t += step) out.push(t);
+  return out;
+}
+
+export function bucketCount(fromMs: number, toMs: number, interval: Interval): number {
+  const step = intervalMs(interval);
+  return Math.floor(toMs / step) - Math.floor(fromMs / step) + 1;
+}
+
+/** A series with every bucket of the window, zeros where the log has none. */
+export function fillSeries<T extends { start: number }>(starts: readonly number[], rows: readonly T[], zero: (start: number) => T): T[] {
+  const byStart = new Map(rows.map((r) => [r.start, r]));
+  return starts.map((s) => byStart.get(s) ?? zero(s));
+}
+
+// ---- recent-requests cursor ------------------------------------------------------------
+
+/**
+ * `r1.<body>.<mac>`: body = base64url(JSON [user_id, ts_ms, request_id]) of the last row of
+ * the page; mac = HMAC-SHA256 with the cursor secret. Bound to the user it was issued for.
+ */
+const RECENT_VERSION = 'r1';
+
+function mac(secret: Buffer, signed: string): Buffer {
+  return createHmac('sha256', secret).update(signed).digest();
+}
+
+export function encodeRecentCursor(secret: Buffer, userId: string, pos: { ts: number; requestId: string }): string {
+  const body = Buffer.from(JSON.stringify([userId, pos.ts, pos.requestId])).toString('base64url');
+  const signed = `${RECENT_VERSION}.${body}`;
+  return `${signed}.${mac(secret, signed).toString('base64url')}`;
+}
+
+export function decodeRecentCursor(secret: Buffer, cursor: string, userId: string): Parsed<{ ts: number; requestId: string }> {
+  const bad = { ok: false as const, message: 'must be the next_cursor of the previous page of this user, unchanged' };
+  if (cursor.length > 1024) return bad;
+  const parts = cursor.split('.');
+  if (parts.length !== 3 || parts[0] !== RECENT_VERSION) return bad;
+  const [, body, tag] = parts as [string, string, string];
+  const given = Buffer.from(tag, 'base64url');
+  const expected = mac(secret, `${RECENT_VERSION}.${body}`);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected) || tag !== given.toString('base64url')) return bad;
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+  } catch {
+    return bad;
+  }
+  if (!Array.isArray(v) || v.length !== 3 || v[0] !== userId || !Number.isSafeInteger(v[1]) || typeof v[2] !== 'string') return bad;
+  return { ok: true, value: { ts: v[1] as number, requestId: v[2] as string } };
+}
