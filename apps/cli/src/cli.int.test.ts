@@ -1,14 +1,16 @@
 import { spawnSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, silentLogger } from '@booktape/config';
 import { createKafka, ensureTopics, topicNames } from '@booktape/messaging';
-import { RawEventsRepository, SummariesRepository } from '@booktape/storage';
+import { RawEventsRepository, SummariesRepository, type ClickHouse } from '@booktape/storage';
 import { createSink } from '@booktape/ingestor';
 import { createRollupWorker } from '@booktape/rollup-worker';
-import { requireEnv, tempClickHouse, uniqueId } from '@booktape/testkit';
+import { requireEnv, tempClickHouse, uniqueId, waitFor } from '@booktape/testkit';
+import { bearer, startTestApi } from '@booktape/api/testing';
 
 const BIN = path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs');
 const dir = mkdtempSync(path.join(tmpdir(), 'booktape-cli-'));
@@ -24,6 +26,24 @@ function runAsync(args: string[], env: Record<string, string> = {}): Promise<{ s
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => child.once('exit', (status) => resolve({ status, stderr })));
+}
+
+/**
+ * What `replay --wait` talks to, on fresh topics, group and queue: a started rollup worker and
+ * a sink the test starts when it wants; `env` points the CLI at them.
+ */
+async function replayTarget(ch: ClickHouse, name: string, debounceMs: number) {
+  const prefix = `${uniqueId(name)}.`;
+  const group = uniqueId(`${name}-g`);
+  const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: name }, silentLogger());
+  const topics = topicNames(prefix);
+  await ensureTopics(kafka, topics, 2);
+  const queuePrefix = uniqueId(`${name}-rollup`);
+  const worker = createRollupWorker({ ch, redisUrl: requireEnv('REDIS_URL'), log: silentLogger(), options: { queuePrefix, debounceMs } });
+  await worker.start();
+  const sink = createSink({ kafka, topics, ch, log: silentLogger(), groupId: group, onStored: (parts) => worker.queue?.notify(parts) });
+  const env = { KAFKA_TOPIC_PREFIX: prefix, SINK_GROUP_ID: group, KAFKA_PARTITIONS: '2', ROLLUP_QUEUE_PREFIX: queuePrefix };
+  return { worker, sink, env };
 }
 
 describe('booktape command line', () => {
@@ -46,15 +66,7 @@ describe('booktape command line', () => {
 
   it('replay --wait sends a capture file through Kafka and returns once the sink stored it and its summaries are rebuilt, reporting bad lines', async () => {
     const t = await tempClickHouse();
-    const prefix = `${uniqueId('cli')}.`;
-    const group = uniqueId('cli-g');
-    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'cli-test' }, silentLogger());
-    const topics = topicNames(prefix);
-    await ensureTopics(kafka, topics, 2);
-    const queuePrefix = uniqueId('cli-rollup');
-    const worker = createRollupWorker({ ch: t.ch, redisUrl: requireEnv('REDIS_URL'), log: silentLogger(), options: { queuePrefix, debounceMs: 100 } });
-    await worker.start();
-    const sink = createSink({ kafka, topics, ch: t.ch, log: silentLogger(), groupId: group, onStored: (parts) => worker.queue?.notify(parts) });
+    const { worker, sink, env } = await replayTarget(t.ch, 'cli', 100);
     await sink.start();
     try {
       const market = '0x' + 'ab'.repeat(32);
@@ -67,7 +79,7 @@ describe('booktape command line', () => {
       const file = path.join(dir, 'capture.ndjson');
       writeFileSync(file, [...lines, '{not json', ''].join('\n'));
       const child = spawn(process.execPath, [BIN, 'replay', file, '--wait', '--timeout', '60'], {
-        env: { ...process.env, LOG_LEVEL: 'warn', KAFKA_TOPIC_PREFIX: prefix, SINK_GROUP_ID: group, KAFKA_PARTITIONS: '2', ROLLUP_QUEUE_PREFIX: queuePrefix },
+        env: { ...process.env, LOG_LEVEL: 'warn', ...env },
       });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -126,6 +138,175 @@ describe('booktape command line', () => {
     } finally {
       await worker.stop();
       await t.cleanup();
+    }
+  });
+});
+
+/** Every message of a topic, as parsed JSON values (a fresh group reads it from the start). */
+async function readTopic(kafka: ReturnType<typeof createKafka>, topic: string, atLeast: number): Promise<Array<Record<string, unknown>>> {
+  const out: Array<Record<string, unknown>> = [];
+  const consumer = kafka.consumer({ groupId: uniqueId('cli-read') });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await consumer.run({ eachMessage: async ({ message }) => void out.push(JSON.parse(message.value!.toString()) as Record<string, unknown>) });
+  try {
+    await waitFor(`${atLeast} message(s) on ${topic}`, () => out.length >= atLeast, 30_000);
+    await new Promise((r) => setTimeout(r, 500)); // and nothing more
+  } finally {
+    await consumer.disconnect();
+  }
+  return out;
+}
+
+function aLine(ts: number, frame: unknown) {
+  return JSON.stringify({ venue: 'exchange-a', received_at: new Date(ts + 3).toISOString(), frame });
+}
+
+describe('booktape replay edge cases', () => {
+  it('refuses a missing or unreadable file at once with a clear error and a non-zero exit, sending nothing', async () => {
+    const good = path.join(dir, 'ok.ndjson');
+    writeFileSync(good, aLine(Date.UTC(2026, 5, 1), { event_type: 'book', asset_id: '1', market: '0x' + 'ab'.repeat(32), bids: [], asks: [], timestamp: String(Date.UTC(2026, 5, 1)), hash: '0x1' }) + '\n');
+    const aDir = path.join(dir, 'a-directory.ndjson');
+    mkdirSync(aDir, { recursive: true });
+    const missing = path.join(dir, 'no-such-capture.ndjson');
+    const started = Date.now();
+    // A broker nobody listens on: the check must come before any connection attempt.
+    const r = await runAsync(['replay', good, missing, aDir, '--wait'], { KAFKA_BROKERS: '127.0.0.1:1' });
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`${missing}: no such file`);
+    expect(r.stderr).toContain(`${aDir}: not a regular file`);
+    expect(r.stderr).not.toMatch(/\n\s+at .*\(.*:\d+:\d+\)/);
+  });
+
+  it('counts a frame too large for Kafka, dead-letters it with its reason, stores the rest and exits 5', async () => {
+    const prefix = `${uniqueId('cli-big')}.`;
+    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'cli-big' }, silentLogger());
+    const topics = topicNames(prefix);
+    await ensureTopics(kafka, topics, 1);
+    const market = '0x' + 'cd'.repeat(32);
+    const ts = Date.UTC(2026, 5, 2, 10);
+    const book = (asset: string, hash: string, levels: number) => ({
+      event_type: 'book', asset_id: asset, market, timestamp: String(ts), hash,
+      bids: Array.from({ length: levels }, (_, i) => ({ price: '0.48', size: String(i + 1) })), asks: [{ price: '0.52', size: '5' }],
+    });
+    const file = path.join(dir, 'big.ndjson');
+    // Two small books around one of ~1.3 MB (the broker's limit is 1 MiB).
+    writeFileSync(file, [aLine(ts, [book('111', '0xsmall1', 2)]), aLine(ts + 1, [book('222', '0xbig', 40_000)]), aLine(ts + 2, [book('333', '0xsmall2', 2)])].join('\n') + '\n');
+    const r = await runAsync(['replay', file], { KAFKA_TOPIC_PREFIX: prefix, KAFKA_PARTITIONS: '1' });
+    expect(r.stderr).toContain('3 frames → 3 records');
+    expect(r.stderr).toContain('1 record(s) in 1 message(s) larger than Kafka accepts were NOT stored');
+    expect(r.status).toBe(5);
+
+    const raw = await readTopic(kafka, topics.raw['exchange-a'], 1);
+    const assets = raw.flatMap((v) => (v as unknown as Array<{ event: { asset_id: string } }>).map((m) => m.event.asset_id));
+    expect(assets).toEqual(['111', '333']);
+    const [dl, ...more] = await readTopic(kafka, topics.deadLetter, 1);
+    expect(more).toEqual([]);
+    expect(dl!.venue).toBe('exchange-a');
+    expect(String(dl!.reason)).toMatch(/kafka refused a message of \d+ characters \(1 record\(s\)\) as larger than the broker accepts; frame truncated to its first 65536/);
+    expect(String(dl!.frame)).toHaveLength(65_536);
+    expect(String(dl!.frame)).toContain('"0xbig"');
+  });
+
+  it('reaches the project Kafka through BOOKTAPE_KAFKA_PORT when KAFKA_BROKERS is unset', async () => {
+    const [host, port] = requireEnv('KAFKA_BROKERS').split(',')[0]!.split(':');
+    // A port forwarder in front of the broker: a connection to it proves the port was used.
+    let connections = 0;
+    const proxy = net.createServer((client) => {
+      connections += 1;
+      const upstream = net.connect(Number(port), host);
+      client.pipe(upstream).pipe(client);
+      const end = () => (client.destroy(), upstream.destroy());
+      client.on('error', end);
+      upstream.on('error', end);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const proxyPort = (proxy.address() as net.AddressInfo).port;
+    try {
+      const prefix = `${uniqueId('cli-port')}.`;
+      const ts = Date.UTC(2026, 5, 3);
+      const file = path.join(dir, 'port.ndjson');
+      writeFileSync(file, aLine(ts, [{ event_type: 'book', asset_id: '1', market: '0x' + 'ef'.repeat(32), bids: [], asks: [], timestamp: String(ts), hash: '0x1' }]) + '\n');
+      const env: Record<string, string> = { ...(process.env as Record<string, string>), LOG_LEVEL: 'warn', KAFKA_TOPIC_PREFIX: prefix, KAFKA_PARTITIONS: '1', BOOKTAPE_KAFKA_PORT: String(proxyPort) };
+      delete env.KAFKA_BROKERS;
+      const child = spawn(process.execPath, [BIN, 'replay', file], { env });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((r) => child.once('exit', r));
+      expect(stderr).toContain('1 frames → 1 records');
+      expect(code).toBe(0);
+      expect(connections).toBeGreaterThan(0);
+      const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'cli-port' }, silentLogger());
+      expect(await readTopic(kafka, topicNames(prefix).raw['exchange-a'], 1)).toHaveLength(1);
+    } finally {
+      proxy.close();
+    }
+  });
+
+  it('replay --wait ends with the timeout status, not a wait forever, when Redis cannot be reached', async () => {
+    const t = await tempClickHouse();
+    const prefix = `${uniqueId('cli-noredis')}.`;
+    const group = uniqueId('cli-noredis-g');
+    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'cli-noredis' }, silentLogger());
+    const topics = topicNames(prefix);
+    await ensureTopics(kafka, topics, 1);
+    const sink = createSink({ kafka, topics, ch: t.ch, log: silentLogger(), groupId: group });
+    await sink.start();
+    try {
+      const ts = Date.UTC(2026, 5, 5);
+      const file = path.join(dir, 'noredis.ndjson');
+      writeFileSync(file, aLine(ts, [{ event_type: 'book', asset_id: '1', market: '0x' + '9a'.repeat(32), bids: [], asks: [], timestamp: String(ts), hash: '0x1' }]) + '\n');
+      const started = Date.now();
+      const r = await runAsync(['replay', file, '--wait', '--timeout', '15'], { KAFKA_TOPIC_PREFIX: prefix, SINK_GROUP_ID: group, KAFKA_PARTITIONS: '1', REDIS_URL: 'redis://127.0.0.1:1' });
+      expect(r.stderr).toContain('everything replayed is stored');
+      expect(r.stderr).toContain('no answer from Redis (redis://127.0.0.1:1) before the timeout');
+      expect(r.status).toBe(4);
+      expect(Date.now() - started).toBeLessThan(45_000);
+    } finally {
+      await sink.stop();
+      await t.cleanup();
+    }
+  });
+
+  it('replay --wait returns only once every replayed record is visible to the API, cached answers included', async () => {
+    const cacheMs = 4_000;
+    const api = await startTestApi({ resultCacheMs: cacheMs });
+    const { worker, sink, env } = await replayTarget(api.ch, 'cli-vis', 50);
+    try {
+      const key = await api.newKey();
+      const ticker = 'KXVIS-1';
+      const ts = Date.UTC(2026, 5, 4, 9);
+      const n = 200;
+      const lines = [{ type: 'orderbook_snapshot', sid: 1, seq: 1, msg: { market_ticker: ticker, yes_dollars_fp: [['0.4100', '20.00']], no_dollars_fp: [['0.5400', '200.00']] } }];
+      for (let i = 2; i <= n; i++) lines.push({ type: 'orderbook_delta', sid: 1, seq: i, msg: { market_ticker: ticker, price_dollars: '0.4100', delta_fp: '1.00', side: 'yes' } } as never);
+      const file = path.join(dir, 'visible.ndjson');
+      writeFileSync(file, lines.map((frame, i) => JSON.stringify({ venue: 'exchange-b', received_at: new Date(ts + i).toISOString(), frame })).join('\n') + '\n');
+      const child = spawn(process.execPath, [BIN, 'replay', file, '--wait', '--timeout', '90'], {
+        env: { ...process.env, LOG_LEVEL: 'warn', ...env, API_RESULT_CACHE_MS: String(cacheMs) },
+      });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const exited = new Promise<number | null>((r) => child.once('exit', r));
+      const total = async () => {
+        const res = await api.app.inject({ method: 'GET', url: `/api/v1/exchange-b/market/data?ticker=${ticker}&date=2026-06-04&limit=10`, headers: bearer(key) });
+        expect(res.statusCode).toBe(200);
+        return (res.json() as { pagination: { total_count: number } }).pagination.total_count;
+      };
+      // Everything is in Kafka and nothing stored yet: a client reads (and the API caches) the count…
+      await waitFor('replay waiting for the sink', () => stderr.includes('waiting for the sink'), 60_000);
+      expect(await total()).toBe(0);
+      // …then the sink stores it all, well within the cache's lifetime.
+      await sink.start();
+      const code = await exited;
+      // Right after --wait returned: every record, not the cached answer from before.
+      expect(await total()).toBe(n);
+      expect(stderr).toContain('everything replayed is visible');
+      expect(code).toBe(0);
+    } finally {
+      await sink.stop();
+      await worker.stop();
+      await api.close();
     }
   });
 });

@@ -1,7 +1,10 @@
 import cliProgress from 'cli-progress';
-import { createLogger, parseEnv } from '@booktape/config';
-import { BatchingProducer, RollupQueue, createKafka, ensureTopics, partitionsOf, topicNames, type PartitionRef } from '@booktape/messaging';
-import { CapturePipeline, concatRawMessages, ingestorConfig, ingestorEnvSchema, replayFiles, waitUntilStored } from '@booktape/ingestor';
+import type { Venue } from '@booktape/domain';
+import { createLogger, envInt, parseEnv, redactUrl } from '@booktape/config';
+import { BatchingProducer, RollupQueue, concatRawMessages, createKafka, ensureTopics, partitionsOf, rawRecordCount, tooLargeDeadLetter, topicNames, type PartitionRef } from '@booktape/messaging';
+import { CapturePipeline, checkCaptureFiles, ingestorConfig, ingestorEnvSchema, replayFiles, waitUntilStored, type ReplaySummary } from '@booktape/ingestor';
+import { z } from 'zod';
+import { withLocalServicePorts } from '../local-services.ts';
 
 export interface ReplayOptions {
   files: string[];
@@ -9,24 +12,63 @@ export interface ReplayOptions {
   timeoutMs: number;
 }
 
+/** Exit statuses besides 0 (all stored) and 1 (error) / 2 (usage, configuration). */
+export const EXIT_BAD_LINES = 3;
+export const EXIT_SUMMARIES_TIMEOUT = 4;
+/** Kafka refused records as too large: they are in the dead-letter topic, not stored. */
+export const EXIT_TOO_LARGE = 5;
+
 /**
- * `booktape replay <files…> [--wait]`: capture files through Kafka like live frames. With
- * --wait it returns only once the sink has stored everything it sent. Progress goes to
- * stderr: a bar on a terminal, a line every few seconds otherwise.
+ * The API reuses a count or availability answer for API_RESULT_CACHE_MS (apps/api
+ * config, same variable and default): an answer loaded before the last records were
+ * stored can be served until then. --wait outlasts it, so that when it returns no
+ * process's cache still holds a pre-replay answer.
  */
+const cacheEnvSchema = z.object({ API_RESULT_CACHE_MS: envInt(1000, 0, 60_000) });
+
+/**
+ * --wait is over when all three hold: the sink committed past everything this replay
+ * produced (so it is in ClickHouse), the summaries of every touched partition are
+ * rebuilt, and the API's result cache has expired every answer loaded before the
+ * data was confirmed stored. Pure: the time left to wait for the last one.
+ */
+export function cacheWaitMs(storedConfirmedAt: number, now: number, cacheTtlMs: number): number {
+  return Math.max(0, storedConfirmedAt + cacheTtlMs - now);
+}
+
+/** The exit status of a replay: lost data first, then a summary timeout, then bad lines. */
+export function replayExitCode(summary: Pick<ReplaySummary, 'badLines'>, tooLargeRecords: number, summariesSettled: boolean): number {
+  if (tooLargeRecords > 0) return EXIT_TOO_LARGE;
+  if (!summariesSettled) return EXIT_SUMMARIES_TIMEOUT;
+  return summary.badLines.length > 0 ? EXIT_BAD_LINES : 0;
+}
+
+const TIMED_OUT = Symbol('timed out');
+
 /**
  * Waits until the rollup workers have rebuilt the summaries of every partition replayed:
- * the sink has marked them dirty before committing (so before the wait above returned),
+ * the sink has marked them dirty before committing (so before waitUntilStored returned),
  * and a partition is settled once no rollup has it dirty or claimed.
  */
 async function waitForSummaries(parts: PartitionRef[], platform: { redisUrl: string; rollup: { queuePrefix: string } }, deadline: number, tty: boolean): Promise<boolean> {
   if (parts.length === 0) return true;
   const queue = new RollupQueue({ redisUrl: platform.redisUrl, prefix: platform.rollup.queuePrefix });
+  // The Redis client queues commands while it cannot connect: every call is bounded by the
+  // deadline, so an unreachable Redis ends in the timeout status, not in a wait forever.
+  const bounded = <T>(p: Promise<T>): Promise<T | typeof TIMED_OUT> => {
+    let timer: NodeJS.Timeout | undefined;
+    const out = new Promise<typeof TIMED_OUT>((r) => (timer = setTimeout(() => r(TIMED_OUT), Math.max(0, deadline - Date.now()))));
+    return Promise.race([p, out]).finally(() => clearTimeout(timer));
+  };
   try {
     process.stderr.write(`waiting for the summaries of ${parts.length} partition(s) to be rebuilt …\n`);
     let last = -1;
     for (;;) {
-      const left = await queue.unsettled(parts);
+      const left = await bounded(queue.unsettled(parts));
+      if (left === TIMED_OUT) {
+        process.stderr.write(`\nno answer from Redis (${redactUrl(platform.redisUrl)}) before the timeout: the rollup state is unknown\n`);
+        return false;
+      }
       if (left === 0) break;
       if (left !== last && tty) process.stderr.write(`\r  ${left} partition(s) still rolling up   `);
       last = left;
@@ -40,17 +82,43 @@ async function waitForSummaries(parts: PartitionRef[], platform: { redisUrl: str
     process.stderr.write(`${tty && last > 0 ? '\n' : ''}summaries rebuilt\n`);
     return true;
   } finally {
-    await queue.close();
+    // Closing waits for nothing that an unreachable Redis could withhold for long.
+    await Promise.race([queue.close(), new Promise((r) => setTimeout(r, 2_000).unref())]);
   }
 }
 
+/**
+ * `booktape replay <files…> [--wait]`: capture files through Kafka like live frames. With
+ * --wait it returns only once everything it sent is visible to the API (see cacheWaitMs).
+ * Progress goes to stderr: a bar on a terminal, a line every few seconds otherwise.
+ */
 export async function runReplay(opts: ReplayOptions): Promise<number> {
   const log = createLogger('replay', process.env.LOG_LEVEL ?? 'warn');
-  const config = ingestorConfig(parseEnv(ingestorEnvSchema));
+  const env = withLocalServicePorts(process.env);
+  const config = ingestorConfig(parseEnv(ingestorEnvSchema, env), env);
+  const cacheTtlMs = parseEnv(cacheEnvSchema, env).API_RESULT_CACHE_MS;
+  // A missing or unreadable file is refused before anything connects: nothing is sent,
+  // and nothing is left open to keep the process from exiting.
+  await checkCaptureFiles(opts.files);
   const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'booktape-replay' }, log);
   const topics = topicNames(config.platform.kafka.topicPrefix);
   await ensureTopics(kafka, topics, config.kafkaPartitions);
-  const producer = new BatchingProducer(kafka, log, { lingerMs: 50, maxMessages: 20_000, coalesce: concatRawMessages, coalesceTopics: new Set(Object.values(topics.raw)) });
+  const venueOfTopic = new Map<string, Venue>(Object.entries(topics.raw).map(([v, t]) => [t, v as Venue]));
+  // A message the broker refuses even alone: its records are counted as not stored, and a
+  // dead letter (reason and the head of the value) goes to the dead-letter topic.
+  const tooLarge = { messages: 0, records: 0 };
+  const producer: BatchingProducer = new BatchingProducer(kafka, log, {
+    lingerMs: 50,
+    maxMessages: 20_000,
+    coalesce: concatRawMessages,
+    coalesceTopics: new Set(Object.values(topics.raw)),
+    onTooLarge: (m) => {
+      const venue = venueOfTopic.get(m.topic) ?? null;
+      tooLarge.messages += 1;
+      tooLarge.records += venue === null ? 0 : Math.max(1, rawRecordCount(m.value));
+      void producer.send({ topic: topics.deadLetter, key: m.key, value: tooLargeDeadLetter(venue, m.value, new Date()) });
+    },
+  });
   await producer.connect();
   // The partitions this replay touches: with --wait, their summaries are waited for too.
   const partitions = new Map<string, PartitionRef>();
@@ -63,14 +131,21 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
   );
   const started = Date.now();
   let barStarted = false;
-  const summary = await replayFiles(pipeline, opts.files, (p) => {
-    if (!barStarted) {
-      bar.start(p.totalFrames, 0, { rate: 0 });
-      barStarted = true;
-    }
-    bar.update(p.frames, { rate: Math.round(p.frames / Math.max(0.001, (Date.now() - started) / 1000)) });
-  }).finally(() => bar.stop());
-  await producer.disconnect();
+  let summary: ReplaySummary;
+  try {
+    summary = await replayFiles(pipeline, opts.files, (p) => {
+      if (!barStarted) {
+        bar.start(p.totalFrames, 0, { rate: 0 });
+        barStarted = true;
+      }
+      bar.update(p.frames, { rate: Math.round(p.frames / Math.max(0.001, (Date.now() - started) / 1000)) });
+    });
+  } finally {
+    bar.stop();
+    // Also on an error (a file that fails mid-read): an open producer would keep the
+    // process alive after the error is printed.
+    await producer.disconnect();
+  }
 
   process.stderr.write(
     `replayed ${summary.files} file(s): ${summary.frames} frames → ${summary.records} records, ${summary.controls} control frames, ` +
@@ -78,7 +153,14 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
   );
   for (const b of summary.badLines.slice(0, 20)) process.stderr.write(`  ${b.file}:${b.lineNo}: ${b.error}\n`);
   if (summary.badLines.length > 20) process.stderr.write(`  … and ${summary.badLines.length - 20} more\n`);
+  if (tooLarge.messages > 0) {
+    process.stderr.write(
+      `${tooLarge.records} record(s) in ${tooLarge.messages} message(s) larger than Kafka accepts were NOT stored: ` +
+        `dead-lettered to ${topics.deadLetter} (reason and the head of each message)\n`,
+    );
+  }
 
+  let settled = true;
   if (opts.wait) {
     process.stderr.write(`waiting for the sink (group ${config.sinkGroupId}) to store everything …\n`);
     let last = -1;
@@ -89,8 +171,12 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
         last = lag;
       },
     });
+    const storedAt = Date.now();
     process.stderr.write(`${tty ? '\n' : ''}everything replayed is stored\n`);
-    if (!(await waitForSummaries([...partitions.values()], config.platform, started + opts.timeoutMs, tty))) return 4;
+    settled = await waitForSummaries([...partitions.values()], config.platform, started + opts.timeoutMs, tty);
+    const left = cacheWaitMs(storedAt, Date.now(), cacheTtlMs);
+    if (left > 0) await new Promise((r) => setTimeout(r, left));
+    if (settled) process.stderr.write('everything replayed is visible\n');
   }
-  return summary.badLines.length > 0 ? 3 : 0;
+  return replayExitCode(summary, tooLarge.records, settled);
 }

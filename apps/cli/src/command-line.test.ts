@@ -1,0 +1,165 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '@booktape/config';
+import { cliVersion, commandLineProgram, parseCommandLine } from './command-line.ts';
+
+const COMMANDS = ['start', 'simulate', 'replay', 'rollup', 'outage', 'outage add', 'outage list', 'outage remove', 'ingest', 'migrate', 'services'];
+
+describe('booktape command line: help and version', () => {
+  it('prints the usage of every command for <command> --help, -h and help <command>', async () => {
+    for (const cmd of COMMANDS) {
+      const words = cmd.split(' ');
+      const helpOf = [...words.slice(0, -1), 'help', words.at(-1)!]; // help start, outage help add
+      for (const argv of [[...words, '--help'], [...words, '-h'], helpOf]) {
+        const r = await parseCommandLine(argv);
+        expect(r.kind, argv.join(' ')).toBe('print');
+        expect(r.kind === 'print' && r.text, argv.join(' ')).toContain(`Usage: booktape ${cmd} `);
+      }
+    }
+  });
+
+  it('prints the overview, naming every command, with no arguments, --help or help', async () => {
+    for (const argv of [[], ['--help'], ['-h'], ['help']]) {
+      const r = await parseCommandLine(argv);
+      expect(r.kind).toBe('print');
+      for (const cmd of COMMANDS.filter((c) => !c.includes(' '))) expect(r.kind === 'print' && r.text).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
+    }
+  });
+
+  it('prints the version of the CLI package for --version and -v', async () => {
+    expect(cliVersion()).toMatch(/^\d+\.\d+\.\d+/);
+    for (const flag of ['--version', '-v']) expect(await parseCommandLine([flag])).toEqual({ kind: 'print', text: `${cliVersion()}\n` });
+  });
+
+  it('documents every command and every option', () => {
+    const walk = (c: Command, name: string): void => {
+      if (name !== 'booktape help') expect(c.description() || c.summary(), name).not.toBe('');
+      for (const o of c.options) expect(o.description, `${name} ${o.flags}`).not.toBe('');
+      for (const sub of c.commands) walk(sub, `${name} ${sub.name()}`);
+    };
+    walk(commandLineProgram(), 'booktape');
+  });
+
+  it('mentions simulate --seed in the help of simulate', async () => {
+    const r = await parseCommandLine(['simulate', '--help']);
+    expect(r.kind === 'print' && r.text).toMatch(/--seed <n>\s+random seed/);
+  });
+});
+
+describe('booktape command line: bad usage', () => {
+  const usage = async (argv: string[]) => {
+    const r = await parseCommandLine(argv);
+    if (r.kind !== 'usage') throw new Error(`${argv.join(' ')}: expected a usage error, got ${r.kind}`);
+    return r;
+  };
+
+  it('refuses an unknown command, suggesting a near one, with the overview', async () => {
+    const r = await usage(['frobnicate']);
+    expect(r.message).toBe('unknown command: frobnicate');
+    expect(r.usage).toContain('Usage: booktape <command>');
+    expect((await usage(['strat'])).message).toContain('Did you mean start?');
+    expect((await usage(['help', 'frobnicate'])).message).toBe('unknown command: frobnicate');
+    expect((await usage(['outage', 'help', 'purge'])).message).toBe('unknown command: purge');
+  });
+
+  it('refuses an unknown option in the words of parseArgs, with the usage of that command', async () => {
+    const r = await usage(['replay', 'f.ndjson', '--bogus']);
+    expect(r.message).toMatch(/^Unknown option '--bogus'/);
+    expect(r.usage).toContain('Usage: booktape replay');
+    const sub = await usage(['outage', 'list', '--bogus']);
+    expect(sub.message).toMatch(/^Unknown option '--bogus'/);
+    expect(sub.usage).toContain('Usage: booktape outage list');
+    expect((await usage(['simulate', '--sed', '3'])).message).toContain('--seed');
+  });
+
+  it('refuses malformed numbers, missing arguments and stray ones', async () => {
+    expect((await usage(['simulate', '--rate', 'fast'])).message).toBe('--rate must be a positive integer, got "fast"');
+    expect((await usage(['replay', 'f', '--timeout', '0'])).message).toBe('--timeout must be a positive integer, got "0"');
+    expect((await usage(['start', '--rate', '-5'])).kind).toBe('usage');
+    expect((await usage(['replay'])).message).toContain("missing required argument 'files'");
+    expect((await usage(['start', 'now'])).message).toContain('too many arguments');
+    expect((await usage(['services'])).message).toBe('services needs start, status or stop');
+    expect((await usage(['services', 'restart'])).message).toBe('services needs start, status or stop');
+  });
+
+  it('checks a back-fill before anything is enqueued', async () => {
+    const base = ['rollup', '--venue', 'b', '--market', 'KXFILL-1'];
+    expect((await usage([...base, '--from', '2026-05-04', '--to', '2026-05-01'])).message).toBe('--from 2026-05-04 is after --to 2026-05-01');
+    expect((await usage(['rollup', '--venue', 'a', '--market', 'nope', '--from', '2026-05-01', '--to', '2026-05-01'])).message).toContain('is not a condition id');
+    expect((await usage([...base, '--from', '2026-02-30', '--to', '2026-03-01'])).message).toBe('--from must be a date YYYY-MM-DD, got "2026-02-30"');
+    expect((await usage(['rollup', '--market', 'X', '--from', '2026-05-01', '--to', '2026-05-01'])).message).toContain('--venue must be a (exchange-a) or b (exchange-b)');
+  });
+
+  it('refuses outage arguments with the outage rules', async () => {
+    expect((await usage(['outage'])).message).toBe('outage needs add, list or remove');
+    expect((await usage(['outage', 'frob'])).message).toBe('outage needs add, list or remove, got "frob"');
+    expect((await usage(['outage', 'remove', 'abc'])).message).toContain('is not an outage id');
+    expect((await usage(['outage', 'add', '--venue', 'a', '--to', '2026-03-02', '--reason', 'r'])).message).toContain('outage add needs --from');
+    expect((await usage(['outage', 'list', '--api', 'ftp://x'])).message).toContain('--api must be an http(s) URL');
+  });
+});
+
+describe('booktape command line: what runs', () => {
+  const run = async (argv: string[]) => {
+    const r = await parseCommandLine(argv);
+    if (r.kind !== 'run') throw new Error(`${argv.join(' ')}: expected a command, got ${r.kind}${r.kind === 'usage' ? `: ${r.message}` : ''}`);
+    return r.invocation;
+  };
+
+  it('fills the documented defaults', async () => {
+    expect(await run(['start'])).toEqual({ command: 'start', options: { simulate: false, rate: undefined } });
+    expect(await run(['start', '--simulate', '--rate', '50'])).toEqual({ command: 'start', options: { simulate: true, rate: 50 } });
+    expect(await run(['simulate'])).toEqual({ command: 'simulate', options: { port: 9100, rate: 1000, marketsA: 20, marketsB: 10, seed: 1 } });
+    expect(await run(['simulate', '--seed', '7', '--markets-b', '3'])).toEqual({ command: 'simulate', options: { port: 9100, rate: 1000, marketsA: 20, marketsB: 3, seed: 7 } });
+    expect(await run(['replay', 'a.ndjson'])).toEqual({ command: 'replay', options: { files: ['a.ndjson'], wait: false, timeoutMs: 600_000 } });
+    expect(await run(['ingest'])).toEqual({ command: 'ingest' });
+    expect(await run(['migrate'])).toEqual({ command: 'migrate' });
+    expect(await run(['services', 'start', 'redis'])).toEqual({ command: 'services', args: ['start', 'redis'] });
+  });
+
+  it('takes options before, between and after the files', async () => {
+    expect(await run(['replay', '--wait', 'a.ndjson', '--timeout', '60', 'b.ndjson.gz'])).toEqual({
+      command: 'replay',
+      options: { files: ['a.ndjson', 'b.ndjson.gz'], wait: true, timeoutMs: 60_000 },
+    });
+  });
+
+  it('normalises a back-fill request', async () => {
+    expect(await run(['rollup', '--venue', 'b', '--market', 'kxfill-1', '--from', '2026-05-01', '--to', '2026-05-03', '--wait'])).toEqual({
+      command: 'rollup',
+      options: { request: { venue: 'exchange-b', market: 'KXFILL-1', from: '2026-05-01', to: '2026-05-03' }, wait: true, timeoutMs: 3_600_000 },
+    });
+  });
+
+  it('turns outage subcommands into API requests', async () => {
+    const api = 'http://127.0.0.1:9';
+    expect(await run(['outage', 'add', '--api', api, '--venue', 'b', '--from', '2026-03-01T10:00:00Z', '--to', '2026-03-01T12:30:00Z', '--reason', 'incident'])).toEqual({
+      command: 'outage',
+      options: { action: 'add', api, venue: 'exchange-b', from: Date.UTC(2026, 2, 1, 10), to: Date.UTC(2026, 2, 1, 12, 30), reason: 'incident' },
+    });
+    expect(await run(['outage', 'list', '--api', api, '--venue', 'a', '--json'])).toEqual({ command: 'outage', options: { action: 'list', api, venue: 'exchange-a', json: true } });
+    expect(await run(['outage', 'remove', 'out_0123456789abcdef', '--api', api])).toEqual({ command: 'outage', options: { action: 'remove', api, id: 'out_0123456789abcdef' } });
+  });
+});
+
+describe('the booktape executable', () => {
+  const BIN = path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs');
+  const exec = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('exits 0 with the usage on stdout for replay --help, 0 for --version, 2 with the usage on stderr for a bad option', () => {
+    const help = exec(['replay', '--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('Usage: booktape replay [options] <files...>');
+    expect(help.stderr).toBe('');
+    const version = exec(['--version']);
+    expect(version.status).toBe(0);
+    expect(version.stdout).toBe(`${cliVersion()}\n`);
+    const bad = exec(['replay', '--help-me']);
+    expect(bad.status).toBe(2);
+    expect(bad.stdout).toBe('');
+    expect(bad.stderr).toMatch(/^booktape: Unknown option '--help-me'/);
+    expect(bad.stderr).toContain('Usage: booktape replay');
+  }, 60_000);
+});
