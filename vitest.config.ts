@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 // Processes, never threads: the embedded ClickHouse engine is a native addon that must be
-// loaded by one thread per process (DESIGN §2).
+// loaded by one thread per process (docs/rules/shape.md).
 export default defineConfig({
   test: {
     pool: 'forks',
@@ -10,7 +10,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
-          include: ['{apps,libs}/*/src/**/*.test.ts'],
+          include: ['{apps,libs}/*/src/**/*.test.ts', 'deploy/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
           testTimeout: 30_000,
         },

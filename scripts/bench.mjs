@@ -14,8 +14,9 @@ const BENCHES = {
   ingest: 'apps/ingestor/bench/ingest.bench.ts',
   api: 'apps/api/bench/api.bench.ts',
   engine: 'libs/book/bench/engine.bench.ts',
-  summaries: 'apps/rollup-worker/bench/summaries.bench.ts',
-  lag: 'apps/rollup-worker/bench/lag.bench.ts',
+  // Benchmarks that span apps live in benchmarks/, the others beside their package.
+  summaries: 'benchmarks/summaries.bench.ts',
+  lag: 'benchmarks/lag.bench.ts',
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const w of wanted) if (!BENCHES[w]) {

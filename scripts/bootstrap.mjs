@@ -20,3 +20,51 @@ export function ensureInstalled() {
     process.exit(r.status ?? 1);
   }
 }
+
+// `npm ci` refuses a lockfile that lacks any package the tree asks for, even an optional
+// one for another platform ("Missing: @chdb/lib-darwin-arm64 from lock file" on npm 11).
+// npm drops such entries silently when its registry does not serve them, so a lockfile
+// regenerated behind such a registry breaks `npm ci` for everyone else: this names them.
+export function lockfileGaps(lockPath = path.join(REPO_ROOT, 'package-lock.json')) {
+  const packages = JSON.parse(fs.readFileSync(lockPath, 'utf8')).packages ?? {};
+  const gaps = [];
+  for (const [at, entry] of Object.entries(packages)) {
+    if (entry.link) continue;
+    const wanted = { ...entry.dependencies, ...entry.optionalDependencies, ...(at === '' ? entry.devDependencies : {}) };
+    for (const name of Object.keys(wanted)) {
+      if (!resolvesInLock(packages, at, name)) gaps.push(`${name} (wanted by ${at || 'the root'})`);
+    }
+  }
+  return gaps;
+}
+
+// Node's lookup: the package's own node_modules, then each enclosing one up to the root.
+function resolvesInLock(packages, at, name) {
+  let dir = at;
+  for (;;) {
+    if (packages[`${dir ? `${dir}/` : ''}node_modules/${name}`]) return true;
+    if (!dir) return false;
+    const up = dir.lastIndexOf('/node_modules/');
+    dir = up >= 0 ? dir.slice(0, up) : '';
+  }
+}
+
+// npm runs a script through `sh -c`, and on SIGTERM npm signals only that shell, which dies
+// without passing it on: the script is left running as an orphan (its parent becomes pid 1),
+// with the Kafka and Redis it started. A parent that goes away therefore counts as a stop
+// request, like Ctrl-C (SIGINT to the whole group) or SIGTERM to the script itself.
+// `onStop(signal)` runs once.
+export function onStopRequest(onStop) {
+  let requested = false;
+  const request = (signal) => {
+    if (requested) return;
+    requested = true;
+    onStop(signal);
+  };
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => request(sig));
+  const parent = process.ppid;
+  const watch = setInterval(() => {
+    if (process.ppid !== parent) request('SIGTERM');
+  }, 500);
+  watch.unref();
+}

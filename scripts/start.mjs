@@ -3,16 +3,19 @@
 // embedded ClickHouse engine allows one process per data directory.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { REPO_ROOT, ensureInstalled } from './bootstrap.mjs';
+import { REPO_ROOT, ensureInstalled, onStopRequest } from './bootstrap.mjs';
 
 ensureInstalled();
-const { startServices } = await import('./services.mjs');
+const { ensureServices, stopServices } = await import('./services.mjs');
 
 let serviceEnv = {};
 const external = process.env.KAFKA_BROKERS && process.env.REDIS_URL;
+// What this run starts, it stops when the service exits; services that were already
+// running (`npm run services:start`) are left running.
+let startedHere = [];
 if (!external) {
   try {
-    serviceEnv = await startServices({});
+    ({ env: serviceEnv, started: startedHere } = await ensureServices({}));
   } catch (e) {
     console.error(`[booktape] could not start Kafka/Redis: ${e.message}`);
     process.exit(1);
@@ -24,5 +27,11 @@ const child = spawn(process.execPath, [path.join(REPO_ROOT, 'apps/cli/bin/bookta
   env: { ...serviceEnv, ...process.env },
   stdio: 'inherit',
 });
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+onStopRequest((sig) => child.kill(sig));
+child.on('exit', async (code, signal) => {
+  if (startedHere.length > 0) {
+    console.log(`[booktape] stopping what npm start started: ${startedHere.join(', ')}`);
+    await stopServices({ services: startedHere }).catch((e) => console.error(`[booktape] could not stop ${startedHere.join(', ')}: ${e.message}`));
+  }
+  process.exit(code ?? (signal ? 1 : 0));
+});

@@ -1,0 +1,75 @@
+// Installing what is missing with apt-get (redis-server, java, maven, chromium). Every command's
+// output goes to one install log under the services dir, so a failure names a file to read.
+
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { ServiceError } from './config.mjs';
+import { tail } from './process.mjs';
+
+// `apt-get update` once per process: the package lists do not change between two installs.
+let aptUpdated = false;
+
+function hasCommand(cmd) {
+  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+  return r.status === 0;
+}
+
+export function installLogFile(cfg) {
+  fs.mkdirSync(cfg.servicesDir, { recursive: true });
+  return path.join(cfg.servicesDir, 'install.log');
+}
+
+export function runLogged(cfg, cmd, args, what, extra = {}) {
+  const logFile = installLogFile(cfg);
+  const fd = fs.openSync(logFile, 'a');
+  try {
+    fs.writeSync(fd, `\n$ ${cmd} ${args.join(' ')}\n`);
+    const r = spawnSync(cmd, args, { stdio: ['ignore', fd, fd], ...extra });
+    if (r.error) {
+      throw new ServiceError(`${what} failed: cannot run ${cmd}: ${r.error.message}`);
+    }
+    if (r.status !== 0) {
+      throw new ServiceError(
+        `${what} failed (exit ${r.status ?? r.signal}); see ${logFile}\n${tail(logFile, 15)}`,
+      );
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export function aptInstall(cfg, log, pkg, forCmd) {
+  let prefix = [];
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) {
+    if (!hasCommand('sudo')) {
+      throw new ServiceError(
+        `"${forCmd}" is not on PATH and this user cannot install it; run: apt-get install -y ${pkg}`,
+      );
+    }
+    prefix = ['sudo', '-n'];
+  }
+  if (!hasCommand('apt-get')) {
+    throw new ServiceError(`"${forCmd}" is not on PATH and apt-get is unavailable; install ${pkg} by hand`);
+  }
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const run = (args, what) =>
+    prefix.length
+      ? runLogged(cfg, prefix[0], [...prefix.slice(1), ...args], what, { env })
+      : runLogged(cfg, args[0], args.slice(1), what, { env });
+  if (!aptUpdated) {
+    log('installing: apt-get update …');
+    run(['apt-get', 'update'], 'apt-get update');
+    aptUpdated = true;
+  }
+  log(`installing ${pkg} (for ${forCmd}) with apt-get …`);
+  run(['apt-get', 'install', '-y', '--no-install-recommends', pkg], `apt-get install ${pkg}`);
+  if (!hasCommand(forCmd)) {
+    throw new ServiceError(`installed ${pkg} but "${forCmd}" is still not on PATH`);
+  }
+}
+
+export function ensureCommand(cfg, log, cmd, pkg) {
+  if (!hasCommand(cmd)) aptInstall(cfg, log, pkg, cmd);
+}
