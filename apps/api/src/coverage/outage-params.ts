@@ -1,0 +1,72 @@
+import type { Venue } from '@booktape/domain';
+import { MAX_TIMESTAMP_MS, isCalendarDate, show, toMilliseconds, type Parsed } from '../http/params.ts';
+
+/**
+ * Input rules of declared outages, shared by the API (POST /outages) and the CLI
+ * (`booktape outage add`), so both refuse the same things with the same words. Pure.
+ */
+
+export const OUTAGE_REASON_MAX = 500;
+
+/** exchange-a / exchange-b, or the CLI's short a / b. */
+export function parseVenue(raw: unknown): Parsed<Venue> {
+  const v = typeof raw === 'string' ? raw.trim().toLowerCase() : raw;
+  if (v === 'a' || v === 'exchange-a') return { ok: true, value: 'exchange-a' };
+  if (v === 'b' || v === 'exchange-b') return { ok: true, value: 'exchange-b' };
+  return { ok: false, message: `must be exchange-a (a) or exchange-b (b), got ${typeof raw === 'string' ? show(raw) : JSON.stringify(raw) ?? 'nothing'}` };
+}
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * An instant: Unix seconds or milliseconds (number or digits; below 10^11 = seconds), a UTC
+ * date YYYY-MM-DD (its midnight), or an ISO 8601 time WITH a zone (Z or ±hh:mm: a time
+ * without one would depend on the machine's zone).
+ */
+export function parseInstant(raw: unknown): Parsed<number> {
+  let ms: number;
+  if (typeof raw === 'number' || (typeof raw === 'string' && /^\d{1,16}$/.test(raw.trim()))) {
+    const n = typeof raw === 'number' ? raw : Number(raw.trim());
+    if (!Number.isSafeInteger(n) || n < 0) return { ok: false, message: `must be a non-negative whole number of seconds or milliseconds, got ${String(raw)}` };
+    ms = toMilliseconds(n);
+  } else if (typeof raw === 'string' && isCalendarDate(raw.trim())) {
+    ms = Date.parse(`${raw.trim()}T00:00:00Z`);
+  } else if (typeof raw === 'string' && ISO_TIME.test(raw.trim()) && !Number.isNaN(Date.parse(raw.trim())) && isCalendarDate(raw.trim().slice(0, 10))) {
+    ms = Date.parse(raw.trim());
+  } else {
+    return { ok: false, message: `must be an ISO 8601 time with a zone (2026-03-01T12:00:00Z), a date YYYY-MM-DD, or Unix seconds / milliseconds, got ${typeof raw === 'string' ? show(raw) : (JSON.stringify(raw) ?? 'nothing')}` };
+  }
+  if (ms < 0 || ms > MAX_TIMESTAMP_MS) return { ok: false, message: 'must lie between 1970 and 2149-06-06' };
+  return { ok: true, value: ms };
+}
+
+export function parseReason(raw: unknown): Parsed<string> {
+  if (typeof raw !== 'string') return { ok: false, message: 'must be a text' };
+  const s = raw.trim();
+  if (s === '') return { ok: false, message: 'must not be empty' };
+  if (s.length > OUTAGE_REASON_MAX) return { ok: false, message: `must be at most ${OUTAGE_REASON_MAX} characters` };
+  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s)) return { ok: false, message: 'must not contain control characters' };
+  return { ok: true, value: s };
+}
+
+export interface OutageInput {
+  venue: Venue;
+  start_ms: number;
+  end_ms: number;
+  reason: string;
+}
+
+/** The whole declaration, checked: the first problem, named by its field. */
+export function parseOutage(body: { venue?: unknown; from?: unknown; to?: unknown; reason?: unknown }): { ok: true; value: OutageInput } | { ok: false; field: string; message: string } {
+  for (const f of ['venue', 'from', 'to', 'reason'] as const) if (body[f] === undefined) return { ok: false, field: f, message: `${f} is required` };
+  const venue = parseVenue(body.venue);
+  if (!venue.ok) return { ok: false, field: 'venue', message: `venue ${venue.message}` };
+  const from = parseInstant(body.from);
+  if (!from.ok) return { ok: false, field: 'from', message: `from ${from.message}` };
+  const to = parseInstant(body.to);
+  if (!to.ok) return { ok: false, field: 'to', message: `to ${to.message}` };
+  if (from.value >= to.value) return { ok: false, field: 'to', message: `to (${new Date(to.value).toISOString()}) must be after from (${new Date(from.value).toISOString()})` };
+  const reason = parseReason(body.reason);
+  if (!reason.ok) return { ok: false, field: 'reason', message: `reason ${reason.message}` };
+  return { ok: true, value: { venue: venue.value, start_ms: from.value, end_ms: to.value, reason: reason.value } };
+}
