@@ -42,10 +42,16 @@ export async function ensureServices(opts = {}) {
       }),
     );
     const failures = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
-    if (failures.length === 1) throw failures[0];
-    if (failures.length > 1) {
-      throw new ServiceError(failures.map((e) => e.message).join('\n'));
+    if (failures.length === 0) return;
+    // A start that fails halfway leaves nothing of its own running: the caller gets an
+    // error, not services to stop, so the ones this call started are stopped here.
+    const stops = { kafka: stopKafka, redis: stopRedis };
+    for (const n of started) {
+      log(`stopping ${n}, started by this call, since the start failed`);
+      await stops[n](cfg, log).catch((e) => failures.push(e));
     }
+    if (failures.length === 1) throw failures[0];
+    throw new ServiceError(failures.map((e) => e.message).join('\n'));
   });
   return { env: serviceEnv(opts), started: names.filter((n) => started.includes(n)) };
 }
