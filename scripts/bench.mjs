@@ -8,22 +8,28 @@ import path from 'node:path';
 import { REPO_ROOT, ensureInstalled } from './bootstrap.mjs';
 
 ensureInstalled();
-const { startServices } = await import('./services.mjs');
+const { ensureServices, stopServices } = await import('./services.mjs');
 
 const BENCHES = {
-  ingest: 'apps/ingestor/bench/ingest.bench.ts',
+  replay: 'benchmarks/replay.bench.ts',
+  live: 'apps/ingestor/bench/ingest.bench.ts',
   api: 'apps/api/bench/api.bench.ts',
   engine: 'libs/book/bench/engine.bench.ts',
   // Benchmarks that span apps live in benchmarks/, the others beside their package.
   summaries: 'benchmarks/summaries.bench.ts',
   lag: 'benchmarks/lag.bench.ts',
 };
-const wanted = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+// A group name runs several benchmarks, in order. ingest: issue 10's figures, replay end to
+// end, then live capture from the simulator.
+const GROUPS = { ingest: ['replay', 'live'] };
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith('--')).flatMap((w) => GROUPS[w] ?? [w]);
 for (const w of wanted) if (!BENCHES[w]) {
-  console.error(`unknown benchmark ${w}; known: ${Object.keys(BENCHES).join(', ')}`);
+  console.error(`unknown benchmark ${w}; known: ${[...Object.keys(BENCHES), ...Object.keys(GROUPS)].join(', ')}`);
   process.exit(2);
 }
-const env = { ...process.env, ...(await startServices({})) };
+// Kafka and Redis this run started are stopped at its end; ones already running stay.
+const services = await ensureServices({});
+const env = { ...process.env, ...services.env };
 const results = {};
 let failed = false;
 for (const [name, file] of Object.entries(BENCHES)) {
@@ -47,4 +53,5 @@ for (const [name, file] of Object.entries(BENCHES)) {
 }
 console.log('\n[bench] results');
 console.log(JSON.stringify(results, null, 2));
+if (services.started.length) await stopServices({ services: services.started });
 process.exit(failed ? 1 : 0);

@@ -1,0 +1,161 @@
+/**
+ * One replay measurement (replay.bench.ts runs it, in this tree and in the baseline's):
+ * `booktape replay FILE --wait` of the capture BENCH_CAPTURE_FILE, the replay CLI in its own
+ * process as an operator runs it, against a sink and a rollup worker in this process (the
+ * `npm start` side, embedded ClickHouse). --wait returns once everything is stored and every
+ * summary is rebuilt. Uses only the packages' public exports, so that it runs unchanged in
+ * an older tree. Prints one JSON line last.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { REPO_ROOT, createLogger, parseEnv, silentLogger } from '@booktape/config';
+import { createKafka } from '@booktape/messaging';
+import { migrate, openClickHouse } from '@booktape/storage';
+import { createIngestor, ingestorConfig, ingestorEnvSchema } from '@booktape/ingestor';
+import { createRollupWorker, rollupOptions } from '@booktape/rollup-worker';
+
+const file = process.env.BENCH_CAPTURE_FILE;
+const frames = Number(process.env.BENCH_CAPTURE_FRAMES);
+if (!file || !Number.isInteger(frames)) throw new Error('BENCH_CAPTURE_FILE and BENCH_CAPTURE_FRAMES are required (replay.bench.ts sets them)');
+const profileDir = process.env.BENCH_PROFILE;
+const log = process.env.BENCH_LOG ? createLogger('bench', process.env.BENCH_LOG) : silentLogger();
+
+/** CPU seconds (user + system, all threads) a process has used so far; 0 once it is gone. */
+function cpuOf(pid: number | undefined): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return 0;
+  }
+}
+
+/** The pid a service's pid file names (the project's own Kafka and Redis), or undefined. */
+function servicePid(name: 'kafka' | 'redis'): number | undefined {
+  try {
+    return Number(readFileSync(path.join(process.env.BENCH_SERVICES_DIR ?? path.join(REPO_ROOT, 'data', 'services'), name, `${name}.pid`), 'utf8').trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), 'booktape-replay-bench-'));
+const prefix = `bench-replay-${Date.now()}`;
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  KAFKA_TOPIC_PREFIX: `${prefix}.`,
+  SINK_GROUP_ID: `${prefix}-sink`,
+  ROLLUP_QUEUE_PREFIX: prefix,
+  BOOKTAPE_DATA_DIR: dir,
+  INGESTOR_ROLES: 'sink',
+  LOG_LEVEL: 'warn',
+};
+const config = ingestorConfig(parseEnv(ingestorEnvSchema, env), env);
+const ch = await openClickHouse(config.platform.clickhouse);
+await migrate(ch);
+const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'bench-replay' }, log);
+const worker = createRollupWorker({ ch, redisUrl: config.platform.redisUrl, log, options: rollupOptions(env, config.platform) });
+const ingestor = createIngestor({ config, kafka, ch, log, onStored: (parts) => worker.queue?.notify(parts) });
+await worker.start();
+await ingestor.start();
+await ingestor.sinkJoined;
+
+let peakSelf = 0;
+let peakReplay = 0;
+const kafkaPid = servicePid('kafka');
+const redisPid = servicePid('redis');
+const cpu0 = { self: process.cpuUsage(), kafka: cpuOf(kafkaPid), redis: cpuOf(redisPid) };
+let replayCpu = 0;
+const t0 = Date.now();
+const marks: Record<string, number> = {};
+const replay = spawn(
+  process.execPath,
+  [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs'), 'replay', file, '--wait', '--timeout', '3600'],
+  { env, stdio: ['ignore', 'inherit', 'pipe'] },
+);
+const sampler = setInterval(() => {
+  peakSelf = Math.max(peakSelf, process.memoryUsage.rss());
+  peakReplay = Math.max(peakReplay, rssOf(replay.pid!));
+  replayCpu = Math.max(replayCpu, cpuOf(replay.pid));
+}, 500);
+let stderr = '';
+replay.stderr!.on('data', (d: Buffer) => {
+  const s = d.toString();
+  stderr += s;
+  const now = Date.now() - t0;
+  if (s.includes('replayed ') && marks.produced === undefined) marks.produced = now;
+  if (s.includes('everything replayed is stored')) marks.stored = now;
+  if (s.includes('summaries rebuilt')) marks.summaries = now;
+});
+const code = await new Promise<number | null>((r) => replay.once('exit', r));
+const total = Date.now() - t0;
+clearInterval(sampler);
+const selfCpu = process.cpuUsage(cpu0.self);
+const cpuSeconds = {
+  replay_process: Math.round(replayCpu * 10) / 10,
+  sink_rollup_and_engine: Math.round((selfCpu.user + selfCpu.system) / 1e5) / 10,
+  kafka: Math.round((cpuOf(kafkaPid) - cpu0.kafka) * 10) / 10,
+  redis: Math.round((cpuOf(redisPid) - cpu0.redis) * 10) / 10,
+};
+if (code !== 0) {
+  console.error(stderr.slice(-4000));
+  throw new Error(`replay exited with ${code}`);
+}
+const replayed = /→ (\d+) records/.exec(stderr);
+const records = Number(replayed?.[1] ?? NaN);
+
+const q = async <T>(query: string): Promise<T[]> => (await ch.client.query({ query, format: 'JSONEachRow' })).json<T>();
+const [stored] = await q<{ a: string; b: string }>(`SELECT (SELECT count() FROM ${ch.table('raw_exchange_a')} FINAL) AS a, (SELECT count() FROM ${ch.table('raw_exchange_b')} FINAL) AS b`);
+const storedRows = Number(stored!.a) + Number(stored!.b);
+const diskBytes = async () =>
+  Number((await q<{ n: string }>(`SELECT sum(bytes_on_disk) AS n FROM system.parts WHERE active AND database = '${ch.database}' AND table IN ('raw_exchange_a', 'raw_exchange_b')`))[0]!.n);
+const diskAsStored = await diskBytes();
+await ch.client.command({ query: `OPTIMIZE TABLE ${ch.table('raw_exchange_a')} FINAL` });
+await ch.client.command({ query: `OPTIMIZE TABLE ${ch.table('raw_exchange_b')} FINAL` });
+const diskMerged = await diskBytes();
+// Where the bytes are, per column (both raw tables), after the merge.
+const columns = Object.fromEntries(
+  (await q<{ name: string; n: string }>(`SELECT name, sum(data_compressed_bytes) AS n FROM system.columns WHERE database = '${ch.database}' AND table IN ('raw_exchange_a', 'raw_exchange_b') GROUP BY name ORDER BY sum(data_compressed_bytes) DESC`)).map((r) => [r.name, Math.round((Number(r.n) / storedRows) * 10) / 10]),
+);
+
+const sinkStats = ingestor.health().sink!;
+await ingestor.stop();
+await worker.stop();
+await ch.close();
+rmSync(dir, { recursive: true, force: true });
+
+const perS = (ms: number | undefined) => (ms ? Math.round((frames * 1000) / ms) : null);
+const result = {
+  frames,
+  records,
+  stored_rows: storedRows,
+  lost_or_doubled: storedRows - records,
+  seconds_total: total / 1000,
+  frames_per_second_end_to_end: perS(total),
+  frames_per_second_produced: perS(marks.produced),
+  frames_per_second_stored: perS(marks.stored),
+  seconds_to_summaries_after_stored: marks.summaries !== undefined && marks.stored !== undefined ? (marks.summaries - marks.stored) / 1000 : null,
+  sink_inserts: sinkStats.batches,
+  rows_per_insert: Math.round(sinkStats.stored / Math.max(1, sinkStats.batches)),
+  disk_bytes_per_event: Math.round((diskAsStored / storedRows) * 10) / 10,
+  disk_bytes_per_event_merged: Math.round((diskMerged / storedRows) * 10) / 10,
+  disk_bytes_merged: diskMerged,
+  disk_bytes_per_event_by_column: columns,
+  // Where the two cores went (the replay process's last sample before it exited).
+  cpu_seconds: cpuSeconds,
+  peak_rss_mb: { replay: Math.round(peakReplay / 2 ** 20), sink_and_rollup: Math.round(peakSelf / 2 ** 20) },
+};
+console.log(`${REPO_ROOT}: replay of ${frames} frames (${records} records): ${result.frames_per_second_end_to_end} frames/s end to end, stored rows ${storedRows}`);
+console.log(JSON.stringify(result));
+process.exit(0);

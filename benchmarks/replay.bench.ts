@@ -1,0 +1,127 @@
+/**
+ * Replay benchmark (issue 10): `booktape replay FILE --wait` of a synthetic capture of
+ * BENCH_REPLAY_FRAMES frames (default 1,000,000; both venues, newer and older shapes mixed:
+ * capture-gen.ts) end to end, stored and summaries rebuilt (replay-run.ts measures one run).
+ *
+ * The same capture is replayed by the baseline commit (BENCH_BASELINE, default the commit
+ * issue 10's work started from; `none` skips it) and by this tree, one after the other in
+ * this run, and the ratio is printed: these machines are noisy, so only a comparison made in
+ * one run means much. The baseline tree is `git archive` of that commit beside this one,
+ * sharing this tree's node_modules except the workspace packages, which point at its own.
+ *
+ * Also reports bytes on disk per stored event against the capture's gzip -6 size.
+ *
+ *   npm run bench -- replay           BENCH_REPLAY_FRAMES=200000 for a quicker run
+ *   BENCH_PROFILE=/dir                CPU profiles of the replay and sink processes
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Writable } from 'node:stream';
+import { createGzip } from 'node:zlib';
+import { REPO_ROOT } from '@booktape/config';
+import { writeCapture } from './capture-gen.ts';
+
+/** The last commit before issue 10's work: what the ratio is taken against. */
+const ISSUE_10_START = '9c5e327';
+const frames = Number(process.env.BENCH_REPLAY_FRAMES ?? 1_000_000);
+const baseline = process.env.BENCH_BASELINE ?? ISSUE_10_START;
+const GEN_VERSION = 2;
+
+async function gzipSize(file: string): Promise<number> {
+  let n = 0;
+  await pipeline(createReadStream(file), createGzip({ level: 6 }), new Writable({ write: (c: Buffer, _e, cb) => ((n += c.length), cb()) }));
+  return n;
+}
+
+// The capture, generated once per size and kept under data/bench (it is deterministic).
+const benchDir = path.join(REPO_ROOT, 'data', 'bench');
+mkdirSync(benchDir, { recursive: true });
+const file = path.join(benchDir, `replay-${frames}-v${GEN_VERSION}.ndjson`);
+if (!existsSync(file)) {
+  const t0 = Date.now();
+  const tmp = `${file}.part`;
+  await writeCapture(tmp, { frames, marketsA: 30, tickersB: 20, seed: 10, startMs: Date.parse('2026-03-01T08:00:00Z') });
+  renameSync(tmp, file);
+  console.log(`generated ${file} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+}
+const captureBytes = statSync(file).size;
+const captureGzipBytes = await gzipSize(file);
+
+/** `git archive` of `rev` in a temp dir, with node_modules linked as described above. */
+function baselineTree(rev: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'booktape-baseline-'));
+  execFileSync('bash', ['-c', `git -C ${JSON.stringify(REPO_ROOT)} archive ${rev} | tar -x -C ${JSON.stringify(dir)}`]);
+  const modules = path.join(REPO_ROOT, 'node_modules');
+  mkdirSync(path.join(dir, 'node_modules', '@booktape'), { recursive: true });
+  for (const name of readdirSync(modules)) if (name !== '@booktape') symlinkSync(path.join(modules, name), path.join(dir, 'node_modules', name));
+  for (const name of readdirSync(path.join(modules, '@booktape'))) {
+    const target = path.resolve(path.join(modules, '@booktape'), readlinkSync(path.join(modules, '@booktape', name)));
+    const inBase = path.join(dir, path.relative(REPO_ROOT, target));
+    if (existsSync(inBase)) symlinkSync(inBase, path.join(dir, 'node_modules', '@booktape', name));
+  }
+  // The Kafka jars and other local state are not part of the archive and are not needed:
+  // the services are already running. The measurement itself is this tree's.
+  mkdirSync(path.join(dir, 'benchmarks'), { recursive: true });
+  copyFileSync(path.join(REPO_ROOT, 'benchmarks', 'replay-run.ts'), path.join(dir, 'benchmarks', 'replay-run.ts'));
+  return dir;
+}
+
+type Run = Record<string, unknown> & { frames_per_second_end_to_end: number; frames_per_second_stored: number; frames_per_second_produced: number; disk_bytes_merged: number; stored_rows: number; lost_or_doubled: number };
+
+function measure(root: string, label: string): Promise<Run> {
+  console.log(`\n[replay] ${label}: ${root}`);
+  return new Promise((resolve, reject) => {
+    const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+    const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(root, 'benchmarks', 'replay-run.ts')], {
+      cwd: root,
+      env: {
+        ...process.env,
+        BENCH_CAPTURE_FILE: file,
+        BENCH_CAPTURE_FRAMES: String(frames),
+        // Where the running Kafka and Redis keep their pid files (their CPU time is reported).
+        BENCH_SERVICES_DIR: path.join(process.env.BOOKTAPE_DATA_DIR ? path.resolve(process.env.BOOKTAPE_DATA_DIR) : path.join(REPO_ROOT, 'data'), 'services'),
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d;
+      process.stdout.write(d);
+    });
+    child.once('exit', (code) => {
+      const last = out.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+      if (code !== 0 || !last) reject(new Error(`${label} run exited with ${code}`));
+      else resolve(JSON.parse(last) as Run);
+    });
+  });
+}
+
+let base: Run | null = null;
+if (baseline !== 'none') {
+  const dir = baselineTree(baseline);
+  try {
+    base = await measure(dir, `baseline ${baseline}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+const now = await measure(REPO_ROOT, 'this tree');
+const ratio = (a: number | undefined, b: number | undefined) => (a && b ? Math.round((a / b) * 100) / 100 : null);
+const result = {
+  frames,
+  capture_bytes: captureBytes,
+  capture_gzip6_bytes: captureGzipBytes,
+  gzip6_bytes_per_event: Math.round((captureGzipBytes / now.stored_rows) * 10) / 10,
+  disk_to_gzip_ratio_merged: Math.round((now.disk_bytes_merged / captureGzipBytes) * 1000) / 1000,
+  this_tree: now,
+  baseline: base && { commit: baseline, ...base },
+  speedup_vs_baseline: base && {
+    end_to_end: ratio(now.frames_per_second_end_to_end, base.frames_per_second_end_to_end),
+    produced: ratio(now.frames_per_second_produced, base.frames_per_second_produced),
+    stored: ratio(now.frames_per_second_stored, base.frames_per_second_stored),
+  },
+};
+console.log(JSON.stringify(result));
