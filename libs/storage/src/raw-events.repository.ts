@@ -39,71 +39,7 @@ export function exchangeBPayload(m: ExchangeBMessage): string {
   return JSON.stringify(m.record);
 }
 
-/**
- * How a batch goes to the engine. `tsv` (TabSeparated, the default) is what the sink uses:
- * the engine parses it 2.5–3× faster than JSONEachRow (docs/BENCHMARKS.md, replay). `json`
- * (JSONEachRow) is the former path, kept as the independent reference the TSV encoding is
- * tested against (the engine's own JSON parser reads the same rows back) and as the
- * benchmark's baseline. Both work against the embedded engine and a server alike.
- */
-export type RawInsertFormat = 'tsv' | 'json';
-
-/** A TabSeparated field: backslash, tab, line feed and carriage return escaped, nothing else changed. */
-export function tsvField(s: string): string {
-  return /[\\\t\n\r]/.test(s) ? s.replace(/[\\\t\n\r]/g, (c) => (c === '\t' ? '\\t' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\\\')) : s;
-}
-
-const DAY_MS = 86_400_000;
-const two = (n: number) => (n < 10 ? `0${n}` : String(n));
-const three = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : String(n));
-
-/**
- * Epoch milliseconds as TabSeparated Date and DateTime64(3) text (`YYYY-MM-DD` and
- * `YYYY-MM-DD hh:mm:ss.mmm`, UTC like the columns). Calendar text, not a Unix time: the engine
- * reads short numbers such as `5.000` as dates under best_effort parsing. The day's text is
- * remembered (a batch rarely spans two days), the time of day is arithmetic.
- */
-export function tsvClock(): { date(ms: number): string; time(ms: number): string } {
-  let start = NaN;
-  let text = '';
-  const day = (ms: number) => {
-    if (!(ms >= start && ms < start + DAY_MS)) {
-      start = Math.floor(ms / DAY_MS) * DAY_MS;
-      text = utcDate(start);
-    }
-    return text;
-  };
-  return {
-    date: day,
-    time(ms) {
-      const d = day(ms);
-      let t = ms - start;
-      const h = Math.floor(t / 3_600_000);
-      t -= h * 3_600_000;
-      const m = Math.floor(t / 60_000);
-      t -= m * 60_000;
-      const sec = Math.floor(t / 1000);
-      return `${d} ${two(h)}:${two(m)}:${two(sec)}.${three(t - sec * 1000)}`;
-    },
-  };
-}
-
-/** A nullable Int64 field: \\N for null or absent (the codec let only integers and null through). */
-const tsvNullableInt = (v: number | null | undefined): string => (v === null || v === undefined ? '\\N' : String(v));
-
-type Clock = ReturnType<typeof tsvClock>;
-
-function tsvRowA(m: ExchangeAMessage, pos: KafkaPosition, c: Clock): string {
-  const ts = Number(m.event.timestamp);
-  return `${tsvField(m.event.market)}\t${c.date(ts)}\t${c.time(ts)}\t${tsvField(m.event.asset_id)}\t${tsvField(m.event.event_type)}\t${tsvField(m.dedup_id)}\t${m.ingest_seq}\t${tsvField(m.event.hash)}\t${tsvField(exchangeAPayload(m))}\t${c.time(Date.parse(m.received_at))}\t${m.worker_id}\t${pos.partition}\t${pos.offset}`;
-}
-
-function tsvRowB(m: ExchangeBMessage, pos: KafkaPosition, c: Clock): string {
-  const ts = m.record.epoch_ms;
-  return `${tsvField(m.record.ticker)}\t${c.date(ts)}\t${c.time(ts)}\t${tsvField(m.record.type)}\t${tsvField(m.dedup_id)}\t${m.ingest_seq}\t${tsvNullableInt(m.record.sid)}\t${tsvNullableInt(m.record.seq)}\t${tsvField(exchangeBPayload(m))}\t${c.time(Date.parse(m.received_at))}\t${m.worker_id}\t${pos.partition}\t${pos.offset}`;
-}
-
-function jsonRowA(m: ExchangeAMessage, pos: KafkaPosition): string {
+function rowA(m: ExchangeAMessage, pos: KafkaPosition): string {
   const ts = Number(m.event.timestamp);
   return JSON.stringify({
     market: m.event.market,
@@ -122,7 +58,7 @@ function jsonRowA(m: ExchangeAMessage, pos: KafkaPosition): string {
   });
 }
 
-function jsonRowB(m: ExchangeBMessage, pos: KafkaPosition): string {
+function rowB(m: ExchangeBMessage, pos: KafkaPosition): string {
   const ts = m.record.epoch_ms;
   return JSON.stringify({
     ticker: m.record.ticker,
@@ -143,10 +79,7 @@ function jsonRowB(m: ExchangeBMessage, pos: KafkaPosition): string {
 
 /** Writes and reads the raw tables. Every value is bound or serialised, never glued into SQL. */
 export class RawEventsRepository {
-  constructor(
-    private readonly ch: ClickHouse,
-    private readonly format: RawInsertFormat = 'tsv',
-  ) {}
+  constructor(private readonly ch: ClickHouse) {}
 
   /**
    * Inserts one batch. `token` makes the insert idempotent: ClickHouse drops a retried
@@ -160,12 +93,9 @@ export class RawEventsRepository {
    */
   async insert(venue: Venue, batch: StoredMessage[], token: string): Promise<number> {
     const lines: string[] = [];
-    const clock = tsvClock();
-    const tsv = this.format === 'tsv';
     for (const { message, position } of batch) {
       if (message.venue !== venue) throw new Error(`message of ${message.venue} in a ${venue} batch`);
-      if (message.venue === 'exchange-a') lines.push(tsv ? tsvRowA(message, position, clock) : jsonRowA(message, position));
-      else lines.push(tsv ? tsvRowB(message, position, clock) : jsonRowB(message, position));
+      lines.push(message.venue === 'exchange-a' ? rowA(message, position) : rowB(message, position));
     }
     if (lines.length === 0) return 0;
     const columns = venue === 'exchange-a' ? A_COLUMNS : B_COLUMNS;
@@ -174,7 +104,7 @@ export class RawEventsRepository {
     const result = await this.ch.client.exec({
       query: `INSERT INTO ${this.ch.table(RAW_TABLE[venue])} (${columns.join(', ')})
         SETTINGS insert_deduplication_token = ${sqlString(bound)}, async_insert = 0
-        FORMAT ${tsv ? 'TabSeparated' : 'JSONEachRow'}`,
+        FORMAT JSONEachRow`,
       values: Readable.from([body]),
     });
     result.stream.resume();
