@@ -23,7 +23,7 @@ const profileDir = process.env.BENCH_PROFILE;
 const log = process.env.BENCH_LOG ? createLogger('bench', process.env.BENCH_LOG) : silentLogger();
 
 /** CPU seconds (user + system, all threads) a process has used so far; 0 once it is gone. */
-function cpuOf(pid: number | undefined): number {
+function cpuOf(pid: number | string | undefined): number {
   try {
     const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
@@ -75,7 +75,10 @@ let peakSelf = 0;
 let peakReplay = 0;
 const kafkaPid = servicePid('kafka');
 const redisPid = servicePid('redis');
-const cpu0 = { self: process.cpuUsage(), kafka: cpuOf(kafkaPid), redis: cpuOf(redisPid) };
+// This process's main thread (JavaScript: sink, rollup worker) apart from its other threads
+// (the embedded engine's, libuv's, the garbage collector's helpers).
+const mainThread = () => cpuOf(`${process.pid}/task/${process.pid}`);
+const cpu0 = { self: process.cpuUsage(), main: mainThread(), kafka: cpuOf(kafkaPid), redis: cpuOf(redisPid) };
 let replayCpu = 0;
 const t0 = Date.now();
 const marks: Record<string, number> = {};
@@ -105,6 +108,7 @@ const selfCpu = process.cpuUsage(cpu0.self);
 const cpuSeconds = {
   replay_process: Math.round(replayCpu * 10) / 10,
   sink_rollup_and_engine: Math.round((selfCpu.user + selfCpu.system) / 1e5) / 10,
+  of_which_js_main_thread: Math.round((mainThread() - cpu0.main) * 10) / 10,
   kafka: Math.round((cpuOf(kafkaPid) - cpu0.kafka) * 10) / 10,
   redis: Math.round((cpuOf(redisPid) - cpu0.redis) * 10) / 10,
 };
