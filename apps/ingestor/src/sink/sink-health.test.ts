@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { sinkHealth, type ConsumerState, type ConsumerView, type SinkStats } from './sink.ts';
 
 const view = (state: ConsumerState, o: Partial<ConsumerView> = {}): ConsumerView => ({ state, lastError: null, groupId: 'g', joiningForMs: 0, joinGraceMs: 90_000, ...o });
-const stats = (o: Partial<SinkStats> = {}): SinkStats => ({ batches: 1, stored: 10, deadLettered: 0, refusedRecords: 0, insertFailures: 0, paused: false, lastStoredAt: 1, notifyFailures: 0, notifyDropped: 0, crashes: 0, ...o });
+const stats = (o: Partial<SinkStats> = {}): SinkStats => ({ batches: 1, inserts: 1, stored: 10, deadLettered: 0, refusedRecords: 0, insertFailures: 0, paused: false, lastStoredAt: 1, notifyFailures: 0, notifyDropped: 0, crashes: 0, ...o });
 
 describe('sinkHealth', () => {
   it('ok only while the consumer runs or joins and ClickHouse accepts inserts', () => {

@@ -2,6 +2,7 @@ import { Partitioners, type Kafka, type Consumer, type EachBatchPayload, type Pr
 import type { Logger } from '@booktape/config';
 import type { CaptureGap, RawMessage, Venue } from '@booktape/domain';
 import { CaptureGapsRepository, RawEventsRepository, badDataRefusal, type ClickHouse, type StoredMessage } from '@booktape/storage';
+import { InsertGroup } from './insert-group.ts';
 import { deadLetterFrame, decodeCaptureGap, decodeRawMessages, encodeRawMessages, partitionsOf, type PartitionRef, type Topics } from '@booktape/messaging';
 
 /** A (venue, market, asset, date) that received data: what the rollup queue needs to hear. */
@@ -47,7 +48,9 @@ const DEFAULTS: SinkOptions = {
   minBytes: 64 * 1024,
   maxWaitMs: 250,
   maxBytesPerPartition: 8 * 1024 * 1024,
-  partitionsConcurrently: 4,
+  // All partitions of both raw topics (8 each by default) at once, so that one fetch's
+  // batches of a venue share one insert (insert-group.ts).
+  partitionsConcurrently: 16,
   sessionTimeoutMs: 30_000,
   retryInitialMs: 200,
   retryMaxMs: 10_000,
@@ -58,7 +61,10 @@ const DEFAULTS: SinkOptions = {
 };
 
 export interface SinkStats {
+  /** Kafka batches stored and committed (one per partition and fetch). */
   batches: number;
+  /** Raw inserts acknowledged by ClickHouse: batches of several partitions share one (insert-group.ts). */
+  inserts: number;
   stored: number;
   deadLettered: number;
   /**
@@ -144,9 +150,14 @@ export function createSink(deps: SinkDeps) {
   const opts = { ...DEFAULTS, ...deps.options };
   const { log } = deps;
   const raw = new RawEventsRepository(deps.ch);
+  const isBadData = (e: unknown) => badDataRefusal(e) !== null;
+  const rawGroups = {
+    'exchange-a': new InsertGroup<StoredMessage>((rows, token) => raw.insert('exchange-a', rows, token).then(() => (stats.inserts += 1)), isBadData),
+    'exchange-b': new InsertGroup<StoredMessage>((rows, token) => raw.insert('exchange-b', rows, token).then(() => (stats.inserts += 1)), isBadData),
+  } satisfies Record<Venue, InsertGroup<StoredMessage>>;
   const gapsRepo = new CaptureGapsRepository(deps.ch);
   const venueOfTopic = new Map<string, Venue>(Object.entries(deps.topics.raw).map(([v, t]) => [t, v as Venue]));
-  const stats: SinkStats = { batches: 0, stored: 0, deadLettered: 0, refusedRecords: 0, insertFailures: 0, paused: false, lastStoredAt: null, notifyFailures: 0, notifyDropped: 0, crashes: 0 };
+  const stats: SinkStats = { batches: 0, inserts: 0, stored: 0, deadLettered: 0, refusedRecords: 0, insertFailures: 0, paused: false, lastStoredAt: null, notifyFailures: 0, notifyDropped: 0, crashes: 0 };
   let consumer: Consumer | undefined;
   let dlq: Producer | undefined;
   let dlqConnected: Promise<void> | undefined;
@@ -289,7 +300,7 @@ export function createSink(deps: SinkDeps) {
         }
         for (const message of decoded.messages) rows.push({ message, position: { partition: batch.partition, offset: m.offset } });
       }
-      const refused = await storeSplitting(`${venue} raw batch`, p, rows, (part, suffix) => raw.insert(venue, part, token + suffix).then(() => undefined));
+      const refused = await storeSplitting(`${venue} raw batch`, p, rows, (part, suffix) => rawGroups[venue].submit(part, token + suffix));
       if (refused === null) return;
       // Only the refused record goes: the other records of its Kafka message are stored.
       for (const { item, reason } of refused) {

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { InsertGroup } from './insert-group.ts';
+
+class BadData extends Error {}
+
+/** A table that refuses any insert holding a negative number, and fails `down` times first. */
+function table(o: { down?: number } = {}) {
+  const stored: number[] = [];
+  const inserts: number[][] = [];
+  let down = o.down ?? 0;
+  const insert = async (items: number[]) => {
+    await new Promise((r) => setTimeout(r, 1));
+    inserts.push(items);
+    if (down > 0) {
+      down -= 1;
+      throw new Error('engine unavailable');
+    }
+    if (items.some((x) => x < 0)) throw new BadData('CANNOT_PARSE_NUMBER');
+    stored.push(...items);
+  };
+  return { stored, inserts, insert };
+}
+
+describe('InsertGroup', () => {
+  it('puts batches submitted while an insert runs into one insert, and answers each caller', async () => {
+    const t = table();
+    const g = new InsertGroup<number>(t.insert, (e) => e instanceof BadData);
+    await Promise.all([g.submit([1], 'a'), g.submit([2, 3], 'b'), g.submit([4], 'c'), g.submit([5], 'd')]);
+    // The first goes alone (nothing else waited), the three that queued behind it share one.
+    expect(t.inserts).toEqual([[1], [2, 3, 4, 5]]);
+    expect(t.stored).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('caps a group at maxItems, yet sends a larger batch alone', async () => {
+    const t = table();
+    const g = new InsertGroup<number>(t.insert, () => false, 3);
+    await Promise.all([g.submit([0], 'x'), g.submit([1, 2], 'a'), g.submit([3, 4], 'b'), g.submit([5, 6, 7, 8], 'c'), g.submit([9], 'd')]);
+    expect(t.inserts).toEqual([[0], [1, 2], [3, 4], [5, 6, 7, 8], [9]]);
+  });
+
+  it('never charges one batch with another batch\'s bad data: each gets the outcome of its own records', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(fc.integer({ min: -3, max: 50 }), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 }), async (batches) => {
+        const t = table();
+        const g = new InsertGroup<number>(t.insert, (e) => e instanceof BadData);
+        const outcomes = await Promise.all(batches.map((b, i) => g.submit(b, `t${i}`).then(() => 'stored', (e: unknown) => (e instanceof BadData ? 'refused' : 'failed'))));
+        expect(outcomes).toEqual(batches.map((b) => (b.some((x) => x < 0) ? 'refused' : 'stored')));
+        // Exactly the good batches are stored, each once.
+        expect([...t.stored].sort((x, y) => x - y)).toEqual(batches.filter((b) => b.every((x) => x >= 0)).flat().sort((x, y) => x - y));
+      }),
+    );
+  });
+
+  it('fails every member of a group on another failure (each retries), and stores them on the retry', async () => {
+    const t = table({ down: 2 });
+    const g = new InsertGroup<number>(t.insert, (e) => e instanceof BadData);
+    const submitRetrying = async (b: number[], token: string) => {
+      for (;;) {
+        try {
+          return await g.submit(b, token);
+        } catch (e) {
+          expect((e as Error).message).toBe('engine unavailable');
+        }
+      }
+    };
+    await Promise.all([submitRetrying([1], 'a'), submitRetrying([2], 'b'), submitRetrying([3], 'c')]);
+    expect([...t.stored].sort()).toEqual([1, 2, 3]);
+  });
+});
