@@ -80,6 +80,7 @@ const redisPid = servicePid('redis');
 const mainThread = () => cpuOf(`${process.pid}/task/${process.pid}`);
 const cpu0 = { self: process.cpuUsage(), main: mainThread(), kafka: cpuOf(kafkaPid), redis: cpuOf(redisPid) };
 let replayCpu = 0;
+let cpuAtStored: Record<string, number> | null = null;
 const t0 = Date.now();
 const marks: Record<string, number> = {};
 const replay = spawn(
@@ -98,7 +99,12 @@ replay.stderr!.on('data', (d: Buffer) => {
   stderr += s;
   const now = Date.now() - t0;
   if (s.includes('replayed ') && marks.produced === undefined) marks.produced = now;
-  if (s.includes('everything replayed is stored')) marks.stored = now;
+  if (s.includes('everything replayed is stored')) {
+    marks.stored = now;
+    // What the sink side had used when everything was stored (the rest is summaries).
+    const c = process.cpuUsage(cpu0.self);
+    cpuAtStored = { sink_rollup_and_engine: Math.round((c.user + c.system) / 1e5) / 10, of_which_js_main_thread: Math.round((mainThread() - cpu0.main) * 10) / 10 };
+  }
   if (s.includes('summaries rebuilt')) marks.summaries = now;
 });
 const code = await new Promise<number | null>((r) => replay.once('exit', r));
@@ -150,14 +156,17 @@ const result = {
   frames_per_second_produced: perS(marks.produced),
   frames_per_second_stored: perS(marks.stored),
   seconds_to_summaries_after_stored: marks.summaries !== undefined && marks.stored !== undefined ? (marks.summaries - marks.stored) / 1000 : null,
-  sink_inserts: sinkStats.batches,
-  rows_per_insert: Math.round(sinkStats.stored / Math.max(1, sinkStats.batches)),
+  sink_batches: sinkStats.batches,
+  // Older trees have no insert count: there, one insert per batch.
+  sink_inserts: (sinkStats as { inserts?: number }).inserts ?? sinkStats.batches,
+  rows_per_insert: Math.round(sinkStats.stored / Math.max(1, (sinkStats as { inserts?: number }).inserts ?? sinkStats.batches)),
   disk_bytes_per_event: Math.round((diskAsStored / storedRows) * 10) / 10,
   disk_bytes_per_event_merged: Math.round((diskMerged / storedRows) * 10) / 10,
   disk_bytes_merged: diskMerged,
   disk_bytes_per_event_by_column: columns,
   // Where the two cores went (the replay process's last sample before it exited).
   cpu_seconds: cpuSeconds,
+  cpu_seconds_until_stored: cpuAtStored,
   peak_rss_mb: { replay: Math.round(peakReplay / 2 ** 20), sink_and_rollup: Math.round(peakSelf / 2 ** 20) },
 };
 console.log(`${REPO_ROOT}: replay of ${frames} frames (${records} records): ${result.frames_per_second_end_to_end} frames/s end to end, stored rows ${storedRows}`);
