@@ -113,10 +113,11 @@ export class StatusMonitor {
       }),
     ]);
     let reports: IngestorReport[] | null = null;
+    let unreadableReports = 0;
     let rollup: RollupBacklog | null = null;
     if (redisHealth.ok) {
       const [r, b] = await Promise.allSettled([this.check('reports', () => readIngestorReports(redis, queuePrefix)), this.check('rollup', () => readRollupBacklog(redis, queuePrefix))]);
-      if (r.status === 'fulfilled') reports = r.value;
+      if (r.status === 'fulfilled') ({ reports, unreadable: unreadableReports } = r.value);
       else this.deps.log.warn({ err: (r.reason as Error).message }, 'cannot read the ingestor status reports');
       if (b.status === 'fulfilled') rollup = b.value;
       else this.deps.log.warn({ err: (b.reason as Error).message }, 'cannot read the rollup backlog');
@@ -131,6 +132,6 @@ export class StatusMonitor {
     }
     const now = this.now();
     const streamPool = this.deps.streamPool?.() ?? null;
-    return aggregateStatus({ now, stores: { clickhouse, redis: redisHealth }, reports, rollup, thresholds: this.thresholds, outages, streamPool });
+    return aggregateStatus({ now, stores: { clickhouse, redis: redisHealth }, reports, unreadableReports, rollup, thresholds: this.thresholds, outages, streamPool });
   }
 }

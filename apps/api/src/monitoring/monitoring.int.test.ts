@@ -156,17 +156,22 @@ describe('ingestor reports → /monitoring/status', () => {
     };
     await t.redis.set(keys.report('gone-w9'), JSON.stringify(report), 'PX', 60_000);
     await t.redis.zadd(keys.index, at, 'gone-w9');
-    // Garbage under the same index is skipped, not trusted.
+    // Garbage under the same index is not trusted, and the status says it could not read it.
     await t.redis.set(keys.report('junk'), '{"v":1,"instance":"<script>"}', 'PX', 60_000);
     await t.redis.zadd(keys.index, Date.now(), 'junk');
+    await t.redis.set(keys.report('not-json'), 'garbage{', 'PX', 60_000);
+    await t.redis.zadd(keys.index, Date.now(), 'not-json');
     try {
       const s = await status(await fresh());
+      expect(s.status).not.toBe('ok');
+      expect(s.reasons).toContain('Capture: 2 ingestor status reports in Redis cannot be read (another version, or a corrupted value); the state shown may leave those processes out');
+      expect(JSON.stringify(s)).not.toContain('<script>');
       expect(s.venues[1]).toMatchObject({ venue: 'exchange-b', state: 'down', detail: 'its capture process stopped reporting 45 s ago' });
       expect(s.venues[1]!.last_event_age_ms).toBeGreaterThanOrEqual(46_000);
       expect(s.processes).toEqual([expect.objectContaining({ worker_id: 9, live: false })]);
     } finally {
-      await t.redis.del(keys.report('gone-w9'), keys.report('junk'));
-      await t.redis.zrem(keys.index, 'gone-w9', 'junk');
+      await t.redis.del(keys.report('gone-w9'), keys.report('junk'), keys.report('not-json'));
+      await t.redis.zrem(keys.index, 'gone-w9', 'junk', 'not-json');
     }
   });
 });

@@ -81,6 +81,14 @@ describe('aggregateStatus', () => {
     expect(s.processes).toEqual([{ worker_id: 1, roles: ['capture', 'sink'], live: true, last_report_at: iso(2000), last_report_age_ms: 2000 }]);
   });
 
+  it('reports in Redis that cannot be read degrade the status and are counted, one or several', () => {
+    const one = aggregateStatus(input({ unreadableReports: 1 }));
+    expect(one.status).toBe('degraded');
+    expect(one.reasons).toEqual(['Capture: 1 ingestor status report in Redis cannot be read (another version, or a corrupted value); the state shown may leave that process out']);
+    expect(aggregateStatus(input({ unreadableReports: 3 })).reasons[0]).toMatch(/^Capture: 3 ingestor status reports in Redis/);
+    expect(aggregateStatus(input({ unreadableReports: 0 })).status).toBe('ok');
+  });
+
   it('sums the capture processes of a venue and keeps the freshest event', () => {
     const a1 = report({ worker: 1, venues: [venue({ venue: 'exchange-a', connections: 2, connected: 2, events_per_second: 10, last_event_at: iso(9000) })], sink: null });
     const a2 = report({ worker: 2, venues: [venue({ venue: 'exchange-a', connections: 3, connected: 2, events_per_second: 5.5, last_event_at: iso(300) })] });

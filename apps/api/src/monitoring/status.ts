@@ -178,6 +178,8 @@ export interface StatusInput {
   stores: { clickhouse: { ok: boolean; latencyMs: number | null }; redis: { ok: boolean; latencyMs: number | null } };
   /** null: the reports could not be read (Redis). */
   reports: IngestorReport[] | null;
+  /** Reports present in Redis that do not parse (absent: none). */
+  unreadableReports?: number;
   /** null: the backlog could not be read. */
   rollup: RollupBacklog | null;
   thresholds: Thresholds;
@@ -315,6 +317,12 @@ export function aggregateStatus(input: StatusInput): MonitoringStatus {
   } else if (input.reports === null) {
     degraded = true;
     reasons.push('Capture: the ingestor status reports cannot be read');
+  } else if ((input.unreadableReports ?? 0) > 0) {
+    // A process whose report cannot be read may be the only one capturing a venue: what is
+    // shown for the venues may be missing it.
+    degraded = true;
+    const n = input.unreadableReports!;
+    reasons.push(`Capture: ${n} ingestor status report${n === 1 ? '' : 's'} in Redis cannot be read (another version, or a corrupted value); the state shown may leave ${n === 1 ? 'that process' : 'those processes'} out`);
   }
 
   // Kafka: each sink reports its consumer group's lag; the freshest report per group counts.
