@@ -6,6 +6,16 @@ import path from 'node:path';
 import { REPO_ROOT, ensureInstalled, onStopRequest } from './bootstrap.mjs';
 
 ensureInstalled();
+// A stop asked for while Kafka and Redis are still starting (Ctrl-C during the first start,
+// which can take a minute) is kept until they are up, so that what this run started is
+// stopped rather than left running without an owner; once the app runs, it goes to the app.
+let stopSignal = null;
+let child = null;
+onStopRequest((sig) => {
+  stopSignal = sig;
+  if (child) child.kill(sig);
+  else console.log('[booktape] stopping once the services being started are up, to stop them too …');
+});
 const { ensureServices, stopServices } = await import('./services.mjs');
 
 let serviceEnv = {};
@@ -22,16 +32,23 @@ if (!external) {
   }
 }
 
-const child = spawn(process.execPath, [path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs'), 'start', ...process.argv.slice(2)], {
+async function stopStartedHere() {
+  if (startedHere.length === 0) return;
+  console.log(`[booktape] stopping what npm start started: ${startedHere.join(', ')}`);
+  await stopServices({ services: startedHere }).catch((e) => console.error(`[booktape] could not stop ${startedHere.join(', ')}: ${e.message}`));
+}
+
+if (stopSignal) {
+  await stopStartedHere();
+  process.exit(1);
+}
+
+child = spawn(process.execPath, [path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs'), 'start', ...process.argv.slice(2)], {
   cwd: REPO_ROOT,
   env: { ...serviceEnv, ...process.env },
   stdio: 'inherit',
 });
-onStopRequest((sig) => child.kill(sig));
 child.on('exit', async (code, signal) => {
-  if (startedHere.length > 0) {
-    console.log(`[booktape] stopping what npm start started: ${startedHere.join(', ')}`);
-    await stopServices({ services: startedHere }).catch((e) => console.error(`[booktape] could not stop ${startedHere.join(', ')}: ${e.message}`));
-  }
+  await stopStartedHere();
   process.exit(code ?? (signal ? 1 : 0));
 });
