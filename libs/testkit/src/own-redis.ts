@@ -27,11 +27,15 @@ export class OwnRedis {
   }
 
   async start(): Promise<void> {
-    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir], { stdio: 'ignore' });
+    const proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir], { stdio: 'ignore' });
+    this.proc = proc;
+    // A redis-server that cannot be run (not installed) fails the test with that reason at
+    // once, instead of an unhandled 'error' event or a 10 s wait for a PING.
+    const failed = new Promise<never>((_, reject) => proc.once('error', (e) => reject(new Error(`cannot run redis-server: ${e.message}`))));
     const probe = new Redis(this.url, { connectionName: 'probe', maxRetriesPerRequest: 1, lazyConnect: false });
     probe.on('error', () => undefined);
     try {
-      await waitFor('own redis-server up', async () => (await probe.ping().catch(() => null)) === 'PONG', 10_000, 50);
+      await Promise.race([failed, waitFor('own redis-server up', async () => (await probe.ping().catch(() => null)) === 'PONG', 10_000, 50)]);
     } finally {
       probe.disconnect();
     }
