@@ -21,7 +21,10 @@ export function untilSignal(log: Logger, stop: () => Promise<void>): Promise<num
         })
         .finally(() => clearTimeout(force));
     };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    // `on`, not `once`: Ctrl-C reaches the whole process group, so `npm start` forwards a
+    // second SIGINT that would otherwise take Node's default (exit at once) and cut the
+    // shutdown short; repeats are ignored above, and the 30 s limit still ends a stuck stop.
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
   });
 }
