@@ -64,4 +64,7 @@ try {
     console.error(`booktape: ${(e as Error).message}`);
     process.exitCode = 1;
   }
+  // A command that failed halfway may have started something that keeps the process alive
+  // (start --simulate's simulator before its config error, an open client): exit, not hang.
+  process.exit(process.exitCode);
 }
