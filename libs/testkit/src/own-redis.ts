@@ -43,7 +43,8 @@ export class OwnRedis {
 
   async kill(): Promise<void> {
     const p = this.proc;
-    if (!p || p.exitCode !== null) return;
+    // Ended already: by a code, or by a signal (SIGKILL leaves exitCode null), or never ran.
+    if (!p || p.exitCode !== null || p.signalCode !== null || p.pid === undefined) return;
     const exited = new Promise((r) => p.once('exit', r));
     p.kill('SIGKILL');
     await exited;
