@@ -46,7 +46,6 @@ async function serve(): Promise<void> {
   const { openClickHouse, migrate, RawEventsRepository } = await import('@booktape/storage');
   const { createApi, createRedis } = await import('../src/index.ts');
   const { deleteRedisPrefix, testConfig } = await import('../src/testing.ts');
-  const { DEFAULT_PLAN_LIMITS } = await import('../src/usage/limits.ts');
   type ExchangeAMessage = import('@booktape/domain').ExchangeAMessage;
 
   const dir = mkdtempSync(path.join(tmpdir(), 'booktape-api-bench-'));
@@ -116,7 +115,7 @@ async function serve(): Promise<void> {
   const redis = createRedis(redisUrl, { connectionName: 'booktape-bench' });
   const prefix = `bt-bench-${randomBytes(4).toString('hex')}:`;
   // Production timings and plan limits, not the tests' ones.
-  const config = testConfig({ redisKeyPrefix: prefix, resultCacheMs: 1000, usageFlushMs: 5000, plans: DEFAULT_PLAN_LIMITS, requestLogFlushMs: 2000 });
+  const config = testConfig({ redisKeyPrefix: prefix, resultCacheMs: 1000, usageFlushMs: 5000, requestLogFlushMs: 2000 });
   const api = createApi({ ch, log: silentLogger(), redis, config }, { host: '127.0.0.1', port: 0 });
   const url = await api.start();
   const created = await fetch(`${url}/api/v1/keys?name=bench&user_id=bench`, { method: 'POST' });

@@ -33,8 +33,9 @@ export function parseInstant(raw: string, edge: 'start' | 'end'): Parsed<number>
   } else if (/^\d{1,16}$/.test(s)) {
     ms = toMilliseconds(Number(s));
   } else if (ISO_DATE_TIME.test(s)) {
+    // Date.parse takes 2026-02-30T00:00Z as 2 March: the date part must be a real one.
     ms = Date.parse(s);
-    if (!Number.isFinite(ms)) return { ok: false, message: `must be a valid date-time, got ${show(raw)}` };
+    if (!Number.isFinite(ms) || !isCalendarDate(s.slice(0, 10))) return { ok: false, message: `must be a valid date-time, got ${show(raw)}` };
   } else {
     return { ok: false, message: `must be a date YYYY-MM-DD, an ISO 8601 date-time with Z or an offset, or Unix seconds or milliseconds, got ${show(raw)}` };
   }
