@@ -43,6 +43,16 @@ describe('the report satisfies the contract the API reads it with', () => {
     const sinkOnly = buildReport({ ...health({ paused: true }), capture: null }, { ...ctx, roles: ['sink'], kafka: noLag }, prev, T0).report;
     expect(ingestorReportSchema.parse(sinkOnly)).toEqual(sinkOnly);
   });
+
+  it("still parses when the sink's reason is a long crash message: the text is cut to fit", () => {
+    const prev = { at: T0 - 5000, records: { 'exchange-a': 0, 'exchange-b': 0 }, stored: 0 };
+    const h = health();
+    const crashed = { ...h, sink: { ...h.sink!, reason: `the Kafka consumer crashed (${'x'.repeat(5000)})` } } as IngestorHealth;
+    const r = buildReport(crashed, ctx, prev, T0).report;
+    expect(ingestorReportSchema.parse(r)).toEqual(r);
+    expect(r.sink!.reason).toHaveLength(1000);
+    expect(r.sink!.reason!.startsWith('the Kafka consumer crashed (xxx')).toBe(true);
+  });
 });
 
 describe('createStatusPublisher: the Kafka lag while reads are slow', () => {

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
-import { INGESTOR_REPORT_VERSION, consumerGroupLag, ingestorReportKeys, type IngestorReport, type SinkReport, type Topics, type VenueReport } from '@booktape/messaging';
+import { INGESTOR_REPORT_VERSION, REPORT_OFF_REASON_MAX, REPORT_REASON_MAX, consumerGroupLag, ingestorReportKeys, type IngestorReport, type SinkReport, type Topics, type VenueReport } from '@booktape/messaging';
 import type { IngestorConfig } from './config.ts';
 import type { Ingestor } from './ingestor.ts';
 
@@ -121,7 +121,7 @@ export function buildReport(
         return {
           venue,
           enabled,
-          off_reason: enabled ? null : !ctx.venues[venue] || v === undefined ? 'turned_off' : (v.offReason ?? 'unknown'),
+          off_reason: enabled ? null : !ctx.venues[venue] || v === undefined ? 'turned_off' : (v.offReason ?? 'unknown').slice(0, REPORT_OFF_REASON_MAX),
           resolving: v?.resolving ?? false,
           markets: num(st['markets']),
           connections: num(st['connections']),
@@ -144,7 +144,9 @@ export function buildReport(
         group_id: ctx.groupId,
         paused: h.sink.paused,
         consumer: h.sink.consumer,
-        reason: h.sink.reason,
+        // Bounded as the contract reads it: a longer crash message would make the API throw
+        // the whole report away, and show this process as not reporting.
+        reason: h.sink.reason === null ? null : h.sink.reason.slice(0, REPORT_REASON_MAX),
         stored_total: h.sink.stored,
         stored_per_second: rate(stored - prev.stored, elapsed),
         last_stored_at: h.sink.lastStoredAt === null ? null : new Date(h.sink.lastStoredAt).toISOString(),

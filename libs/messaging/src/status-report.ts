@@ -21,6 +21,10 @@ export function ingestorReportKeys(prefix: string): { index: string; report: (in
   return { index: `${prefix}:monitoring:ingestors`, report: (instance) => `${prefix}:monitoring:ingestor:${instance}` };
 }
 
+/** How long the free texts of a report may be (the writer cuts them to fit). */
+export const REPORT_REASON_MAX = 1000;
+export const REPORT_OFF_REASON_MAX = 64;
+
 const venue = z.enum(['exchange-a', 'exchange-b']);
 const count = z.number().finite().nonnegative();
 const iso = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'must be a time');
@@ -36,7 +40,7 @@ export const venueReportSchema = z.object({
    * shows it publicly. Free text so a new code does not make older readers drop the report;
    * absent from reports of ingestors older than the field.
    */
-  off_reason: z.string().max(64).nullable().optional(),
+  off_reason: z.string().max(REPORT_OFF_REASON_MAX).nullable().optional(),
   /** Exchange A: still resolving which markets to capture (metadata API unreachable). */
   resolving: z.boolean(),
   markets: count,
@@ -63,7 +67,7 @@ export const sinkReportSchema = z.object({
    */
   consumer: z.enum(['joining', 'running', 'restarting', 'stopped']).optional(),
   /** Why the sink is not ok (or not consuming yet); null when all is well. */
-  reason: z.string().max(1000).nullable().optional(),
+  reason: z.string().max(REPORT_REASON_MAX).nullable().optional(),
   stored_total: count,
   stored_per_second: count,
   last_stored_at: iso.nullable(),
