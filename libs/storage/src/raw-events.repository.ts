@@ -87,8 +87,9 @@ export class RawEventsRepository {
    * token is bound to the batch's content here: a token reused for other rows (Kafka offsets
    * that restart after a topic was recreated, a caller's mistake) must never drop them. A
    * retry of the same batch has the same rows and so the same token; a re-delivery with
-   * other boundaries gets another token and is collapsed by the table's key instead (first
-   * copy wins, migration 008). The token goes into the statement's SETTINGS clause, never
+   * other boundaries, or a retry the sink's group commit assembled differently
+   * (apps/ingestor/src/sink/insert-group.ts), gets another token and is collapsed by the
+   * table's key instead (first copy wins, migration 008; reads use FINAL). The token goes into the statement's SETTINGS clause, never
    * into session settings (see clickhouse.ts).
    */
   async insert(venue: Venue, batch: StoredMessage[], token: string): Promise<number> {

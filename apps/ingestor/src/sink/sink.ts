@@ -300,7 +300,11 @@ export function createSink(deps: SinkDeps) {
         }
         for (const message of decoded.messages) rows.push({ message, position: { partition: batch.partition, offset: m.offset } });
       }
-      const refused = await storeSplitting(`${venue} raw batch`, p, rows, (part, suffix) => rawGroups[venue].submit(part, token + suffix));
+      // The whole batch goes through the group; once it was refused as bad data, its halves go
+      // alone (grouped, each halving step would make other partitions' batches retry alone too).
+      const refused = await storeSplitting(`${venue} raw batch`, p, rows, (part, suffix) =>
+        suffix === '' ? rawGroups[venue].submit(part, token) : raw.insert(venue, part, token + suffix).then(() => void (stats.inserts += 1)),
+      );
       if (refused === null) return;
       // Only the refused record goes: the other records of its Kafka message are stored.
       for (const { item, reason } of refused) {
