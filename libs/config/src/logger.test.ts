@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { logFormat } from './logger.ts';
+import { ConfigError } from './env.ts';
+import { createLogger, logFormat } from './logger.ts';
 import { REPO_ROOT } from './paths.ts';
 
 describe('log format', () => {
@@ -39,4 +40,17 @@ describe('log format', () => {
     expect(entries[0]!.creds).toEqual({ password: '[redacted]' });
     expect(entries[1]!.app).toBe('api');
   }, 60_000);
+});
+
+describe('log level', () => {
+  it('an empty LOG_LEVEL is no level (info); an explicit one is taken, trimmed', () => {
+    expect(createLogger('t', '', 'json').level).toBe('info');
+    expect(createLogger('t', undefined, 'json').level).toBe('info');
+    expect(createLogger('t', ' debug ', 'json').level).toBe('debug');
+  });
+
+  it('an unknown LOG_LEVEL is a ConfigError that names the variable, not a pino error', () => {
+    expect(() => createLogger('t', 'verbose', 'json')).toThrow(ConfigError);
+    expect(() => createLogger('t', 'verbose', 'json')).toThrow(/LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent \(got "verbose"\)/);
+  });
 });

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { ConfigError } from './env.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -18,11 +19,23 @@ export function logFormat(env: NodeJS.ProcessEnv = process.env, stdoutIsTTY = pr
   return stdoutIsTTY ? 'pretty' : 'json';
 }
 
-/** One logger factory: secrets redacted wherever they appear in a log object. */
-export function createLogger(name: string, level = process.env.LOG_LEVEL ?? 'info', format: LogFormat = logFormat()): Logger {
+/** The levels LOG_LEVEL takes (the platform schema checks the same list). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * One logger factory: secrets redacted wherever they appear in a log object. An empty level
+ * is no level (`info`); an unknown one is refused with a ConfigError naming LOG_LEVEL, before
+ * pino's own "default level: must be included in custom levels" (the logger is made before
+ * the configuration is parsed, so that message used to be the first and only one).
+ */
+export function createLogger(name: string, level = process.env.LOG_LEVEL, format: LogFormat = logFormat()): Logger {
+  const wanted = level?.trim() || 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(wanted)) {
+    throw new ConfigError([`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(level)})`]);
+  }
   const options: LoggerOptions = {
     name,
-    level,
+    level: wanted,
     redact: {
       paths: ['*.privateKey', '*.private_key', '*.apiKey', '*.api_key', '*.password', 'headers.authorization', '*.secret'],
       censor: '[redacted]',

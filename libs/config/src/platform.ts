@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { envInt, envList, envOptional, envString, envUrl } from './env.ts';
+import { LOG_LEVELS } from './logger.ts';
 import { dataDir } from './paths.ts';
 
 /**
@@ -10,7 +11,7 @@ import { dataDir } from './paths.ts';
  */
 export const platformEnvSchema = z.object({
   BOOKTAPE_DATA_DIR: envOptional(),
-  LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
+  LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(LOG_LEVELS).default('info')),
   /** json or pretty; unset: pretty when stdout is a terminal, JSON lines otherwise (see createLogger). */
   LOG_FORMAT: z.preprocess((v) => (typeof v === 'string' ? v.trim().toLowerCase() || undefined : v), z.enum(['json', 'pretty']).optional()),
   CLICKHOUSE_URL: envUrl(undefined, ['http', 'https']),
