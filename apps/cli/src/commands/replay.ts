@@ -93,7 +93,7 @@ async function waitForSummaries(parts: PartitionRef[], platform: { redisUrl: str
  * Progress goes to stderr: a bar on a terminal, a line every few seconds otherwise.
  */
 export async function runReplay(opts: ReplayOptions): Promise<number> {
-  const log = createLogger('replay', process.env.LOG_LEVEL ?? 'warn');
+  const log = createLogger('replay', process.env.LOG_LEVEL?.trim() || 'warn');
   const env = withLocalServicePorts(process.env);
   const config = ingestorConfig(parseEnv(ingestorEnvSchema, env), env);
   const cacheTtlMs = parseEnv(cacheEnvSchema, env).API_RESULT_CACHE_MS;
@@ -162,6 +162,9 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
 
   let settled = true;
   if (opts.wait) {
+    // One --timeout for the whole wait (stored, then summaries), counted from here: counted
+    // from the start of the replay, a long replay reached the summaries with no time left.
+    const waitStarted = Date.now();
     process.stderr.write(`waiting for the sink (group ${config.sinkGroupId}) to store everything …\n`);
     let last = -1;
     await waitUntilStored(kafka, topics, config.sinkGroupId, {
@@ -173,7 +176,7 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
     });
     const storedAt = Date.now();
     process.stderr.write(`${tty ? '\n' : ''}everything replayed is stored\n`);
-    settled = await waitForSummaries([...partitions.values()], config.platform, started + opts.timeoutMs, tty);
+    settled = await waitForSummaries([...partitions.values()], config.platform, waitStarted + opts.timeoutMs, tty);
     const left = cacheWaitMs(storedAt, Date.now(), cacheTtlMs);
     if (left > 0) await new Promise((r) => setTimeout(r, left));
     if (settled) process.stderr.write('everything replayed is visible\n');
