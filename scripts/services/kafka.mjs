@@ -192,7 +192,7 @@ export async function startKafka(cfg, log, timeoutMs) {
     }
     if (Date.now() > deadline) {
       throw new ServiceError(
-        `kafka did not become ready within ${timeoutMs / 1000} s (pid ${pid} left running); ` +
+        `kafka did not become ready within ${timeoutMs / 1000} s (pid ${pid}); ` +
           `see ${k.serverLog} and ${k.outFile}\n${tail(k.serverLog, 15, logOffsets.server)}`,
       );
     }

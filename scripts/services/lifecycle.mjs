@@ -35,6 +35,11 @@ export async function ensureServices(opts = {}) {
   const started = [];
   await withLock(cfg, log, async () => {
     ensurePrerequisites(cfg, names, log);
+    // Which processes were there before: a start that spawned one and then failed (it did
+    // not become ready in time) has not said it started it, yet it is this call's to stop.
+    const states = { kafka: (c) => kafkaState(c.kafka), redis: (c) => redisState(c.redis) };
+    const aliveBefore = new Set();
+    for (const n of names) if ((await states[n](cfg)).alive) aliveBefore.add(n);
     const starters = { kafka: startKafka, redis: startRedis };
     const results = await Promise.allSettled(
       names.map(async (n) => {
@@ -46,7 +51,8 @@ export async function ensureServices(opts = {}) {
     // A start that fails halfway leaves nothing of its own running: the caller gets an
     // error, not services to stop, so the ones this call started are stopped here.
     const stops = { kafka: stopKafka, redis: stopRedis };
-    for (const n of started) {
+    for (const n of names) {
+      if (!started.includes(n) && (aliveBefore.has(n) || !(await states[n](cfg)).alive)) continue;
       log(`stopping ${n}, started by this call, since the start failed`);
       await stops[n](cfg, log).catch((e) => failures.push(e));
     }
