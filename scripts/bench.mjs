@@ -5,9 +5,17 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT, ensureInstalled } from './bootstrap.mjs';
+import { REPO_ROOT, ensureInstalled, onStopRequest } from './bootstrap.mjs';
 
 ensureInstalled();
+// Ctrl-C, SIGTERM or npm going away: the running benchmark is stopped, the rest skipped, and
+// the services this run started are still stopped (as npm test does).
+let stopSignal = null;
+let current = null;
+onStopRequest((sig) => {
+  stopSignal = sig;
+  current?.kill(sig);
+});
 const { ensureServices, stopServices } = await import('./services.mjs');
 
 const BENCHES = {
@@ -28,30 +36,49 @@ for (const w of wanted) if (!BENCHES[w]) {
   process.exit(2);
 }
 // Kafka and Redis this run started are stopped at its end; ones already running stay.
-const services = await ensureServices({});
+let services;
+try {
+  services = await ensureServices({});
+} catch (e) {
+  console.error(`[bench] could not start Kafka/Redis: ${e.message}`);
+  process.exit(1);
+}
 const env = { ...process.env, ...services.env };
 const results = {};
 let failed = false;
-for (const [name, file] of Object.entries(BENCHES)) {
-  if (wanted.length && !wanted.includes(name)) continue;
-  if (!fs.existsSync(path.join(REPO_ROOT, file))) continue;
-  console.log(`\n[bench] ${name}: ${file}`);
-  const out = await new Promise((resolve) => {
-    let text = '';
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
-    child.stdout.on('data', (d) => {
-      text += d;
-      process.stdout.write(d);
+try {
+  for (const [name, file] of Object.entries(BENCHES)) {
+    if (stopSignal) break;
+    if (wanted.length && !wanted.includes(name)) continue;
+    if (!fs.existsSync(path.join(REPO_ROOT, file))) continue;
+    console.log(`\n[bench] ${name}: ${file}`);
+    const out = await new Promise((resolve) => {
+      let text = '';
+      const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+      current = child;
+      child.stdout.on('data', (d) => {
+        text += d;
+        process.stdout.write(d);
+      });
+      child.on('exit', (code) => resolve({ code, text }));
     });
-    child.on('exit', (code) => resolve({ code, text }));
-  });
-  const last = out.text.trim().split('\n').filter((l) => l.startsWith('{')).pop();
-  if (out.code !== 0 || !last) {
-    failed = true;
-    results[name] = { error: `exited with ${out.code}` };
-  } else results[name] = JSON.parse(last);
+    current = null;
+    const last = out.text.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+    if (out.code !== 0 || !last) {
+      failed = true;
+      results[name] = { error: `exited with ${out.code}` };
+    } else {
+      try {
+        results[name] = JSON.parse(last);
+      } catch {
+        failed = true;
+        results[name] = { error: 'its last line is not JSON' };
+      }
+    }
+  }
+  console.log('\n[bench] results');
+  console.log(JSON.stringify(results, null, 2));
+} finally {
+  if (services.started.length) await stopServices({ services: services.started });
 }
-console.log('\n[bench] results');
-console.log(JSON.stringify(results, null, 2));
-if (services.started.length) await stopServices({ services: services.started });
-process.exit(failed ? 1 : 0);
+process.exit(failed || stopSignal ? 1 : 0);
