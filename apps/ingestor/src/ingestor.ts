@@ -1,7 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
-import { BatchingProducer, concatRawMessages, ensureTopics, topicNames, type Topics } from '@booktape/messaging';
+import { createRawProducer, ensureTopics, topicNames, type BatchingProducer, type Topics } from '@booktape/messaging';
 import type { ClickHouse } from '@booktape/storage';
 import { CaptureFileWriter } from '@booktape/venues';
 import { CapturePipeline } from './capture-pipeline.ts';
@@ -71,20 +71,9 @@ export function createIngestor(deps: IngestorDeps) {
         }
       }
       if (config.roles.capture) {
-        producer = new BatchingProducer(kafka, log.child({ role: 'producer' }), {
-          lingerMs: 50,
-          maxMessages: 20_000,
-          coalesce: concatRawMessages,
-          coalesceTopics: new Set(Object.values(topics.raw)),
-          // Kept whole in the capture file (when on); the dead-letter topic gets the reason
-          // and the head of the value, which is all that fits.
-          onTooLarge: (m) =>
-            void producer!.send({
-              topic: topics.deadLetter,
-              key: m.key,
-              value: JSON.stringify({ venue: Object.entries(topics.raw).find(([, t]) => t === m.topic)?.[0] ?? null, received_at: new Date().toISOString(), reason: `message of ${m.value.length} bytes is larger than the broker accepts`, frame: m.value.slice(0, 65_536) }),
-            }),
-        });
+        // Kept whole in the capture file (when on); the dead-letter topic gets the reason
+        // and the head of the value, which is all that fits.
+        producer = createRawProducer(kafka, log.child({ role: 'producer' }), topics);
         await producer.connect();
         if (config.captureFiles) {
           for (const venue of ['exchange-a', 'exchange-b'] as const) {

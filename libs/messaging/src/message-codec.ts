@@ -1,3 +1,6 @@
+import type { Kafka } from 'kafkajs';
+import type { Logger } from '@booktape/config';
+import { BatchingProducer, type Topics } from './kafka.ts';
 import { MAX_EVENT_DATE, MAX_EVENT_MS, parseCaptureGap, receiveTimeError, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
 
 /**
@@ -116,4 +119,26 @@ export function tooLargeDeadLetter(venue: Venue | null, value: string, receivedA
   const { frame, truncated } = deadLetterFrame(value);
   const reason = `kafka refused a message of ${value.length} characters (${records} record(s)) as larger than the broker accepts${truncated ? `; ${truncated}` : ''}`;
   return JSON.stringify({ venue, received_at: receivedAt.toISOString(), reason, frame });
+}
+
+/**
+ * The producer of the raw topics, as capture and replay both use it: a market's messages of
+ * one flush coalesced into one Kafka message (order kept), and a message the broker refuses
+ * even alone sent to the dead-letter topic as `tooLargeDeadLetter` writes it. `onTooLarge`
+ * hears how many records such a message held (replay reports them as not stored).
+ */
+export function createRawProducer(kafka: Kafka, log: Logger, topics: Topics, onTooLarge?: (records: number) => void): BatchingProducer {
+  const venueOfTopic = new Map<string, Venue>(Object.entries(topics.raw).map(([v, t]) => [t, v as Venue]));
+  const producer: BatchingProducer = new BatchingProducer(kafka, log, {
+    lingerMs: 50,
+    maxMessages: 20_000,
+    coalesce: concatRawMessages,
+    coalesceTopics: new Set(Object.values(topics.raw)),
+    onTooLarge: (m) => {
+      const venue = venueOfTopic.get(m.topic) ?? null;
+      onTooLarge?.(venue === null ? 0 : Math.max(1, rawRecordCount(m.value)));
+      void producer.send({ topic: topics.deadLetter, key: m.key, value: tooLargeDeadLetter(venue, m.value, new Date()) });
+    },
+  });
+  return producer;
 }

@@ -1,7 +1,6 @@
 import cliProgress from 'cli-progress';
-import type { Venue } from '@booktape/domain';
 import { createLogger, envInt, parseEnv, redactUrl } from '@booktape/config';
-import { BatchingProducer, RollupQueue, concatRawMessages, createKafka, ensureTopics, partitionsOf, rawRecordCount, tooLargeDeadLetter, topicNames, type PartitionRef } from '@booktape/messaging';
+import { RollupQueue, createKafka, createRawProducer, ensureTopics, partitionsOf, topicNames, type PartitionRef } from '@booktape/messaging';
 import { CapturePipeline, checkCaptureFiles, ingestorConfig, ingestorEnvSchema, replayFiles, waitUntilStored, type ReplaySummary } from '@booktape/ingestor';
 import { z } from 'zod';
 import { withLocalServicePorts } from '../local-services.ts';
@@ -103,21 +102,12 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
   const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'booktape-replay' }, log);
   const topics = topicNames(config.platform.kafka.topicPrefix);
   await ensureTopics(kafka, topics, config.kafkaPartitions);
-  const venueOfTopic = new Map<string, Venue>(Object.entries(topics.raw).map(([v, t]) => [t, v as Venue]));
   // A message the broker refuses even alone: its records are counted as not stored, and a
   // dead letter (reason and the head of the value) goes to the dead-letter topic.
   const tooLarge = { messages: 0, records: 0 };
-  const producer: BatchingProducer = new BatchingProducer(kafka, log, {
-    lingerMs: 50,
-    maxMessages: 20_000,
-    coalesce: concatRawMessages,
-    coalesceTopics: new Set(Object.values(topics.raw)),
-    onTooLarge: (m) => {
-      const venue = venueOfTopic.get(m.topic) ?? null;
-      tooLarge.messages += 1;
-      tooLarge.records += venue === null ? 0 : Math.max(1, rawRecordCount(m.value));
-      void producer.send({ topic: topics.deadLetter, key: m.key, value: tooLargeDeadLetter(venue, m.value, new Date()) });
-    },
+  const producer = createRawProducer(kafka, log, topics, (records) => {
+    tooLarge.messages += 1;
+    tooLarge.records += records;
   });
   await producer.connect();
   // The partitions this replay touches: with --wait, their summaries are waited for too.
