@@ -112,14 +112,16 @@ describe('ExchangeABook', () => {
     expect(book.toState()).toMatchObject({ bids: ['0.48', '309'], asks: ['0.52', '20', '1', '1'] });
   });
 
-  it('shows a change hook the top after each applied entry, and nothing while the book is unknown', () => {
+  it('shows a change hook the top after each applied entry with a claim, and nothing while the book is unknown', () => {
     const book = new ExchangeABook();
+    // Entries with a venue claim (best_bid / best_ask): the hook is there to check them.
+    const claimed = (ev: ExchangeAEvent): ExchangeAEvent => ({ ...ev, changes: ev.changes!.map((c) => ({ ...c, best_bid: '0.01' })) });
     const seen: unknown[] = [];
     const hook = (e: PriceChange, bid: string | null, ask: string | null): void => void seen.push([e.price, bid, ask]);
-    book.apply(aChange(TS, ['0.5', 'BUY', '1']), hook);
+    book.apply(claimed(aChange(TS, ['0.5', 'BUY', '1'])), hook);
     expect(seen).toEqual([]);
     book.apply(aBook(TS, [['0.48', '30']], [['0.52', '25']]), hook);
-    const o = book.apply(aChange(TS + 1, ['0.55', 'BUY', '1'], ['0.52', 'SELL', '0'], ['0.55', 'BUY', '0'], ['0.48', 'BUY', '0']), hook);
+    const o = book.apply(claimed(aChange(TS + 1, ['0.55', 'BUY', '1'], ['0.52', 'SELL', '0'], ['0.55', 'BUY', '0'], ['0.48', 'BUY', '0'])), hook);
     expect(seen).toEqual([
       ['0.55', '0.55', '0.52'],
       ['0.52', '0.55', null],
@@ -129,9 +131,15 @@ describe('ExchangeABook', () => {
     expect(top(o)).toEqual(NULLS); // known, both sides empty
     seen.length = 0;
     book.apply(aBook(TS + 2, [['0.48', '30']], [['0.52', '25']]));
-    book.apply(aChange(TS + 3, ['0.49', 'BUY', '1'], ['7', 'BUY', '1'], ['0.47', 'BUY', '1']), hook);
+    book.apply(claimed(aChange(TS + 3, ['0.49', 'BUY', '1'], ['7', 'BUY', '1'], ['0.47', 'BUY', '1'])), hook);
     expect(seen).toEqual([['0.49', '0.49', '0.52']]); // stops at the record it cannot apply
     expect(book.isKnown()).toBe(false);
+    // Entries without a claim (the shape before 2025-09-15) are applied without the hook.
+    seen.length = 0;
+    book.apply(aBook(TS + 4, [['0.48', '30']], [['0.52', '25']]));
+    const plain = book.apply(aChange(TS + 5, ['0.49', 'BUY', '1']), hook);
+    expect(seen).toEqual([]);
+    expect(plain?.best_bid).toBe('0.49');
   });
 
   it('refuses a malformed state', () => {

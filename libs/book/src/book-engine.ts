@@ -304,9 +304,11 @@ export interface ExchangeBBookState {
 }
 
 /**
- * Called after each `price_change` entry is applied to a known book, with the top it left:
- * canonical best bid and ask, null for an empty side. The venue's per-entry best_bid /
- * best_ask claims are checked against exactly this state (checks.ts).
+ * Called after each `price_change` entry that carries a claim (a best_bid or best_ask text)
+ * is applied to a known book, with the top it left: canonical best bid and ask, null for an
+ * empty side. The venue's per-entry claims are checked against exactly this state
+ * (checks.ts). Entries without one (every entry before 2025-09-15) skip the top's
+ * computation: a back-fill of history pays nothing for checks it cannot make.
  */
 export type ChangeHook = (entry: PriceChange, bestBid: string | null, bestAsk: string | null) => void;
 
@@ -314,7 +316,7 @@ export type ChangeHook = (entry: PriceChange, bestBid: string | null, bestAsk: s
 export class ExchangeABook extends LadderBook {
   /**
    * Applies one record; the observation for a book event, null for any other event type.
-   * `onChange`, when given, sees the top after every applied `price_change` entry.
+   * `onChange`, when given, sees the top after every applied `price_change` entry with a claim.
    */
   apply(ev: ExchangeAEvent, onChange?: ChangeHook): Observation | null {
     const type = ev.event_type;
@@ -354,7 +356,7 @@ export class ExchangeABook extends LadderBook {
     for (let k = 0; k < changes.length; k++) {
       const ch = changes[k]!;
       if (!this.applyChange(ch)) return;
-      onChange(ch, this.bestBid(), this.bestAsk());
+      if (typeof ch.best_bid === 'string' || typeof ch.best_ask === 'string') onChange(ch, this.bestBid(), this.bestAsk());
     }
   }
 
