@@ -146,7 +146,7 @@ export function buildReport(
         consumer: h.sink.consumer,
         // Bounded as the contract reads it: a longer crash message would make the API throw
         // the whole report away, and show this process as not reporting.
-        reason: h.sink.reason === null ? null : h.sink.reason.slice(0, REPORT_REASON_MAX),
+        reason: typeof h.sink.reason === 'string' ? h.sink.reason.slice(0, REPORT_REASON_MAX) : h.sink.reason,
         stored_total: h.sink.stored,
         stored_per_second: rate(stored - prev.stored, elapsed),
         last_stored_at: h.sink.lastStoredAt === null ? null : new Date(h.sink.lastStoredAt).toISOString(),
