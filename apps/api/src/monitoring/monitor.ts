@@ -112,24 +112,24 @@ export class StatusMonitor {
         if ((await redis.ping()) !== 'PONG') throw new Error('PING did not answer PONG');
       }),
     ]);
+    // The Redis reads and the ClickHouse read side by side: each bounded by the check's time
+    // limit, so the whole answer takes about one limit, not one per store.
     let reports: IngestorReport[] | null = null;
     let unreadableReports = 0;
     let rollup: RollupBacklog | null = null;
-    if (redisHealth.ok) {
-      const [r, b] = await Promise.allSettled([this.check('reports', () => readIngestorReports(redis, queuePrefix)), this.check('rollup', () => readRollupBacklog(redis, queuePrefix))]);
-      if (r.status === 'fulfilled') ({ reports, unreadable: unreadableReports } = r.value);
-      else this.deps.log.warn({ err: (r.reason as Error).message }, 'cannot read the ingestor status reports');
-      if (b.status === 'fulfilled') rollup = b.value;
-      else this.deps.log.warn({ err: (b.reason as Error).message }, 'cannot read the rollup backlog');
-    }
     let outages: OutageInput[] | null = null;
-    if (clickhouse.ok) {
-      try {
-        outages = await this.check('outages', () => declared.list({ fromMs: this.now() - RECENT_OUTAGE_DAYS * 86_400_000, limit: 200 }));
-      } catch (e) {
-        this.deps.log.warn({ err: (e as Error).message }, 'cannot read the declared outages');
-      }
-    }
+    const [r, b, o] = await Promise.allSettled([
+      redisHealth.ok ? this.check('reports', () => readIngestorReports(redis, queuePrefix)) : null,
+      redisHealth.ok ? this.check('rollup', () => readRollupBacklog(redis, queuePrefix)) : null,
+      clickhouse.ok ? this.check('outages', () => declared.list({ fromMs: this.now() - RECENT_OUTAGE_DAYS * 86_400_000, limit: 200 })) : null,
+    ]);
+    // A store that is down was not read (null): its reason is already in the status.
+    if (r.status === 'fulfilled') ({ reports, unreadable: unreadableReports } = r.value ?? { reports: null, unreadable: 0 });
+    else this.deps.log.warn({ err: (r.reason as Error).message }, 'cannot read the ingestor status reports');
+    if (b.status === 'fulfilled') rollup = b.value;
+    else this.deps.log.warn({ err: (b.reason as Error).message }, 'cannot read the rollup backlog');
+    if (o.status === 'fulfilled') outages = o.value;
+    else this.deps.log.warn({ err: (o.reason as Error).message }, 'cannot read the declared outages');
     const now = this.now();
     const streamPool = this.deps.streamPool?.() ?? null;
     return aggregateStatus({ now, stores: { clickhouse, redis: redisHealth }, reports, unreadableReports, rollup, thresholds: this.thresholds, outages, streamPool });
