@@ -1,6 +1,9 @@
 import cliProgress from 'cli-progress';
-import { parseEnv, platformConfig, platformEnvSchema } from '@booktape/config';
+import { parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
 import { RollupQueue, type BackfillProgress, type BackfillRequest } from '@booktape/messaging';
+import { withLocalServicePorts } from '../local-services.ts';
+
+const ENQUEUE_TIMEOUT_MS = 30_000;
 
 export interface RollupOptions {
   request: BackfillRequest;
@@ -16,10 +19,17 @@ export interface RollupOptions {
  * 1 failed, 4 still running at the timeout.
  */
 export async function runRollup(opts: RollupOptions): Promise<number> {
-  const platform = platformConfig(parseEnv(platformEnvSchema));
+  // The same local-service ports as replay (BOOKTAPE_REDIS_PORT) when REDIS_URL is unset.
+  const platform = platformConfig(parseEnv(platformEnvSchema, withLocalServicePorts(process.env)));
   const queue = new RollupQueue({ redisUrl: platform.redisUrl, prefix: platform.rollup.queuePrefix });
   try {
-    const job = await queue.enqueueBackfill(opts.request);
+    // The Redis client queues commands while it cannot connect: an unreachable Redis is an
+    // error after a while, not a wait forever.
+    let timer: NodeJS.Timeout | undefined;
+    const job = await Promise.race([
+      queue.enqueueBackfill(opts.request),
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer from Redis (${redactUrl(platform.redisUrl)}) within ${ENQUEUE_TIMEOUT_MS / 1000} s: is it running?`)), ENQUEUE_TIMEOUT_MS))),
+    ]).finally(() => clearTimeout(timer));
     const what = `${opts.request.venue} ${opts.request.market}${opts.request.asset ? ` asset ${opts.request.asset}` : ''} ${opts.request.from}..${opts.request.to}`;
     process.stderr.write(`enqueued back-fill job ${job.id}: ${what}\n`);
     const workers = await queue.queue.getWorkers().catch(() => []);
@@ -69,6 +79,7 @@ export async function runRollup(opts: RollupOptions): Promise<number> {
       bar.stop();
     }
   } finally {
-    await queue.close();
+    // Closing waits for nothing that an unreachable Redis could withhold for long.
+    await Promise.race([queue.close(), new Promise((r) => setTimeout(r, 2_000).unref())]);
   }
 }
