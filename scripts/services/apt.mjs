@@ -48,6 +48,11 @@ export function aptInstall(cfg, log, pkg, forCmd) {
         `"${forCmd}" is not on PATH and this user cannot install it; run: apt-get install -y ${pkg}`,
       );
     }
+    // `sudo -n` never asks for a password: one that would is a clear message, not a failed
+    // apt-get update with its log.
+    if (spawnSync('sudo', ['-n', 'true'], { stdio: 'ignore' }).status !== 0) {
+      throw new ServiceError(`"${forCmd}" is not on PATH and sudo needs a password here; install it once yourself: sudo apt-get install -y ${pkg}`);
+    }
     prefix = ['sudo', '-n'];
   }
   if (!hasCommand('apt-get')) {
