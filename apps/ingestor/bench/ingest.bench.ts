@@ -120,14 +120,30 @@ const rssAtEnd = { sink: process.memoryUsage().rss, capture: rssOf(capture.pid!)
 // Dropped: stop the venues, read what capture counted, let the pipeline drain, compare.
 const simStoppedAt = Date.now();
 sim.kill('SIGTERM');
-await new Promise((r) => setTimeout(r, 3000));
 const statusRedis = new Redis(config.platform.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
 const reportKeys = ingestorReportKeys(env.ROLLUP_QUEUE_PREFIX!);
-const instances: string[] = await statusRedis.zrange(reportKeys.index, '0', '-1');
-const captured: Record<string, number> = { 'exchange-a': 0, 'exchange-b': 0 };
-for (const i of instances) {
-  const report = JSON.parse((await statusRedis.get(reportKeys.report(i))) ?? 'null') as { capture?: { venues: Array<{ venue: string; records_total: number }> } } | null;
-  for (const v of report?.capture?.venues ?? []) captured[v.venue] = (captured[v.venue] ?? 0) + v.records_total;
+/** What capture's status reports say it captured, per venue (its counters only grow). */
+async function capturedSoFar(): Promise<{ counts: Record<string, number>; intervalMs: number }> {
+  const instances: string[] = await statusRedis.zrange(reportKeys.index, '0', '-1');
+  const counts: Record<string, number> = { 'exchange-a': 0, 'exchange-b': 0 };
+  let intervalMs = 5000;
+  for (const i of instances) {
+    const report = JSON.parse((await statusRedis.get(reportKeys.report(i))) ?? 'null') as { interval_ms?: number; capture?: { venues: Array<{ venue: string; records_total: number }> } } | null;
+    if (report?.capture && typeof report.interval_ms === 'number') intervalMs = report.interval_ms;
+    for (const v of report?.capture?.venues ?? []) counts[v.venue] = (counts[v.venue] ?? 0) + v.records_total;
+  }
+  return { counts, intervalMs };
+}
+// A capture that fell behind goes on working through frames it had already received after
+// the venues stopped, so its counters are read once two reports in a row agree (a count
+// read too early would show rows stored that capture "never" captured).
+let { counts: captured, intervalMs } = await capturedSoFar();
+for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
+  await new Promise((r) => setTimeout(r, 2 * intervalMs + 500));
+  const next = (await capturedSoFar()).counts;
+  const same = Object.keys(next).every((v) => next[v] === captured[v]);
+  captured = next;
+  if (same) break;
 }
 capture.kill('SIGTERM');
 await new Promise((r) => capture.once('exit', r));
@@ -135,6 +151,13 @@ await waitUntilStored(kafka, ingestor.topics, config.sinkGroupId, { timeoutMs: 6
 const storedRows = async (table: string) => Number((await (await ch.client.query({ query: `SELECT count() AS n FROM ${ch.table(table)} FINAL`, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
 const stored = { 'exchange-a': await storedRows('raw_exchange_a'), 'exchange-b': await storedRows('raw_exchange_b') };
 const gapRows = await (await ch.client.query({ query: `SELECT venue, count() AS n FROM ${ch.table('capture_gaps')} FINAL WHERE started_at < fromUnixTimestamp64Milli(toInt64({stop:UInt64})) GROUP BY venue ORDER BY venue`, query_params: { stop: simStoppedAt }, format: 'JSONEachRow' })).json<{ venue: string; n: string }>();
+// Each gap's time span, seconds since the start, to set beside the stalls below.
+const gapSpans = (await (await ch.client.query({
+  query: `SELECT venue, toUnixTimestamp64Milli(started_at) AS s, toUnixTimestamp64Milli(ifNull(ended_at, started_at)) AS e
+    FROM ${ch.table('capture_gaps')} FINAL WHERE started_at < fromUnixTimestamp64Milli(toInt64({stop:UInt64}))`,
+  query_params: { stop: simStoppedAt },
+  format: 'JSONEachRow',
+})).json<{ venue: string; s: string; e: string }>()).map((g) => ({ venue: g.venue, from: (Number(g.s) - started) / 1000, to: (Number(g.e) - started) / 1000 }));
 statusRedis.disconnect();
 
 const lat = async (table: string) => {
@@ -160,6 +183,7 @@ try {
 
 const result = {
   bench: 'ingest',
+  stalls: stallsWithGaps(stalls(samples), gapSpans),
   seconds,
   simulatorRateTarget: rate,
   sustainedStoredRecordsPerSec: Math.round(sustained),
@@ -180,3 +204,36 @@ const result = {
 };
 console.log(JSON.stringify(result));
 process.exit(0);
+
+/**
+ * Stretches of at least 3 s in which the sink stored nothing (after the first row), in
+ * seconds since the start. Each is set beside the capture gaps whose span touches it: a
+ * stall with gaps is capture reconnecting after the venue dropped it as a slow consumer;
+ * one without is the pipeline itself stopping, which needs explaining.
+ */
+function stalls(series: Array<{ t: number; stored: number }>): Array<{ from: number; to: number }> {
+  const out: Array<{ from: number; to: number }> = [];
+  // `since`: the sample where the count last moved; `prev`: the sample before the current one.
+  let since: { t: number; stored: number } | null = null;
+  let prev: { t: number; stored: number } | null = null;
+  const close = () => {
+    if (since && prev && prev.t - since.t >= 3000) out.push({ from: since.t / 1000, to: prev.t / 1000 });
+  };
+  for (const s of series) {
+    if (s.stored === 0) continue;
+    if (!since || s.stored !== since.stored) {
+      close();
+      since = s;
+    }
+    prev = s;
+  }
+  close();
+  return out;
+}
+
+function stallsWithGaps(list: Array<{ from: number; to: number }>, gaps: Array<{ venue: string; from: number; to: number }>) {
+  return list.map((st) => {
+    const touching = gaps.filter((g) => g.from <= st.to + 2 && g.to >= st.from - 10);
+    return { fromS: st.from, toS: st.to, gaps: touching.length, gapVenues: [...new Set(touching.map((g) => g.venue))] };
+  });
+}
