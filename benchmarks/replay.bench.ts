@@ -14,15 +14,14 @@
  *   npm run bench -- replay           BENCH_REPLAY_FRAMES=200000 for a quicker run
  *   BENCH_PROFILE=/dir                CPU profiles of the replay and sink processes
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, copyFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createReadStream, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Writable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { REPO_ROOT } from '@booktape/config';
 import { writeCapture } from './capture-gen.ts';
+import { ratio, runJson, sideBySide } from './baseline-tree.ts';
 
 /** The last commit before issue 10's work: what the ratio is taken against. */
 const ISSUE_10_START = '9c5e327';
@@ -50,66 +49,23 @@ if (!existsSync(file)) {
 const captureBytes = statSync(file).size;
 const captureGzipBytes = await gzipSize(file);
 
-/** `git archive` of `rev` in a temp dir, with node_modules linked as described above. */
-function baselineTree(rev: string): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'booktape-baseline-'));
-  execFileSync('bash', ['-c', `git -C ${JSON.stringify(REPO_ROOT)} archive ${rev} | tar -x -C ${JSON.stringify(dir)}`]);
-  const modules = path.join(REPO_ROOT, 'node_modules');
-  mkdirSync(path.join(dir, 'node_modules', '@booktape'), { recursive: true });
-  for (const name of readdirSync(modules)) if (name !== '@booktape') symlinkSync(path.join(modules, name), path.join(dir, 'node_modules', name));
-  for (const name of readdirSync(path.join(modules, '@booktape'))) {
-    const target = path.resolve(path.join(modules, '@booktape'), readlinkSync(path.join(modules, '@booktape', name)));
-    const inBase = path.join(dir, path.relative(REPO_ROOT, target));
-    if (existsSync(inBase)) symlinkSync(inBase, path.join(dir, 'node_modules', '@booktape', name));
-  }
-  // The Kafka jars and other local state are not part of the archive and are not needed:
-  // the services are already running. The measurement itself is this tree's.
-  mkdirSync(path.join(dir, 'benchmarks'), { recursive: true });
-  copyFileSync(path.join(REPO_ROOT, 'benchmarks', 'replay-run.ts'), path.join(dir, 'benchmarks', 'replay-run.ts'));
-  return dir;
-}
-
 type Run = Record<string, unknown> & { frames_per_second_end_to_end: number; frames_per_second_stored: number; frames_per_second_produced: number; disk_bytes_merged: number; stored_rows: number; lost_or_doubled: number };
 
-function measure(root: string, label: string): Promise<Run> {
-  console.log(`\n[replay] ${label}: ${root}`);
-  return new Promise((resolve, reject) => {
-    const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-    const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(root, 'benchmarks', 'replay-run.ts')], {
-      cwd: root,
-      env: {
-        ...process.env,
-        BENCH_CAPTURE_FILE: file,
-        BENCH_CAPTURE_FRAMES: String(frames),
-        // Where the running Kafka and Redis keep their pid files (their CPU time is reported).
-        BENCH_SERVICES_DIR: path.join(process.env.BOOKTAPE_DATA_DIR ? path.resolve(process.env.BOOKTAPE_DATA_DIR) : path.join(REPO_ROOT, 'data'), 'services'),
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => {
-      out += d;
-      process.stdout.write(d);
-    });
-    child.once('exit', (code) => {
-      const last = out.trim().split('\n').filter((l) => l.startsWith('{')).pop();
-      if (code !== 0 || !last) reject(new Error(`${label} run exited with ${code}`));
-      else resolve(JSON.parse(last) as Run);
-    });
-  });
-}
+const measure = (root: string, label: string) =>
+  runJson<Run>(
+    root,
+    'benchmarks/replay-run.ts',
+    label,
+    {
+      BENCH_CAPTURE_FILE: file,
+      BENCH_CAPTURE_FRAMES: String(frames),
+      // Where the running Kafka and Redis keep their pid files (their CPU time is reported).
+      BENCH_SERVICES_DIR: path.join(process.env.BOOKTAPE_DATA_DIR ? path.resolve(process.env.BOOKTAPE_DATA_DIR) : path.join(REPO_ROOT, 'data'), 'services'),
+    },
+    process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [],
+  );
 
-let base: Run | null = null;
-if (baseline !== 'none') {
-  const dir = baselineTree(baseline);
-  try {
-    base = await measure(dir, `baseline ${baseline}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-const now = await measure(REPO_ROOT, 'this tree');
-const ratio = (a: number | undefined, b: number | undefined) => (a && b ? Math.round((a / b) * 100) / 100 : null);
+const { now, base, baseError } = await sideBySide(baseline, ['benchmarks/replay-run.ts'], measure);
 const result = {
   frames,
   capture_bytes: captureBytes,
@@ -118,6 +74,7 @@ const result = {
   disk_to_gzip_ratio_merged: Math.round((now.disk_bytes_merged / captureGzipBytes) * 1000) / 1000,
   this_tree: now,
   baseline: base && { commit: baseline, ...base },
+  baseline_error: baseError,
   speedup_vs_baseline: base && {
     end_to_end: ratio(now.frames_per_second_end_to_end, base.frames_per_second_end_to_end),
     produced: ratio(now.frames_per_second_produced, base.frames_per_second_produced),

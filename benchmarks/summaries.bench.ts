@@ -1,172 +1,45 @@
 /**
- * Summaries benchmark (a script, not a timed test): `npx tsx benchmarks/summaries.bench.ts`.
+ * Summaries benchmark (issue 11; a script, not a timed test): `npm run bench -- summaries`.
  *
- * One dense exchange A asset-day: BENCH_EVENTS (default 1,000,000) book events over one
- * UTC day (a `book` every 5,000, the rest `price_change`s of one or two levels), so nearly
- * every second holds observations: the worst case for stored 1 s buckets. Written the way
- * the sink writes (batches of 50,000) into an embedded ClickHouse in a temp dir.
+ * Runs summaries-run.ts (a dense 1,000,000-event asset-day rolled up; whole-day answers at
+ * R=60, 7 and 1 through the API; a 31-day back-fill of one busy market) in a `git archive`
+ * of the baseline commit (BENCH_BASELINE, default the commit issue 11's work started from;
+ * `none` skips it) and then in this tree, one after the other, and prints both with the
+ * ratios: only a comparison made in one run means much on these machines.
  *
- * Measured, in one process, one after the other:
- *   - rollup: a full rebuild of that asset-day (read in serving order, book, buckets at
- *     every ladder level, write): seconds and events/s. Target <= 2 s.
- *   - serving: p50/p95 of GET orderbook-summary for the whole day at R=60 and R=7 through
- *     the API (in-process inject: routing, validation, reads, merge, fill, serialisation),
- *     from the stored buckets, and the same answer computed from raw events (the path an
- *     asset without rollups takes) for the ratio. Targets: p50 <= 10 ms (R=60), <= 50 ms (R=7).
- * The last line printed is the JSON summary.
+ *   BENCH_EVENTS=200000 BENCH_BACKFILL_DAYS=5   a quicker run
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir, cpus } from 'node:os';
-import path from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { createApp, createRedis } from '@booktape/api';
-import { deleteRedisPrefix, testConfig } from '@booktape/api/testing';
-import { planBuckets, utcDayWindow } from '@booktape/book';
-import { silentLogger } from '@booktape/config';
-import type { ExchangeAMessage } from '@booktape/domain';
-import { assetKey, rollupKeys } from '@booktape/messaging';
-import { BookEventsRepository, migrate, openClickHouse, RawEventsRepository, SummariesRepository } from '@booktape/storage';
-import { Roller, SummaryReader } from '@booktape/summaries';
+import { ratio, runJson, sideBySide } from './baseline-tree.ts';
 
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 40);
-const MARKET = `0x${'7a'.repeat(32)}`;
-const ASSET = '5550001';
-const DATE = '2026-03-02';
-const DAY = Date.UTC(2026, 2, 2);
+/** The last commit before issue 11's work: what the ratios are taken against. */
+const ISSUE_11_START = '99c55f8';
+const baseline = process.env.BENCH_BASELINE ?? ISSUE_11_START;
+const RUNNER = 'benchmarks/summaries-run.ts';
 
-function quantile(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
+type Serving = { p50: number; p95: number; buckets: number };
+type Run = {
+  rollup_s: number;
+  rollup_events_per_s: number;
+  rollup_peak_rss_mb: number;
+  backfill: { days: number; events: number; rollup_s: number; events_per_s: number };
+  serving_ms: Record<'R60' | 'R7' | 'R1', Serving | undefined>;
+};
 
-/** A deterministic PRNG: the same day every run. */
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
-}
-
-async function main(): Promise<void> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'booktape-summaries-bench-'));
-  const ch = await openClickHouse({ database: 'booktape_bench', embeddedPath: dir });
-  const log = silentLogger();
-  const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:16379');
-  // The API as the tests build it: no plan limits, no result cache, no slug lookups, no
-  // billing; its own key prefix and rollup queue, and no data floor.
-  const config = testConfig({ rollupQueuePrefix: `bench-${process.pid}`, dataFloors: { 'exchange-a': null, 'exchange-b': null } });
-  try {
-    await migrate(ch);
-    const repo = new RawEventsRepository(ch);
-    const r = rng(5);
-    const price = (base: number) => (base + Math.floor(r() * 20)) / 1000;
-    const fillStart = performance.now();
-    const BATCH = 50_000;
-    for (let start = 0; start < EVENTS; start += BATCH) {
-      const batch: { message: ExchangeAMessage; position: { partition: number; offset: string } }[] = [];
-      for (let i = start; i < Math.min(EVENTS, start + BATCH); i++) {
-        const ts = DAY + Math.floor((i * 86_400_000) / EVENTS);
-        const event =
-          i % 5000 === 0
-            ? { market: MARKET, asset_id: ASSET, timestamp: String(ts), hash: `b${i}`, event_type: 'book', bids: Array.from({ length: 20 }, (_, k) => ({ price: String((480 - k * 3) / 1000), size: String(100 + k) })), asks: Array.from({ length: 20 }, (_, k) => ({ price: String((520 + k * 3) / 1000), size: String(90 + k) })) }
-            : { market: MARKET, asset_id: ASSET, timestamp: String(ts), hash: `p${i}`, event_type: 'price_change', changes: [{ price: String(price(r() < 0.5 ? 460 : 500)), side: r() < 0.5 ? 'BUY' : 'SELL', size: r() < 0.2 ? '0' : String(Math.floor(r() * 5000)) }] };
-        batch.push({
-          message: { venue: 'exchange-a', received_at: new Date(ts + 3).toISOString(), worker_id: 1, ingest_seq: String(i + 1), dedup_id: event.hash, event: event as ExchangeAMessage['event'] },
-          position: { partition: 0, offset: String(i) },
-        });
-      }
-      await repo.insert('exchange-a', batch, `bench-${start}`);
-    }
-    const fillMs = performance.now() - fillStart;
-    process.stderr.write(`[summaries] stored ${EVENTS} events in ${(fillMs / 1000).toFixed(1)} s\n`);
-    await ch.client.command({ query: `OPTIMIZE TABLE ${ch.table('raw_exchange_a')} FINAL` });
-
-    // Rollup: a full rebuild of the asset-day (closed day).
-    const summaries = new SummariesRepository(ch);
-    const roller = new Roller(summaries, log, { closeGraceMs: 0 });
-    const key = { venue: 'exchange-a' as const, market: MARKET, asset: ASSET };
-    const rollups: number[] = [];
-    let rss = 0;
-    const sampler = setInterval(() => (rss = Math.max(rss, process.memoryUsage().rss)), 20);
-    for (let k = 0; k < 3; k++) {
-      const t0 = performance.now();
-      const res = await roller.rollDay(key, DATE, true);
-      rollups.push(performance.now() - t0);
-      if (res.applied !== EVENTS) throw new Error(`rolled ${res.applied} events, expected ${EVENTS}`);
-    }
-    clearInterval(sampler);
-    rollups.sort((a, b) => a - b);
-    const rollupMs = rollups[1]!;
-    process.stderr.write(`[summaries] rollup of the asset-day: ${rollups.map((x) => (x / 1000).toFixed(2)).join(' / ')} s\n`);
-
-    // As the worker does after a write: readers may cache what they read until the next bump.
-    await redis.incr(rollupKeys(config.rollupQueuePrefix!).version(assetKey({ venue: 'exchange-a', market: MARKET, asset: ASSET })));
-
-    // Serving, from stored buckets and from raw events.
-    const app = await createApp({ ch, log, redis, config });
-    const res = await app.inject({ method: 'POST', url: '/api/v1/keys?name=bench&user_id=bench' });
-    const apiKey = (res.json() as { data: { api_key: string } }).data.api_key;
-    const url = (R: number) => `/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&date=${DATE}&resolution=${R}`;
-    const reader = new SummaryReader({ summaries, events: new BookEventsRepository(ch), redis, queuePrefix: config.rollupQueuePrefix! });
-    const serving: Record<string, { p50: number; p95: number; buckets: number; raw_p50: number; ratio: number }> = {};
-    for (const R of [60, 7]) {
-      const times: number[] = [];
-      let buckets = 0;
-      for (let i = 0; i < REQUESTS + 3; i++) {
-        const t0 = performance.now();
-        const r2 = await app.inject({ method: 'GET', url: url(R), headers: { authorization: `Bearer ${apiKey}` } });
-        const dt = performance.now() - t0;
-        if (r2.statusCode !== 200) throw new Error(`GET ${url(R)}: ${r2.statusCode} ${r2.body.slice(0, 200)}`);
-        if (i >= 3) times.push(dt);
-        buckets = (r2.json() as { data_points: number }).data_points;
-      }
-      const plan = planBuckets(utcDayWindow(DATE), R);
-      if (process.env.BENCH_PROFILE) {
-        const part = async (name: string, f: () => Promise<unknown>) => {
-          const ts: number[] = [];
-          for (let i = 0; i < 15; i++) {
-            const t0 = performance.now();
-            await f();
-            ts.push(performance.now() - t0);
-          }
-          ts.sort((a, b) => a - b);
-          process.stderr.write(`[summaries]   R=${R} ${name}: p50 ${quantile(ts, 0.5).toFixed(1)} ms\n`);
-        };
-        await part('window query', () => summaries.window(key, DATE, DATE));
-        await part('reader.buckets', () => reader.buckets(key, plan, R));
-        const exact = await reader.buckets(key, plan, R);
-        const { toSummaryBucket } = await import('@booktape/book');
-        await part('toSummaryBucket+stringify', async () => JSON.stringify(exact.map(toSummaryBucket)));
-      }
-      const raw: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        const t0 = performance.now();
-        await reader.fromRaw(key, plan, R);
-        raw.push(performance.now() - t0);
-      }
-      times.sort((a, b) => a - b);
-      raw.sort((a, b) => a - b);
-      serving[`R${R}`] = { p50: quantile(times, 0.5), p95: quantile(times, 0.95), buckets, raw_p50: quantile(raw, 0.5), ratio: quantile(raw, 0.5) / quantile(times, 0.5) };
-      process.stderr.write(`[summaries] day at R=${R}: p50 ${quantile(times, 0.5).toFixed(1)} ms, p95 ${quantile(times, 0.95).toFixed(1)} ms (${buckets} buckets); from raw events p50 ${quantile(raw, 0.5).toFixed(0)} ms\n`);
-    }
-    await app.close();
-    await deleteRedisPrefix(redis, config.redisKeyPrefix);
-    await deleteRedisPrefix(redis, `${config.rollupQueuePrefix}:`);
-
-    const out = {
-      events: EVENTS,
-      machine: { cpus: cpus().length, model: cpus()[0]?.model, loadavg: loadavg().map((x) => Number(x.toFixed(2))) },
-      fill_s: Number((fillMs / 1000).toFixed(1)),
-      rollup_s: Number((rollupMs / 1000).toFixed(2)),
-      rollup_events_per_s: Math.round(EVENTS / (rollupMs / 1000)),
-      rollup_peak_rss_mb: Math.round(rss / 2 ** 20),
-      serving_ms: Object.fromEntries(Object.entries(serving).map(([k, v]) => [k, { p50: Number(v.p50.toFixed(1)), p95: Number(v.p95.toFixed(1)), buckets: v.buckets, raw_p50: Number(v.raw_p50.toFixed(0)), stored_vs_raw: Number(v.ratio.toFixed(1)) }])),
-      targets: { rollup_s: 2, R60_p50_ms: 10, R7_p50_ms: 50 },
-    };
-    console.log(JSON.stringify(out));
-  } finally {
-    redis.disconnect();
-    await ch.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-await main();
+const { now, base, baseError } = await sideBySide(baseline, [RUNNER], (root, label) => runJson<Run>(root, RUNNER, label));
+// Faster is a ratio above 1: baseline time / this tree's time.
+const faster = (a: number | undefined, b: number | undefined) => ratio(a, b);
+console.log(
+  JSON.stringify({
+    this_tree: now,
+    baseline: base && { commit: baseline, ...base },
+    baseline_error: baseError,
+    speedup_vs_baseline: base && {
+      rollup: faster(base.rollup_s, now.rollup_s),
+      backfill: faster(base.backfill.rollup_s, now.backfill.rollup_s),
+      R60_p50: faster(base.serving_ms.R60?.p50, now.serving_ms.R60?.p50),
+      R7_p50: faster(base.serving_ms.R7?.p50, now.serving_ms.R7?.p50),
+      R1_p50: faster(base.serving_ms.R1?.p50, now.serving_ms.R1?.p50),
+    },
+    targets: { rollup_s: 1, R60_p50_ms: 5, R7_p50_ms: 30, R1_p50_ms: 120 },
+  }),
+);
