@@ -429,25 +429,114 @@ export function toSummaryBucket(b: ExactBucket): SummaryBucket {
   };
 }
 
-const n = (v: string | null): string => (v === null ? 'null' : v);
-const o = (x: Ohlc | null): string => (x === null ? 'null' : `{"open":${x.open},"high":${x.high},"low":${x.low},"close":${x.close}}`);
+/**
+ * Writes JSON text into one growing Buffer, character by character: building the answer as
+ * strings (a template per bucket, then a join) cost ~13 µs per bucket, mostly string
+ * building and garbage collection, plus a full copy and scan of the result to send it; this
+ * costs ~3 µs and the Buffer goes out as it is. Text beyond ASCII (a caller's market id in
+ * the head) is written as UTF-8.
+ */
+class JsonBytes {
+  private buf: Buffer;
+  private off = 0;
+
+  constructor(capacity: number) {
+    this.buf = Buffer.allocUnsafe(Math.max(64, capacity));
+  }
+
+  private room(n: number): void {
+    if (this.off + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.off + n));
+    this.buf.copy(next, 0, 0, this.off);
+    this.buf = next;
+  }
+
+  put(text: string): void {
+    const len = text.length;
+    this.room(len);
+    const buf = this.buf;
+    const off = this.off;
+    for (let k = 0; k < len; k++) {
+      const c = text.charCodeAt(k);
+      if (c > 0x7f) {
+        this.off = off + k;
+        this.putUtf8(text.slice(k));
+        return;
+      }
+      buf[off + k] = c;
+    }
+    this.off = off + len;
+  }
+
+  private putUtf8(text: string): void {
+    const n = Buffer.byteLength(text, 'utf8');
+    this.room(n);
+    this.off += this.buf.write(text, this.off, 'utf8');
+  }
+
+  /** A decimal text, or `null`. */
+  value(v: string | null): void {
+    this.put(v === null ? 'null' : v);
+  }
+
+  ohlc(x: Ohlc | null): void {
+    if (x === null) return this.put('null');
+    this.put('{"open":');
+    this.put(x.open);
+    this.put(',"high":');
+    this.put(x.high);
+    this.put(',"low":');
+    this.put(x.low);
+    this.put(',"close":');
+    this.put(x.close);
+    this.put('}');
+  }
+
+  done(): Buffer {
+    return this.buf.subarray(0, this.off);
+  }
+}
 
 /**
- * The JSON text of `buckets.map(toSummaryBucket)`, written straight from the exact
- * decimals: a canonical decimal is a valid JSON number, and it parses to the same double as
- * `Number(text)`, so a client reads exactly the values `toSummaryBucket` gives (and a
- * decimal-aware client reads the exact decimal). Several times faster than building
- * 100,000 objects and stringifying them.
+ * `head` + the JSON text of `buckets.map(toSummaryBucket)` + `tail`, as UTF-8 bytes, written
+ * straight from the exact decimals: a canonical decimal is a valid JSON number, and it
+ * parses to the same double as `Number(text)`, so a client reads exactly the values
+ * `toSummaryBucket` gives (and a decimal-aware client reads the exact decimal).
  */
-export function summaryBucketsJson(buckets: readonly ExactBucket[]): string {
-  const parts: string[] = new Array(buckets.length);
+export function summaryBucketsJsonBytes(buckets: readonly ExactBucket[], head = '', tail = ''): Buffer {
+  // ~440 bytes for a bucket with every field set: one allocation for most answers.
+  const w = new JsonBytes(head.length + tail.length + 2 + buckets.length * 460);
+  w.put(head);
+  w.put('[');
   for (let i = 0; i < buckets.length; i++) {
     const b = buckets[i]!;
-    parts[i] =
-      `{"timestamp":${b.timestamp},"quote_count":${b.quote_count},"is_forward_filled":${b.is_forward_filled},` +
-      `"best_bid":${n(b.best_bid)},"best_bid_size":${n(b.best_bid_size)},"best_ask":${n(b.best_ask)},"best_ask_size":${n(b.best_ask_size)},` +
-      `"mid_price":${n(b.mid_price)},"spread":${n(b.spread)},"best_bid_ohlc":${o(b.best_bid_ohlc)},"best_ask_ohlc":${o(b.best_ask_ohlc)},` +
-      `"mid_price_ohlc":${o(b.mid_price_ohlc)},"spread_ohlc":${o(b.spread_ohlc)}}`;
+    w.put(i === 0 ? '{"timestamp":' : ',{"timestamp":');
+    w.put(String(b.timestamp));
+    w.put(',"quote_count":');
+    w.put(String(b.quote_count));
+    w.put(b.is_forward_filled ? ',"is_forward_filled":true,"best_bid":' : ',"is_forward_filled":false,"best_bid":');
+    w.value(b.best_bid);
+    w.put(',"best_bid_size":');
+    w.value(b.best_bid_size);
+    w.put(',"best_ask":');
+    w.value(b.best_ask);
+    w.put(',"best_ask_size":');
+    w.value(b.best_ask_size);
+    w.put(',"mid_price":');
+    w.value(b.mid_price);
+    w.put(',"spread":');
+    w.value(b.spread);
+    w.put(',"best_bid_ohlc":');
+    w.ohlc(b.best_bid_ohlc);
+    w.put(',"best_ask_ohlc":');
+    w.ohlc(b.best_ask_ohlc);
+    w.put(',"mid_price_ohlc":');
+    w.ohlc(b.mid_price_ohlc);
+    w.put(',"spread_ohlc":');
+    w.ohlc(b.spread_ohlc);
+    w.put('}');
   }
-  return `[${parts.join(',')}]`;
+  w.put(']');
+  w.put(tail);
+  return w.done();
 }

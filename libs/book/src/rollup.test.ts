@@ -2,7 +2,7 @@ import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
-import { aggregateObservations, appendBuckets, fillSeries, mergeBuckets, planBuckets, summaryBucketsJson, toSummaryBucket } from './bucketing.ts';
+import { aggregateObservations, appendBuckets, fillSeries, mergeBuckets, planBuckets, summaryBucketsJsonBytes, toSummaryBucket } from './bucketing.ts';
 import type { Observation } from './observation.ts';
 import { LADDER, byHour, ladderBuckets, ladderFor, newBook, type BookVenue } from './rollup.ts';
 import { exchangeAStreamArb, exchangeBStreamArb } from './streams.test-support.ts';
@@ -92,10 +92,15 @@ describe('stored summary buckets', () => {
         const startMs = obs[0]!.ts - 5 * R * 1000;
         const plan = planBuckets({ startMs, endMs: Math.min(obs[obs.length - 1]!.ts + 5 * R * 1000, startMs + 2000 * R * 1000) }, R);
         const series = fillSeries(aggregateObservations(obs, R), plan);
-        expect(JSON.parse(summaryBucketsJson(series))).toEqual(series.map(toSummaryBucket));
+        expect(JSON.parse(summaryBucketsJsonBytes(series).toString('utf8'))).toEqual(series.map(toSummaryBucket));
       }),
       { numRuns: 200 },
     );
-    expect(JSON.parse(summaryBucketsJson([]))).toEqual([]);
+    expect(JSON.parse(summaryBucketsJsonBytes([]).toString('utf8'))).toEqual([]);
+    // The head and tail around the buckets may hold any text (a caller's ids): written as UTF-8.
+    // (long enough that its UTF-8 outgrows the buffer sized from its length).
+    const market = `ç${'市場'.repeat(100)}😀`;
+    const head = JSON.stringify({ market, n: 1 }).slice(0, -1) + ',"data":';
+    expect(JSON.parse(summaryBucketsJsonBytes([], head, '}').toString('utf8'))).toEqual({ market, n: 1, data: [] });
   });
 });

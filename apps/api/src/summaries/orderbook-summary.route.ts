@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { TooManyBucketsError, summaryBucketsJson, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { TooManyBucketsError, summaryBucketsJsonBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
 import { planSummary, type SummaryPlan } from '@booktape/summaries';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
 import { earliestMs, parseInteger, parseTimestamp, q } from '../http/params.ts';
@@ -81,8 +81,8 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
     }
   }
 
-  // The body as JSON text: the small head stringified, the buckets written from their exact decimals.
-  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: SummaryPlan, date: string | undefined): string => {
+  // The body as JSON bytes: the small head stringified, the buckets written from their exact decimals.
+  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: SummaryPlan, date: string | undefined): Buffer => {
     const fields = {
       ...head,
       date: date ?? null,
@@ -90,7 +90,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
       resolution_seconds: p.resolution,
       data_points: exact.length,
     };
-    return `${JSON.stringify(fields).slice(0, -1)},"data":${summaryBucketsJson(exact)}}`;
+    return summaryBucketsJsonBytes(exact, `${JSON.stringify(fields).slice(0, -1)},"data":`, '}');
   };
 
   for (const v of VENUES) {
