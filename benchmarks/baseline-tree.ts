@@ -45,7 +45,8 @@ export function runJson<T>(root: string, script: string, label: string, env: Nod
       out += d;
       process.stderr.write(d);
     });
-    child.once('exit', (code) => {
+    // 'close', not 'exit': stdout may still hold the last line when the process exits.
+    child.once('close', (code) => {
       const last = out.trim().split('\n').filter((l) => l.startsWith('{')).pop();
       if (code !== 0 || !last) reject(new Error(`${label} run exited with ${code}`));
       else resolve(JSON.parse(last) as T);

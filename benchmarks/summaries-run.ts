@@ -9,7 +9,7 @@
  *
  * Measured, in one process, one after the other:
  *   - rollup: a full rebuild of that asset-day (read in serving order, book, buckets at
- *     every ladder level, write): seconds and events/s. Target <= 2 s.
+ *     every ladder level, write): seconds and events/s. Target <= 1 s (issue 11).
  *   - serving: p50/p95 of GET orderbook-summary for the whole day at R=60 and R=7 through
  *     the API (in-process inject: routing, validation, reads, merge, fill, serialisation),
  *     from the stored buckets, and the same answer computed from raw events (the path an

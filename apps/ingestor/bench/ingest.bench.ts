@@ -122,28 +122,36 @@ const simStoppedAt = Date.now();
 sim.kill('SIGTERM');
 const statusRedis = new Redis(config.platform.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
 const reportKeys = ingestorReportKeys(env.ROLLUP_QUEUE_PREFIX!);
-/** What capture's status reports say it captured, per venue (its counters only grow). */
-async function capturedSoFar(): Promise<{ counts: Record<string, number>; intervalMs: number }> {
+/** What capture's status reports say it captured, per venue (its counters only grow), and when each report was published. */
+async function capturedSoFar(): Promise<{ counts: Record<string, number>; published: string; intervalMs: number }> {
   const instances: string[] = await statusRedis.zrange(reportKeys.index, '0', '-1');
   const counts: Record<string, number> = { 'exchange-a': 0, 'exchange-b': 0 };
+  const published: string[] = [];
   let intervalMs = 5000;
   for (const i of instances) {
-    const report = JSON.parse((await statusRedis.get(reportKeys.report(i))) ?? 'null') as { interval_ms?: number; capture?: { venues: Array<{ venue: string; records_total: number }> } } | null;
-    if (report?.capture && typeof report.interval_ms === 'number') intervalMs = report.interval_ms;
-    for (const v of report?.capture?.venues ?? []) counts[v.venue] = (counts[v.venue] ?? 0) + v.records_total;
+    const report = JSON.parse((await statusRedis.get(reportKeys.report(i))) ?? 'null') as { published_at?: string; interval_ms?: number; capture?: { venues: Array<{ venue: string; records_total: number }> } } | null;
+    if (!report?.capture) continue;
+    if (typeof report.interval_ms === 'number') intervalMs = report.interval_ms;
+    published.push(`${i}@${report.published_at ?? ''}`);
+    for (const v of report.capture.venues) counts[v.venue] = (counts[v.venue] ?? 0) + v.records_total;
   }
-  return { counts, intervalMs };
+  return { counts, published: published.sort().join(','), intervalMs };
 }
 // A capture that fell behind goes on working through frames it had already received after
-// the venues stopped, so its counters are read once two reports in a row agree (a count
-// read too early would show rows stored that capture "never" captured).
-let { counts: captured, intervalMs } = await capturedSoFar();
+// the venues stopped, so its counters are taken once a NEWER report (published later) shows
+// the same counts as the one before: a count read too early would show rows stored that
+// capture "never" captured. If that does not happen within 120 s, the result says so.
+let last = await capturedSoFar();
+let captured = last.counts;
+let capturedSettled = false;
 for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
-  await new Promise((r) => setTimeout(r, 2 * intervalMs + 500));
-  const next = (await capturedSoFar()).counts;
-  const same = Object.keys(next).every((v) => next[v] === captured[v]);
-  captured = next;
-  if (same) break;
+  await new Promise((r) => setTimeout(r, last.intervalMs + 500));
+  const next = await capturedSoFar();
+  if (next.published === last.published) continue; // no new report yet: nothing learnt
+  capturedSettled = Object.keys(next.counts).every((v) => next.counts[v] === last.counts[v]);
+  last = next;
+  captured = next.counts;
+  if (capturedSettled) break;
 }
 capture.kill('SIGTERM');
 await new Promise((r) => capture.once('exit', r));
@@ -153,7 +161,7 @@ const stored = { 'exchange-a': await storedRows('raw_exchange_a'), 'exchange-b':
 const gapRows = await (await ch.client.query({ query: `SELECT venue, count() AS n FROM ${ch.table('capture_gaps')} FINAL WHERE started_at < fromUnixTimestamp64Milli(toInt64({stop:UInt64})) GROUP BY venue ORDER BY venue`, query_params: { stop: simStoppedAt }, format: 'JSONEachRow' })).json<{ venue: string; n: string }>();
 // Each gap's time span, seconds since the start, to set beside the stalls below.
 const gapSpans = (await (await ch.client.query({
-  query: `SELECT venue, toUnixTimestamp64Milli(started_at) AS s, toUnixTimestamp64Milli(ifNull(ended_at, started_at)) AS e
+  query: `SELECT venue, toUnixTimestamp64Milli(started_at) AS s, toUnixTimestamp64Milli(ifNull(ended_at, fromUnixTimestamp64Milli(toInt64({stop:UInt64})))) AS e
     FROM ${ch.table('capture_gaps')} FINAL WHERE started_at < fromUnixTimestamp64Milli(toInt64({stop:UInt64}))`,
   query_params: { stop: simStoppedAt },
   format: 'JSONEachRow',
@@ -193,6 +201,8 @@ const result = {
   // during the run (the simulator closes slow consumers, as the venues do): data the venue
   // sent and capture lost. Those the simulator's own stop caused are not counted.
   capturedRecords: captured,
+  // False: capture's counters still moved when the wait ended, so lostInPipeline is not a loss figure.
+  capturedSettled,
   storedRows: stored,
   lostInPipeline: { 'exchange-a': (captured['exchange-a'] ?? 0) - stored['exchange-a'], 'exchange-b': (captured['exchange-b'] ?? 0) - stored['exchange-b'] },
   captureGaps: Object.fromEntries(gapRows.map((g) => [g.venue, Number(g.n)])),
@@ -231,9 +241,17 @@ function stalls(series: Array<{ t: number; stored: number }>): Array<{ from: num
   return out;
 }
 
+/**
+ * Slack, in seconds, when setting a gap beside a stall: a gap may open up to 2 s after the
+ * stall ended (a dead socket is noticed late) or have closed up to 10 s before it started
+ * (what was in flight drains first). A gap still open at the end ends at the simulator's stop.
+ */
+const GAP_SLACK_AFTER_S = 2;
+const GAP_SLACK_BEFORE_S = 10;
+
 function stallsWithGaps(list: Array<{ from: number; to: number }>, gaps: Array<{ venue: string; from: number; to: number }>) {
   return list.map((st) => {
-    const touching = gaps.filter((g) => g.from <= st.to + 2 && g.to >= st.from - 10);
+    const touching = gaps.filter((g) => g.from <= st.to + GAP_SLACK_AFTER_S && g.to >= st.from - GAP_SLACK_BEFORE_S);
     return { fromS: st.from, toS: st.to, gaps: touching.length, gapVenues: [...new Set(touching.map((g) => g.venue))] };
   });
 }

@@ -446,7 +446,7 @@ class JsonBytes {
 
   private room(n: number): void {
     if (this.off + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.off + n));
+    const next = Buffer.allocUnsafe(Math.max(Math.ceil(this.buf.length * 1.5), this.off + n));
     this.buf.copy(next, 0, 0, this.off);
     this.buf = next;
   }
@@ -504,8 +504,9 @@ class JsonBytes {
  * `toSummaryBucket` gives (and a decimal-aware client reads the exact decimal).
  */
 export function summaryBucketsJsonBytes(buckets: readonly ExactBucket[], head = '', tail = ''): Buffer {
-  // ~440 bytes for a bucket with every field set: one allocation for most answers.
-  const w = new JsonBytes(head.length + tail.length + 2 + buckets.length * 460);
+  // 465–535 bytes for a bucket with every field set (longer sizes take more): one allocation
+  // for nearly every answer; a longer one grows by half.
+  const w = new JsonBytes(head.length + tail.length + 2 + buckets.length * 560);
   w.put(head);
   w.put('[');
   for (let i = 0; i < buckets.length; i++) {
