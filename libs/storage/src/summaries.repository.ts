@@ -2,7 +2,7 @@
 import type { ChecksState } from '@booktape/book';
 import type { Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
-import { streamQuery } from './stream.ts';
+import { streamLines, streamQuery } from './stream.ts';
 
 /** One asset's summaries: exchange A (condition id, outcome token), exchange B (ticker, ticker). */
 export interface SummaryKey {
@@ -387,23 +387,12 @@ export class SummariesRepository {
    */
   async *bookEvents(key: SummaryKey, date: string, fromMs: number, toMs: number): AsyncGenerator<string> {
     const { table, where } = this.bookFilter(key);
-    const stream = streamQuery(this.ch, {
+    yield* streamLines(streamQuery(this.ch, {
       query: `SELECT payload FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
         ORDER BY event_ts, ingest_seq, dedup_id`,
       query_params: { market: key.market, asset: key.asset, date, from: fromMs, to: toMs },
       format: 'TabSeparatedRaw',
-    });
-    let rest = '';
-    for await (const chunk of stream) {
-      const text = rest + chunk.toString('utf8');
-      let start = 0;
-      for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
-        if (nl > start) yield text.slice(start, nl);
-        start = nl + 1;
-      }
-      rest = text.slice(start);
-    }
-    if (rest.length > 0) yield rest;
+    }));
   }
 }
