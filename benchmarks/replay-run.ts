@@ -22,6 +22,9 @@ if (!file || !Number.isInteger(frames)) throw new Error('BENCH_CAPTURE_FILE and 
 const profileDir = process.env.BENCH_PROFILE;
 const log = process.env.BENCH_LOG ? createLogger('bench', process.env.BENCH_LOG) : silentLogger();
 
+// The /proc readers below are @booktape/testkit's procCpuSeconds and procRssBytes, copied:
+// this runner also runs inside the baseline commit's tree, whose testkit predates them.
+
 /** CPU seconds (user + system, all threads) a process has used so far; 0 once it is gone. */
 function cpuOf(pid: number | string | undefined): number {
   try {

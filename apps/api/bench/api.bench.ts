@@ -17,13 +17,14 @@
  * >= 3,000 req/s.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { procCpuSeconds, procRssBytes } from '@booktape/testkit';
 
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 200_000);
 const MARKET = `0x${'5f65177b394277fd294cd75650044e32ba009a95022d88a0c1d565897d72f8f1'}`;
@@ -141,19 +142,6 @@ async function serve(): Promise<void> {
 // ---------------------------------------------------------------------------------------
 // Parent: the measurements.
 // ---------------------------------------------------------------------------------------
-/** CPU time (user + system, all threads) the process has used, in ms (from /proc). */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime are fields 14 and 15 of stat, i.e. 12 and 13 after the command name.
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
-
-function rssBytes(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
-}
-
 /** GET to the last byte, discarding the body as it arrives (the client holds nothing). */
 function get(url: string, key: string, onChunk?: () => void): Promise<{ status: number; bytes: number; ms: number }> {
   const started = performance.now();
@@ -223,22 +211,22 @@ async function main(): Promise<void> {
     const lat: number[] = [];
     const firstPage: number[] = [];
     const pages = Math.floor(RECORDS / 10_000);
-    let cpu0 = cpuMs(ready.pid);
+    let cpu0 = 1000 * procCpuSeconds(ready.pid);
     for (let i = 0; i < 60; i++) {
       const r = await get(page((i % pages) * 10_000, 10_000), ready.key);
       if (r.status !== 200) throw new Error(`10k page: HTTP ${r.status}`);
       lat.push(r.ms);
       if (i % pages === 0) firstPage.push(r.ms);
     }
-    const walkCpu = (cpuMs(ready.pid) - cpu0) / 60;
+    const walkCpu = (1000 * procCpuSeconds(ready.pid) - cpu0) / 60;
     const cold: number[] = [];
-    cpu0 = cpuMs(ready.pid);
+    cpu0 = 1000 * procCpuSeconds(ready.pid);
     for (let i = 0; i < 40; i++) {
       const r = await get(page(((i * 7) % (pages - 1)) * 10_000 + 3_333 + i, 10_000), ready.key);
       if (r.status !== 200) throw new Error(`10k cold page: HTTP ${r.status}`);
       cold.push(r.ms);
     }
-    const coldCpu = (cpuMs(ready.pid) - cpu0) / 40;
+    const coldCpu = (1000 * procCpuSeconds(ready.pid) - cpu0) / 40;
     const rangeLat: number[] = [];
     for (let i = 0; i < 30; i++) {
       const start = DAY + (i % pages) * 2500;
@@ -253,9 +241,9 @@ async function main(): Promise<void> {
     const rss: Array<{ extraMb: number; ms: number; mb: number }> = [];
     for (let i = 0; i < 3; i++) {
       await new Promise((r) => setTimeout(r, 300));
-      const idle = rssBytes(ready.pid);
+      const idle = procRssBytes(ready.pid);
       let peak = idle;
-      const sample = () => (peak = Math.max(peak, rssBytes(ready.pid)));
+      const sample = () => (peak = Math.max(peak, procRssBytes(ready.pid)));
       const timer = setInterval(sample, 2);
       const r = await get(page(0, 100_000), ready.key, sample);
       clearInterval(timer);

@@ -12,12 +12,13 @@
  */
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, createLogger, parseEnv, silentLogger } from '@booktape/config';
 import { Redis } from 'ioredis';
 import { createKafka, ingestorReportKeys } from '@booktape/messaging';
+import { procRssBytes } from '@booktape/testkit';
 import { migrate, openClickHouse } from '@booktape/storage';
 import { createIngestor, ingestorConfig, ingestorEnvSchema, waitUntilStored } from '../src/index.ts';
 
@@ -25,15 +26,6 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 300);
 const rate = Number(process.env.BENCH_RATE ?? 50_000);
 const warmup = Math.min(20, Math.floor(seconds / 6));
 const log = process.env.BENCH_LOG ? createLogger('bench', process.env.BENCH_LOG) : silentLogger();
-
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
 
 const dir = mkdtempSync(path.join(tmpdir(), 'booktape-bench-'));
 const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -96,10 +88,10 @@ const samples: Array<{ t: number; stored: number; captured: number }> = [];
 const started = Date.now();
 const timer = setInterval(() => {
   peakSelf = Math.max(peakSelf, process.memoryUsage().rss);
-  peakSim = Math.max(peakSim, rssOf(sim.pid!));
-  peakCapture = Math.max(peakCapture, rssOf(capture.pid!));
+  peakSim = Math.max(peakSim, procRssBytes(sim.pid!));
+  peakCapture = Math.max(peakCapture, procRssBytes(capture.pid!));
   samples.push({ t: Date.now() - started, stored: ingestor.sink!.stats.stored, captured: 0 });
-  if (!rssAtWarmup && Date.now() - started >= warmup * 1000) rssAtWarmup = { sink: process.memoryUsage().rss, capture: rssOf(capture.pid!), simulator: rssOf(sim.pid!) };
+  if (!rssAtWarmup && Date.now() - started >= warmup * 1000) rssAtWarmup = { sink: process.memoryUsage().rss, capture: procRssBytes(capture.pid!), simulator: procRssBytes(sim.pid!) };
   const last = samples[samples.length - 1]!;
   const prev = samples[Math.max(0, samples.length - 11)]!;
   if (samples.length % 10 === 0) {
@@ -115,7 +107,7 @@ clearInterval(timer);
 const from = samples.find((s) => s.t >= warmup * 1000)!;
 const to = samples[samples.length - 1]!;
 const sustained = (to.stored - from.stored) / ((to.t - from.t) / 1000);
-const rssAtEnd = { sink: process.memoryUsage().rss, capture: rssOf(capture.pid!), simulator: rssOf(sim.pid!) };
+const rssAtEnd = { sink: process.memoryUsage().rss, capture: procRssBytes(capture.pid!), simulator: procRssBytes(sim.pid!) };
 
 // Dropped: stop the venues, read what capture counted, let the pipeline drain, compare.
 const simStoppedAt = Date.now();

@@ -75,3 +75,4 @@ export { waitFor, waitUntil } from './wait.ts';
 export { deleteRedisPrefix } from './redis-prefix.ts';
 export { startPrivateKafka, freePort, type PrivateKafka } from './private-kafka.ts';
 export { OwnRedis } from './own-redis.ts';
+export { procCpuSeconds, procRssBytes } from './proc.ts';
