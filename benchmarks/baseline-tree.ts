@@ -14,7 +14,8 @@ import { REPO_ROOT } from '@booktape/config';
 /** `git archive` of `rev` in a temp dir, node_modules linked as above, `runners` (repo-relative) copied in. */
 export function baselineTree(rev: string, runners: string[]): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'booktape-baseline-'));
-  execFileSync('bash', ['-c', `git -C ${JSON.stringify(REPO_ROOT)} archive ${rev} | tar -x -C ${JSON.stringify(dir)}`]);
+  // git archive | tar, without a shell: `rev` comes from the environment.
+  execFileSync('tar', ['-x', '-C', dir], { input: execFileSync('git', ['-C', REPO_ROOT, 'archive', rev], { maxBuffer: 1 << 30 }) });
   const modules = path.join(REPO_ROOT, 'node_modules');
   mkdirSync(path.join(dir, 'node_modules', '@booktape'), { recursive: true });
   for (const name of readdirSync(modules)) if (name !== '@booktape') symlinkSync(path.join(modules, name), path.join(dir, 'node_modules', name));
@@ -63,13 +64,14 @@ export async function sideBySide<T>(baseline: string, runners: string[], run: (r
   let base: T | null = null;
   let baseError: string | null = null;
   if (baseline !== 'none') {
-    const dir = baselineTree(baseline, runners);
+    let dir: string | null = null;
     try {
+      dir = baselineTree(baseline, runners);
       base = await run(dir, `baseline ${baseline}`);
     } catch (e) {
       baseError = (e as Error).message;
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      if (dir) rmSync(dir, { recursive: true, force: true });
     }
   }
   return { now: await run(REPO_ROOT, 'this tree'), base, baseError };

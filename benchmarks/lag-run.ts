@@ -24,10 +24,12 @@ import { createKafka } from '@booktape/messaging';
 import { startSimulator } from '@booktape/simulator';
 import { createRollupWorker } from '@booktape/rollup-worker';
 import { migrate, openClickHouse } from '@booktape/storage';
+import { intEnv } from './bench-env.ts';
 
-const RATE = Number(process.env.BENCH_RATE ?? 5000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 90);
+const RATE = intEnv('BENCH_RATE', 5000, 1);
 const WARMUP = 15;
+// Samples are taken after the warm-up: a shorter run would report nothing.
+const SECONDS = intEnv('BENCH_SECONDS', 90, WARMUP + 5);
 
 function quantile(sorted: number[], q: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;

@@ -15,7 +15,7 @@ const RUNNER = 'benchmarks/lag-run.ts';
 
 type Run = { lag_ms: { p50: number; p95: number; p99: number; max: number }; assets: number; samples: number };
 
-const { now, base, baseError } = await sideBySide(baseline, [RUNNER], (root, label) => runJson<Run>(root, RUNNER, label));
+const { now, base, baseError } = await sideBySide(baseline, [RUNNER, 'benchmarks/bench-env.ts'], (root, label) => runJson<Run>(root, RUNNER, label));
 console.log(
   JSON.stringify({
     this_tree: now,

@@ -98,17 +98,17 @@ const sampler = setInterval(() => {
 }, 500);
 let stderr = '';
 replay.stderr!.on('data', (d: Buffer) => {
-  const s = d.toString();
-  stderr += s;
+  stderr += d.toString();
   const now = Date.now() - t0;
-  if (s.includes('replayed ') && marks.produced === undefined) marks.produced = now;
-  if (s.includes('everything replayed is stored')) {
+  // Searched in everything so far: a marker may be cut across two chunks.
+  if (marks.produced === undefined && stderr.includes('replayed ')) marks.produced = now;
+  if (marks.stored === undefined && stderr.includes('everything replayed is stored')) {
     marks.stored = now;
     // What the sink side had used when everything was stored (the rest is summaries).
     const c = process.cpuUsage(cpu0.self);
     cpuAtStored = { sink_rollup_and_engine: Math.round((c.user + c.system) / 1e5) / 10, of_which_js_main_thread: Math.round((mainThread() - cpu0.main) * 10) / 10 };
   }
-  if (s.includes('summaries rebuilt')) marks.summaries = now;
+  if (marks.summaries === undefined && stderr.includes('summaries rebuilt')) marks.summaries = now;
 });
 const code = await new Promise<number | null>((r) => replay.once('exit', r));
 const total = Date.now() - t0;
@@ -126,7 +126,8 @@ if (code !== 0) {
   throw new Error(`replay exited with ${code}`);
 }
 const replayed = /→ (\d+) records/.exec(stderr);
-const records = Number(replayed?.[1] ?? NaN);
+if (!replayed) throw new Error(`replay's output did not say how many records it replayed (its last lines: ${stderr.slice(-500)})`);
+const records = Number(replayed[1]);
 
 const q = async <T>(query: string): Promise<T[]> => (await ch.client.query({ query, format: 'JSONEachRow' })).json<T>();
 const [stored] = await q<{ a: string; b: string }>(`SELECT (SELECT count() FROM ${ch.table('raw_exchange_a')} FINAL) AS a, (SELECT count() FROM ${ch.table('raw_exchange_b')} FINAL) AS b`);

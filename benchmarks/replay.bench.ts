@@ -22,10 +22,11 @@ import { createGzip } from 'node:zlib';
 import { REPO_ROOT } from '@booktape/config';
 import { writeCapture } from './capture-gen.ts';
 import { ratio, runJson, sideBySide } from './baseline-tree.ts';
+import { intEnv } from './bench-env.ts';
 
 /** The last commit before issue 10's work: what the ratio is taken against. */
 const ISSUE_10_START = '9c5e327';
-const frames = Number(process.env.BENCH_REPLAY_FRAMES ?? 1_000_000);
+const frames = intEnv('BENCH_REPLAY_FRAMES', 1_000_000, 1000);
 const baseline = process.env.BENCH_BASELINE ?? ISSUE_10_START;
 const GEN_VERSION = 2;
 

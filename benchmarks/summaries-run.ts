@@ -31,9 +31,10 @@ import type { ExchangeAMessage } from '@booktape/domain';
 import { assetKey, rollupKeys } from '@booktape/messaging';
 import { BookEventsRepository, migrate, openClickHouse, RawEventsRepository, SummariesRepository } from '@booktape/storage';
 import { Roller, SummaryReader } from '@booktape/summaries';
+import { intEnv } from './bench-env.ts';
 
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 40);
+const EVENTS = intEnv('BENCH_EVENTS', 1_000_000, 5000);
+const REQUESTS = intEnv('BENCH_REQUESTS', 40, 1);
 const MARKET = `0x${'7a'.repeat(32)}`;
 const ASSET = '5550001';
 const DATE = '2026-03-02';
@@ -49,8 +50,14 @@ function rng(seed: number) {
   return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
 }
 
-const BACKFILL_DAYS = Number(process.env.BENCH_BACKFILL_DAYS ?? 31);
-const BACKFILL_EVENTS = Number(process.env.BENCH_BACKFILL_EVENTS ?? 20_000);
+const BACKFILL_DAYS = intEnv('BENCH_BACKFILL_DAYS', 31);
+const BACKFILL_EVENTS = intEnv('BENCH_BACKFILL_EVENTS', 20_000, 5000);
+/** BENCH_RESOLUTIONS: the whole-day answers measured, e.g. `60,7` (default 60, 7 and 1). */
+const RESOLUTIONS = (process.env.BENCH_RESOLUTIONS || '60,7,1').split(',').map((r) => {
+  const n = Number(r);
+  if (!Number.isInteger(n) || n < 1 || n > 3600) throw new Error(`BENCH_RESOLUTIONS=${process.env.BENCH_RESOLUTIONS}: expected resolutions 1 to 3600, comma-separated`);
+  return n;
+});
 const BACKFILL_MARKET = `0x${'6b'.repeat(32)}`;
 const BACKFILL_FIRST = Date.UTC(2026, 0, 1);
 
@@ -149,7 +156,7 @@ async function main(): Promise<void> {
       ts.sort((a, b) => a - b);
       process.stderr.write(`[summaries]   one-bucket answer (fixed cost): p50 ${quantile(ts, 0.5).toFixed(1)} ms\n`);
     }
-    for (const R of (process.env.BENCH_RESOLUTIONS ?? "60,7,1").split(",").map(Number)) {
+    for (const R of RESOLUTIONS) {
       const times: number[] = [];
       let buckets = 0;
       for (let i = 0; i < REQUESTS + 3; i++) {

@@ -25,20 +25,19 @@ type Run = {
   serving_ms: Record<'R60' | 'R7' | 'R1', Serving | undefined>;
 };
 
-const { now, base, baseError } = await sideBySide(baseline, [RUNNER], (root, label) => runJson<Run>(root, RUNNER, label));
-// Faster is a ratio above 1: baseline time / this tree's time.
-const faster = (a: number | undefined, b: number | undefined) => ratio(a, b);
+const { now, base, baseError } = await sideBySide(baseline, [RUNNER, 'benchmarks/bench-env.ts'], (root, label) => runJson<Run>(root, RUNNER, label));
 console.log(
   JSON.stringify({
     this_tree: now,
     baseline: base && { commit: baseline, ...base },
     baseline_error: baseError,
+    // Faster is a ratio above 1: baseline time / this tree's time.
     speedup_vs_baseline: base && {
-      rollup: faster(base.rollup_s, now.rollup_s),
-      backfill: faster(base.backfill.rollup_s, now.backfill.rollup_s),
-      R60_p50: faster(base.serving_ms.R60?.p50, now.serving_ms.R60?.p50),
-      R7_p50: faster(base.serving_ms.R7?.p50, now.serving_ms.R7?.p50),
-      R1_p50: faster(base.serving_ms.R1?.p50, now.serving_ms.R1?.p50),
+      rollup: ratio(base.rollup_s, now.rollup_s),
+      backfill: ratio(base.backfill.rollup_s, now.backfill.rollup_s),
+      R60_p50: ratio(base.serving_ms.R60?.p50, now.serving_ms.R60?.p50),
+      R7_p50: ratio(base.serving_ms.R7?.p50, now.serving_ms.R7?.p50),
+      R1_p50: ratio(base.serving_ms.R1?.p50, now.serving_ms.R1?.p50),
     },
     targets: { rollup_s: 1, R60_p50_ms: 5, R7_p50_ms: 30, R1_p50_ms: 120 },
   }),

@@ -60,7 +60,8 @@ try {
         text += d;
         process.stdout.write(d);
       });
-      child.on('exit', (code) => resolve({ code, text }));
+      // 'close', not 'exit': stdout may still hold the last (JSON) line when the process exits.
+      child.on('close', (code) => resolve({ code, text }));
     });
     current = null;
     const last = out.text.trim().split('\n').filter((l) => l.startsWith('{')).pop();

@@ -11,8 +11,7 @@
  *   npx tsx apps/ingestor/bench/ingest.bench.ts    (npm run bench runs it with the services up)
  */
 import { spawn } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, createLogger, parseEnv, silentLogger } from '@booktape/config';
@@ -28,9 +27,6 @@ const warmup = Math.min(20, Math.floor(seconds / 6));
 const log = process.env.BENCH_LOG ? createLogger('bench', process.env.BENCH_LOG) : silentLogger();
 
 const dir = mkdtempSync(path.join(tmpdir(), 'booktape-bench-'));
-const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const keyFile = path.join(dir, 'key.pem');
-writeFileSync(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
 const simPort = 19400 + Math.floor(Math.random() * 500);
 const sim = spawn(process.execPath, [path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs'), 'simulate', '--port', String(simPort), '--rate', String(rate), '--markets-a', '200', '--markets-b', '100'], {
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -57,11 +53,12 @@ const env = {
   ...process.env,
   ...simEnv,
   EXCHANGE_B_API_KEY_ID: 'simulator-key',
-  EXCHANGE_B_PRIVATE_KEY_FILE: simEnv.EXCHANGE_B_PRIVATE_KEY_FILE ?? keyFile,
+  // `booktape simulate` prints the key file it wrote for its exchange B endpoint.
+  EXCHANGE_B_PRIVATE_KEY_FILE: simEnv.EXCHANGE_B_PRIVATE_KEY_FILE,
   KAFKA_TOPIC_PREFIX: prefix,
   SINK_GROUP_ID: `${prefix}sink`,
   // The capture process's status report (its record counters) is read back under this prefix.
-  ROLLUP_QUEUE_PREFIX: `bench-${Date.now()}`,
+  ROLLUP_QUEUE_PREFIX: prefix.slice(0, -1),
   BOOKTAPE_DATA_DIR: dir,
 };
 // Capture runs in its own process (as in production); this process is the sink, so it can
@@ -84,13 +81,13 @@ let rssAtWarmup = null as Rss | null;
 let peakSelf = 0;
 let peakSim = 0;
 let peakCapture = 0;
-const samples: Array<{ t: number; stored: number; captured: number }> = [];
+const samples: Array<{ t: number; stored: number }> = [];
 const started = Date.now();
 const timer = setInterval(() => {
   peakSelf = Math.max(peakSelf, process.memoryUsage().rss);
   peakSim = Math.max(peakSim, procRssBytes(sim.pid!));
   peakCapture = Math.max(peakCapture, procRssBytes(capture.pid!));
-  samples.push({ t: Date.now() - started, stored: ingestor.sink!.stats.stored, captured: 0 });
+  samples.push({ t: Date.now() - started, stored: ingestor.sink!.stats.stored });
   if (!rssAtWarmup && Date.now() - started >= warmup * 1000) rssAtWarmup = { sink: process.memoryUsage().rss, capture: procRssBytes(capture.pid!), simulator: procRssBytes(sim.pid!) };
   const last = samples[samples.length - 1]!;
   const prev = samples[Math.max(0, samples.length - 11)]!;
