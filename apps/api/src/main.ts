@@ -1,9 +1,9 @@
 // Runs the API alone (production shape: one process per app, against a ClickHouse server).
-import { ConfigError, createLogger, parseEnv, platformConfig, untilSignal } from '@booktape/config';
+import { ConfigError, appLogger, parseEnv, platformConfig, untilSignal } from '@booktape/config';
 import { openClickHouse, migrate } from '@booktape/storage';
 import { apiConfigFromEnv, apiEnvSchema, createApi, createRedis } from './index.ts';
 
-const log = createLogger('api');
+const log = appLogger('api');
 try {
   const env = parseEnv(apiEnvSchema);
   const platform = platformConfig(env);

@@ -1,4 +1,4 @@
-import { createLogger, parseEnv, untilSignal } from '@booktape/config';
+import { appLogger, parseEnv, untilSignal } from '@booktape/config';
 import { RollupQueue, createKafka } from '@booktape/messaging';
 import { migrate, openClickHouse } from '@booktape/storage';
 import { createIngestor } from './ingestor.ts';
@@ -7,7 +7,7 @@ import { createStatusPublisher, createStatusRedis } from './status-publisher.ts'
 
 /** The ingestor alone: the production shape, and what the crash tests kill and restart. */
 export async function runIngest(): Promise<number> {
-  const log = createLogger('ingestor', process.env.LOG_LEVEL);
+  const log = appLogger('ingestor', process.env.LOG_LEVEL);
   const config = ingestorConfig(parseEnv(ingestorEnvSchema));
   const ch = config.roles.sink ? await openClickHouse(config.platform.clickhouse) : null;
   if (ch) await migrate(ch);

@@ -1,9 +1,9 @@
 // Runs the rollup worker alone (production shape).
-import { ConfigError, createLogger, parseEnv, platformConfig, platformEnvSchema, untilSignal } from '@booktape/config';
+import { ConfigError, appLogger, parseEnv, platformConfig, platformEnvSchema, untilSignal } from '@booktape/config';
 import { openClickHouse, migrate } from '@booktape/storage';
 import { createRollupWorker, rollupOptions } from './index.ts';
 
-const log = createLogger('rollup-worker');
+const log = appLogger('rollup-worker');
 try {
   const platform = platformConfig(parseEnv(platformEnvSchema));
   const ch = await openClickHouse(platform.clickhouse);

@@ -1,4 +1,19 @@
-import type { Logger } from './logger.ts';
+import { ConfigError } from './env.ts';
+import { createLogger, type Logger } from './logger.ts';
+
+/**
+ * An app entry's logger. A bad LOG_LEVEL ends the process as every other configuration error
+ * does, with its message and exit 2, not a stack trace: there is no logger yet to report it.
+ */
+export function appLogger(name: string, level?: string): Logger {
+  try {
+    return createLogger(name, level);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    console.error(`${name} failed to start: ${e.message}`);
+    process.exit(2);
+  }
+}
 
 /** Resolves when the process is asked to stop; the stop function runs once, then we exit. */
 export function untilSignal(log: Logger, stop: () => Promise<void>): Promise<number> {
@@ -10,7 +25,9 @@ export function untilSignal(log: Logger, stop: () => Promise<void>): Promise<num
       log.info({ signal: sig }, 'stopping');
       const force = setTimeout(() => {
         log.error('shutdown took longer than 30 s; exiting');
-        resolve(1);
+        // Exit here, not just resolve: what holds the stop up (an open socket, a timer) would
+        // keep the process alive after the caller returned, and repeated signals are ignored.
+        process.exit(1);
       }, 30_000);
       force.unref();
       stop()
