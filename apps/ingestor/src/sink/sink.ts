@@ -48,8 +48,8 @@ const DEFAULTS: SinkOptions = {
   minBytes: 64 * 1024,
   maxWaitMs: 250,
   maxBytesPerPartition: 8 * 1024 * 1024,
-  // All partitions of both raw topics (8 each by default) at once, so that one fetch's
-  // batches of a venue share one insert (insert-group.ts).
+  // All partitions of both raw topics at once (8 each by default; the ingestor passes twice
+  // KAFKA_PARTITIONS), so that one fetch's batches of a venue share one insert (insert-group.ts).
   partitionsConcurrently: 16,
   sessionTimeoutMs: 30_000,
   retryInitialMs: 200,
