@@ -146,6 +146,11 @@ const columns = Object.fromEntries(
 const sinkStats = ingestor.health().sink!;
 await ingestor.stop();
 await worker.stop();
+// The topics this run made hold the whole run's records: deleted, not left to Kafka's retention.
+const admin = kafka.admin();
+await admin.connect();
+await admin.deleteTopics({ topics: [...Object.values(ingestor.topics.raw), ingestor.topics.deadLetter, ingestor.topics.gaps] }).catch(() => undefined);
+await admin.disconnect();
 await ch.close();
 rmSync(dir, { recursive: true, force: true });
 

@@ -171,6 +171,11 @@ const latA = await lat('raw_exchange_a');
 const latB = await lat('raw_exchange_b');
 // Rows still in flight are not part of the figures; stop without waiting for them.
 await Promise.race([ingestor.stop(), new Promise((r) => setTimeout(r, 10_000))]);
+// The topics this run made hold the whole run's records: deleted, not left to Kafka's retention.
+const admin = kafka.admin();
+await admin.connect();
+await admin.deleteTopics({ topics: [...Object.values(ingestor.topics.raw), ingestor.topics.deadLetter, ingestor.topics.gaps] }).catch(() => undefined);
+await admin.disconnect();
 await ch.close().catch(() => undefined);
 try {
   rmSync(dir, { recursive: true, force: true });
