@@ -6,7 +6,8 @@
  * at BENCH_RATE events/s (default 5,000; the ingest benchmark sustains ~7,000 stored
  * records/s on this machine) over 20 exchange A markets (40 outcome tokens) and 10
  * exchange B tickers → capture → Kafka → sink → rollup queue → rollup worker, for
- * BENCH_SECONDS (default 90, the first 15 s not sampled).
+ * BENCH_SECONDS (default 90, the first 15 s not sampled). The worker runs at its tree's default
+ * concurrency unless BENCH_CONCURRENCY says otherwise.
  *
  * Every 500 ms, for every asset with a row today: lag = now − covered_until, i.e. how old
  * the newest event is that the stored summaries do not include yet (every event before
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
   };
   const config = ingestorConfig(parseEnv(ingestorEnvSchema, env), env);
   const kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: id }, log);
-  const worker = createRollupWorker({ ch, redisUrl: config.platform.redisUrl, log, options: { queuePrefix: id, concurrency: Number(process.env.BENCH_CONCURRENCY ?? 2) } });
+  const worker = createRollupWorker({ ch, redisUrl: config.platform.redisUrl, log, options: { queuePrefix: id, ...(process.env.BENCH_CONCURRENCY === undefined ? {} : { concurrency: intEnv('BENCH_CONCURRENCY', 4, 1) }) } });
   await worker.start();
   const ingestor = createIngestor({ config, kafka, ch, log, onStored: (parts) => worker.queue?.notify(parts) });
   await ingestor.start();

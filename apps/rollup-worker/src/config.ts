@@ -3,8 +3,9 @@ import { DEFAULT_ROLLUP_WORKER_BEAT_MS } from '@booktape/messaging';
 import type { RollupWorkerOptions } from './worker.ts';
 
 export const rollupEnvSchema = platformEnvSchema.extend({
-  /** Rollup jobs run at once in one process (one asset never runs twice at once). */
-  ROLLUP_CONCURRENCY: envInt(2, 1, 64),
+  /** Rollup jobs run at once in one process (one asset never runs twice at once). A run mostly waits for
+   * engine and Redis round trips, so more runs than cores keep the worker busy (docs/BENCHMARKS.md). */
+  ROLLUP_CONCURRENCY: envInt(4, 1, 64),
   /** How often the sweep looks for days to finalise, outdated engine versions and lost notifications. */
   ROLLUP_SWEEP_MS: envInt(60_000, 1000, 86_400_000),
   /** A UTC day is finalised this long after it ended (later data still triggers a rebuild). */

@@ -3,9 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LADDER, decodeBuckets, toSummaryBucket, utcDayWindow, type ExactBucket } from '@booktape/book';
 import { silentLogger } from '@booktape/config';
 import { utcDate, type ExchangeAEvent, type ExchangeBRecord, type RawMessage } from '@booktape/domain';
+import { RollupQueue } from '@booktape/messaging';
 import { SummariesRepository, type SummaryKey } from '@booktape/storage';
-import { Roller } from '@booktape/summaries';
-import { uniqueId } from '@booktape/testkit';
+import { Roller, type AssetVersions } from '@booktape/summaries';
+import { requireEnv, uniqueId } from '@booktape/testkit';
 // The deliberately simple implementation of docs/rules/summaries.md, and the random streams of the book's properties.
 import { exchangeAStreamArb, exchangeBStreamArb, referenceBuckets, referenceObservationsA, referenceObservationsB, resolutionArb, tsOf, windowFor } from '@booktape/book/testing';
 import { bearer, conditionId, startTestApi, type TestApi } from '@booktape/api/testing';
@@ -19,14 +20,34 @@ const CLOSED = 0;
 let t: TestApi;
 let apiKey: string;
 let repo: SummariesRepository;
+let queue: RollupQueue;
+/** The worker's versions: the rollup queue's counters in Redis, which the API's caches read too. */
+let versions: AssetVersions;
 let run = 0;
 
 beforeAll(async () => {
-  t = await startTestApi({ rollupQueuePrefix: uniqueId('bt-rollup-test'), dataFloors: { 'exchange-a': null, 'exchange-b': null } });
+  const prefix = uniqueId('bt-rollup-test');
+  t = await startTestApi({ rollupQueuePrefix: prefix, dataFloors: { 'exchange-a': null, 'exchange-b': null } });
   apiKey = await t.newKey();
   repo = new SummariesRepository(t.ch);
+  queue = new RollupQueue({ redisUrl: requireEnv('REDIS_URL'), prefix });
+  versions = { current: (k) => queue.version(k), bump: (k) => queue.bumpVersion(k) };
 }, 60_000);
-afterAll(async () => t?.close());
+afterAll(async () => {
+  await queue?.close();
+  await t?.close();
+});
+
+/**
+ * How the pieces are rolled: by one roller that reads back everything (no versions), by one
+ * that remembers its writes, or by two that do, taking turns (two worker processes: each
+ * must notice the other's writes).
+ */
+type Rollers = 'plain' | 'remembering' | 'two remembering';
+function rollersFor(mode: Rollers, closeGraceMs: number): Roller[] {
+  const make = (v?: AssetVersions) => new Roller(repo, silentLogger(), { closeGraceMs, versions: v });
+  return mode === 'plain' ? [make()] : mode === 'remembering' ? [make(versions)] : [make(versions), make(versions)];
+}
 
 /** The stream re-keyed to a fresh market, as stored messages (ingest_seq = stream position). */
 function messages(venue: Venue, records: Rec[], market: string): RawMessage[] {
@@ -114,7 +135,8 @@ describe.each(['exchange-a', 'exchange-b'] as const)('%s rollups', (venue) => {
           fc.boolean(),
           fc.array(fc.tuple(resolutionArb, unitArb, unitArb, unitArb), { minLength: 2, maxLength: 4 }),
           fc.nat(),
-          async (records, cuts, open, queries, shuffle) => {
+          fc.constantFrom<Rollers>('plain', 'remembering', 'two remembering'),
+          async (records, cuts, open, queries, shuffle, mode) => {
             if (records.length === 0) return;
             run++;
             const market = venue === 'exchange-a' ? conditionId(1000 + run) : `KXROLL-${run}`;
@@ -134,14 +156,15 @@ describe.each(['exchange-a', 'exchange-b'] as const)('%s rollups', (venue) => {
             }
             if (shuffle % 4 === 1) pieces.push(pieces[shuffle % pieces.length]!);
 
-            const roller = new Roller(repo, silentLogger(), { closeGraceMs: open ? OPEN : CLOSED });
+            const rollers = rollersFor(mode, open ? OPEN : CLOSED);
             const inserted = new Set<number>();
             const dates = new Set<string>();
-            for (const piece of pieces) {
+            for (const [pi, piece] of pieces.entries()) {
               await t.filler.insert(venue, piece.map((i) => all[i]!));
               for (const i of piece) inserted.add(i);
               const pieceDates = [...new Set(piece.map((i) => utcDate(tsOf(records[i]!))))].sort();
               for (const d of pieceDates) dates.add(d);
+              const roller = rollers[pi % rollers.length]!;
               for (const d of pieceDates) await roller.rollFrom(key, d);
               // Fresh: what was stored so far is served (stored buckets plus the live part).
               const [R, u, v, w] = queries[0]!;
@@ -149,7 +172,7 @@ describe.each(['exchange-a', 'exchange-b'] as const)('%s rollups', (venue) => {
               expectSeries(
                 await summary(venue, market, `start_timestamp=${win.startMs}&end_timestamp=${win.endMs}&resolution=${R}`),
                 expected(venue, served(inserted, all), R, win),
-                `open=${open} after piece ${pieces.indexOf(piece)} of ${pieces.length}, R=${R}, window ${win.startMs}..${win.endMs}`,
+                `${mode}, open=${open} after piece ${pi} of ${pieces.length}, R=${R}, window ${win.startMs}..${win.endMs}`,
               );
             }
 
@@ -167,15 +190,74 @@ describe.each(['exchange-a', 'exchange-b'] as const)('%s rollups', (venue) => {
             // Incremental == full: rebuild every day from scratch, in order, and compare.
             const sorted = [...dates].sort();
             const incremental = await storedOutput(key, sorted);
-            for (const d of sorted) await roller.rollDay(key, d, true);
+            for (const d of sorted) await rollers[0]!.rollDay(key, d, true);
             expect(await storedOutput(key, sorted)).toEqual(incremental);
           },
         ),
-        { numRuns: 10, endOnFailure: true, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
+        { numRuns: 15, endOnFailure: true, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
       );
     },
     600_000,
   );
+});
+
+/** The real repository, counting the reads a remembering roller may skip. */
+class CountingRepository extends SummariesRepository {
+  windows = 0;
+  hourReads = 0;
+  override window(...a: Parameters<SummariesRepository['window']>) {
+    this.windows++;
+    return super.window(...a);
+  }
+  override hourChunks(...a: Parameters<SummariesRepository['hourChunks']>) {
+    this.hourReads++;
+    return super.hourChunks(...a);
+  }
+}
+
+describe.each(['exchange-a', 'exchange-b'] as const)('%s: a roller that remembers its writes', (venue) => {
+  it('reads back nothing it wrote while nobody else wrote the asset, and reads again after another writer', async () => {
+    await fc.assert(
+      fc.asyncProperty(venue === 'exchange-a' ? exchangeAStreamArb : exchangeBStreamArb, async (stream) => {
+        // One day's records, cut in three pieces in serving order (no late data: each run continues the last).
+        const date = stream.length === 0 ? '' : utcDate(tsOf(stream[0]!));
+        const records = stream.filter((r) => utcDate(tsOf(r)) === date);
+        if (records.length < 3) return;
+        run++;
+        const market = venue === 'exchange-a' ? conditionId(5000 + run) : `KXMEMO-${run}`;
+        const key: SummaryKey = { venue, market, asset: venue === 'exchange-a' ? '123' : market };
+        const all = messages(venue, records, market);
+        const cut1 = Math.floor(records.length / 3);
+        const cut2 = Math.floor((2 * records.length) / 3);
+        const counting = new CountingRepository(t.ch);
+        const a = new Roller(counting, silentLogger(), { closeGraceMs: OPEN, versions });
+        const b = new Roller(repo, silentLogger(), { closeGraceMs: OPEN, versions });
+
+        await t.filler.insert(venue, all.slice(0, cut1));
+        await a.rollDay(key, date);
+        expect(counting.windows).toBe(1);
+        await t.filler.insert(venue, all.slice(cut1, cut2));
+        const second = await a.rollDay(key, date);
+        expect(second.outcome).toBe('incremental');
+        // Its own write is what the store holds: neither the day rows nor the boundary hour are read.
+        expect([counting.windows, counting.hourReads]).toEqual([1, 0]);
+
+        // Another process writes the asset: the next run must read what that one wrote.
+        await t.filler.insert(venue, all.slice(cut2));
+        await b.rollDay(key, date);
+        const third = await a.rollDay(key, date);
+        expect(third.outcome).toBe('no-new-events');
+        expect(counting.windows).toBe(2);
+
+        const R = 60;
+        expectSeries(await summary(venue, market, `date=${date}&resolution=${R}`), expected(venue, served(new Set(all.keys()), all), R, utcDayWindow(date)), `date ${date}`);
+        const incremental = await storedOutput(key, [date]);
+        await a.rollDay(key, date, true);
+        expect(await storedOutput(key, [date])).toEqual(incremental);
+      }),
+      { numRuns: 8, endOnFailure: true },
+    );
+  }, 300_000);
 });
 
 describe('serving stored summaries', () => {

@@ -45,7 +45,7 @@ export interface RollupWorkerOptions {
 }
 
 export const DEFAULT_ROLLUP_OPTIONS: RollupWorkerOptions = {
-  concurrency: 2,
+  concurrency: 4,
   sweepEveryMs: 60_000,
   closeGraceMs: 60_000,
   queuePrefix: 'booktape',
@@ -78,7 +78,13 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
   const opts = { ...DEFAULT_ROLLUP_OPTIONS, ...deps.options };
   const { log } = deps;
   const repo = new SummariesRepository(deps.ch);
-  const roller = new Roller(repo, log, { closeGraceMs: opts.closeGraceMs });
+  // The roller bumps the asset's version around each write (the API's caches key on it) and
+  // skips reading back what it wrote while nobody else wrote the asset.
+  const versions = {
+    current: (a: AssetRef) => queue!.version(a),
+    bump: (a: AssetRef) => queue!.bumpVersion(a),
+  };
+  const roller = new Roller(repo, log, { closeGraceMs: opts.closeGraceMs, versions });
   registerCheckMetrics();
   let queue: RollupQueue | undefined;
   let worker: Worker<RollupJobData> | undefined;
@@ -137,8 +143,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     }
   }
 
-  async function afterRun(a: AssetRef, results: DayResult[]): Promise<void> {
-    if (results.some((r) => r.outcome === 'full' || r.outcome === 'incremental')) await queue!.bumpVersion(a);
+  function afterRun(a: AssetRef, results: DayResult[]): void {
     for (const r of results) {
       stats.days++;
       if (r.outcome !== 'unchanged' && r.outcome !== 'no-new-events') log.debug({ ...a, date: r.date, outcome: r.outcome, applied: r.applied }, 'rolled up');
@@ -179,7 +184,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
       if (dates.length === 0) return;
       const stopRenewing = renewClaim(a, claimId);
       try {
-        for (const d of dates) await afterRun(a, await roller.rollFrom(a, d));
+        for (const d of dates) afterRun(a, await roller.rollFrom(a, d));
         stopRenewing();
         await queue!.release(a, dates, false, claimId);
       } catch (e) {
@@ -228,7 +233,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
       try {
         for (const date of dates) {
           // Forced: a back-fill re-derives even days that look current (a fixed engine).
-          await afterRun(a, await roller.rollFrom(a, date, true));
+          afterRun(a, await roller.rollFrom(a, date, true));
           done++;
           await job.updateProgress({ done, total, asset, date } satisfies BackfillProgress);
         }

@@ -10,7 +10,7 @@ import type { Venue } from '@booktape/domain';
  *   <prefix>:rollup:leases             sorted set: asset → when its claim's lease runs out (Redis's clock)
  *   <prefix>:rollup:dirty:<asset>      sorted set: dates stored since the last rollup
  *   <prefix>:rollup:claimed:<asset>    hash: date → id of the claim rolling it up
- *   <prefix>:rollup:version:<asset>    counter: bumped after every write of the asset's summaries
+ *   <prefix>:rollup:version:<asset>    counter: bumped before and after every write of the asset's summaries
  *   <prefix>:rollup:lock:<asset>       the worker's lock on the asset while it rolls it up
  *
  * BullMQ's keys share the `rollup:` head because the queue is named `rollup`; the other

@@ -284,9 +284,17 @@ export class RollupQueue {
     } while (cursor !== '0');
   }
 
-  /** After the asset's summaries were written: readers' caches of them are stale. */
-  async bumpVersion(a: AssetRef): Promise<void> {
-    await this.redis.incr(this.keys.version(assetKey(a)));
+  /**
+   * Around each write of the asset's summaries (before and after): readers' copies of them
+   * are stale. Returns the new count.
+   */
+  async bumpVersion(a: AssetRef): Promise<number> {
+    return this.redis.incr(this.keys.version(assetKey(a)));
+  }
+
+  /** The asset's summaries version now (0 before the first write). */
+  async version(a: AssetRef): Promise<number> {
+    return Number((await this.redis.get(this.keys.version(assetKey(a)))) ?? 0);
   }
 
   /** Marks dates dirty and enqueues the asset (the sweep, an outdated engine version). */

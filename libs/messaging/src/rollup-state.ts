@@ -77,7 +77,7 @@ export async function pendingDates(redis: Redis, prefix: string, a: AssetRef): P
 }
 
 /**
- * An asset's pending dates and its summaries' version: a counter the worker bumps after
+ * An asset's pending dates and its summaries' version: a counter the worker bumps before and after
  * every write of the asset's summaries, so a reader may reuse what it read of them while
  * the counter stands still.
  */

@@ -47,6 +47,22 @@ export interface SummaryChunk {
   buckets: string;
 }
 
+/** What a rollup run decides by, read with its events (`SummariesRepository.bookEventsRead`). */
+export interface BookEventsFacts {
+  /** The date's book events before the asked time (FINAL: duplicates count once); null when not asked. */
+  countedBefore: number | null;
+  /** The first date after this one that holds raw data of the market, or null. */
+  nextDataDate: string | null;
+}
+
+export interface BookEventsRead {
+  facts: BookEventsFacts;
+  /** Payload JSON texts in serving order. */
+  events: AsyncGenerator<string>;
+  /** Ends the read early (frees its stream session); harmless after the end. */
+  close(): Promise<void>;
+}
+
 interface DayRow {
   day: string;
   version: string | number;
@@ -331,17 +347,6 @@ export class SummariesRepository {
     ).map((r) => ({ venue: r.venue, market: r.market, asset: r.asset, date: r.date }));
   }
 
-  /** Dates after `date` that hold raw data of the market (ascending, at most `limit`). */
-  async dataDatesAfter(key: SummaryKey, date: string, limit = 1): Promise<string[]> {
-    return (
-      await this.rows<{ d: string }>(
-        `SELECT DISTINCT toString(event_date) AS d FROM ${this.ch.table('market_dates')}
-          WHERE venue = {venue:String} AND market = {market:String} AND event_date > {date:Date} ORDER BY d LIMIT {limit:UInt32}`,
-        { venue: key.venue, market: key.market, date, limit },
-      )
-    ).map((r) => r.d);
-  }
-
   /** Dates in [from, to] that hold raw data of the market, ascending. */
   async dataDates(key: SummaryKey, from: string, to: string): Promise<string[]> {
     return (
@@ -379,6 +384,60 @@ export class SummariesRepository {
       { market: key.market, asset: key.asset, date, before: beforeMs },
     );
     return Number(r!.n);
+  }
+
+  /**
+   * What a rollup run reads, in one engine round trip (a round trip, not the work, is what
+   * a run mostly pays for on an engine busy with inserts): the date's book events with
+   * event_ts in [fromMs, toMs) in serving order, as payload JSON texts, streamed (a busy
+   * asset-day holds millions), together with the facts the run decides by (`facts`).
+   *
+   * The facts ride on every row as two leading columns (scalar subqueries, evaluated once)
+   * and are known once the first row has arrived; a read without rows asks for them alone.
+   * `events` must be read to its end or `close`d: it holds a stream session until then.
+   */
+  async bookEventsRead(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null): Promise<BookEventsRead> {
+    const { table, where } = this.bookFilter(key);
+    const count =
+      countBeforeMs === null
+        ? `toUInt64(0)`
+        : `(SELECT count() FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date} AND event_ts < fromUnixTimestamp64Milli({before:Int64}, 'UTC'))`;
+    const next = `ifNull((SELECT toString(event_date) FROM ${this.ch.table('market_dates')}
+        WHERE venue = {venue:String} AND market = {market:String} AND event_date > {date:Date} ORDER BY event_date LIMIT 1), '')`;
+    const params = { venue: key.venue, market: key.market, asset: key.asset, date, from: fromMs, to: toMs, before: countBeforeMs ?? 0 };
+    const factsOf = (counted: string, nextDate: string): BookEventsFacts => ({
+      countedBefore: countBeforeMs === null ? null : Number(counted),
+      nextDataDate: nextDate === '' ? null : nextDate,
+    });
+    const lines = streamLines(streamQuery(this.ch, {
+      query: `SELECT ${count} AS counted, ${next} AS next, payload FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+        AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+        ORDER BY event_ts, ingest_seq, dedup_id`,
+      query_params: params,
+      format: 'TabSeparatedRaw',
+    }));
+    const close = async () => void (await lines.return(undefined));
+    let first: IteratorResult<string, void>;
+    try {
+      first = await lines.next();
+    } catch (e) {
+      await close();
+      throw e;
+    }
+    if (first.done === true) {
+      const [r] = await this.rows<{ counted: string | number; next: string }>(`SELECT ${count} AS counted, ${next} AS next`, params);
+      return { facts: factsOf(String(r!.counted), r!.next), events: (async function* () {})(), close };
+    }
+    // payload is JSON text written by the sink: it holds no raw tab (nor newline).
+    const payloadOf = (line: string) => line.slice(line.indexOf('\t', line.indexOf('\t') + 1) + 1);
+    const head = first.value;
+    const t1 = head.indexOf('\t');
+    const facts = factsOf(head.slice(0, t1), head.slice(t1 + 1, head.indexOf('\t', t1 + 1)));
+    async function* events(): AsyncGenerator<string> {
+      yield payloadOf(head);
+      for await (const line of lines) yield payloadOf(line);
+    }
+    return { facts, events: events(), close };
   }
 
   /**

@@ -16,12 +16,41 @@ import {
   type ExactBucket,
 } from '@booktape/book';
 import type { Logger } from '@booktape/config';
-import type { SummariesRepository, SummaryChunk, SummaryDay, SummaryKey } from '@booktape/storage';
+import type { BookEventsRead, SummariesRepository, SummaryChunk, SummaryDay, SummaryKey } from '@booktape/storage';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 
 export interface RollerOptions {
   /** A day counts as closed (covered to its end) this long after its last millisecond. */
   closeGraceMs: number;
+  /**
+   * The shared write counter of every asset (the rollup queue's version key in Redis). With
+   * it, the roller bumps it around each write and remembers what it wrote, so the next run of
+   * the same asset-day skips re-reading its own output (see `Roller`).
+   */
+  versions?: AssetVersions | undefined;
+}
+
+/**
+ * Every writer of an asset's summaries bumps its counter before and after each write; readers
+ * whose copy is tagged with the current count know that nobody wrote since.
+ */
+export interface AssetVersions {
+  current(key: SummaryKey): Promise<number>;
+  /** Adds one and returns the new count. */
+  bump(key: SummaryKey): Promise<number>;
+}
+
+/** Remembered assets per roller: each holds a book state (a few KB to tens of KB). */
+const MEMO_ASSETS = 1024;
+
+/** What the roller last wrote of an asset, valid while the asset's counter is still `version`. */
+interface Memo {
+  version: number;
+  date: string;
+  day: SummaryDay;
+  before: SummaryDay | null;
+  /** The valid chunks of the hour holding `day.coveredUntil`, per level; null when not known. */
+  boundary: { hour: number; chunks: Map<number, SummaryChunk> } | null;
 }
 
 export type DayOutcome = 'unchanged' | 'incremental' | 'full' | 'no-new-events';
@@ -35,6 +64,8 @@ export interface DayResult {
   endStateChanged: boolean;
   /** Venue cross-check alerts (mismatched claims, crossed books) found in this run. */
   alerts: CheckAlert[];
+  /** The first later date holding raw data of the market, as the run's read saw it. */
+  nextDataDate: string | null;
 }
 
 function sha1(s: string): string {
@@ -84,9 +115,16 @@ function resumeChecker(venue: SummaryKey['venue'], day: SummaryDay): BookChecker
  * millisecond at a time, and are stored with the day row (their state continues like the
  * book's; a row whose checks cannot be resumed is rebuilt). Their alerts are returned to
  * the caller, which logs and counts them.
+ *
+ * A run costs few engine round trips, since on an engine busy with inserts each one waits
+ * far longer than its work takes: the events are read with the late-data count and the
+ * market's next data date (one query), and, given `versions`, a run whose asset nobody wrote
+ * since this roller's last write takes the stored day, the day before and the boundary
+ * hour's chunks from what that write stored instead of reading them back.
  */
 export class Roller {
   private lastVersion = 0;
+  private readonly memo = new Map<string, Memo>();
 
   constructor(
     private readonly repo: SummariesRepository,
@@ -108,10 +146,8 @@ export class Roller {
     const results: DayResult[] = [];
     let r = await this.rollDay(key, date, force);
     results.push(r);
-    while (r.endStateChanged) {
-      const [next] = await this.repo.dataDatesAfter(key, r.date, 1);
-      if (next === undefined) break;
-      r = await this.rollDay(key, next, false);
+    while (r.endStateChanged && r.nextDataDate !== null) {
+      r = await this.rollDay(key, r.nextDataDate, false);
       results.push(r);
     }
     return results;
@@ -124,7 +160,8 @@ export class Roller {
     if (!Number.isFinite(dayStart)) throw new RangeError(`not a date: ${date}`);
     const dayEnd = dayStart + DAY_MS;
     const closed = now >= dayEnd + this.opts.closeGraceMs;
-    const { rows, before } = await this.repo.window(key, date, date);
+    const memo = await this.memoFor(key, date);
+    const { rows, before } = memo !== null ? { rows: [memo.day], before: memo.before } : await this.repo.window(key, date, date);
     const prev = rows[0] ?? null;
     const startState = before?.state ?? '';
     // What a day starts from is the previous day's book AND, while that book is unknown, its
@@ -142,20 +179,27 @@ export class Roller {
         full = true;
       }
     }
+    let read: BookEventsRead | null = null;
     if (!full && prev !== null) {
       // Late data: the store holds more events before covered_until than the run applied.
-      const n = await this.repo.countBookEvents(key, date, prev.coveredUntil);
+      read = await this.repo.bookEventsRead(key, date, prev.coveredUntil, dayEnd, prev.coveredUntil);
+      const n = read.facts.countedBefore;
       if (n !== prev.events) {
         this.log.debug({ ...key, date, stored: n, applied: prev.events }, 'late data: rebuilding the day');
+        await read.close();
+        read = null;
         full = true;
       } else if (prev.complete) {
-        return { date, outcome: 'unchanged', applied: 0, endStateChanged: false, alerts: [] };
+        await read.close();
+        return { date, outcome: 'unchanged', applied: 0, endStateChanged: false, alerts: [], nextDataDate: read.facts.nextDataDate };
       }
     }
 
     const book = bookFromState(key.venue, full ? startState : prev!.state);
     const checker = full || resumed === null ? BookChecker.startDay(key.venue, dayStart, book, carried) : resumed;
     const from = full ? dayStart : prev!.coveredUntil;
+    read ??= await this.repo.bookEventsRead(key, date, from, dayEnd, null);
+    const { nextDataDate } = read.facts;
 
     // Events at the latest millisecond seen are held back while the day is open. A
     // millisecond is applied whole (the checks settle claims at its end).
@@ -169,14 +213,18 @@ export class Roller {
       applied += held.length;
       held = [];
     };
-    for await (const text of this.repo.bookEvents(key, date, from, dayEnd)) {
-      const rec = JSON.parse(text) as BookRecord;
-      const ts = eventTs(rec);
-      if (ts !== heldTs) {
-        applyHeld();
-        heldTs = ts;
+    try {
+      for await (const text of read.events) {
+        const rec = JSON.parse(text) as BookRecord;
+        const ts = eventTs(rec);
+        if (ts !== heldTs) {
+          applyHeld();
+          heldTs = ts;
+        }
+        held.push(rec);
       }
-      held.push(rec);
+    } finally {
+      await read.close();
     }
     let coveredUntil: number;
     if (closed || held.length === 0) {
@@ -189,12 +237,13 @@ export class Roller {
 
     const alerts = checker.drainAlerts();
     if (!full && applied === 0 && coveredUntil === prev!.coveredUntil && closed === prev!.complete) {
-      return { date, outcome: 'no-new-events', applied: 0, endStateChanged: false, alerts };
+      return { date, outcome: 'no-new-events', applied: 0, endStateChanged: false, alerts, nextDataDate };
     }
 
     const version = this.nextVersion(prev?.version ?? 0);
     const ladder = ladderFromBase(fold.finish());
-    const chunks = full ? this.chunksOf(ladder, date, version) : await this.appendChunks(key, prev!, ladder, date, version);
+    const nextBoundary = Math.floor(coveredUntil / HOUR_MS) * HOUR_MS;
+    const { chunks, boundary } = full ? this.chunksOf(ladder, date, version, nextBoundary) : await this.appendChunks(key, prev!, memo, ladder, date, version, nextBoundary);
     const state = JSON.stringify(book.toState());
     const last = book.lastObservation();
     const checks = checker.toState();
@@ -212,43 +261,102 @@ export class Roller {
       checks: JSON.stringify(checks),
       computedAt: now,
     };
-    await this.repo.write(key, day, chunks);
+    await this.write(key, day, chunks, before, boundary);
     // The next day starts from this day's book and, while unknown, its open spell's kind.
     const open = checks.open;
     const prevOpen = carriedChecks(prev)?.open ?? null;
     const endChanged = prev === null || prev.state !== state || prevOpen?.kind !== open?.kind || prevOpen?.detail !== open?.detail;
-    return { date, outcome: full ? 'full' : 'incremental', applied, endStateChanged: endChanged, alerts };
+    return { date, outcome: full ? 'full' : 'incremental', applied, endStateChanged: endChanged, alerts, nextDataDate };
   }
 
-  private chunksOf(ladder: Map<number, ExactBucket[]>, date: string, version: number): SummaryChunk[] {
+  /** This roller's record of the asset-day, if nobody wrote the asset since (null without `versions`). */
+  private async memoFor(key: SummaryKey, date: string): Promise<Memo | null> {
+    const k = memoKey(key);
+    const m = this.memo.get(k);
+    if (m === undefined || this.opts.versions === undefined) return null;
+    if (m.date !== date || (await this.opts.versions.current(key)) !== m.version) {
+      this.memo.delete(k);
+      return null;
+    }
+    return m;
+  }
+
+  /**
+   * Writes a run's output. With `versions`, the asset's counter is bumped before and after:
+   * other writers' records of the asset are void from the first bump on, and this roller's
+   * record is valid only when nobody else bumped in between (the second bump is the first's
+   * plus one). A failed write leaves no record.
+   */
+  private async write(key: SummaryKey, day: SummaryDay, chunks: SummaryChunk[], before: SummaryDay | null, boundary: Map<number, SummaryChunk> | null): Promise<void> {
+    const k = memoKey(key);
+    this.memo.delete(k);
+    const versions = this.opts.versions;
+    const pre = versions ? await versions.bump(key) : null;
+    await this.repo.write(key, day, chunks);
+    if (!versions || pre === null) return;
+    const post = await versions.bump(key);
+    if (post !== pre + 1) return;
+    const hour = Math.floor(day.coveredUntil / HOUR_MS) * HOUR_MS;
+    this.memo.set(k, { version: post, date: day.date, day, before, boundary: boundary && { hour, chunks: boundary } });
+    if (this.memo.size > MEMO_ASSETS) this.memo.delete(this.memo.keys().next().value!);
+  }
+
+  /**
+   * Every chunk of a full build, and the ones of the hour holding `covered_until` (the
+   * boundary an incremental run continues): a full build retires every older chunk.
+   */
+  private chunksOf(ladder: Map<number, ExactBucket[]>, date: string, version: number, nextBoundary: number): { chunks: SummaryChunk[]; boundary: Map<number, SummaryChunk> } {
     const out: SummaryChunk[] = [];
+    const boundary = new Map<number, SummaryChunk>();
     for (const level of LADDER) {
       for (const [hour, buckets] of byHour(ladder.get(level)!)) {
-        out.push({ date, resolution: level, hour, version, engineVersion: ENGINE_VERSION, bucketCount: buckets.length, buckets: encodeBuckets(buckets) });
+        const chunk = { date, resolution: level, hour, version, engineVersion: ENGINE_VERSION, bucketCount: buckets.length, buckets: encodeBuckets(buckets) };
+        out.push(chunk);
+        if (hour === nextBoundary) boundary.set(level, chunk);
       }
     }
-    return out;
+    return { chunks: out, boundary };
   }
 
   /**
    * New buckets appended to the stored ones: only the hour holding the previous
    * covered_until can hold stored buckets that the new ones continue (all stored buckets
-   * lie before it); that hour's chunks are read, merged and rewritten, later hours are new.
+   * lie before it); that hour's chunks are read (or taken from this roller's record of its
+   * last write), merged and rewritten, later hours are new. Also returns the chunks of the
+   * hour the next run continues (null when not known).
    */
-  private async appendChunks(key: SummaryKey, prev: SummaryDay, ladder: Map<number, ExactBucket[]>, date: string, version: number): Promise<SummaryChunk[]> {
+  private async appendChunks(
+    key: SummaryKey,
+    prev: SummaryDay,
+    memo: Memo | null,
+    ladder: Map<number, ExactBucket[]>,
+    date: string,
+    version: number,
+    nextBoundary: number,
+  ): Promise<{ chunks: SummaryChunk[]; boundary: Map<number, SummaryChunk> | null }> {
     const boundary = Math.floor(prev.coveredUntil / HOUR_MS) * HOUR_MS;
     const out: SummaryChunk[] = [];
     const touchesBoundary = ladder.get(1)!.some((b) => b.timestamp < boundary + HOUR_MS);
-    const storedHour = touchesBoundary ? await this.repo.hourChunks(key, date, prev.baseVersion, boundary) : new Map<number, SummaryChunk>();
+    let storedHour: Map<number, SummaryChunk> | null = null;
+    if (memo?.boundary?.hour === boundary) storedHour = memo.boundary.chunks;
+    else if (touchesBoundary) storedHour = await this.repo.hourChunks(key, date, prev.baseVersion, boundary);
+    // The next run's boundary hour: this one's (its stored chunks, some rewritten) or a later one (only new chunks).
+    const next = nextBoundary === boundary ? (storedHour === null ? null : new Map(storedHour)) : new Map<number, SummaryChunk>();
     for (const level of LADDER) {
       const fresh = byHour(ladder.get(level)!);
       const head = fresh.get(boundary);
-      const stored = storedHour.get(level);
+      const stored = storedHour?.get(level);
       if (head !== undefined && stored !== undefined) fresh.set(boundary, appendBuckets(decodeBuckets(stored.buckets), head));
       for (const [hour, buckets] of fresh) {
-        out.push({ date, resolution: level, hour, version, engineVersion: ENGINE_VERSION, bucketCount: buckets.length, buckets: encodeBuckets(buckets) });
+        const chunk = { date, resolution: level, hour, version, engineVersion: ENGINE_VERSION, bucketCount: buckets.length, buckets: encodeBuckets(buckets) };
+        out.push(chunk);
+        if (hour === nextBoundary) next?.set(level, chunk);
       }
     }
-    return out;
+    return { chunks: out, boundary: next };
   }
+}
+
+function memoKey(k: SummaryKey): string {
+  return `${k.venue}\n${k.market}\n${k.asset}`;
 }
