@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { requireEnv, uniqueId } from '@booktape/testkit';
 import { RollupQueue, type PartitionRef } from './rollup-queue.ts';
+import { assetKey, rollupKeys } from './rollup-keys.ts';
 import { readClaimLeases } from './rollup-state.ts';
 
 /**
@@ -141,5 +142,23 @@ describe('rollup claim leases', () => {
     expect(await q.claim(asset, 'run')).toEqual(['2026-03-01']);
     await q.release(asset, ['2026-03-01'], false, 'run');
     expect(await q.unsettled(parts)).toBe(0);
+  });
+});
+
+describe("an asset's summaries version", () => {
+  it('counts up by one per bump, and a lost counter starts again at a random point, not where it began', async () => {
+    const q = queue(uniqueId('bt-version'));
+    expect(await q.version(asset)).toBe(0);
+    const first = await q.bumpVersion(asset);
+    expect(await q.bumpVersion(asset)).toBe(first + 1);
+    expect(await q.version(asset)).toBe(first + 1);
+    // Redis lost its data (a restart without persistence): the counts already seen must not come round again.
+    const starts = new Set<number>();
+    for (let k = 0; k < 3; k++) {
+      await q.redis.del(rollupKeys(q.prefix).version(assetKey(asset)));
+      starts.add(await q.bumpVersion(asset));
+    }
+    expect(starts.size).toBe(3);
+    expect(starts.has(first)).toBe(false);
   });
 });

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { eventTimeMs, utcDate, type RawMessage, type Venue } from '@booktape/domain';
@@ -51,6 +52,9 @@ export interface BackfillProgress {
 }
 
 export type RollupJobData = ({ kind: 'asset' } & AssetRef) | ({ kind: 'backfill' } & BackfillRequest) | { kind: 'sweep' };
+
+const BUMP = `if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[1]) end
+return redis.call('INCR', KEYS[1])`;
 
 export interface RollupQueueOptions {
   redisUrl: string;
@@ -289,7 +293,9 @@ export class RollupQueue {
    * are stale. Returns the new count.
    */
   async bumpVersion(a: AssetRef): Promise<number> {
-    return this.redis.incr(this.keys.version(assetKey(a)));
+    // A counter that was lost (Redis restarted without its data) starts again at a random
+    // point, not at 1: a remembered count from before must not come round again.
+    return Number(await this.redis.eval(BUMP, 1, this.keys.version(assetKey(a)), randomInt(2 ** 47)));
   }
 
   /** The asset's summaries version now (0 before the first write). */

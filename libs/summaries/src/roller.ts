@@ -16,7 +16,7 @@ import {
   type ExactBucket,
 } from '@booktape/book';
 import type { Logger } from '@booktape/config';
-import type { BookEventsRead, SummariesRepository, SummaryChunk, SummaryDay, SummaryKey } from '@booktape/storage';
+import type { SummariesRepository, SummaryChunk, SummaryDay, SummaryKey } from '@booktape/storage';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 
 export interface RollerOptions {
@@ -40,8 +40,11 @@ export interface AssetVersions {
   bump(key: SummaryKey): Promise<number>;
 }
 
-/** Remembered assets per roller: each holds a book state (a few KB to tens of KB). */
-const MEMO_ASSETS = 1024;
+/**
+ * Remembered assets per roller: each holds two book states and the boundary hour's chunks at
+ * every level, up to ~0.5 MB for an asset busy every second of that hour.
+ */
+const MEMO_ASSETS = 256;
 
 /** What the roller last wrote of an asset, valid while the asset's counter is still `version`. */
 interface Memo {
@@ -179,28 +182,18 @@ export class Roller {
         full = true;
       }
     }
-    let read: BookEventsRead | null = null;
-    if (!full && prev !== null) {
-      // Late data: the store holds more events before covered_until than the run applied.
-      read = await this.repo.bookEventsRead(key, date, prev.coveredUntil, dayEnd, prev.coveredUntil);
-      const n = read.facts.countedBefore;
-      if (n !== prev.events) {
-        this.log.debug({ ...key, date, stored: n, applied: prev.events }, 'late data: rebuilding the day');
-        await read.close();
-        read = null;
-        full = true;
-      } else if (prev.complete) {
-        await read.close();
-        return { date, outcome: 'unchanged', applied: 0, endStateChanged: false, alerts: [], nextDataDate: read.facts.nextDataDate };
-      }
+    // Late data: the store holds more events before covered_until than the run applied.
+    if (!full && prev !== null && prev.complete) {
+      // A closed day has no events after covered_until to read: only the count is asked.
+      const n = await this.repo.countBookEvents(key, date, prev.coveredUntil);
+      if (n === prev.events) return { date, outcome: 'unchanged', applied: 0, endStateChanged: false, alerts: [], nextDataDate: null };
+      this.log.debug({ ...key, date, stored: n, applied: prev.events }, 'late data: rebuilding the day');
+      full = true;
     }
 
     const book = bookFromState(key.venue, full ? startState : prev!.state);
     const checker = full || resumed === null ? BookChecker.startDay(key.venue, dayStart, book, carried) : resumed;
     const from = full ? dayStart : prev!.coveredUntil;
-    read ??= await this.repo.bookEventsRead(key, date, from, dayEnd, null);
-    const { nextDataDate } = read.facts;
-
     // Events at the latest millisecond seen are held back while the day is open. A
     // millisecond is applied whole (the checks settle claims at its end).
     const fold = new BookFold(book, 1);
@@ -213,6 +206,14 @@ export class Roller {
       applied += held.length;
       held = [];
     };
+
+    const read = await this.repo.bookEventsRead(key, date, from, dayEnd, full ? null : prev!.coveredUntil);
+    if (!full && read.facts.countedBefore !== prev!.events) {
+      this.log.debug({ ...key, date, stored: read.facts.countedBefore, applied: prev!.events }, 'late data: rebuilding the day');
+      await read.close();
+      return this.rollDay(key, date, true);
+    }
+    const { nextDataDate } = read.facts;
     try {
       for await (const text of read.events) {
         const rec = JSON.parse(text) as BookRecord;
