@@ -118,6 +118,11 @@ function parseChecksJson(text: string): ChecksState | null {
   }
 }
 
+/** The date's book events before {before} (FINAL: duplicates count once), as a scalar subquery. */
+function countBeforeSql(table: string, where: string): string {
+  return `(SELECT count() FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date} AND event_ts < fromUnixTimestamp64Milli({before:Int64}, 'UTC'))`;
+}
+
 const KEY = 'venue = {venue:String} AND market = {market:String} AND asset = {asset:String}';
 
 /**
@@ -379,8 +384,7 @@ export class SummariesRepository {
   async countBookEvents(key: SummaryKey, date: string, beforeMs: number): Promise<number> {
     const { table, where } = this.bookFilter(key);
     const [r] = await this.rows<{ n: string | number }>(
-      `SELECT count() AS n FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
-        AND event_ts < fromUnixTimestamp64Milli({before:Int64}, 'UTC')`,
+      `SELECT ${countBeforeSql(table, where)} AS n`,
       { market: key.market, asset: key.asset, date, before: beforeMs },
     );
     return Number(r!.n);
@@ -401,7 +405,7 @@ export class SummariesRepository {
     const count =
       countBeforeMs === null
         ? `toUInt64(0)`
-        : `(SELECT count() FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date} AND event_ts < fromUnixTimestamp64Milli({before:Int64}, 'UTC'))`;
+        : countBeforeSql(table, where);
     const next = `ifNull((SELECT toString(event_date) FROM ${this.ch.table('market_dates')}
         WHERE venue = {venue:String} AND market = {market:String} AND event_date > {date:Date} ORDER BY event_date LIMIT 1), '')`;
     const params = { venue: key.venue, market: key.market, asset: key.asset, date, from: fromMs, to: toMs, before: countBeforeMs ?? 0 };

@@ -49,7 +49,6 @@ const MEMO_ASSETS = 256;
 /** What the roller last wrote of an asset, valid while the asset's counter is still `version`. */
 interface Memo {
   version: number;
-  date: string;
   day: SummaryDay;
   before: SummaryDay | null;
   /** The valid chunks of the hour holding `day.coveredUntil`, per level; null when not known. */
@@ -275,7 +274,7 @@ export class Roller {
     const k = memoKey(key);
     const m = this.memo.get(k);
     if (m === undefined || this.opts.versions === undefined) return null;
-    if (m.date !== date || (await this.opts.versions.current(key)) !== m.version) {
+    if (m.day.date !== date || (await this.opts.versions.current(key)) !== m.version) {
       this.memo.delete(k);
       return null;
     }
@@ -298,7 +297,7 @@ export class Roller {
     const post = await versions.bump(key);
     if (post !== pre + 1) return;
     const hour = Math.floor(day.coveredUntil / HOUR_MS) * HOUR_MS;
-    this.memo.set(k, { version: post, date: day.date, day, before, boundary: boundary && { hour, chunks: boundary } });
+    this.memo.set(k, { version: post, day, before, boundary: boundary && { hour, chunks: boundary } });
     if (this.memo.size > MEMO_ASSETS) this.memo.delete(this.memo.keys().next().value!);
   }
 
