@@ -1,3 +1,4 @@
+import fastifyCompress from '@fastify/compress';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -5,6 +6,7 @@ import { stripeWebhookRoutes } from './billing/stripe-webhook.route.ts';
 import { subscriptionsRoutes } from './billing/subscriptions.route.ts';
 import { coverageRoutes } from './coverage/coverage.route.ts';
 import { outagesRoutes } from './coverage/outages.route.ts';
+import { etagCodingOnRoute } from './http/caching.ts';
 import { setErrorHandlers } from './http/error-handler.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { API_PREFIX } from './http/prefix.ts';
@@ -58,6 +60,18 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Every response is counted by route pattern (Prometheus metrics).
   const { metrics } = services.monitoring;
   app.addHook('onResponse', async (req, reply) => metrics.observe(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime));
+
+  // Every answer the client accepts compressed is (zstd where the runtime has it, br, gzip),
+  // streamed pages included. Request bodies are tiny and the Stripe webhook needs its bytes
+  // as sent: no request decompression.
+  await app.register(fastifyCompress, {
+    global: true,
+    globalDecompression: false,
+    encodings: ['zstd', 'br', 'gzip', 'deflate', 'identity'],
+    customTypes: /^(?:application\/(?:json|x-ndjson|problem\+json)|text\/(?:csv|plain|html))(?:;|$)/,
+  });
+  // After the compression plugin's onRoute, so a tag is adjusted after the body was compressed.
+  app.addHook('onRoute', etagCodingOnRoute);
 
   await registerOpenApi(app as unknown as FastifyInstance);
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Venue } from '@booktape/domain';
 import { ConfigError, envBool, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
 import type { BillingConfig } from './billing/stripe-client.ts';
+import type { CachePolicy } from './http/caching.ts';
 import { isCalendarDate } from './http/params.ts';
 import { DEFAULT_THRESHOLDS, type Thresholds } from './monitoring/status.ts';
 import { DEFAULT_PLAN_LIMITS, parseLimit, type PlanLimits } from './usage/limits.ts';
@@ -78,6 +79,12 @@ export const apiEnvSchema = platformEnvSchema.extend({
   API_OFFSET_CONTINUATION_MS: envInt(60_000, 0, 3_600_000),
   /** How often last-use times of keys are written to ClickHouse. */
   API_USAGE_FLUSH_MS: envInt(5000, 100, 600_000),
+  /**
+   * Caching: a UTC day is finalised this long after its end; answers about finalised days get
+   * a strong ETag and `Cache-Control: public, max-age=API_IMMUTABLE_MAX_AGE_S, immutable`.
+   */
+  API_FINALISED_AFTER_MS: envInt(3_600_000, 0, 30 * 86_400_000),
+  API_IMMUTABLE_MAX_AGE_S: envInt(86_400, 0, 31_536_000),
   /** Embedded engine: how many raw-data pages may stream at once (one chdb session each). */
   API_STREAM_SESSIONS: envInt(4, 1, 64),
   /** Exchange A metadata API, asked by the slug lookup when the market catalogue misses. */
@@ -128,6 +135,8 @@ export interface ApiConfig {
   dataFloors: DataFloors;
   redisKeyPrefix: string;
   resultCacheMs: number;
+  /** HTTP caching of answers about finalised days (http/caching.ts). */
+  caching: CachePolicy;
   offsetContinuationMs: number;
   usageFlushMs: number;
   streamSessions: number;
@@ -234,6 +243,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     },
     redisKeyPrefix: env.REDIS_KEY_PREFIX,
     resultCacheMs: env.API_RESULT_CACHE_MS,
+    caching: { finalisedAfterMs: env.API_FINALISED_AFTER_MS, maxAgeSeconds: env.API_IMMUTABLE_MAX_AGE_S },
     offsetContinuationMs: env.API_OFFSET_CONTINUATION_MS,
     usageFlushMs: env.API_USAGE_FLUSH_MS,
     streamSessions: env.API_STREAM_SESSIONS,

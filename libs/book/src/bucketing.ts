@@ -510,34 +510,101 @@ export function summaryBucketsJsonBytes(buckets: readonly ExactBucket[], head = 
   w.put(head);
   w.put('[');
   for (let i = 0; i < buckets.length; i++) {
-    const b = buckets[i]!;
-    w.put(i === 0 ? '{"timestamp":' : ',{"timestamp":');
-    w.put(String(b.timestamp));
-    w.put(',"quote_count":');
-    w.put(String(b.quote_count));
-    w.put(b.is_forward_filled ? ',"is_forward_filled":true,"best_bid":' : ',"is_forward_filled":false,"best_bid":');
-    w.value(b.best_bid);
-    w.put(',"best_bid_size":');
-    w.value(b.best_bid_size);
-    w.put(',"best_ask":');
-    w.value(b.best_ask);
-    w.put(',"best_ask_size":');
-    w.value(b.best_ask_size);
-    w.put(',"mid_price":');
-    w.value(b.mid_price);
-    w.put(',"spread":');
-    w.value(b.spread);
-    w.put(',"best_bid_ohlc":');
-    w.ohlc(b.best_bid_ohlc);
-    w.put(',"best_ask_ohlc":');
-    w.ohlc(b.best_ask_ohlc);
-    w.put(',"mid_price_ohlc":');
-    w.ohlc(b.mid_price_ohlc);
-    w.put(',"spread_ohlc":');
-    w.ohlc(b.spread_ohlc);
-    w.put('}');
+    if (i > 0) w.put(',');
+    bucketJson(w, buckets[i]!);
   }
   w.put(']');
   w.put(tail);
+  return w.done();
+}
+
+/** The buckets as NDJSON: each bucket's JSON object (as in summaryBucketsJsonBytes) on its own line. */
+export function summaryBucketsNdjsonBytes(buckets: readonly ExactBucket[]): Buffer {
+  const w = new JsonBytes(buckets.length * 560);
+  for (const b of buckets) {
+    bucketJson(w, b);
+    w.put('\n');
+  }
+  return w.done();
+}
+
+function bucketJson(w: JsonBytes, b: ExactBucket): void {
+  w.put('{"timestamp":');
+  w.put(String(b.timestamp));
+  w.put(',"quote_count":');
+  w.put(String(b.quote_count));
+  w.put(b.is_forward_filled ? ',"is_forward_filled":true,"best_bid":' : ',"is_forward_filled":false,"best_bid":');
+  w.value(b.best_bid);
+  w.put(',"best_bid_size":');
+  w.value(b.best_bid_size);
+  w.put(',"best_ask":');
+  w.value(b.best_ask);
+  w.put(',"best_ask_size":');
+  w.value(b.best_ask_size);
+  w.put(',"mid_price":');
+  w.value(b.mid_price);
+  w.put(',"spread":');
+  w.value(b.spread);
+  w.put(',"best_bid_ohlc":');
+  w.ohlc(b.best_bid_ohlc);
+  w.put(',"best_ask_ohlc":');
+  w.ohlc(b.best_ask_ohlc);
+  w.put(',"mid_price_ohlc":');
+  w.ohlc(b.mid_price_ohlc);
+  w.put(',"spread_ohlc":');
+  w.ohlc(b.spread_ohlc);
+  w.put('}');
+}
+
+const OHLC_SERIES = ['best_bid', 'best_ask', 'mid_price', 'spread'] as const;
+
+/**
+ * The CSV columns of a summary bucket: the JSON fields in order, each OHLC object flattened
+ * into four columns (`best_bid_open` … `spread_close`). Null is an empty field.
+ */
+export const SUMMARY_CSV_COLUMNS: readonly string[] = [
+  'timestamp',
+  'quote_count',
+  'is_forward_filled',
+  'best_bid',
+  'best_bid_size',
+  'best_ask',
+  'best_ask_size',
+  'mid_price',
+  'spread',
+  ...OHLC_SERIES.flatMap((s) => ['open', 'high', 'low', 'close'].map((p) => `${s}_${p}`)),
+];
+
+/** The buckets as CSV, header first; every value is a decimal, an integer or true/false, so nothing needs quoting. */
+export function summaryBucketsCsvBytes(buckets: readonly ExactBucket[]): Buffer {
+  const w = new JsonBytes(SUMMARY_CSV_COLUMNS.length * 16 + buckets.length * 320);
+  w.put(SUMMARY_CSV_COLUMNS.join(','));
+  w.put('\n');
+  const cell = (v: string | null) => {
+    w.put(',');
+    if (v !== null) w.put(v);
+  };
+  const ohlc = (x: Ohlc | null) => {
+    cell(x && x.open);
+    cell(x && x.high);
+    cell(x && x.low);
+    cell(x && x.close);
+  };
+  for (const b of buckets) {
+    w.put(String(b.timestamp));
+    cell(String(b.quote_count));
+    cell(b.is_forward_filled ? 'true' : 'false');
+    cell(b.best_bid);
+    cell(b.best_bid_size);
+    cell(b.best_ask);
+    cell(b.best_ask_size);
+    cell(b.mid_price);
+    cell(b.spread);
+    ohlc(b.best_bid_ohlc);
+    ohlc(b.best_ask_ohlc);
+    ohlc(b.mid_price_ohlc);
+    ohlc(b.spread_ohlc);
+    w.put('\n');
+  }
   return w.done();
 }

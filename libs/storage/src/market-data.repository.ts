@@ -53,11 +53,23 @@ export function isoMsSql(col: string): string {
 }
 
 function lineSql(v: VenueColumns): string {
-  const key = `toJSONString([toString(toUnixTimestamp64Milli(event_ts)), toString(ingest_seq), dedup_id${v.tieBreak.map((c) => `, toString(${c})`).join('')}])`;
+  const key = keySql(v);
   // The payload is a JSON object: drop its closing brace and append the lineage fields.
   const open = `if(length(payload) <= 2, '{', concat(substring(payload, 1, length(payload) - 1), ','))`;
   const record = `concat(${open}, '"received_at":"', ${isoMsSql('received_at')}, '","worker_id":', toString(worker_id), '}')`;
   return `concat(${key}, '\\t', ${record})`;
+}
+
+/** Records of one market with {lower} <= event_ts <= {end} (ms), dates bounding the scan. */
+function rangeWhereSql(v: VenueColumns): string {
+  return `WHERE ${v.market} = {market:String}
+    AND event_date >= {first_date:Date} AND event_date <= {last_date:Date}
+    AND event_ts >= fromUnixTimestamp64Milli({lower:Int64}, 'UTC')
+    AND event_ts <= fromUnixTimestamp64Milli({end:Int64}, 'UTC')`;
+}
+
+function rangeParams(market: string, lowerMs: number, endMs: number): Record<string, unknown> {
+  return { market, lower: lowerMs, end: endMs, first_date: utcDate(lowerMs), last_date: utcDate(endMs) };
 }
 
 function orderSql(v: VenueColumns): string {
@@ -120,15 +132,19 @@ class RowTracker {
 }
 
 /** `AND (key) > (after)` with the key's values bound, or nothing without a key. */
-function afterSql(venue: Venue, after: RawKey | null): { sql: string; params: Record<string, unknown> } {
+function afterSql(venue: Venue, after: RawKey | null, op: '>' | '<=' = '>', name = 'after'): { sql: string; params: Record<string, unknown> } {
   if (!after) return { sql: '', params: {} };
   const v = COLUMNS[venue];
   const [ts, seq, id, ...ties] = after as [string, string, string, ...string[]];
-  const params: Record<string, unknown> = { after_ts: Number(ts), after_seq: seq, after_id: id };
-  ties.forEach((t, i) => (params[`after_t${i}`] = t));
+  const params: Record<string, unknown> = { [`${name}_ts`]: Number(ts), [`${name}_seq`]: seq, [`${name}_id`]: id };
+  ties.forEach((t, i) => (params[`${name}_t${i}`] = t));
   const cols = ['event_ts', 'ingest_seq', 'dedup_id', ...v.tieBreak].join(', ');
-  const vals = [`fromUnixTimestamp64Milli({after_ts:Int64}, 'UTC')`, '{after_seq:UInt64}', '{after_id:String}', ...ties.map((_, i) => `{after_t${i}:String}`)].join(', ');
-  return { sql: `AND (${cols}) > (${vals})`, params };
+  const vals = [`fromUnixTimestamp64Milli({${name}_ts:Int64}, 'UTC')`, `{${name}_seq:UInt64}`, `{${name}_id:String}`, ...ties.map((_, i) => `{${name}_t${i}:String}`)].join(', ');
+  return { sql: `AND (${cols}) ${op} (${vals})`, params };
+}
+
+function keySql(v: VenueColumns): string {
+  return `toJSONString([toString(toUnixTimestamp64Milli(event_ts)), toString(ingest_seq), dedup_id${v.tieBreak.map((c) => `, toString(${c})`).join('')}])`;
 }
 
 export interface AvailabilityRow {
@@ -187,7 +203,8 @@ export class MarketDataRepository {
 
   /**
    * Up to `limit` records of one market with startMs <= event_ts <= endMs, strictly after
-   * `after` in serving order (from the start when null), as raw-row lines.
+   * `after` in serving order (from the start when null), as raw-row lines. With `upTo`, only
+   * records up to and including that key.
    */
   streamByRange(
     venue: Venue,
@@ -197,26 +214,60 @@ export class MarketDataRepository {
     after: RawKey | null,
     limit: number,
     signal?: AbortSignal,
+    upTo: RawKey | null = null,
   ): ByteStream {
     const v = COLUMNS[venue];
+    const bound = afterSql(venue, upTo, '<=', 'upto');
     return this.chained(venue, limit, after, (from, n) => {
       const k = afterSql(venue, from);
       const lowerMs = from ? Math.max(startMs, Number(from[0])) : startMs;
       return {
         query: `SELECT ${lineSql(v)} FROM ${this.ch.table(v.table)} FINAL
-          WHERE ${v.market} = {market:String}
-            AND event_date >= {first_date:Date} AND event_date <= {last_date:Date}
-            AND event_ts >= fromUnixTimestamp64Milli({lower:Int64}, 'UTC')
-            AND event_ts <= fromUnixTimestamp64Milli({end:Int64}, 'UTC')
-            ${k.sql}
+          ${rangeWhereSql(v)}
+            ${k.sql} ${bound.sql}
           ${orderSql(v)}
           LIMIT {limit:UInt32}
           ${streamSettings(this.ch)}`,
-        query_params: { market, end: endMs, limit: n, lower: lowerMs, first_date: utcDate(lowerMs), last_date: utcDate(endMs), ...k.params },
+        query_params: { ...rangeParams(market, lowerMs, endMs), limit: n, ...k.params, ...bound.params },
         format: 'TabSeparatedRaw',
         ...(signal ? { signal } : {}),
       };
     });
+  }
+
+  /**
+   * Where a range page of `limit` records after `after` ends, read before the page itself
+   * (for answers whose next-page link goes in a header): the key of its last record, null
+   * when fewer than `limit` records remain, and whether any record follows it.
+   */
+  async rangePageEnd(venue: Venue, market: string, startMs: number, endMs: number, after: RawKey | null, limit: number): Promise<{ last: RawKey | null; more: boolean }> {
+    const v = COLUMNS[venue];
+    const k = afterSql(venue, after);
+    const lowerMs = after ? Math.max(startMs, Number(after[0])) : startMs;
+    const rs = await this.ch.client.query({
+      query: `SELECT ${keySql(v)} AS k FROM ${this.ch.table(v.table)} FINAL
+        ${rangeWhereSql(v)}
+          ${k.sql}
+        ${orderSql(v)}
+        LIMIT 2 OFFSET {skip:UInt64}
+        SETTINGS max_threads = 1`,
+      query_params: { ...rangeParams(market, lowerMs, endMs), skip: limit - 1, ...k.params },
+      format: 'JSONEachRow',
+    });
+    const rows = await rs.json<{ k: string }>();
+    return { last: rows[0] ? (JSON.parse(rows[0].k) as RawKey) : null, more: rows.length > 1 };
+  }
+
+  /** Deduplicated number of records of one market with startMs <= event_ts <= endMs. */
+  async countByRange(venue: Venue, market: string, startMs: number, endMs: number): Promise<number> {
+    const v = COLUMNS[venue];
+    const rs = await this.ch.client.query({
+      query: `SELECT toString(count()) AS n FROM ${this.ch.table(v.table)} FINAL ${rangeWhereSql(v)}`,
+      query_params: rangeParams(market, startMs, endMs),
+      format: 'JSONEachRow',
+    });
+    const [row] = await rs.json<{ n: string }>();
+    return Number(row?.n ?? 0);
   }
 
   /** `limit` rows as a chain of sub-reads, each continuing after the last key of the one before. */

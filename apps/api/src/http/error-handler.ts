@@ -30,6 +30,10 @@ export function setErrorHandlers(app: FastifyInstance): void {
       else req.log.error({ err }, 'request failed');
     }
     if (e.status === 503) reply.header('retry-after', '1');
+    // Headers a data answer set before it failed describe that answer, not this error: an
+    // error is never cached, nor does it point at a next page.
+    for (const h of ['etag', 'link', 'x-total-count']) reply.removeHeader(h);
+    reply.header('cache-control', 'no-store');
     return reply.status(e.status).send(errorBody(e.code, e.message, e.param));
   });
   app.setNotFoundHandler((req, reply) => reply.status(404).send(errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));

@@ -121,7 +121,7 @@ function parsed<T>(parse: (raw: string) => Parsed<T>) {
 }
 
 /** OpenAPI hints: a query value is text on the wire, but documents what it must hold. */
-type Doc = { description: string; example?: string; type?: 'integer'; minimum?: number; maximum?: number };
+type Doc = { description: string; example?: string; type?: 'integer'; minimum?: number; maximum?: number; enum?: string[] };
 
 /** A required query field read by a pure parser, documented for OpenAPI. */
 export function requiredField<T>(parse: (raw: string) => Parsed<T>, description: string, example?: string, extra: Omit<Doc, 'description' | 'example'> = {}) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Venue } from '@booktape/domain';
 import { rawKeyLength } from '@booktape/storage';
@@ -7,8 +8,10 @@ import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
 import { earliestMs, q } from '../http/params.ts';
 import { TtlMap } from '../http/result-cache.ts';
 import type { Services } from '../services.ts';
+import { cacheHeaders, etagOf, isFinalised } from '../http/caching.ts';
+import { CONTENT_TYPES, formatField, nextLink, type Format } from '../http/formats.ts';
 import { closeRows, openRows, sendRawPage, type OpenRows } from './raw-page.ts';
-import { RawRowsToJson } from './raw-rows.ts';
+import { RawRowsToCsv, RawRowsToJson, type RawRows } from './raw-rows.ts';
 import { datePage as datePageSchema, rangePage as rangePageSchema } from './schemas.ts';
 import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from './venues.ts';
 
@@ -25,11 +28,28 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
   const pageEnds = new TtlMap<string[]>(config.offsetContinuationMs);
   const pageEndKey = (venue: Venue, market: string, date: string, offset: number) => `${venue}\u0000${market}\u0000${date}\u0000${offset}`;
 
-  async function datePage(v: VenueApi, market: string, date: string, offset: number, limit: number, reply: Parameters<typeof sendRawPage>[0]) {
+  /** The page's records as the chosen format: the converter and the body's head and tail. */
+  function converter(v: VenueApi, format: Format, limit: number): RawRows {
+    if (format === 'csv') return new RawRowsToCsv(limit, v.venue);
+    return new RawRowsToJson(limit, format === 'ndjson');
+  }
+
+  async function datePage(v: VenueApi, market: string, date: string, offset: number, limit: number, format: Format, req: FastifyRequest, reply: FastifyReply) {
     const { venue, marketField } = v;
     const first = dataFloor(v, config);
     if (first !== undefined && date < first) {
       throw invalidParameter('date', `date must not be before ${first}: ${venueName(v)} data is served from that date on`);
+    }
+    // The total is reused for a moment (like availability): a client walking a date's pages
+    // asks for it with every page.
+    const count = () => cache.get(`${venue}\u0000count\u0000${market}\u0000${date}`, () => guard('ClickHouse', () => data.countByDate(venue, market, date)));
+    const finalised = isFinalised(earliestMs(date), Date.now(), config.caching.finalisedAfterMs);
+    // A client revalidating its copy of a finalised page needs the count (the data's
+    // version) before anything is read: a 304 then opens no stream.
+    let known: number | undefined;
+    if (finalised && req.headers['if-none-match'] !== undefined) {
+      known = await count();
+      if (cacheHeaders(req, reply, etagOf('raw-date', venue, market, date, offset, limit, format, known), config.caching)) return reply.send();
     }
     const after = offset > 0 ? (pageEnds.get(pageEndKey(venue, market, date, offset)) ?? null) : null;
     // The count and the page are independent reads: run them side by side.
@@ -37,31 +57,31 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
     let total: number;
     let rows: OpenRows;
     try {
-      // The total is reused for a moment (like availability): a client walking a date's pages
-      // asks for it with every page.
-      const countP = cache.get(`${venue}\u0000count\u0000${market}\u0000${date}`, () => guard('ClickHouse', () => data.countByDate(venue, market, date)));
-      [total, rows] = await Promise.all([countP, rowsP]);
+      [total, rows] = await Promise.all([known ?? count(), rowsP]);
     } catch (e) {
       rowsP.then(closeRows, () => undefined);
       throw e;
     }
-    const conv = new RawRowsToJson(limit);
+    if (known === undefined) cacheHeaders(req, reply, finalised ? etagOf('raw-date', venue, market, date, offset, limit, format, total) : null, config.caching);
+    reply.header('x-total-count', String(total));
+    if (offset + limit < total) reply.header('link', nextLink(req, { offset: offset + limit }));
+    const conv = converter(v, format, limit);
+    const rememberEnd = () => {
+      const last = conv.count > 0 ? conv.lastPosition() : null;
+      if (last) pageEnds.set(pageEndKey(venue, market, date, offset + conv.count), last);
+    };
+    if (format !== 'json') {
+      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => (rememberEnd(), ''), CONTENT_TYPES[format]);
+    }
     const head = `{${JSON.stringify(marketField)}:${JSON.stringify(market)},"date":${JSON.stringify(date)},"data":[`;
-    return sendRawPage(
-      reply,
-      rows,
-      conv,
-      head,
-      () => {
-        const last = conv.count > 0 ? conv.lastPosition() : null;
-        if (last) pageEnds.set(pageEndKey(venue, market, date, offset + conv.count), last);
-        const pagination = { offset, limit, total_count: total, has_more: offset + conv.count < total };
-        return `],"data_count":${conv.count},"pagination":${JSON.stringify(pagination)}}`;
-      },
-    );
+    return sendRawPage(reply, rows, conv, head, () => {
+      rememberEnd();
+      const pagination = { offset, limit, total_count: total, has_more: offset + conv.count < total };
+      return `],"data_count":${conv.count},"pagination":${JSON.stringify(pagination)}}`;
+    });
   }
 
-  async function rangePage(v: VenueApi, market: string, start: number, end: number, cursor: string | undefined, limit: number, reply: Parameters<typeof sendRawPage>[0]) {
+  async function rangePage(v: VenueApi, market: string, start: number, end: number, cursor: string | undefined, limit: number, format: Format, req: FastifyRequest, reply: FastifyReply) {
     const { venue, marketField } = v;
     if (start > end) throw invalidParameter('start_timestamp', 'start_timestamp must not be after end_timestamp');
     const first = dataFloor(v, config);
@@ -78,21 +98,34 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
         throw e;
       }
     }
+    let etag: string | null = null;
+    if (isFinalised(end, Date.now(), config.caching.finalisedAfterMs)) {
+      const version = await cache.get(`${venue}\u0000range-count\u0000${market}\u0000${start}\u0000${end}`, () => guard('ClickHouse', () => data.countByRange(venue, market, start, end)));
+      etag = etagOf('raw-range', venue, market, start, end, cursor ?? '', limit, format, version);
+    }
+    if (cacheHeaders(req, reply, etag, config.caching)) return reply.send();
+
+    if (format !== 'json') {
+      // The next cursor goes in a header, before the body: where this page ends is read
+      // first (keys only), then the page up to and including that key. A record stored in
+      // between, before that key, joins this page rather than being skipped by the next.
+      const pageEnd = await guard('ClickHouse', () => data.rangePageEnd(venue, market, start, end, after, limit));
+      if (pageEnd.last && pageEnd.more) reply.header('link', nextLink(req, { cursor: encodeCursor(config.cursorSecret, scope, pageEnd.last) }));
+      const rows = await openRows(
+        pageEnd.last ? data.streamByRange(venue, market, start, end, after, Number.MAX_SAFE_INTEGER, undefined, pageEnd.last) : data.streamByRange(venue, market, start, end, after, limit),
+      );
+      const conv = converter(v, format, pageEnd.last ? Number.MAX_SAFE_INTEGER : limit);
+      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => '', CONTENT_TYPES[format]);
+    }
     // One row beyond the page tells whether there is a next one.
     const rows = await openRows(data.streamByRange(venue, market, start, end, after, limit + 1));
-    const conv = new RawRowsToJson(limit);
+    const conv = converter(v, format, limit);
     const head = `{${JSON.stringify(marketField)}:${JSON.stringify(market)},"start_timestamp":${start},"end_timestamp":${end},"data":[`;
-    return sendRawPage(
-      reply,
-      rows,
-      conv,
-      head,
-      () => {
-        const last = conv.more ? conv.lastPosition() : null;
-        const pagination = { limit, has_more: conv.more, next_cursor: last ? encodeCursor(config.cursorSecret, scope, last) : null };
-        return `],"data_count":${conv.count},"pagination":${JSON.stringify(pagination)}}`;
-      },
-    );
+    return sendRawPage(reply, rows, conv, head, () => {
+      const last = conv.more ? conv.lastPosition() : null;
+      const pagination = { limit, has_more: conv.more, next_cursor: last ? encodeCursor(config.cursorSecret, scope, last) : null };
+      return `],"data_count":${conv.count},"pagination":${JSON.stringify(pagination)}}`;
+    });
   }
 
   for (const v of VENUES) {
@@ -106,14 +139,14 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
             summary: title('on one UTC date', alias),
             tags,
             security,
-            querystring: z.object({ [v.marketParam]: v.market(), date: q.date(), offset: q.offset(), limit: q.rawLimit() }),
+            querystring: z.object({ [v.marketParam]: v.market(), date: q.date(), offset: q.offset(), limit: q.rawLimit(), format: formatField() }),
             response: { 200: datePageSchema(v.marketField, v.record), ...errors },
           },
           onRequest: requireKey,
         },
         (req, reply) => {
-          const { date, offset, limit } = req.query as { date: string; offset: number; limit: number };
-          return datePage(v, marketOf(v, req.query), date, offset, limit, reply);
+          const { date, offset, limit, format } = req.query as { date: string; offset: number; limit: number; format?: Format };
+          return datePage(v, marketOf(v, req.query), date, offset, limit, format ?? 'json', req, reply);
         },
       );
     }
@@ -131,14 +164,15 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
               end_timestamp: q.timestamp('Range end'),
               cursor: q.cursor(),
               limit: q.rawLimit(),
+              format: formatField(),
             }),
             response: { 200: rangePageSchema(v.marketField, v.record), ...errors },
           },
           onRequest: requireKey,
         },
         (req, reply) => {
-          const { start_timestamp, end_timestamp, cursor, limit } = req.query as { start_timestamp: number; end_timestamp: number; cursor?: string; limit: number };
-          return rangePage(v, marketOf(v, req.query), start_timestamp, end_timestamp, cursor, limit, reply);
+          const { start_timestamp, end_timestamp, cursor, limit, format } = req.query as { start_timestamp: number; end_timestamp: number; cursor?: string; limit: number; format?: Format };
+          return rangePage(v, marketOf(v, req.query), start_timestamp, end_timestamp, cursor, limit, format ?? 'json', req, reply);
         },
       );
     }

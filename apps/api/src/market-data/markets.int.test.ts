@@ -147,7 +147,8 @@ describe('service routes', () => {
       expect(paths, p).toContain(p);
     }
     const op = r.body.paths['/api/v1/exchange-a/market/data'].get;
-    expect(op.parameters.map((p: any) => p.name).sort()).toEqual(['condition_id', 'date', 'limit', 'offset']);
+    expect(op.parameters.map((p: any) => p.name).sort()).toEqual(['condition_id', 'date', 'format', 'limit', 'offset']);
+    expect(op.parameters.find((p: any) => p.name === 'format').schema.enum).toEqual(['json', 'ndjson', 'csv']);
     expect(op.security).toEqual([{ bearerAuth: [] }]);
     expect(r.body.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     const docs = await t.app.inject({ url: '/api/v1/docs/' });

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { ByteStream } from '@booktape/storage';
 import { guard } from '../http/errors.ts';
-import { RawRowsToJson } from './raw-rows.ts';
+import type { RawRows } from './raw-rows.ts';
 
 /**
  * A raw-data page as a streamed JSON body: the head of the envelope, then the records as
@@ -35,9 +35,10 @@ export async function closeRows(rows: OpenRows | undefined): Promise<void> {
 export function sendRawPage(
   reply: FastifyReply,
   rows: OpenRows,
-  conv: RawRowsToJson,
+  conv: RawRows,
   head: string,
   tail: () => string,
+  contentType = 'application/json; charset=utf-8',
 ): FastifyReply {
   // The stream holds a store session (a pooled one on the embedded engine) from openRows
   // on. It must be given back on every path: page full, read error, and a client that
@@ -51,7 +52,7 @@ export function sendRawPage(
   };
   async function* body(): AsyncGenerator<Buffer> {
     try {
-      yield Buffer.from(head, 'utf8');
+      if (head.length > 0) yield Buffer.from(head, 'utf8');
       let r = rows.first;
       while (!r.done) {
         const out = conv.push(r.value);
@@ -60,7 +61,8 @@ export function sendRawPage(
         r = await rows.it.next();
       }
       if (!conv.more) conv.end();
-      yield Buffer.from(tail(), 'utf8');
+      const end = tail();
+      if (end.length > 0) yield Buffer.from(end, 'utf8');
     } finally {
       // Cancels the read when the page is full or the client went away.
       await release();
@@ -72,5 +74,5 @@ export function sendRawPage(
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) stream.destroy();
   });
-  return reply.header('content-type', 'application/json; charset=utf-8').send(stream as never);
+  return reply.header('content-type', contentType).send(stream as never);
 }

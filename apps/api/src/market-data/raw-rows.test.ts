@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { RawRowsToJson } from './raw-rows.ts';
+import { parse } from 'csv-parse/sync';
+import { RawRowsToCsv, RawRowsToJson } from './raw-rows.ts';
 
 const arbRecord = fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.oneof(fc.string(), fc.integer(), fc.constant(null)), { maxKeys: 4 });
 const arbRows = fc.array(fc.tuple(fc.array(fc.string({ maxLength: 10 }), { minLength: 1, maxLength: 5 }), arbRecord), { maxLength: 40 });
@@ -44,5 +45,57 @@ describe('raw rows to a JSON array', () => {
     const conv = new RawRowsToJson(10);
     conv.push(Buffer.from('["1"]\t{"a":1}\n["2"]\t{"a"'));
     expect(() => conv.end()).toThrow(/inside a row/);
+  });
+});
+
+describe('raw rows to NDJSON and CSV', () => {
+  it('ndjson: one record per line, the same records as the JSON array, however chunked', () => {
+    fc.assert(
+      fc.property(arbRows, fc.array(fc.nat(), { maxLength: 10 }), fc.integer({ min: 1, max: 50 }), (rows, cuts, max) => {
+        const conv = new RawRowsToJson(max, true);
+        const out = Buffer.concat(split(linesOf(rows), cuts).map((c) => conv.push(c))).toString('utf8');
+        const kept = rows.slice(0, max);
+        expect(out.split('\n').slice(0, -1).map((l) => JSON.parse(l))).toEqual(kept.map(([, r]) => r));
+        expect(out.endsWith('\n') || kept.length === 0).toBe(true);
+        expect(conv.lastPosition()).toEqual(kept.length ? kept[kept.length - 1]![0] : null);
+      }),
+    );
+  });
+
+  // Any text in any field (commas, quotes, line breaks, non-ASCII) must come back from an
+  // independent CSV reader exactly.
+  const text = fc.string({ unit: 'binary', maxLength: 12 });
+  const level = fc.record({ price: text, size: text });
+  const arbA = fc.record(
+    {
+      timestamp: text,
+      asset_id: text,
+      event_type: text,
+      hash: text,
+      received_at: text,
+      bids: fc.array(level, { maxLength: 3 }),
+      asks: fc.array(level, { maxLength: 3 }),
+      changes: fc.array(fc.record({ price: text, size: text, side: fc.constantFrom('BUY', 'SELL') }), { maxLength: 3 }),
+    },
+    { requiredKeys: ['timestamp', 'asset_id', 'event_type', 'hash', 'received_at'] },
+  );
+
+  it('csv (exchange A): one row per level with the event fields repeated, read back exactly', () => {
+    fc.assert(
+      fc.property(fc.array(arbA, { maxLength: 12 }), fc.array(fc.nat(), { maxLength: 6 }), (records, cuts) => {
+        const conv = new RawRowsToCsv(1000, 'exchange-a');
+        const lines = linesOf(records.map((r, i) => [[String(i)], r]));
+        const out = RawRowsToCsv.header('exchange-a') + Buffer.concat(split(lines, cuts).map((c) => conv.push(c))).toString('utf8');
+        const expected = records.flatMap((r) => {
+          const lv = [
+            ...(r.bids ?? []).map((l) => ['bid', l.price, l.size]),
+            ...(r.asks ?? []).map((l) => ['ask', l.price, l.size]),
+            ...(r.changes ?? []).map((c) => [c.side === 'BUY' ? 'bid' : 'ask', c.price, c.size]),
+          ];
+          return (lv.length ? lv : [['', '', '']]).map(([side, price, size]) => ({ timestamp: r.timestamp, asset_id: r.asset_id, event_type: r.event_type, side, price, size, hash: r.hash, received_at: r.received_at }));
+        });
+        expect(parse(out, { columns: true, relax_column_count: false })).toEqual(expected);
+      }),
+    );
   });
 });

@@ -1,11 +1,16 @@
+import type { Venue } from '@booktape/domain';
+
+/** How a page of raw records is written (`format=`): json (default), ndjson, csv. */
+export type RawFormat = 'json' | 'ndjson' | 'csv';
+
 /**
- * Turns the raw-row lines the repository streams (`<key JSON>\t<record JSON>\n`, see
- * MarketDataRepository) into the members of a JSON array, chunk by chunk, without parsing
- * records: each record's bytes are copied once, behind a comma. Keeps at most `max` rows;
- * a row beyond them only sets `more`. Remembers the key of the last kept row (the next
- * cursor). Chunks may split a line (a server's HTTP body does); the tail is carried over.
+ * Splits the raw-row lines the repository streams (`<key JSON>\t<record JSON>\n`, see
+ * MarketDataRepository) into records, chunk by chunk, and hands each record's bytes to the
+ * format. Keeps at most `max` rows; a row beyond them only sets `more`. Remembers the key
+ * of the last kept row (the next cursor). Chunks may split a line (a server's HTTP body
+ * does); the tail is carried over.
  */
-export class RawRowsToJson {
+export abstract class RawRows {
   count = 0;
   more = false;
   private carry: Buffer | null = null;
@@ -14,16 +19,12 @@ export class RawRowsToJson {
 
   constructor(private readonly max: number) {}
 
-  /** JSON bytes for the complete rows in `chunk` (empty once `max` rows were kept). */
+  /** Output bytes for the complete rows in `chunk` (empty once `max` rows were kept). */
   push(chunk: Buffer): Buffer {
     if (this.more) return EMPTY;
     const buf = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
     this.carry = null;
-    // Compacted in place (the chunk is ours): output never outgrows input, since a key (at
-    // least "[]") and a tab give way to one comma, so the write position never passes the
-    // read position. No second buffer per chunk: a 100,000-record page stays small.
-    const out = buf;
-    let o = 0;
+    this.begin(buf);
     let pos = 0;
     let keyLength = -1;
     for (;;) {
@@ -35,18 +36,17 @@ export class RawRowsToJson {
         this.more = true;
         break;
       }
-      // The row's key is about to be overwritten: keep it (only the last one is needed).
+      // The row's key may be overwritten by the output: keep it (only the last one is needed).
       keyLength = tab - pos;
       if (keyLength > this.scratch.length) this.scratch = Buffer.allocUnsafe(keyLength * 2);
       buf.copy(this.scratch, 0, pos, tab);
-      if (this.count > 0) out[o++] = 44; // ','
-      o += buf.copy(out, o, tab + 1, nl);
+      this.record(buf, tab + 1, nl);
       this.count++;
       pos = nl + 1;
     }
     if (keyLength >= 0) this.lastKey = Buffer.from(this.scratch.subarray(0, keyLength));
     if (!this.more && pos < buf.length) this.carry = Buffer.from(buf.subarray(pos));
-    return out.subarray(0, o);
+    return this.finish();
   }
 
   /** Call at the end of the stream: a partial line left over means the stream broke off. */
@@ -60,6 +60,117 @@ export class RawRowsToJson {
     const key = JSON.parse(this.lastKey.toString('utf8')) as unknown;
     if (!Array.isArray(key) || !key.every((k) => typeof k === 'string')) throw new Error('malformed raw row key');
     return key as string[];
+  }
+
+  protected abstract begin(buf: Buffer): void;
+  /** The record is `buf[start, end)`; `this.count` rows were written before it. */
+  protected abstract record(buf: Buffer, start: number, end: number): void;
+  protected abstract finish(): Buffer;
+}
+
+/**
+ * Records as the members of a JSON array (`json`: comma-separated) or as lines (`ndjson`),
+ * without parsing them: each record's bytes are copied once. Compacted in place (the chunk
+ * is ours): output never outgrows input, since a key (at least "[]") and a tab give way to
+ * one comma or newline, so the write position never passes the read position. No second
+ * buffer per chunk: a 100,000-record page stays small.
+ */
+export class RawRowsToJson extends RawRows {
+  private out: Buffer = EMPTY;
+  private o = 0;
+
+  constructor(
+    max: number,
+    private readonly lines = false,
+  ) {
+    super(max);
+  }
+
+  protected begin(buf: Buffer): void {
+    this.out = buf;
+    this.o = 0;
+  }
+
+  protected record(buf: Buffer, start: number, end: number): void {
+    if (!this.lines && this.count > 0) this.out[this.o++] = 44; // ','
+    this.o += buf.copy(this.out, this.o, start, end);
+    if (this.lines) this.out[this.o++] = 10; // '\n'
+  }
+
+  protected finish(): Buffer {
+    const done = this.out.subarray(0, this.o);
+    this.out = EMPTY;
+    return done;
+  }
+}
+
+/** One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break; absent is empty. */
+export function csvField(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  const s = typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+const csvRow = (fields: readonly unknown[]): string => `${fields.map(csvField).join(',')}\n`;
+
+/**
+ * The long CSV format of raw records (docs/api.md, "Formats"): one row per price level
+ * change, the event's own fields repeated on each; an event without levels is one row with
+ * the level columns empty. Exchange A sides are `bid` / `ask` (book `bids` / `asks`, change
+ * side `BUY` / `SELL`); exchange B sides are `yes` / `no`.
+ */
+export const RAW_CSV_COLUMNS: Record<Venue, readonly string[]> = {
+  'exchange-a': ['timestamp', 'asset_id', 'event_type', 'side', 'price', 'size', 'hash', 'received_at'],
+  'exchange-b': ['timestamp', 'ticker', 'type', 'side', 'price', 'size', 'delta', 'seq', 'sid', 'expected_seq', 'received_at', 'data'],
+};
+
+type Rec = Record<string, unknown>;
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const A_SIDE: Record<string, string> = { BUY: 'bid', SELL: 'ask' };
+
+function exchangeARows(r: Rec, out: string[]): void {
+  const row = (side: unknown, price: unknown, size: unknown) => out.push(csvRow([r.timestamp, r.asset_id, r.event_type, side, price, size, r.hash, r.received_at]));
+  const before = out.length;
+  for (const l of list(r.bids) as Rec[]) row('bid', l?.price, l?.size);
+  for (const l of list(r.asks) as Rec[]) row('ask', l?.price, l?.size);
+  for (const c of list(r.changes) as Rec[]) row(A_SIDE[String(c?.side)] ?? c?.side, c?.price, c?.size);
+  if (out.length === before) row(null, null, null);
+}
+
+function exchangeBRows(r: Rec, out: string[]): void {
+  const row = (side: unknown, price: unknown, size: unknown, delta: unknown) =>
+    out.push(csvRow([r.epoch_ms, r.ticker, r.type, side, price, size, delta, r.seq, r.sid, r.expected_seq, r.received_at, r.data]));
+  const before = out.length;
+  if (r.type === 'delta') return void row(r.side, r.price, null, r.delta);
+  for (const l of list(r.yes)) row('yes', list(l)[0], list(l)[1], null);
+  for (const l of list(r.no)) row('no', list(l)[0], list(l)[1], null);
+  if (out.length === before) row(null, null, null, null);
+}
+
+/** Records as CSV rows of the venue's long format (the header is the page's head). */
+export class RawRowsToCsv extends RawRows {
+  private parts: string[] = [];
+  private readonly rows: (r: Rec, out: string[]) => void;
+
+  constructor(max: number, venue: Venue) {
+    super(max);
+    this.rows = venue === 'exchange-a' ? exchangeARows : exchangeBRows;
+  }
+
+  static header(venue: Venue): string {
+    return `${RAW_CSV_COLUMNS[venue].join(',')}\n`;
+  }
+
+  protected begin(): void {
+    this.parts = [];
+  }
+
+  protected record(buf: Buffer, start: number, end: number): void {
+    this.rows(JSON.parse(buf.toString('utf8', start, end)) as Rec, this.parts);
+  }
+
+  protected finish(): Buffer {
+    return this.parts.length === 0 ? EMPTY : Buffer.from(this.parts.join(''), 'utf8');
   }
 }
 

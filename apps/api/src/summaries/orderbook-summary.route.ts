@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { TooManyBucketsError, summaryBucketsJsonBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { TooManyBucketsError, summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
 import { planSummary, type SummaryPlan } from '@booktape/summaries';
+import { cacheHeaders, etagOf, isFinalised } from '../http/caching.ts';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
+import { CONTENT_TYPES, formatField, type Format } from '../http/formats.ts';
 import { earliestMs, parseInteger, parseTimestamp, q } from '../http/params.ts';
 import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from '../market-data/venues.ts';
 import type { Services } from '../services.ts';
@@ -35,6 +37,7 @@ const windowQuery = {
   start_timestamp: optionalText(parseTimestamp, 'Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp.'),
   end_timestamp: optionalText(parseTimestamp, 'Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp.'),
   resolution: optionalText((r) => parseInteger(r, 1, 3600), 'Bucket size in seconds, 1 to 3600. Default 60.'),
+  format: formatField(),
 };
 
 interface WindowQuery {
@@ -42,6 +45,7 @@ interface WindowQuery {
   start_timestamp?: number | undefined;
   end_timestamp?: number | undefined;
   resolution?: number | undefined;
+  format?: Format | undefined;
 }
 
 /**
@@ -118,8 +122,18 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           const market = marketOf(v, query);
           const assetId = asset ? query[asset.param]! : market;
           const exact = await guard('ClickHouse', () => summaries.summary({ venue: v.venue, market, asset: assetId }, p));
-          reply.type('application/json; charset=utf-8');
-          return answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date) as never;
+          const format = query.format ?? 'json';
+          const body =
+            format === 'csv'
+              ? summaryBucketsCsvBytes(exact)
+              : format === 'ndjson'
+                ? summaryBucketsNdjsonBytes(exact)
+                : answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date);
+          // The answer is whole here: its tag is its digest.
+          const finalised = isFinalised(p.window.endMs, Date.now(), config.caching.finalisedAfterMs);
+          if (cacheHeaders(req, reply, finalised ? etagOf('summary', format, body) : null, config.caching)) return reply.send(undefined as never);
+          reply.type(CONTENT_TYPES[format]);
+          return body as never;
         },
       );
     }

@@ -149,7 +149,9 @@ describe('over a real socket', () => {
     const key = await keyOn(app, 'socket-user');
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     const M = conditionId(78);
-    const page = await fetch(`${address}/api/v1/exchange-a/market/data?condition_id=${M}&date=2026-03-01`, { headers: bearer(key) });
+    // Logged bytes are the bytes on the wire (compressed when the client accepts it); fetch
+    // would decode a compressed body, so this client asks for it plain to compare.
+    const page = await fetch(`${address}/api/v1/exchange-a/market/data?condition_id=${M}&date=2026-03-01`, { headers: { ...bearer(key), 'accept-encoding': 'identity' } });
     expect(page.status).toBe(200);
     const body = Buffer.from(await page.arrayBuffer());
     const refused = await fetch(`${address}/api/v1/exchange-b/market/list`, { headers: bearer(key) });

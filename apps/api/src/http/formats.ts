@@ -1,0 +1,33 @@
+import type { FastifyRequest } from 'fastify';
+import { optionalField } from './params.ts';
+
+/** Answer formats of the raw, range and summary endpoints (docs/api.md, "Formats"). */
+export const FORMATS = ['json', 'ndjson', 'csv'] as const;
+export type Format = (typeof FORMATS)[number];
+
+export const CONTENT_TYPES: Record<Format, string> = {
+  json: 'application/json; charset=utf-8',
+  ndjson: 'application/x-ndjson; charset=utf-8',
+  csv: 'text/csv; charset=utf-8; header=present',
+};
+
+export function parseFormat(raw: string): { ok: true; value: Format } | { ok: false; message: string } {
+  const f = raw.trim().toLowerCase();
+  return (FORMATS as readonly string[]).includes(f) ? { ok: true, value: f as Format } : { ok: false, message: `must be one of ${FORMATS.join(', ')}` };
+}
+
+/** The `format` query field: json (the default, today's shape), ndjson or csv. */
+export const formatField = () =>
+  optionalField(parseFormat, 'Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md).', {
+    enum: [...FORMATS],
+  });
+
+/**
+ * A `Link` header value pointing at the next page: this request's own path and query with
+ * `changes` applied (RFC 8288; relative to the request's URL).
+ */
+export function nextLink(req: FastifyRequest, changes: Record<string, string | number>): string {
+  const url = new URL(req.url, 'http://localhost');
+  for (const [k, v] of Object.entries(changes)) url.searchParams.set(k, String(v));
+  return `<${url.pathname}${url.search}>; rel="next"`;
+}
