@@ -12,6 +12,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { API_PREFIX } from './http/prefix.ts';
 import { keysRoutes } from './keys/keys.route.ts';
 import { lookupRoutes } from './lookup/lookup.route.ts';
+import { bookRoutes } from './market-data/book.route.ts';
 import { marketDataRoutes } from './market-data/market-data.route.ts';
 import { marketsRoutes } from './market-data/markets.route.ts';
 import { healthRoutes } from './monitoring/health.route.ts';
@@ -30,6 +31,7 @@ const FEATURES = [
   marketDataRoutes,
   marketsRoutes,
   orderbookSummaryRoutes,
+  bookRoutes,
   keysRoutes,
   lookupRoutes,
   subscriptionsRoutes,

@@ -45,6 +45,7 @@ export function buildServices(deps: ApiDeps): Composition {
   const quota = new QuotaService({ redis, repo: requests, log, redisKeyPrefix: config.redisKeyPrefix, limits: config.plans, pending: requestLog });
   const catalogue = new MarketCatalogueRepository(ch);
   const summariesRepo = new SummariesRepository(ch);
+  const bookEvents = new BookEventsRepository(ch);
   const outages = new OutagesRepository(ch);
   const streamPool = (now = Date.now()) => streamPoolStats(ch, config.streamSessions, now);
   const requireKey = requireKeyHook(keys);
@@ -59,7 +60,9 @@ export function buildServices(deps: ApiDeps): Composition {
     quota,
     requestLog,
     requests,
-    summaries: new SummaryReader({ summaries: summariesRepo, events: new BookEventsRepository(ch), redis, queuePrefix: config.rollupQueuePrefix }),
+    summaries: new SummaryReader({ summaries: summariesRepo, events: bookEvents, redis, queuePrefix: config.rollupQueuePrefix }),
+    bookEvents,
+    assetMarkets: summariesRepo,
     lookup: new SlugLookupService({
       catalogue,
       log,

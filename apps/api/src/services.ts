@@ -2,6 +2,7 @@ import type { FastifyRequest, RouteOptions } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
 import type {
+  BookEventsRepository,
   ClickHouse,
   CoverageRepository,
   MarketCatalogueRepository,
@@ -60,6 +61,10 @@ export interface Services {
   requests: RequestLogRepository;
   /** Order-book summaries: the stored rollups, with the part not rolled up yet computed live. */
   summaries: SummaryReader;
+  /** One book's raw events from its last snapshot (the book at any instant). */
+  bookEvents: BookEventsRepository;
+  /** Exchange A: the condition id an outcome token was rolled up under. */
+  assetMarkets: { marketOfAsset(asset: string): Promise<string | null> };
   /** Exchange A slug → condition ids (catalogue, then the metadata API). */
   lookup: SlugLookupService;
   coverage: CoverageRepository;

@@ -101,30 +101,87 @@ function best(m: Map<string, string>, which: 'max' | 'min'): [string, string] | 
   return p === undefined ? null : [p, m.get(p)!];
 }
 
+/** Applies one exchange A record to the reference book; false for a record that is no book event. */
+function applyRefA(book: RefBook, ev: ExchangeAEvent): boolean {
+  if (ev.event_type === 'book') {
+    book.forget();
+    book.known = true;
+    const ok = (ev.bids ?? []).every((l) => book.set(book.bids, l.price, l.size));
+    if (ok) (ev.asks ?? []).every((l) => book.set(book.asks, l.price, l.size));
+  } else if (ev.event_type === 'price_change') {
+    if (book.known) {
+      for (const ch of ev.changes ?? []) {
+        if (ch.side !== 'BUY' && ch.side !== 'SELL') {
+          book.forget();
+          break;
+        }
+        if (!book.set(ch.side === 'BUY' ? book.bids : book.asks, ch.price, ch.size)) break;
+      }
+    }
+  } else return false;
+  return true;
+}
+
 /** Exchange A observations, rules 1–4, straight from the records. */
 export function referenceObservationsA(events: readonly ExchangeAEvent[]): Observation[] {
   const book = new RefBook();
   const out: Observation[] = [];
   for (const ev of events) {
-    if (ev.event_type === 'book') {
-      book.forget();
-      book.known = true;
-      const ok = (ev.bids ?? []).every((l) => book.set(book.bids, l.price, l.size));
-      if (ok) (ev.asks ?? []).every((l) => book.set(book.asks, l.price, l.size));
-    } else if (ev.event_type === 'price_change') {
-      if (book.known) {
-        for (const ch of ev.changes ?? []) {
-          if (ch.side !== 'BUY' && ch.side !== 'SELL') {
-            book.forget();
-            break;
-          }
-          if (!book.set(ch.side === 'BUY' ? book.bids : book.asks, ch.price, ch.size)) break;
-        }
-      }
-    } else continue;
-    out.push(topOf(Number(ev.timestamp), book.known, best(book.bids, 'max'), best(book.asks, 'min')));
+    if (applyRefA(book, ev)) out.push(topOf(Number(ev.timestamp), book.known, best(book.bids, 'max'), best(book.asks, 'min')));
   }
   return out;
+}
+
+/** A whole reference book: whether it is known, and its levels as [price, size] in the order given. */
+export interface ReferenceBook {
+  known: boolean;
+  bids: [string, string][];
+  asks: [string, string][];
+}
+
+function levelsOf(m: Map<string, string>, order: 'asc' | 'desc'): [string, string][] {
+  const prices = sortedPrices(m);
+  if (order === 'desc') prices.reverse();
+  return prices.map((p) => [p, m.get(p)!]);
+}
+
+/** Exchange A: the book after every record (rules 1–4); bids highest first, asks lowest first. */
+export function referenceBookA(events: readonly ExchangeAEvent[]): ReferenceBook {
+  const book = new RefBook();
+  for (const ev of events) applyRefA(book, ev);
+  return { known: book.known, bids: book.known ? levelsOf(book.bids, 'desc') : [], asks: book.known ? levelsOf(book.asks, 'asc') : [] };
+}
+
+/** Applies one exchange B record to the reference book; false for a record that is no book event (gaps only forget). */
+function applyRefB(book: RefBook, rec: ExchangeBRecord): boolean {
+  if (rec.type === 'gap') {
+    book.forget();
+    return false;
+  }
+  if (rec.type === 'snapshot') {
+    if (rec.yes === null || rec.no === null) book.forget();
+    else {
+      book.forget();
+      book.known = true;
+      const ok = (rec.yes ?? []).every(([p, s]) => book.set(book.bids, p, s));
+      if (ok) (rec.no ?? []).every(([p, s]) => book.set(book.asks, p, s));
+    }
+  } else if (rec.type === 'delta') {
+    if (book.known) {
+      if (rec.price == null || rec.delta == null) book.forget();
+      else if ((rec.side !== 'yes' && rec.side !== 'no') || !validPrice(rec.price) || !validDelta(rec.delta)) {
+        book.forget();
+      } else {
+        const side = rec.side === 'yes' ? book.bids : book.asks;
+        const price = canonicalDecimal(rec.price);
+        if (!price.ok) throw new Error('unreachable');
+        const size = addDecimal(side.get(price.value) ?? '0', canonical(rec.delta));
+        if (compareDecimal(size, '0') <= 0) side.delete(price.value);
+        else side.set(price.value, size);
+      }
+    }
+  } else return false;
+  return true;
 }
 
 /** Exchange B observations, rules 1–4: best_ask = 1 − best NO bid, with its size. */
@@ -132,37 +189,18 @@ export function referenceObservationsB(records: readonly ExchangeBRecord[]): Obs
   const book = new RefBook();
   const out: Observation[] = [];
   for (const rec of records) {
-    if (rec.type === 'gap') {
-      book.forget();
-      continue;
-    }
-    if (rec.type === 'snapshot') {
-      if (rec.yes === null || rec.no === null) book.forget();
-      else {
-        book.forget();
-        book.known = true;
-        const ok = (rec.yes ?? []).every(([p, s]) => book.set(book.bids, p, s));
-        if (ok) (rec.no ?? []).every(([p, s]) => book.set(book.asks, p, s));
-      }
-    } else if (rec.type === 'delta') {
-      if (book.known) {
-        if (rec.price == null || rec.delta == null) book.forget();
-        else if ((rec.side !== 'yes' && rec.side !== 'no') || !validPrice(rec.price) || !validDelta(rec.delta)) {
-          book.forget();
-        } else {
-          const side = rec.side === 'yes' ? book.bids : book.asks;
-          const price = canonicalDecimal(rec.price);
-          if (!price.ok) throw new Error('unreachable');
-          const size = addDecimal(side.get(price.value) ?? '0', canonical(rec.delta));
-          if (compareDecimal(size, '0') <= 0) side.delete(price.value);
-          else side.set(price.value, size);
-        }
-      }
-    } else continue;
+    if (!applyRefB(book, rec)) continue;
     const no = best(book.asks, 'max');
     out.push(topOf(rec.epoch_ms, book.known, best(book.bids, 'max'), no ? [subtractDecimal('1', no[0]), no[1]] : null));
   }
   return out;
+}
+
+/** Exchange B: the book after every record (rules 1–4); `bids` = YES bids, `asks` = NO bids, both highest first. */
+export function referenceBookB(records: readonly ExchangeBRecord[]): ReferenceBook {
+  const book = new RefBook();
+  for (const rec of records) applyRefB(book, rec);
+  return { known: book.known, bids: book.known ? levelsOf(book.bids, 'desc') : [], asks: book.known ? levelsOf(book.asks, 'desc') : [] };
 }
 
 function ohlc(values: (string | null)[]): Ohlc | null {

@@ -7,6 +7,8 @@ import type { ClickHouse } from './clickhouse.ts';
  * a snapshot replaces the book. Without an earlier snapshot the book's whole history is read
  * (its book is unknown until the first snapshot, but its observations still count).
  */
+type BookRecordOf = ExchangeAEvent | ExchangeBRecord;
+
 export class BookEventsRepository {
   constructor(private readonly ch: ClickHouse) {}
 
@@ -46,6 +48,39 @@ export class BookEventsRepository {
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
         ORDER BY event_ts, ingest_seq, dedup_id`,
       { m: ticker, from: anchor, to: toMs },
+    );
+  }
+
+  /**
+   * The book events of one book at or before `atMs` from its last snapshot at or before
+   * `atMs` on (in serving order), or null when it has none: the book at `atMs` is then
+   * unknown (docs/rules/summaries.md, rule 4), and nothing is read. `asset` is ignored for
+   * exchange B (a market is one book there).
+   */
+  async sinceLastSnapshot(venue: 'exchange-a' | 'exchange-b', market: string, asset: string, atMs: number): Promise<BookRecordOf[] | null> {
+    const end = atMs + 1;
+    const table = this.ch.table(venue === 'exchange-a' ? 'raw_exchange_a' : 'raw_exchange_b');
+    const [which, snapshot, types] =
+      venue === 'exchange-a'
+        ? ['market = {m:String} AND asset_id = {a:String}', "event_type = 'book'", "event_type IN ('book', 'price_change')"]
+        : ['ticker = {m:String}', "record_type = 'snapshot'", "record_type IN ('snapshot', 'delta', 'gap')"];
+    const rs = await this.ch.client.query({
+      query: `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
+        WHERE ${which} AND ${snapshot}
+          AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts < fromUnixTimestamp64Milli({t:Int64}, 'UTC')
+        ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
+      query_params: { m: market, a: asset, t: end },
+      format: 'JSONEachRow',
+    });
+    const [row] = await rs.json<{ t: string | number }>();
+    if (row === undefined) return null;
+    return this.payloads<BookRecordOf>(
+      `SELECT payload FROM ${table} FINAL
+        WHERE ${which} AND ${types}
+          AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
+          AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+        ORDER BY event_ts, ingest_seq, dedup_id`,
+      { m: market, a: asset, from: Number(row.t), to: end },
     );
   }
 

@@ -364,6 +364,15 @@ export class SummariesRepository {
   }
 
   /** The outcome tokens of an exchange A market that have raw data in [from, to]. */
+  /** The exchange A market (condition id) an outcome token was rolled up under, or null. */
+  async marketOfAsset(asset: string): Promise<string | null> {
+    const [row] = await this.rows<{ m: string }>(
+      `SELECT market AS m FROM ${this.ch.table('summary_days')} WHERE venue = 'exchange-a' AND asset = {asset:String} LIMIT 1`,
+      { asset },
+    );
+    return row?.m ?? null;
+  }
+
   async assetsOf(market: string, from: string, to: string): Promise<string[]> {
     return (
       await this.rows<{ a: string }>(

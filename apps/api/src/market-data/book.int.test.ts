@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import type { ExchangeAEvent, ExchangeAMessage, ExchangeBMessage, ExchangeBRecord } from '@booktape/domain';
+// The deliberately simple implementation of docs/rules/summaries.md, not the book engine.
+import { exchangeAStreamArb, exchangeBStreamArb, referenceBookA, referenceBookB, tsOf, type ReferenceBook } from '@booktape/book/testing';
+import { bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
+
+/**
+ * The book at any instant against the reference rebuilt from the raw events: random streams
+ * (snapshots, changes, unknown books, malformed records, quiet spells across days) are
+ * stored, and the book at random instants (on an event, just before and after one, before
+ * the first, after the last) must equal the reference's book after every record at or
+ * before the instant, level for level.
+ */
+
+let t: TestApi;
+let key: string;
+let run = 0;
+
+beforeAll(async () => {
+  t = await startTestApi();
+  key = await t.newKey();
+});
+afterAll(async () => t?.close());
+
+async function get(url: string) {
+  const res = await t.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: bearer(key) });
+  return { status: res.statusCode, body: res.json() as Record<string, any>, headers: res.headers };
+}
+
+/** Serving order = the stream's order: ingest_seq grows with the index within a millisecond. */
+const seqOf = (ts: number, i: number) => (BigInt(ts) * 2n ** 23n + BigInt(i)).toString();
+
+const instantsArb = fc.array(fc.tuple(fc.nat(), fc.constantFrom(-1, 0, 0, 1)), { minLength: 1, maxLength: 6 });
+
+function instants(times: number[], picks: Array<[number, number]>): number[] {
+  if (times.length === 0) return [Date.UTC(2026, 1, 12)];
+  const out = picks.map(([i, d]) => times[i % times.length]! + d);
+  return [...out, times[0]! - 1, times[times.length - 1]! + 1];
+}
+
+function expectedBook(ref: ReferenceBook, depth: number) {
+  const lv = (l: [string, string][]) => l.slice(0, depth).map(([price, size]) => ({ price, size }));
+  return { is_known: ref.known, first: lv(ref.bids), second: lv(ref.asks) };
+}
+
+describe('book at any instant', () => {
+  it('exchange A equals the reference book rebuilt from the raw events, another token in the same market left out', async () => {
+    await fc.assert(
+      fc.asyncProperty(exchangeAStreamArb, exchangeAStreamArb, instantsArb, fc.integer({ min: 1, max: 40 }), async (events, other, picks, depth) => {
+        const market = conditionId(5000 + run++);
+        const msgs = (evs: ExchangeAEvent[], asset: string): ExchangeAMessage[] =>
+          evs.map((e, i) => {
+            const event = { ...e, market, asset_id: asset };
+            return { venue: 'exchange-a', received_at: new Date(Number(e.timestamp)).toISOString(), worker_id: 1, ingest_seq: seqOf(Number(e.timestamp), i), dedup_id: `${asset}-${i}`, event };
+          });
+        await t.filler.insert('exchange-a', [...msgs(events, '123'), ...msgs(other, '456')]);
+        for (const at of instants(events.map(tsOf), picks)) {
+          const upTo = events.filter((e) => Number(e.timestamp) <= at);
+          const r = await get(`/exchange-a/market/book?asset_id=123&condition_id=${market}&timestamp=${at}&depth=${depth}`);
+          expect(r.status, JSON.stringify(r.body)).toBe(200);
+          const want = expectedBook(referenceBookA(upTo), depth);
+          expect({ is_known: r.body.is_known, first: r.body.bids, second: r.body.asks }, `at ${at}`).toEqual(want);
+          const snapshot = upTo.some((e) => e.event_type === 'book');
+          const lastBook = upTo.filter((e) => e.event_type === 'book' || e.event_type === 'price_change').at(-1);
+          expect(r.body.as_of_ms).toBe(snapshot && lastBook ? Number(lastBook.timestamp) : null);
+          expect(r.body).toMatchObject({ asset_id: '123', timestamp: at });
+        }
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it('exchange B equals the reference book (YES and NO bids, highest first), gaps and null sides unknown', async () => {
+    await fc.assert(
+      fc.asyncProperty(exchangeBStreamArb, instantsArb, fc.integer({ min: 1, max: 40 }), async (records, picks, depth) => {
+        const ticker = `KXBOOK-${run++}`;
+        const msgs: ExchangeBMessage[] = records.map((rec, i) => {
+          const record: ExchangeBRecord = { ...rec, ticker };
+          return { venue: 'exchange-b', received_at: rec.timestamp, worker_id: 1, ingest_seq: seqOf(rec.epoch_ms, i), dedup_id: `${ticker}-${i}`, record };
+        });
+        await t.filler.insert('exchange-b', msgs);
+        for (const at of instants(records.map(tsOf), picks)) {
+          const upTo = records.filter((r) => r.epoch_ms <= at);
+          const r = await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${at}&depth=${depth}`);
+          expect(r.status, JSON.stringify(r.body)).toBe(200);
+          expect({ is_known: r.body.is_known, first: r.body.yes, second: r.body.no }, `at ${at}`).toEqual(expectedBook(referenceBookB(upTo), depth));
+          const snapshot = upTo.some((x) => x.type === 'snapshot');
+          const last = upTo.filter((x) => x.type === 'snapshot' || x.type === 'delta' || x.type === 'gap').at(-1);
+          expect(r.body.as_of_ms).toBe(snapshot && last ? last.epoch_ms : null);
+        }
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it('parameters: depth 1 to 500 (default 10), timestamps in seconds too, an unknown token without its condition id is a 404', async () => {
+    const ticker = 'KXBOOK-PARAMS';
+    const ms = Date.UTC(2026, 2, 3, 12);
+    const yes = Array.from({ length: 30 }, (_, i): [string, string] => [`0.${String(i + 10)}`, String(i + 1)]);
+    const rec: ExchangeBRecord = { type: 'snapshot', ticker, timestamp: new Date(ms).toISOString(), epoch_ms: ms, sid: 1, seq: 1, yes, no: [] };
+    await t.filler.insert('exchange-b', [{ venue: 'exchange-b', received_at: rec.timestamp, worker_id: 1, ingest_seq: seqOf(ms, 0), dedup_id: 'params-1', record: rec }]);
+    const r = await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${ms / 1000}`);
+    expect(r.status).toBe(200);
+    expect(r.body.yes).toHaveLength(10);
+    expect(r.body.yes[0]).toEqual({ price: '0.39', size: '30' });
+    expect(r.body.timestamp).toBe(ms);
+    // A finalised instant is cacheable like every other answer about a finalised day.
+    expect(r.headers.etag).toMatch(/^"[0-9a-f]{32}"$/);
+    for (const [depth, code] of [['0', 400], ['501', 400], ['ten', 400], ['500', 200]] as const) {
+      expect((await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${ms}&depth=${depth}`)).status, depth).toBe(code);
+    }
+    expect((await get(`/exchange-b/market/book?ticker=${ticker}`)).body.error).toMatchObject({ code: 'missing_parameter', param: 'timestamp' });
+    const unknown = await get(`/exchange-a/market/book?asset_id=999999&timestamp=${ms}`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toMatchObject({ code: 'not_found', param: 'asset_id' });
+  });
+});
