@@ -52,13 +52,19 @@ export class BookEventsRepository {
   }
 
   /**
-   * The book events of one book at or before `atMs` from its last snapshot at or before
-   * `atMs` on (in serving order), or null when it has none: the book at `atMs` is then
-   * unknown (docs/rules/summaries.md, rule 4), and nothing is read. `asset` is ignored for
-   * exchange B (a market is one book there).
+   * The book events of one book that decide its state from `atMs` to `untilMs` (inclusive), in
+   * serving order: from its last snapshot at or before `atMs` on (`anchored`), or, when it has
+   * none, from just after `atMs` (the book is unknown until a later snapshot, docs/rules/summaries.md
+   * rule 4; nothing is read when `untilMs` is `atMs`). `asset` is ignored for exchange B (a
+   * market is one book there).
    */
-  async sinceLastSnapshot(venue: 'exchange-a' | 'exchange-b', market: string, asset: string, atMs: number): Promise<BookRecordOf[] | null> {
-    const end = atMs + 1;
+  async sinceLastSnapshot(
+    venue: 'exchange-a' | 'exchange-b',
+    market: string,
+    asset: string,
+    atMs: number,
+    untilMs = atMs,
+  ): Promise<{ anchored: boolean; records: BookRecordOf[] }> {
     const table = this.ch.table(venue === 'exchange-a' ? 'raw_exchange_a' : 'raw_exchange_b');
     const [which, snapshot, types] =
       venue === 'exchange-a'
@@ -67,21 +73,23 @@ export class BookEventsRepository {
     const rs = await this.ch.client.query({
       query: `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
         WHERE ${which} AND ${snapshot}
-          AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts < fromUnixTimestamp64Milli({t:Int64}, 'UTC')
+          AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts <= fromUnixTimestamp64Milli({t:Int64}, 'UTC')
         ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
-      query_params: { m: market, a: asset, t: end },
+      query_params: { m: market, a: asset, t: atMs },
       format: 'JSONEachRow',
     });
     const [row] = await rs.json<{ t: string | number }>();
-    if (row === undefined) return null;
-    return this.payloads<BookRecordOf>(
+    const anchored = row !== undefined;
+    if (!anchored && untilMs <= atMs) return { anchored, records: [] };
+    const records = await this.payloads<BookRecordOf>(
       `SELECT payload FROM ${table} FINAL
         WHERE ${which} AND ${types}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
-          AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+          AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC')
         ORDER BY event_ts, ingest_seq, dedup_id`,
-      { m: market, a: asset, from: Number(row.t), to: end },
+      { m: market, a: asset, from: anchored ? Number(row.t) : atMs + 1, to: untilMs },
     );
+    return { anchored, records };
   }
 
   private async lastSnapshot(query: string, params: Record<string, unknown>): Promise<number> {

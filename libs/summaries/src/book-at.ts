@@ -8,9 +8,11 @@ export interface Level {
 }
 
 export interface BookAt {
+  /** The instant, Unix ms. */
+  atMs: number;
   /** The book is known at the instant (docs/rules/summaries.md, rule 4); levels are empty otherwise. */
   known: boolean;
-  /** Event time of the last book record applied, or null when none was (no snapshot yet). */
+  /** Event time of the last book record applied since the book's last snapshot, or null when it has had none yet. */
   asOfMs: number | null;
   /** Exchange A: bids highest first, asks lowest first. Exchange B: yes and no bids, highest first. */
   sides: [Level[], Level[]];
@@ -22,21 +24,53 @@ const pairs = (flat: readonly string[], depth: number): Level[] => {
   return out;
 };
 
-const eventMs = (r: BookRecord): number => ('epoch_ms' in r ? r.epoch_ms : Number(r.timestamp));
+/** Event time of a book record of either venue, Unix ms. */
+export const eventMs = (r: BookRecord): number => ('epoch_ms' in r ? r.epoch_ms : Number(r.timestamp));
+const isSnapshot = (r: BookRecord): boolean => ('epoch_ms' in r ? r.type === 'snapshot' : r.event_type === 'book');
+
+/** The records that decide a book over a span (BookEventsRepository.sinceLastSnapshot). */
+export interface BookHistory {
+  anchored: boolean;
+  records: BookRecord[];
+}
+
+/** The records that decide one series' book from `fromMs` to `untilMs`, read once. */
+export function bookHistory(events: BookEventsRepository, key: SummaryKey, fromMs: number, untilMs: number): Promise<BookHistory> {
+  return events.sinceLastSnapshot(key.venue, key.market, key.asset, fromMs, untilMs);
+}
 
 /**
- * The full book of one series after every record at or before an instant, by the same engine
- * and rules as the summaries, carried across days: rebuilt from the last snapshot at or
- * before the instant (a snapshot replaces the book, so nothing earlier matters).
+ * The full book of one series at each of `instants` (ascending, within the history's span):
+ * the book after every record at or before the instant, by the summaries' engine and rules,
+ * carried across days, rebuilt from the book's last snapshot at or before the first instant
+ * (a snapshot replaces the book, so nothing earlier matters).
  */
+export function* booksAt(venue: SummaryKey['venue'], history: BookHistory, instants: readonly number[], depth: number): Generator<BookAt> {
+  const { records } = history;
+  const book = newBook(venue);
+  let seen = history.anchored;
+  let asOfMs: number | null = null;
+  let next = 0;
+  for (const at of instants) {
+    for (; next < records.length && eventMs(records[next]!) <= at; next++) {
+      const r = records[next]!;
+      book.apply(r);
+      if (isSnapshot(r)) seen = true;
+      asOfMs = seen ? eventMs(r) : null;
+    }
+    if (!book.isKnown()) {
+      yield { atMs: at, known: false, asOfMs, sides: [[], []] };
+      continue;
+    }
+    const state = book.toState() as ExchangeABookState | ExchangeBBookState;
+    const sides: [Level[], Level[]] = state.venue === 'exchange-a' ? [pairs(state.bids, depth), pairs(state.asks, depth)] : [pairs(state.yes, depth), pairs(state.no, depth)];
+    yield { atMs: at, known: true, asOfMs, sides };
+  }
+}
+
+/** The full book of one series at one instant. */
 export async function bookAt(events: BookEventsRepository, key: SummaryKey, atMs: number, depth: number): Promise<BookAt> {
-  const records = await events.sinceLastSnapshot(key.venue, key.market, key.asset, atMs);
-  if (records === null || records.length === 0) return { known: false, asOfMs: null, sides: [[], []] };
-  const book = newBook(key.venue);
-  for (const r of records) book.apply(r);
-  const asOfMs = eventMs(records[records.length - 1]!);
-  if (!book.isKnown()) return { known: false, asOfMs, sides: [[], []] };
-  const state = book.toState() as ExchangeABookState | ExchangeBBookState;
-  const sides: [Level[], Level[]] = state.venue === 'exchange-a' ? [pairs(state.bids, depth), pairs(state.asks, depth)] : [pairs(state.yes, depth), pairs(state.no, depth)];
-  return { known: true, asOfMs, sides };
+  const history = await bookHistory(events, key, atMs, atMs);
+  for (const b of booksAt(key.venue, history, [atMs], depth)) return b;
+  throw new Error('unreachable: one instant gives one book');
 }

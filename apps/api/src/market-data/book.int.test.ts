@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import type { ExchangeAEvent, ExchangeAMessage, ExchangeBMessage, ExchangeBRecord } from '@booktape/domain';
 // The deliberately simple implementation of docs/rules/summaries.md, not the book engine.
 import { exchangeAStreamArb, exchangeBStreamArb, referenceBookA, referenceBookB, tsOf, type ReferenceBook } from '@booktape/book/testing';
+import { parse } from 'csv-parse/sync';
 import { bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
 
 /**
@@ -44,6 +45,37 @@ function expectedBook(ref: ReferenceBook, depth: number) {
   return { is_known: ref.known, first: lv(ref.bids), second: lv(ref.asks) };
 }
 
+/**
+ * The series over (up to) a day from just before the first record: every snapshot equals the
+ * reference at its instant (a multiple of the interval), and the csv and ndjson answers hold
+ * the same snapshots as the json one.
+ */
+async function checkSeries(base: string, times: number[], depth: number, names: [string, string], csvSides: [string, string], ref: (at: number) => ReferenceBook) {
+  if (times.length === 0) return;
+  const interval = [60, 600, 3600][times.length % 3]!;
+  const start = times[0]! - 90_000;
+  const end = Math.min(start + 86_400_000, times[times.length - 1]! + 90_000);
+  const url = `${base}&start_timestamp=${start}&end_timestamp=${end}&interval=${interval}&depth=${depth}`;
+  const r = await get(url);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  const data = r.body.data as Array<Record<string, any>>;
+  const first = Math.ceil(start / (interval * 1000)) * interval * 1000;
+  expect(data.map((s) => s.timestamp)).toEqual(Array.from({ length: Math.floor((end - first) / (interval * 1000)) + 1 }, (_, k) => first + k * interval * 1000));
+  for (const s of data) {
+    expect({ is_known: s.is_known, first: s[names[0]], second: s[names[1]] }, `snapshot at ${s.timestamp}`).toEqual(expectedBook(ref(s.timestamp), depth));
+  }
+  const nd = await t.app.inject({ method: 'GET', url: `/api/v1${url}&format=ndjson`, headers: bearer(key) });
+  expect(nd.body.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))).toEqual(data);
+  const csv = await t.app.inject({ method: 'GET', url: `/api/v1${url}&format=csv`, headers: bearer(key) });
+  const rows = parse(csv.body, { columns: true }) as Array<Record<string, string>>;
+  const fromJson = data.flatMap((s) => {
+    const lv = (side: string, l: Array<{ price: string; size: string }>) => l.map((x, i) => ({ side, level: String(i), price: x.price, size: x.size }));
+    const levels = [...lv(csvSides[0], s[names[0]]), ...lv(csvSides[1], s[names[1]])];
+    return (levels.length ? levels : [{ side: '', level: '', price: '', size: '' }]).map((l) => ({ timestamp: String(s.timestamp), as_of_ms: s.as_of_ms === null ? '' : String(s.as_of_ms), is_known: String(s.is_known), ...l }));
+  });
+  expect(rows).toEqual(fromJson);
+}
+
 describe('book at any instant', () => {
   it('exchange A equals the reference book rebuilt from the raw events, another token in the same market left out', async () => {
     await fc.assert(
@@ -66,6 +98,9 @@ describe('book at any instant', () => {
           expect(r.body.as_of_ms).toBe(snapshot && lastBook ? Number(lastBook.timestamp) : null);
           expect(r.body).toMatchObject({ asset_id: '123', timestamp: at });
         }
+        await checkSeries(`/exchange-a/market/book-snapshots?asset_id=123&condition_id=${market}`, events.map(tsOf), depth, ['bids', 'asks'], ['bid', 'ask'], (at) =>
+          referenceBookA(events.filter((e) => Number(e.timestamp) <= at)),
+        );
       }),
       { numRuns: 12 },
     );
@@ -89,6 +124,7 @@ describe('book at any instant', () => {
           const last = upTo.filter((x) => x.type === 'snapshot' || x.type === 'delta' || x.type === 'gap').at(-1);
           expect(r.body.as_of_ms).toBe(snapshot && last ? last.epoch_ms : null);
         }
+        await checkSeries(`/exchange-b/market/book-snapshots?ticker=${ticker}`, records.map(tsOf), depth, ['yes', 'no'], ['yes', 'no'], (at) => referenceBookB(records.filter((x) => x.epoch_ms <= at)));
       }),
       { numRuns: 12 },
     );
@@ -111,6 +147,14 @@ describe('book at any instant', () => {
       expect((await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${ms}&depth=${depth}`)).status, depth).toBe(code);
     }
     expect((await get(`/exchange-b/market/book?ticker=${ticker}`)).body.error).toMatchObject({ code: 'missing_parameter', param: 'timestamp' });
+    const series = `/exchange-b/market/book-snapshots?ticker=${ticker}&start_timestamp=${ms}`;
+    expect((await get(`${series}&end_timestamp=${ms + 86_400_001}`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'end_timestamp' });
+    expect((await get(`${series}&end_timestamp=${ms + 10_000_000}&interval=1`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'interval' });
+    expect((await get(`${series}&end_timestamp=${ms - 1}`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'start_timestamp' });
+    const ok = await get(`${series}&end_timestamp=${ms + 9_999_000}&interval=1&depth=2`);
+    expect(ok.body.data).toHaveLength(10_000);
+    expect(ok.body.data[0]).toEqual({ timestamp: ms, as_of_ms: ms, is_known: true, yes: [{ price: '0.39', size: '30' }, { price: '0.38', size: '29' }], no: [] });
+    expect(ok.headers.etag).toMatch(/^"[0-9a-f]{32}"$/);
     const unknown = await get(`/exchange-a/market/book?asset_id=999999&timestamp=${ms}`);
     expect(unknown.status).toBe(404);
     expect(unknown.body.error).toMatchObject({ code: 'not_found', param: 'asset_id' });

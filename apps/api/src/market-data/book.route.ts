@@ -1,14 +1,29 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { bookAt } from '@booktape/summaries';
+import { Readable } from 'node:stream';
+import { bookAt, bookHistory, booksAt, eventMs, type BookAt } from '@booktape/summaries';
 import { cacheHeaders, etagOf, isFinalised } from '../http/caching.ts';
 import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
+import { CONTENT_TYPES, formatField, type Format } from '../http/formats.ts';
 import { earliestMs, optionalField, parseConditionId, parseInteger, q } from '../http/params.ts';
+import { csvField } from './raw-rows.ts';
 import type { Services } from '../services.ts';
 import { dataFloor, VENUES, venueName } from './venues.ts';
 
 const DEPTH_DEFAULT = 10;
 const DEPTH_MAX = 500;
+/** Snapshots of one series answer, and the longest window. */
+export const SNAPSHOTS_MAX = 10_000;
+const SNAPSHOT_WINDOW_MAX_MS = 86_400_000;
+const INTERVAL_DEFAULT = 60;
+const INTERVAL_MAX = 86_400;
+
+/** Snapshot instants: every multiple of the interval (since the epoch) in [start, end], as summary buckets start. */
+export function snapshotInstants(startMs: number, endMs: number, intervalMs: number): number[] {
+  const out: number[] = [];
+  for (let t = Math.ceil(startMs / intervalMs) * intervalMs; t <= endMs; t += intervalMs) out.push(t);
+  return out;
+}
 
 const level = z.object({ price: z.string(), size: z.string() }).meta({ id: 'BookLevel' });
 const levels = (what: string) => z.array(level).describe(what);
@@ -74,5 +89,104 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         return body as never;
       },
     );
+
+    const [firstName, secondName] = a ? ['bids', 'asks'] : ['yes', 'no'];
+    const seriesQuery = {
+      ...(a
+        ? { asset_id: q.text('Outcome token (CLOB token) id.', 128), condition_id: optionalField(parseConditionId, 'Market condition id of the token; found from the rollups when left out.') }
+        : { ticker: v.market() }),
+      start_timestamp: q.timestamp('Window start'),
+      end_timestamp: q.timestamp('Window end'),
+      interval: optionalField((r) => parseInteger(r, 1, INTERVAL_MAX), `Seconds between snapshots, 1 to ${INTERVAL_MAX}. Default ${INTERVAL_DEFAULT}.`, { type: 'integer', minimum: 1, maximum: INTERVAL_MAX }),
+      depth: depth(),
+      format: formatField(),
+    };
+    const snapshot = z.object({ timestamp: z.number().int(), as_of_ms: common.as_of_ms, is_known: common.is_known, [firstName]: levels(''), [secondName]: levels('') });
+    app.get(
+      `/${v.venue}/market/book-snapshots`,
+      {
+        schema: {
+          summary: `${v.label} full order book at fixed intervals (streamed; json, ndjson or csv)`,
+          tags: [v.venue],
+          security,
+          querystring: z.object(seriesQuery),
+          response: {
+            200: z.object({
+              ...(a ? { asset_id: z.string() } : { ticker: z.string() }),
+              start_timestamp: z.number().int(),
+              end_timestamp: z.number().int(),
+              interval_seconds: z.number().int(),
+              depth: z.number().int(),
+              data: z.array(snapshot),
+            }),
+            ...errors,
+          },
+        },
+        onRequest: requireKey,
+      },
+      async (req, reply) => {
+        const qs = req.query as { asset_id?: string; condition_id?: string; ticker?: string; start_timestamp: number; end_timestamp: number; interval?: number; depth?: number; format?: Format };
+        const { start_timestamp: start, end_timestamp: end } = qs;
+        if (start > end) throw invalidParameter('start_timestamp', 'start_timestamp must not be after end_timestamp');
+        if (end - start > SNAPSHOT_WINDOW_MAX_MS) throw invalidParameter('end_timestamp', 'a window spans at most one day: ask day by day');
+        const floor = dataFloor(v, config);
+        if (floor !== undefined && start < earliestMs(floor)) throw invalidParameter('start_timestamp', `${venueName(v)} data is served from ${floor} on`);
+        const interval = qs.interval ?? INTERVAL_DEFAULT;
+        if ((end - start) / (interval * 1000) >= SNAPSHOTS_MAX) throw invalidParameter('interval', `more than ${SNAPSHOTS_MAX} snapshots: use a longer interval or a shorter window`);
+        const depthN = qs.depth ?? DEPTH_DEFAULT;
+        const format = qs.format ?? 'json';
+        let market = a ? qs.condition_id : qs.ticker!;
+        if (market === undefined) {
+          market = (await guard('ClickHouse', () => assetMarkets.marketOfAsset(qs.asset_id!))) ?? undefined;
+          if (market === undefined) throw new ApiError(404, 'not_found', `no rolled-up data for asset_id ${qs.asset_id}: pass its condition_id`, 'asset_id');
+        }
+        const key = { venue: v.venue, market, asset: a ? qs.asset_id! : market };
+        const instants = snapshotInstants(start, end, interval * 1000);
+        // The records are read (once) before the status line, so a store that fails gets a 503.
+        const history = await guard('ClickHouse', () => bookHistory(bookEvents, key, instants[0] ?? start, instants[instants.length - 1] ?? start));
+        // The data's version: how many records decide the series, and from which snapshot on
+        // (records are only ever added: a late one changes the count or the snapshot).
+        const version = `${history.anchored}:${history.records.length}:${history.records[0] ? eventMs(history.records[0]) : ''}`;
+        const finalised = isFinalised(end, Date.now(), config.caching.finalisedAfterMs);
+        const etag = finalised ? etagOf('book-snapshots', v.venue, market, key.asset, start, end, interval, depthN, format, version) : null;
+        if (cacheHeaders(req, reply, etag, config.caching)) return reply.send(undefined as never);
+        const books = booksAt(v.venue, history, instants, depthN);
+        const head =
+          format === 'json'
+            ? `{${JSON.stringify(a ? 'asset_id' : 'ticker')}:${JSON.stringify(key.asset)},"start_timestamp":${start},"end_timestamp":${end},"interval_seconds":${interval},"depth":${depthN},"data":[`
+            : format === 'csv'
+              ? 'timestamp,as_of_ms,is_known,side,level,price,size\n'
+              : '';
+        const write = snapshotWriter(format, firstName, secondName, a ? ['bid', 'ask'] : ['yes', 'no']);
+        async function* body(): AsyncGenerator<Buffer> {
+          yield Buffer.from(head, 'utf8');
+          let parts: string[] = [];
+          let n = 0;
+          for (const b of books) {
+            parts.push(write(b, n++));
+            if (parts.length >= 256) {
+              yield Buffer.from(parts.join(''), 'utf8');
+              parts = [];
+            }
+          }
+          if (format === 'json') parts.push(']}');
+          if (parts.length > 0) yield Buffer.from(parts.join(''), 'utf8');
+        }
+        return reply.type(CONTENT_TYPES[format]).send(Readable.from(body(), { objectMode: false }) as never);
+      },
+    );
   }
 };
+
+/** One snapshot in the answer's format (`n`: snapshots written before it). */
+function snapshotWriter(format: Format, firstName: string, secondName: string, sides: [string, string]): (b: BookAt, n: number) => string {
+  if (format === 'csv') {
+    return (b) => {
+      const row = (side: string, level: number | null, price: string, size: string) => `${b.atMs},${b.asOfMs ?? ''},${b.known},${side},${level ?? ''},${csvField(price)},${csvField(size)}\n`;
+      const rows = [...b.sides[0].map((l, i) => row(sides[0], i, l.price, l.size)), ...b.sides[1].map((l, i) => row(sides[1], i, l.price, l.size))];
+      return rows.length > 0 ? rows.join('') : row('', null, '', '');
+    };
+  }
+  const json = (b: BookAt) => JSON.stringify({ timestamp: b.atMs, as_of_ms: b.asOfMs, is_known: b.known, [firstName]: b.sides[0], [secondName]: b.sides[1] });
+  return format === 'ndjson' ? (b) => `${json(b)}\n` : (b, n) => (n > 0 ? ',' : '') + json(b);
+}
