@@ -25,7 +25,7 @@ type Run = {
   serving_ms: Record<'R60' | 'R7' | 'R1', Serving | undefined>;
 };
 
-const { now, base, baseError } = await sideBySide(baseline, [RUNNER, 'benchmarks/bench-env.ts'], (root, label) => runJson<Run>(root, RUNNER, label));
+const { now, base, baseError } = await sideBySide(baseline, [RUNNER, 'benchmarks/bench-env.ts', 'benchmarks/fill-day.ts'], (root, label) => runJson<Run>(root, RUNNER, label));
 console.log(
   JSON.stringify({
     this_tree: now,

@@ -1,0 +1,114 @@
+/**
+ * Book-at-any-instant benchmark (issue 12; a script, not a timed test): `npm run bench -- book`.
+ *
+ * Two 1,000,000-record days in an embedded ClickHouse in a temp dir, written as the sink
+ * writes them:
+ *   - exchange A, one outcome token, a `book` every 5,000 events (the summaries benchmark's
+ *     day): the book at an instant is rebuilt from at most 5,000 events;
+ *   - exchange B, one ticker with a single snapshot at 00:00 and deltas after it (a venue that
+ *     sends snapshots only on subscribe): the worst case, every delta since midnight replayed.
+ * Measured through the API in process (inject: routing, key, reads, book, serialisation),
+ * BENCH_REQUESTS (default 40) random instants each: p50 / p95 of GET …/market/book at depth
+ * 10, and of GET …/market/book-snapshots for a whole day at interval 60 (1,440 snapshots).
+ * Target (issue 12): p50 <= 20 ms for any instant of a 1,000,000-event day.
+ * The last line printed is the JSON summary.
+ *
+ *   BENCH_EVENTS=200000   a quicker run
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createApp, createRedis } from '@booktape/api';
+import { deleteRedisPrefix, testConfig } from '@booktape/api/testing';
+import { silentLogger } from '@booktape/config';
+import type { ExchangeBMessage } from '@booktape/domain';
+import { migrate, openClickHouse, RawEventsRepository } from '@booktape/storage';
+import { intEnv } from './bench-env.ts';
+import { fillDay, rng } from './fill-day.ts';
+
+const EVENTS = intEnv('BENCH_EVENTS', 1_000_000, 5000);
+const REQUESTS = intEnv('BENCH_REQUESTS', 40, 1);
+const MARKET = `0x${'7b'.repeat(32)}`;
+const ASSET = '5550002';
+const TICKER = 'KXBENCHBOOK-26MAR02';
+const DAY = Date.UTC(2026, 2, 2);
+
+/** One ticker's day: a snapshot of 40 levels a side at 00:00, then `events - 1` one-level deltas. */
+async function fillTicker(repo: RawEventsRepository, events: number): Promise<void> {
+  const r = rng(9);
+  const BATCH = 50_000;
+  for (let start = 0; start < events; start += BATCH) {
+    const batch: { message: ExchangeBMessage; position: { partition: number; offset: string } }[] = [];
+    for (let i = start; i < Math.min(events, start + BATCH); i++) {
+      const ts = DAY + Math.floor((i * 86_400_000) / events);
+      const common = { ticker: TICKER, timestamp: new Date(ts).toISOString(), epoch_ms: ts, sid: 1, seq: i + 1 };
+      const record =
+        i === 0
+          ? { ...common, type: 'snapshot' as const, yes: Array.from({ length: 40 }, (_, k): [string, string] => [String((10 + k) / 100), '500']), no: Array.from({ length: 40 }, (_, k): [string, string] => [String((10 + k) / 100), '500']) }
+          : { ...common, type: 'delta' as const, side: r() < 0.5 ? ('yes' as const) : ('no' as const), price: String((10 + Math.floor(r() * 40)) / 100), delta: String(Math.floor(r() * 200) - 99) };
+      batch.push({ message: { venue: 'exchange-b', received_at: common.timestamp, worker_id: 1, ingest_seq: String(BigInt(ts) * 2n ** 23n + BigInt(i % 1000)), dedup_id: `bench-b-${i}`, record }, position: { partition: 0, offset: String(i) } });
+    }
+    await repo.insert('exchange-b', batch, `bench-book-${start}`);
+  }
+}
+
+const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'booktape-book-bench-'));
+  const ch = await openClickHouse({ database: 'booktape_bench', embeddedPath: dir });
+  const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:16379');
+  const config = testConfig({ rollupQueuePrefix: `bench-book-${process.pid}`, dataFloors: { 'exchange-a': null, 'exchange-b': null } });
+  try {
+    await migrate(ch);
+    const repo = new RawEventsRepository(ch);
+    const t0 = performance.now();
+    await fillDay(repo, MARKET, ASSET, DAY, EVENTS, 5, 0);
+    await fillTicker(repo, EVENTS);
+    for (const t of ['raw_exchange_a', 'raw_exchange_b']) await ch.client.command({ query: `OPTIMIZE TABLE ${ch.table(t)} FINAL` });
+    process.stderr.write(`[book] stored 2 x ${EVENTS} records in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+
+    const app = await createApp({ ch, log: silentLogger(), redis, config });
+    const res = await app.inject({ method: 'POST', url: '/api/v1/keys?name=bench&user_id=bench' });
+    const headers = { authorization: `Bearer ${(res.json() as { data: { api_key: string } }).data.api_key}` };
+    const r = rng(17);
+    const measure = async (name: string, url: (at: number) => string, n: number) => {
+      const times: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const at = DAY + Math.floor(r() * 86_400_000);
+        const s = performance.now();
+        const out = await app.inject({ method: 'GET', url: url(at), headers });
+        times.push(performance.now() - s);
+        if (out.statusCode !== 200) throw new Error(`${name}: ${out.statusCode} ${out.body.slice(0, 200)}`);
+      }
+      times.sort((a, b) => a - b);
+      const fig = { p50: +quantile(times, 0.5).toFixed(1), p95: +quantile(times, 0.95).toFixed(1) };
+      process.stderr.write(`[book] ${name}: p50 ${fig.p50} ms, p95 ${fig.p95} ms (${n} requests)\n`);
+      return fig;
+    };
+    const figures = {
+      a_book_depth10: await measure('exchange A book, depth 10 (a snapshot every 5,000 events)', (at) => `/api/v1/exchange-a/market/book?asset_id=${ASSET}&condition_id=${MARKET}&timestamp=${at}`, REQUESTS),
+      b_book_depth10: await measure('exchange B book, depth 10 (one snapshot at 00:00)', (at) => `/api/v1/exchange-b/market/book?ticker=${TICKER}&timestamp=${at}`, REQUESTS),
+      a_snapshots_day_60s: await measure(
+        'exchange A book-snapshots, whole day at 60 s',
+        () => `/api/v1/exchange-a/market/book-snapshots?asset_id=${ASSET}&condition_id=${MARKET}&start_timestamp=${DAY}&end_timestamp=${DAY + 86_399_999}&interval=60`,
+        Math.min(REQUESTS, 5),
+      ),
+      b_snapshots_day_60s: await measure(
+        'exchange B book-snapshots, whole day at 60 s',
+        () => `/api/v1/exchange-b/market/book-snapshots?ticker=${TICKER}&start_timestamp=${DAY}&end_timestamp=${DAY + 86_399_999}&interval=60`,
+        Math.min(REQUESTS, 5),
+      ),
+    };
+    await app.close();
+    console.log(JSON.stringify({ events_per_day: EVENTS, ...figures, target_p50_ms: 20, cpus: cpus().length, load: loadavg()[0] }));
+  } finally {
+    await deleteRedisPrefix(redis, config.redisKeyPrefix).catch(() => undefined);
+    redis.disconnect();
+    await ch.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,40 @@
+/**
+ * Dense exchange A asset-days for the benchmarks (summaries-run.ts, book-run.ts), written the
+ * way the sink writes them.
+ */
+import type { ExchangeAMessage } from '@booktape/domain';
+import type { RawEventsRepository } from '@booktape/storage';
+
+/** A deterministic PRNG: the same day every run. */
+export function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+}
+
+/**
+ * One dense asset-day as the sink stores it (batches of 50,000): `events` book events spread
+ * evenly over the day, a `book` every 5,000, the rest one-level `price_change`s.
+ */
+export async function fillDay(repo: RawEventsRepository, market: string, asset: string, dayMs: number, events: number, seed: number, seqBase: number): Promise<void> {
+  const r = rng(seed);
+  const price = (base: number) => (base + Math.floor(r() * 20)) / 1000;
+  const BATCH = 50_000;
+  // ingest_seq unique across every day filled (seqBase < 2^20 days-tokens).
+  const seq0 = BigInt(seqBase) * 2n ** 32n;
+  for (let start = 0; start < events; start += BATCH) {
+    const batch: { message: ExchangeAMessage; position: { partition: number; offset: string } }[] = [];
+    for (let i = start; i < Math.min(events, start + BATCH); i++) {
+      const ts = dayMs + Math.floor((i * 86_400_000) / events);
+      const event =
+        i % 5000 === 0
+          ? { market, asset_id: asset, timestamp: String(ts), hash: `b${i}`, event_type: 'book', bids: Array.from({ length: 20 }, (_, k) => ({ price: String((480 - k * 3) / 1000), size: String(100 + k) })), asks: Array.from({ length: 20 }, (_, k) => ({ price: String((520 + k * 3) / 1000), size: String(90 + k) })) }
+          : { market, asset_id: asset, timestamp: String(ts), hash: `p${i}`, event_type: 'price_change', changes: [{ price: String(price(r() < 0.5 ? 460 : 500)), side: r() < 0.5 ? 'BUY' : 'SELL', size: r() < 0.2 ? '0' : String(Math.floor(r() * 5000)) }] };
+      batch.push({
+        message: { venue: 'exchange-a', received_at: new Date(ts + 3).toISOString(), worker_id: 1, ingest_seq: String(seq0 + BigInt(i + 1)), dedup_id: event.hash, event: event as ExchangeAMessage['event'] },
+        position: { partition: 0, offset: String(i) },
+      });
+    }
+    await repo.insert('exchange-a', batch, `bench-${market}-${asset}-${dayMs}-${start}`);
+  }
+}
+
