@@ -13,6 +13,7 @@ import { API_PREFIX } from './http/prefix.ts';
 import { keysRoutes } from './keys/keys.route.ts';
 import { lookupRoutes } from './lookup/lookup.route.ts';
 import { bookRoutes } from './market-data/book.route.ts';
+import { exportRoutes } from './market-data/export.route.ts';
 import { marketDataRoutes } from './market-data/market-data.route.ts';
 import { marketsRoutes } from './market-data/markets.route.ts';
 import { healthRoutes } from './monitoring/health.route.ts';
@@ -32,6 +33,7 @@ const FEATURES = [
   marketsRoutes,
   orderbookSummaryRoutes,
   bookRoutes,
+  exportRoutes,
   keysRoutes,
   lookupRoutes,
   subscriptionsRoutes,

@@ -1,6 +1,7 @@
 import {
   ApiKeysRepository,
   BookEventsRepository,
+  ExportRepository,
   CoverageRepository,
   MarketCatalogueRepository,
   MarketDataRepository,
@@ -63,6 +64,7 @@ export function buildServices(deps: ApiDeps): Composition {
     summaries: new SummaryReader({ summaries: summariesRepo, events: bookEvents, redis, queuePrefix: config.rollupQueuePrefix }),
     bookEvents,
     assetMarkets: summariesRepo,
+    exports: new ExportRepository(ch),
     lookup: new SlugLookupService({
       catalogue,
       log,

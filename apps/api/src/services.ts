@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
 import type {
   BookEventsRepository,
+  ExportRepository,
   ClickHouse,
   CoverageRepository,
   MarketCatalogueRepository,
@@ -64,7 +65,9 @@ export interface Services {
   /** One book's raw events from its last snapshot (the book at any instant). */
   bookEvents: BookEventsRepository;
   /** Exchange A: the condition id an outcome token was rolled up under. */
-  assetMarkets: { marketOfAsset(asset: string): Promise<string | null> };
+  assetMarkets: { marketOfAsset(asset: string): Promise<string | null>; assetsOf(market: string, from: string, to: string): Promise<string[]> };
+  /** Bulk exports written as Parquet by the engine. */
+  exports: ExportRepository;
   /** Exchange A slug → condition ids (catalogue, then the metadata API). */
   lookup: SlugLookupService;
   coverage: CoverageRepository;

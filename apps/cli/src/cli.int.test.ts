@@ -1,5 +1,6 @@
 import { spawnSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,7 +11,7 @@ import { RawEventsRepository, SummariesRepository, type ClickHouse } from '@book
 import { createSink } from '@booktape/ingestor';
 import { createRollupWorker } from '@booktape/rollup-worker';
 import { requireEnv, tempClickHouse, uniqueId, waitFor } from '@booktape/testkit';
-import { bearer, startTestApi } from '@booktape/api/testing';
+import { bMessage, bearer, startTestApi } from '@booktape/api/testing';
 
 const BIN = path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs');
 const dir = mkdtempSync(path.join(tmpdir(), 'booktape-cli-'));
@@ -307,6 +308,49 @@ describe('booktape replay edge cases', () => {
       await sink.stop();
       await worker.stop();
       await api.close();
+    }
+  });
+});
+
+describe('booktape export', () => {
+  it('downloads a bulk export from the running API into --out, and leaves no file when the API refuses', async () => {
+    const api = await startTestApi();
+    try {
+      const ticker = 'KXCLIEXPORT-1';
+      const day = Date.UTC(2026, 2, 5);
+      await api.filler.insert('exchange-b', Array.from({ length: 40 }, (_, i) => bMessage({ ticker, ms: day + i * 1000, seq: i + 1, kind: i === 0 ? 'snapshot' : 'delta' })));
+      const key = await api.newKey();
+      const address = await api.app.listen({ host: '127.0.0.1', port: 0 });
+      const out = path.join(dir, 'export.csv.gz');
+      const args = ['export', '--venue', 'b', '--market', ticker.toLowerCase(), '--from', '2026-03-05', '--to', '2026-03-05', '--out', out, '--api', address];
+      const ok = await runAsync(args, { BOOKTAPE_API_KEY: key });
+      expect(ok.status, ok.stderr).toBe(0);
+      expect(ok.stderr).toMatch(/wrote .*export\.csv\.gz .*1 days/);
+      const direct = await api.app.inject({ method: 'GET', url: `/api/v1/exchange-b/market/export?ticker=${ticker}&start_date=2026-03-05&end_date=2026-03-05`, headers: bearer(key) });
+      const csv = gunzipSync(readFileSync(out)).toString('utf8');
+      expect(csv).toBe(gunzipSync(direct.rawPayload).toString('utf8'));
+      expect(csv.split('\n').filter((l) => l !== '')).toHaveLength(1 + 3 + 39); // header, the snapshot's 2 yes and 1 no levels, 39 deltas
+      // A refused export (a wrong key) exits 1 and writes nothing.
+      const bad = path.join(dir, 'refused.csv.gz');
+      const refused = await runAsync([...args.slice(0, -4), '--out', bad, '--api', address], { BOOKTAPE_API_KEY: 'bt_live_nope' });
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toMatch(/refused the export \(401\)/);
+      expect(existsSync(bad) || existsSync(`${bad}.partial`)).toBe(false);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('checks its arguments before any request (exit 2)', () => {
+    for (const [args, message] of [
+      [['export', '--venue', 'c', '--market', 'X', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--venue must be a/],
+      [['export', '--venue', 'b', '--market', 'X', '--from', '2026-3-1', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--from must be a UTC date/],
+      [['export', '--venue', 'b', '--market', 'X', '--from', '2026-03-01', '--to', '2026-03-01', '--key', 'k'], /needs --out/],
+      [['export', '--venue', 'b', '--market', 'X', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--resolution', '60', '--key', 'k'], /--resolution is for --kind summary/],
+    ] as const) {
+      const r = run([...args], { BOOKTAPE_API_KEY: '' });
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(message);
     }
   });
 });

@@ -28,6 +28,10 @@ async function run(inv: Invocation): Promise<number> {
       const { runOutage } = await import('./commands/outage.ts');
       return runOutage(inv.options);
     }
+    case 'export': {
+      const { runExport } = await import('./commands/export.ts');
+      return runExport(inv.options);
+    }
     case 'ingest': {
       const { runIngest } = await import('@booktape/ingestor');
       return runIngest();

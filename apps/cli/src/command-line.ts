@@ -7,6 +7,7 @@ import type { SimulateOptions } from './commands/simulate.ts';
 import type { ReplayOptions } from './commands/replay.ts';
 import type { RollupOptions } from './commands/rollup.ts';
 import type { OutageCommand } from './commands/outage.ts';
+import type { ExportFlags, ExportOptions } from './commands/export.ts';
 
 /**
  * The command line, parsed by commander: it gives every command its own `--help` (exit 0),
@@ -22,6 +23,7 @@ export type Invocation =
   | { command: 'replay'; options: ReplayOptions }
   | { command: 'rollup'; options: RollupOptions }
   | { command: 'outage'; options: OutageCommand }
+  | { command: 'export'; options: ExportOptions }
   | { command: 'ingest' }
   | { command: 'migrate' }
   | { command: 'services'; args: string[] };
@@ -192,6 +194,35 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .action(async (id: string | undefined, o: OutageFlags) =>
       run({ command: 'outage', options: await outageCommand({ positionals: id === undefined ? ['remove'] : ['remove', id], ...o }) }),
     );
+
+  program
+    .command('export')
+    .summary('download one market\'s bulk export (raw or summaries, csv.gz or parquet) from the running API')
+    .description(
+      'Downloads GET /api/v1/{venue}/market/export into --out, with a progress bar: one market, up to 31 UTC days. ' +
+        'The key comes from --key or BOOKTAPE_API_KEY. Exit status: 0 done, 1 the API refused or the download broke off, 2 bad arguments.',
+    )
+    .option('--venue <a|b>', 'exchange-a (a) or exchange-b (b); required')
+    .option('--market <id>', 'condition id (a) or ticker (b); required')
+    .option('--from <YYYY-MM-DD>', 'first UTC date; required')
+    .option('--to <YYYY-MM-DD>', 'last UTC date, inclusive; required')
+    .option('--kind <raw|summary>', 'raw records (default) or summary buckets')
+    .option('--resolution <seconds>', 'summary bucket size, 1 to 3600 (default 60)')
+    .option('--asset <id>', 'exchange A summaries: one outcome token (default every token)')
+    .option('--format <csv|parquet>', 'csv (a .csv.gz file) or parquet; default from --out\'s name, else csv')
+    .option('--out <file>', 'where to write; required')
+    .option('--key <key>', 'API key (default BOOKTAPE_API_KEY)')
+    .option('--no-progress', 'no progress bar')
+    .addOption(api())
+    .action(async (o: ExportFlags) => {
+      const { parseExportOptions, ExportUsageError } = await import('./commands/export.ts');
+      try {
+        run({ command: 'export', options: parseExportOptions(o) });
+      } catch (e) {
+        if (e instanceof ExportUsageError) throw new UsageError(e.message);
+        throw e;
+      }
+    });
 
   program
     .command('ingest')

@@ -575,11 +575,18 @@ export const SUMMARY_CSV_COLUMNS: readonly string[] = [
   ...OHLC_SERIES.flatMap((s) => ['open', 'high', 'low', 'close'].map((p) => `${s}_${p}`)),
 ];
 
-/** The buckets as CSV, header first; every value is a decimal, an integer or true/false, so nothing needs quoting. */
-export function summaryBucketsCsvBytes(buckets: readonly ExactBucket[]): Buffer {
-  const w = new JsonBytes(SUMMARY_CSV_COLUMNS.length * 16 + buckets.length * 320);
-  w.put(SUMMARY_CSV_COLUMNS.join(','));
-  w.put('\n');
+/**
+ * The buckets as CSV, header first unless `header` is false; every value is a decimal, an
+ * integer or true/false, so nothing needs quoting. `lead`: columns written first on every
+ * row (an export's asset id), their values CSV-safe as given.
+ */
+export function summaryBucketsCsvBytes(buckets: readonly ExactBucket[], header = true, lead: { names: readonly string[]; values: readonly string[] } | null = null): Buffer {
+  const w = new JsonBytes(SUMMARY_CSV_COLUMNS.length * 16 + buckets.length * 340);
+  if (header) {
+    w.put([...(lead?.names ?? []), ...SUMMARY_CSV_COLUMNS].join(','));
+    w.put('\n');
+  }
+  const leadText = lead && lead.values.length > 0 ? `${lead.values.join(',')},` : '';
   const cell = (v: string | null) => {
     w.put(',');
     if (v !== null) w.put(v);
@@ -591,6 +598,7 @@ export function summaryBucketsCsvBytes(buckets: readonly ExactBucket[]): Buffer 
     cell(x && x.close);
   };
   for (const b of buckets) {
+    w.put(leadText);
     w.put(String(b.timestamp));
     cell(String(b.quote_count));
     cell(b.is_forward_filled ? 'true' : 'false');

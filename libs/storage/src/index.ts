@@ -5,6 +5,7 @@ export * from './raw-events.repository.ts';
 export * from './gaps.repository.ts';
 export * from './stream.ts';
 export * from './market-data.repository.ts';
+export * from './export.repository.ts';
 export * from './api-keys.repository.ts';
 export * from './market-catalogue.repository.ts';
 export * from './subscriptions.repository.ts';

@@ -4,6 +4,7 @@ import zlib from 'node:zlib';
 import { parse } from 'csv-parse/sync';
 import type { ExchangeBMessage, RawMessage } from '@booktape/domain';
 import { aMessage, bMessage, bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
+import { aCsv, bCsv } from './long-format.test-support.ts';
 
 /**
  * Answer formats, compression and HTTP caching (issue 12, items 1 and 2) against the real
@@ -73,45 +74,6 @@ async function walk(url: string): Promise<string[]> {
 
 const ndjsonRecords = (bodies: string[]) => bodies.flatMap((b) => b.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>));
 const csvRows = (bodies: string[]) => bodies.flatMap((b) => parse(b, { columns: true }) as Array<Record<string, string>>);
-
-// The long CSV format, restated from docs/api.md for the test: one row per level, the event's fields repeated.
-const s = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-function aCsv(r: any): Array<Record<string, string>> {
-  const levels: string[][] = [
-    ...(r.bids ?? []).map((l: any) => ['bid', l.price, l.size]),
-    ...(r.asks ?? []).map((l: any) => ['ask', l.price, l.size]),
-    ...(r.changes ?? []).map((c: any) => [c.side === 'BUY' ? 'bid' : 'ask', c.price, c.size]),
-  ];
-  return (levels.length ? levels : [['', '', '']]).map(([side, price, size]) => ({
-    timestamp: r.timestamp,
-    asset_id: r.asset_id,
-    event_type: r.event_type,
-    side: side!,
-    price: price!,
-    size: size!,
-    hash: r.hash,
-    received_at: r.received_at,
-  }));
-}
-function bCsv(r: any): Array<Record<string, string>> {
-  const row = (side: unknown, price: unknown, size: unknown, delta: unknown) => ({
-    timestamp: String(r.epoch_ms),
-    ticker: r.ticker,
-    type: r.type,
-    side: s(side),
-    price: s(price),
-    size: s(size),
-    delta: s(delta),
-    seq: s(r.seq),
-    sid: s(r.sid),
-    expected_seq: s(r.expected_seq),
-    received_at: r.received_at,
-    data: s(r.data),
-  });
-  if (r.type === 'delta') return [row(r.side, r.price, null, r.delta)];
-  const levels = [...(r.yes ?? []).map((l: string[]) => row('yes', l[0], l[1], null)), ...(r.no ?? []).map((l: string[]) => row('no', l[0], l[1], null))];
-  return levels.length ? levels : [row(null, null, null, null)];
-}
 
 describe('formats: every page walked by its Link header holds the reference records', () => {
   it('exchange A by date and by range, ndjson and csv, any page size', async () => {

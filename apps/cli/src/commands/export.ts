@@ -1,0 +1,156 @@
+import { createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import cliProgress from 'cli-progress';
+import { normaliseConditionId, normaliseTicker } from '@booktape/domain';
+import { apiBase } from './outage.ts';
+
+/**
+ * `booktape export`: one market's bulk export (GET /api/v1/{venue}/market/export) from the
+ * running API into a file, with a progress bar. The key comes from --key or BOOKTAPE_API_KEY.
+ * The file is written beside `--out` and renamed into place when complete, so a broken
+ * download never leaves a file that looks whole. Exit codes: 0 done, 1 refused or failed,
+ * 2 bad arguments (checked here before any request).
+ */
+
+export class ExportUsageError extends Error {}
+
+export interface ExportOptions {
+  api: string;
+  key: string;
+  venue: 'exchange-a' | 'exchange-b';
+  market: string;
+  from: string;
+  to: string;
+  kind: 'raw' | 'summary';
+  format: 'csv' | 'parquet';
+  resolution?: number;
+  asset?: string;
+  out: string;
+  progress: boolean;
+}
+
+export interface ExportFlags {
+  venue?: string;
+  market?: string;
+  from?: string;
+  to?: string;
+  kind?: string;
+  format?: string;
+  resolution?: string;
+  asset?: string;
+  out?: string;
+  api?: string;
+  key?: string;
+  progress?: boolean;
+}
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** Checks the flags of `export` (pure): what to ask for, or a usage error. */
+export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = process.env): ExportOptions {
+  const venue = f.venue === 'a' || f.venue === 'exchange-a' ? 'exchange-a' : f.venue === 'b' || f.venue === 'exchange-b' ? 'exchange-b' : null;
+  if (venue === null) throw new ExportUsageError(`--venue must be a (exchange-a) or b (exchange-b), got ${JSON.stringify(f.venue ?? '')}`);
+  const market = f.market === undefined ? null : venue === 'exchange-a' ? normaliseConditionId(f.market) : normaliseTicker(f.market);
+  if (!market) throw new ExportUsageError(`--market must be a ${venue === 'exchange-a' ? 'condition id (hex)' : 'ticker'}, got ${JSON.stringify(f.market ?? '')}`);
+  for (const [name, v] of [['--from', f.from], ['--to', f.to]] as const) {
+    if (v === undefined || !DATE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`))) throw new ExportUsageError(`${name} must be a UTC date YYYY-MM-DD, got ${JSON.stringify(v ?? '')}`);
+  }
+  const kind = f.kind ?? 'raw';
+  if (kind !== 'raw' && kind !== 'summary') throw new ExportUsageError(`--kind must be raw or summary, got ${JSON.stringify(kind)}`);
+  const format = f.format ?? (f.out?.endsWith('.parquet') ? 'parquet' : 'csv');
+  if (format !== 'csv' && format !== 'parquet') throw new ExportUsageError(`--format must be csv or parquet, got ${JSON.stringify(format)}`);
+  let resolution: number | undefined;
+  if (f.resolution !== undefined) {
+    resolution = Number(f.resolution);
+    if (!Number.isInteger(resolution) || resolution < 1 || resolution > 3600) throw new ExportUsageError(`--resolution must be seconds from 1 to 3600, got ${JSON.stringify(f.resolution)}`);
+    if (kind !== 'summary') throw new ExportUsageError('--resolution is for --kind summary');
+  }
+  if (f.asset !== undefined && (venue !== 'exchange-a' || kind !== 'summary')) throw new ExportUsageError('--asset is for exchange A summary exports');
+  if (f.out === undefined || f.out === '') throw new ExportUsageError('export needs --out FILE');
+  const key = f.key ?? env.BOOKTAPE_API_KEY;
+  if (!key) throw new ExportUsageError('export needs an API key: --key or BOOKTAPE_API_KEY');
+  let api: string;
+  try {
+    api = apiBase(f.api, env);
+  } catch (e) {
+    throw new ExportUsageError((e as Error).message);
+  }
+  return {
+    api,
+    key,
+    venue,
+    market,
+    from: f.from!,
+    to: f.to!,
+    kind,
+    format,
+    ...(resolution !== undefined ? { resolution } : {}),
+    ...(f.asset !== undefined ? { asset: f.asset } : {}),
+    out: f.out,
+    progress: f.progress ?? true,
+  };
+}
+
+export function exportUrl(o: ExportOptions): string {
+  const q = new URLSearchParams({ [o.venue === 'exchange-a' ? 'condition_id' : 'ticker']: o.market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
+  if (o.resolution !== undefined) q.set('resolution', String(o.resolution));
+  if (o.asset !== undefined) q.set('asset_id', o.asset);
+  return `${o.api}/api/v1/${o.venue}/market/export?${q}`;
+}
+
+const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
+
+export async function runExport(o: ExportOptions): Promise<number> {
+  const url = exportUrl(o);
+  let res: Response;
+  try {
+    // The file is compressed already: no content coding on top (and no decoding here).
+    res = await fetch(url, { headers: { authorization: `Bearer ${o.key}`, 'accept-encoding': 'identity' } });
+  } catch (e) {
+    process.stderr.write(`booktape: cannot reach the API at ${o.api} (${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}); is the service running (npm start)? Use --api URL otherwise.\n`);
+    return 1;
+  }
+  if (!res.ok || res.body === null) {
+    const text = await res.text();
+    let msg = text.slice(0, 200);
+    try {
+      msg = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? msg;
+    } catch {
+      // not JSON: the text as it is
+    }
+    process.stderr.write(`booktape: the API refused the export (${res.status}): ${msg}\n`);
+    return 1;
+  }
+  const expected = res.headers.get('content-type') === (o.format === 'csv' ? 'application/gzip' : 'application/vnd.apache.parquet');
+  if (!expected) {
+    await res.body.cancel();
+    process.stderr.write(`booktape: ${url} answered ${res.status} with ${res.headers.get('content-type')}, not an export; is --api the booktape API?\n`);
+    return 1;
+  }
+  const partial = `${o.out}.partial`;
+  const bar = o.progress && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'export {received} | {rate}/s | {duration_formatted}', stream: process.stderr, hideCursor: true }, cliProgress.Presets.shades_classic) : null;
+  let received = 0;
+  const started = Date.now();
+  bar?.start(1, 0, { received: mb(0), rate: mb(0) });
+  const count = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      received += chunk.length;
+      bar?.update(0, { received: mb(received), rate: mb((received * 1000) / Math.max(1, Date.now() - started)) });
+      done(null, chunk);
+    },
+  });
+  try {
+    await pipeline(Readable.fromWeb(res.body as never), count, createWriteStream(partial));
+    await rename(partial, o.out);
+  } catch (e) {
+    bar?.stop();
+    await rm(partial, { force: true });
+    process.stderr.write(`booktape: the export broke off after ${mb(received)}: ${(e as Error).message}\n`);
+    return 1;
+  }
+  bar?.stop();
+  process.stderr.write(`booktape: wrote ${o.out} (${mb(received)}, ${res.headers.get('x-export-days') ?? '?'} days)\n`);
+  return 0;
+}

@@ -1,0 +1,107 @@
+import { createReadStream } from 'node:fs';
+import { unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Venue } from '@booktape/domain';
+import type { ClickHouse } from './clickhouse.ts';
+import { RAW_TABLE } from './raw-events.repository.ts';
+
+/**
+ * Bulk exports as Parquet, written by the engine's own Parquet output with typed columns
+ * (docs/api.md, "Bulk export"). Raw records come in the long format of the CSV pages, one
+ * row per price level change; prices, sizes and deltas are Float64 (null where the row has
+ * none), times Int64 Unix ms.
+ *
+ * The embedded engine writes the file itself (`INTO OUTFILE` into a temp file: its streamed
+ * Parquet output is one file per chunk, not one file), which is then streamed and removed;
+ * a server streams it over HTTP.
+ */
+
+const A_LEVELS = `arrayConcat(
+    arrayMap(x -> ('bid', JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(payload, 'bids')),
+    arrayMap(x -> ('ask', JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(payload, 'asks')),
+    arrayMap(x -> (multiIf(JSONExtractString(x, 'side') = 'BUY', 'bid', JSONExtractString(x, 'side') = 'SELL', 'ask', JSONExtractString(x, 'side')), JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(payload, 'changes')))`;
+
+const B_LEVELS = `if(record_type = 'delta',
+    [(JSONExtractString(payload, 'side'), JSONExtractString(payload, 'price'), '', JSONExtractString(payload, 'delta'))],
+    arrayConcat(
+      arrayMap(x -> ('yes', JSONExtractString(x, 1), JSONExtractString(x, 2), ''), JSONExtractArrayRaw(payload, 'yes')),
+      arrayMap(x -> ('no', JSONExtractString(x, 1), JSONExtractString(x, 2), ''), JSONExtractArrayRaw(payload, 'no'))))`;
+
+const num = (e: string) => `toFloat64OrNull(${e})`;
+
+function rawSql(ch: ClickHouse, venue: Venue): string {
+  const where = `WHERE ${venue === 'exchange-a' ? 'market' : 'ticker'} = {market:String} AND event_date >= {from:Date} AND event_date <= {to:Date}`;
+  if (venue === 'exchange-a') {
+    return `SELECT toUnixTimestamp64Milli(event_ts) AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, hash,
+        toUnixTimestamp64Milli(received_at) AS received_at
+      FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, hash, received_at, ${A_LEVELS} AS l0,
+              if(empty(l0), [('', '', '')], l0) AS levels
+            FROM ${ch.table(RAW_TABLE['exchange-a'])} FINAL ${where})
+      ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
+      ORDER BY event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, li`;
+  }
+  return `SELECT toUnixTimestamp64Milli(event_ts) AS timestamp, ticker, record_type AS type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, ${num('lv.4')} AS delta,
+      JSONExtract(payload, 'seq', 'Nullable(Int64)') AS seq, JSONExtract(payload, 'sid', 'Nullable(Int64)') AS sid,
+      JSONExtract(payload, 'expected_seq', 'Nullable(Int64)') AS expected_seq, toUnixTimestamp64Milli(received_at) AS received_at,
+      if(JSONHas(payload, 'data'), JSONExtractRaw(payload, 'data'), '') AS data
+    FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, ticker, record_type, received_at, payload, ${B_LEVELS} AS l0,
+            if(empty(l0), [('', '', '', '')], l0) AS levels
+          FROM ${ch.table(RAW_TABLE['exchange-b'])} FINAL ${where})
+    ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
+    ORDER BY event_date, event_ts, ingest_seq, dedup_id, type, li`;
+}
+
+export class ExportRepository {
+  constructor(private readonly ch: ClickHouse) {}
+
+  /** One market's raw records of UTC dates `from`…`to` as a Parquet file, streamed. */
+  rawParquet(venue: Venue, market: string, from: string, to: string): Promise<Readable> {
+    return this.parquet(rawSql(this.ch, venue), { market, from, to });
+  }
+
+  /**
+   * Rows (JSON objects of `columns`, in order, typed by `types`) as a Parquet file: they are
+   * written to a temporary table in batches, so the engine makes the file, then dropped.
+   */
+  async rowsParquet(columns: ReadonlyArray<{ name: string; type: string }>, batches: AsyncIterable<Record<string, unknown>[]>): Promise<Readable> {
+    const table = this.ch.table(`export_tmp_${randomBytes(6).toString('hex')}`);
+    await this.ch.client.command({ query: `CREATE TABLE ${table} (${columns.map((c) => `${c.name} ${c.type}`).join(', ')}, _n UInt64) ENGINE = MergeTree ORDER BY _n` });
+    const drop = () => this.ch.client.command({ query: `DROP TABLE IF EXISTS ${table}` }).then(() => undefined);
+    try {
+      let n = 0;
+      for await (const rows of batches) {
+        if (rows.length === 0) continue;
+        await this.ch.client.insert({ table, values: rows.map((r) => ({ ...r, _n: n++ })), format: 'JSONEachRow' });
+      }
+      const out = await this.parquet(`SELECT ${columns.map((c) => c.name).join(', ')} FROM ${table} ORDER BY _n`, {});
+      out.once('close', () => void drop().catch(() => undefined));
+      return out;
+    } catch (e) {
+      await drop().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async parquet(select: string, params: Record<string, unknown>): Promise<Readable> {
+    // Snappy: the codec every Parquet reader has (pandas, polars, DuckDB, Spark, and the
+    // small JavaScript readers without optional codecs).
+    const sql = `${select} SETTINGS output_format_parquet_compression_method = 'snappy'`;
+    if (this.ch.mode === 'server') {
+      const rs = await this.ch.client.query({ query: sql, query_params: params, format: 'Parquet' as never });
+      return rs.stream() as unknown as Readable;
+    }
+    const file = path.join(tmpdir(), `booktape-export-${process.pid}-${randomBytes(8).toString('hex')}.parquet`);
+    try {
+      await this.ch.client.command({ query: `${select} INTO OUTFILE '${file}' FORMAT Parquet SETTINGS output_format_parquet_compression_method = 'snappy'`, query_params: params });
+    } catch (e) {
+      await unlink(file).catch(() => undefined);
+      throw e;
+    }
+    const stream = createReadStream(file);
+    stream.once('close', () => void unlink(file).catch(() => undefined));
+    return stream;
+  }
+}
