@@ -1,5 +1,5 @@
 /**
- * Dense exchange A asset-days for the benchmarks (summaries-run.ts, book-run.ts), written the
+ * Dense exchange A asset-days for the benchmarks (summaries-run.ts, data-out.bench.ts), written the
  * way the sink writes them.
  */
 import type { ExchangeAMessage } from '@booktape/domain';

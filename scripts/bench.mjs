@@ -26,7 +26,7 @@ const BENCHES = {
   // Benchmarks that span apps live in benchmarks/, the others beside their package.
   summaries: 'benchmarks/summaries.bench.ts',
   lag: 'benchmarks/lag.bench.ts',
-  book: 'benchmarks/book.bench.ts',
+  'data-out': 'benchmarks/data-out.bench.ts',
 };
 // A group name runs several benchmarks, in order. ingest: issue 10's figures, replay end to
 // end, then live capture from the simulator.

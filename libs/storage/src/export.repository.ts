@@ -54,6 +54,14 @@ function rawSql(ch: ClickHouse, venue: Venue): string {
     ORDER BY event_date, event_ts, ingest_seq, dedup_id, type, li`;
 }
 
+/**
+ * Snappy: the codec every Parquet reader has (pandas, polars, DuckDB, Spark, and the small
+ * JavaScript readers without optional codecs). Row groups of 100,000 rows: the writer holds
+ * one whole row group in memory (the default, 1,000,000 rows, held a day's export at once);
+ * one thread, since a market's ordered read is one stream anyway.
+ */
+const PARQUET_SETTINGS = "output_format_parquet_compression_method = 'snappy', output_format_parquet_row_group_size = 100000, max_threads = 1";
+
 export class ExportRepository {
   constructor(private readonly ch: ClickHouse) {}
 
@@ -86,16 +94,14 @@ export class ExportRepository {
   }
 
   private async parquet(select: string, params: Record<string, unknown>): Promise<Readable> {
-    // Snappy: the codec every Parquet reader has (pandas, polars, DuckDB, Spark, and the
-    // small JavaScript readers without optional codecs).
-    const sql = `${select} SETTINGS output_format_parquet_compression_method = 'snappy'`;
+    const sql = `${select} SETTINGS ${PARQUET_SETTINGS}`;
     if (this.ch.mode === 'server') {
       const rs = await this.ch.client.query({ query: sql, query_params: params, format: 'Parquet' as never });
       return rs.stream() as unknown as Readable;
     }
     const file = path.join(tmpdir(), `booktape-export-${process.pid}-${randomBytes(8).toString('hex')}.parquet`);
     try {
-      await this.ch.client.command({ query: `${select} INTO OUTFILE '${file}' FORMAT Parquet SETTINGS output_format_parquet_compression_method = 'snappy'`, query_params: params });
+      await this.ch.client.command({ query: `${select} INTO OUTFILE '${file}' FORMAT Parquet SETTINGS ${PARQUET_SETTINGS}`, query_params: params });
     } catch (e) {
       await unlink(file).catch(() => undefined);
       throw e;

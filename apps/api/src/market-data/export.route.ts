@@ -14,6 +14,8 @@ import { dataFloor, VENUES, marketOf, venueName } from './venues.ts';
 /** Longest export, in UTC days (inclusive). */
 export const EXPORT_MAX_DAYS = 31;
 const DAY_MS = 86_400_000;
+/** Raw rows are turned into CSV this many input bytes at a time (bounds an export's memory). */
+const CSV_SLICE_BYTES = 128 * 1024;
 
 const kinds = ['raw', 'summary'] as const;
 const formats = ['csv', 'parquet'] as const;
@@ -126,8 +128,13 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
             try {
               yield Buffer.from(RawRowsToCsv.header(v.venue), 'utf8');
               for (let r = rows.first; !r.done; r = await rows.it.next()) {
-                const out = conv.push(r.value);
-                if (out.length > 0) yield out;
+                // In slices: a store chunk of several MB would otherwise become several MB of
+                // row strings and one output buffer at once, held until gzip has taken it all.
+                const chunk = r.value;
+                for (let off = 0; off < chunk.length; off += CSV_SLICE_BYTES) {
+                  const out = conv.push(chunk.subarray(off, Math.min(chunk.length, off + CSV_SLICE_BYTES)));
+                  if (out.length > 0) yield out;
+                }
               }
               conv.end();
             } finally {

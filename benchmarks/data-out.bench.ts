@@ -1,5 +1,5 @@
 /**
- * Book-at-any-instant benchmark (issue 12; a script, not a timed test): `npm run bench -- book`.
+ * Data-out benchmark (issue 12; a script, not a timed test): `npm run bench -- data-out`.
  *
  * Two 1,000,000-record days in an embedded ClickHouse in a temp dir, written as the sink
  * writes them:
@@ -11,6 +11,10 @@
  * BENCH_REQUESTS (default 40) random instants each: p50 / p95 of GET …/market/book at depth
  * 10, and of GET …/market/book-snapshots for a whole day at interval 60 (1,440 snapshots).
  * Target (issue 12): p50 <= 20 ms for any instant of a 1,000,000-event day.
+ * Then the memory of streaming: the exchange B day exported whole (1,000,000 CSV rows, and as
+ * Parquet) over a real socket to a client that discards it, and a 100,000-record NDJSON page:
+ * the process's peak RSS above its RSS before each (target: a 1,000,000-row export adds
+ * <= 64 MB).
  * The last line printed is the JSON summary.
  *
  *   BENCH_EVENTS=200000   a quicker run
@@ -28,6 +32,8 @@ import { intEnv } from './bench-env.ts';
 import { fillDay, rng } from './fill-day.ts';
 
 const EVENTS = intEnv('BENCH_EVENTS', 1_000_000, 5000);
+/** BENCH_PARTS: `book`, `memory` or both (default). */
+const PARTS = new Set((process.env.BENCH_PARTS || 'book,memory').split(','));
 const REQUESTS = intEnv('BENCH_REQUESTS', 40, 1);
 const MARKET = `0x${'7b'.repeat(32)}`;
 const ASSET = '5550002';
@@ -67,7 +73,7 @@ async function main(): Promise<void> {
     await fillDay(repo, MARKET, ASSET, DAY, EVENTS, 5, 0);
     await fillTicker(repo, EVENTS);
     for (const t of ['raw_exchange_a', 'raw_exchange_b']) await ch.client.command({ query: `OPTIMIZE TABLE ${ch.table(t)} FINAL` });
-    process.stderr.write(`[book] stored 2 x ${EVENTS} records in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    process.stderr.write(`[data-out] stored 2 x ${EVENTS} records in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 
     const app = await createApp({ ch, log: silentLogger(), redis, config });
     const res = await app.inject({ method: 'POST', url: '/api/v1/keys?name=bench&user_id=bench' });
@@ -84,10 +90,10 @@ async function main(): Promise<void> {
       }
       times.sort((a, b) => a - b);
       const fig = { p50: +quantile(times, 0.5).toFixed(1), p95: +quantile(times, 0.95).toFixed(1) };
-      process.stderr.write(`[book] ${name}: p50 ${fig.p50} ms, p95 ${fig.p95} ms (${n} requests)\n`);
+      process.stderr.write(`[data-out] ${name}: p50 ${fig.p50} ms, p95 ${fig.p95} ms (${n} requests)\n`);
       return fig;
     };
-    const figures = {
+    const figures = !PARTS.has('book') ? {} : {
       a_book_depth10: await measure('exchange A book, depth 10 (a snapshot every 5,000 events)', (at) => `/api/v1/exchange-a/market/book?asset_id=${ASSET}&condition_id=${MARKET}&timestamp=${at}`, REQUESTS),
       b_book_depth10: await measure('exchange B book, depth 10 (one snapshot at 00:00)', (at) => `/api/v1/exchange-b/market/book?ticker=${TICKER}&timestamp=${at}`, REQUESTS),
       a_snapshots_day_60s: await measure(
@@ -101,8 +107,30 @@ async function main(): Promise<void> {
         Math.min(REQUESTS, 5),
       ),
     };
+    // Streaming memory, over a real socket: the client counts bytes and drops them.
+    const address = await app.listen({ host: '127.0.0.1', port: 0 });
+    const memory = async (name: string, url: string) => {
+      (globalThis as { gc?: () => void }).gc?.();
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10);
+      const s = performance.now();
+      const out = await fetch(`${address}${url}`, { headers: { ...headers, 'accept-encoding': 'identity' } });
+      let bytes = 0;
+      for await (const chunk of out.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.byteLength;
+      clearInterval(sampler);
+      if (out.status !== 200) throw new Error(`${name}: ${out.status}`);
+      const fig = { added_rss_mb: +((peak - before) / 1e6).toFixed(1), mb: +(bytes / 1e6).toFixed(1), seconds: +((performance.now() - s) / 1000).toFixed(1) };
+      process.stderr.write(`[data-out] ${name}: ${fig.mb} MB in ${fig.seconds} s, peak RSS +${fig.added_rss_mb} MB\n`);
+      return fig;
+    };
+    const exportsFig = !PARTS.has('memory') ? {} : {
+      b_raw_csv_gz: await memory('exchange B day export, csv.gz', `/api/v1/exchange-b/market/export?ticker=${TICKER}&start_date=2026-03-02&end_date=2026-03-02`),
+      b_raw_parquet: await memory('exchange B day export, parquet', `/api/v1/exchange-b/market/export?ticker=${TICKER}&start_date=2026-03-02&end_date=2026-03-02&format=parquet`),
+      b_page_ndjson_100k: await memory('exchange B 100,000-record NDJSON page', `/api/v1/exchange-b/market/data?ticker=${TICKER}&date=2026-03-02&limit=100000&format=ndjson`),
+    };
     await app.close();
-    console.log(JSON.stringify({ events_per_day: EVENTS, ...figures, target_p50_ms: 20, cpus: cpus().length, load: loadavg()[0] }));
+    console.log(JSON.stringify({ events_per_day: EVENTS, ...figures, target_p50_ms: 20, memory: exportsFig, target_added_rss_mb: 64, cpus: cpus().length, load: loadavg()[0] }));
   } finally {
     await deleteRedisPrefix(redis, config.redisKeyPrefix).catch(() => undefined);
     redis.disconnect();
