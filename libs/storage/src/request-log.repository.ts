@@ -26,6 +26,8 @@ export interface RequestLogRow {
   billable: 0 | 1;
   latency_ms: number;
   bytes: number;
+  /** Quota units the request counts as when it succeeded: 1, or the days of a bulk export (default 1). */
+  units?: number;
 }
 
 /** Inclusive status range; null = every status. */
@@ -130,9 +132,9 @@ export class RequestLogRepository {
    */
   async insert(rows: readonly RequestLogRow[], token: string): Promise<void> {
     if (rows.length === 0) return;
-    const lines = rows.map((r) => JSON.stringify({ ...r, ts: chTime(r.ts) })).join('\n') + '\n';
+    const lines = rows.map((r) => JSON.stringify({ ...r, ts: chTime(r.ts), units: r.units ?? 1 })).join('\n') + '\n';
     const result = await this.ch.client.exec({
-      query: `INSERT INTO ${this.table} (ts, request_id, user_id, key_id, plan, endpoint, venue, market, params, status, billable, latency_ms, bytes)
+      query: `INSERT INTO ${this.table} (ts, request_id, user_id, key_id, plan, endpoint, venue, market, params, status, billable, latency_ms, bytes, units)
         SETTINGS insert_deduplication_token = ${sqlString(token)}, async_insert = 0
         FORMAT JSONEachRow`,
       values: Readable.from([lines]),
@@ -141,16 +143,17 @@ export class RequestLogRepository {
   }
 
   /**
-   * Successful billable requests of a user from `fromMs` on, counted by request id, and
-   * how many of `ids` are among them (so a caller adding requests it still holds in
-   * memory counts none twice).
+   * Successful billable requests of a user from `fromMs` on, in quota units (a request
+   * counted once by its id, as its `units`), and the units of those of `ids` among them (so
+   * a caller adding requests it still holds in memory counts none twice).
    */
   async countBillable(userId: string, fromMs: number, ids: readonly string[]): Promise<{ stored: number; overlap: number }> {
     const [r] = await queryRows<{ stored: Num; overlap: Num }>(
       this.ch,
-      `SELECT uniqExact(request_id) AS stored, uniqExactIf(request_id, has({ids:Array(String)}, request_id)) AS overlap
-       FROM ${this.table}
-       WHERE user_id = {user:String} AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND billable = 1 AND ${SUCCESS}`,
+      `SELECT sum(u) AS stored, sumIf(u, has({ids:Array(String)}, request_id)) AS overlap
+       FROM (SELECT request_id, any(units) AS u FROM ${this.table}
+             WHERE user_id = {user:String} AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND billable = 1 AND ${SUCCESS}
+             GROUP BY request_id)`,
       { user: userId, from: fromMs, ids },
     );
     return { stored: Number(r?.stored ?? 0), overlap: Number(r?.overlap ?? 0) };

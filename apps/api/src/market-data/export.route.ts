@@ -30,6 +30,12 @@ const dates = (from: string, to: string): string[] => {
   return out;
 };
 
+/** The UTC days an export covers, as the quota counts them: 1 to EXPORT_MAX_DAYS. */
+export function exportDays(q: { start_date: string; end_date: string }): number {
+  const days = Math.round((Date.parse(`${q.end_date}T00:00:00Z`) - Date.parse(`${q.start_date}T00:00:00Z`)) / DAY_MS) + 1;
+  return Number.isFinite(days) ? Math.min(EXPORT_MAX_DAYS, Math.max(1, days)) : 1;
+}
+
 /** A summary bucket as a Parquet row (numbers as Float64; docs/api.md). */
 function bucketRow(lead: Record<string, string>, b: ExactBucket): Record<string, unknown> {
   const n = (v: string | null) => (v === null ? null : Number(v));
@@ -72,6 +78,8 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
           response: { 200: z.string().describe('The file (application/gzip or application/vnd.apache.parquet).'), ...errors },
         },
         onRequest: requireKey,
+        // An export counts as the days it covers (at least 1, at most the 31 it may cover).
+        config: { quotaUnits: (query: unknown) => exportDays(query as { start_date: string; end_date: string }) },
       },
       async (req, reply) => {
         const qs = req.query as { start_date: string; end_date: string; kind?: 'raw' | 'summary'; resolution?: number; format?: 'csv' | 'parquet'; asset_id?: string };

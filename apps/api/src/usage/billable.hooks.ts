@@ -31,6 +31,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** false: the route needs a key (requireKey) but is not billed. */
     billable?: boolean;
+    /** Quota units a request of the route counts as, from its validated query (default 1): a bulk export's days. */
+    quotaUnits?: (query: unknown) => number;
   }
 }
 
@@ -103,6 +105,8 @@ interface TrackState {
   requestId: string;
   /** The plan in force, once the reservation looked it up ('' before). */
   plan: Plan | '';
+  /** Quota units of the request (route config quotaUnits, default 1). */
+  units: number;
   result: ReserveResult | null;
   /** The response closed (the row is written): a reservation arriving later is given back at once. */
   closed: boolean;
@@ -118,7 +122,7 @@ export function billableRoutes(deps: BillableDeps) {
     if (!key) return; // requireKey refused the request already
     const ts = Date.now();
     const requestId = randomUUID();
-    const state: TrackState = { requestId, plan: '', result: null, closed: false };
+    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false };
     states.set(req, state);
     const body = countBodyBytes(reply);
     reply.raw.once('close', () => {
@@ -144,6 +148,7 @@ export function billableRoutes(deps: BillableDeps) {
         billable: 1,
         latency_ms: Math.round(reply.elapsedTime * 100) / 100,
         bytes: body.bytes,
+        units: state.units,
       });
       if (reserved) deps.quota.settle(reserved, ok);
     });
@@ -160,7 +165,9 @@ export function billableRoutes(deps: BillableDeps) {
     const plan = await deps.subscriptions.planOf(key.user_id);
     state.plan = plan;
     // Same id as the log row: a counter rebuild matches open reservations to stored rows by it.
-    state.result = await deps.quota.reserve(key.user_id, plan, state.requestId);
+    const units = req.routeOptions.config.quotaUnits?.(req.query) ?? 1;
+    state.units = Number.isInteger(units) && units >= 1 ? units : 1;
+    state.result = await deps.quota.reserve(key.user_id, plan, state.requestId, state.units);
     if (state.closed) {
       // The client went away while the reservation was being made: not served, not billed.
       if (state.result.ok) deps.quota.settle(state.result.reservation, false);

@@ -297,3 +297,36 @@ describe('a Redis restart does not reset usage', () => {
     expect((await usage(b, user)).calls_this_period).toBe(Q);
   });
 });
+
+describe('bulk exports count by the days they cover', () => {
+  it('a 3-day export is 3 units; one that does not fit is refused whole; failures give their units back; a rebuild sums units', async () => {
+    const Q = 10;
+    const user = 'export-user';
+    const app = await appWith(plans({ monthly: Q }), { requestLogFlushMs: 50 });
+    const key = await keyOn(app, user);
+    const exportOf = (from: string, to: string) => app.inject({ url: `/api/v1/exchange-b/market/export?ticker=KX-EXP&start_date=${from}&end_date=${to}`, headers: bearer(key) });
+    expect((await exportOf('2026-03-01', '2026-03-03')).statusCode).toBe(200);
+    expect((await usage(app, user)).calls_this_period).toBe(3);
+    // 3 + 8 > 10: refused whole, nothing counted.
+    const refused = await exportOf('2026-03-01', '2026-03-08');
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().quota).toMatchObject({ limit: 'monthly', used: 3, allowed: Q });
+    // A 32-day export reserves at most 31, which does not fit either.
+    expect((await exportOf('2026-03-01', '2026-04-01')).statusCode).toBe(429);
+    expect((await exportOf('2026-03-05', '2026-03-01')).statusCode).toBe(400); // reversed: 1 unit reserved, given back with the 400
+    expect((await usage(app, user)).calls_this_period).toBe(3);
+    expect((await exportOf('2026-03-01', '2026-03-06')).statusCode).toBe(200);
+    expect((await app.inject({ url: LIST, headers: bearer(key) })).statusCode).toBe(200);
+    expect((await usage(app, user)).calls_this_period).toBe(10);
+    // Redis loses the counter: rebuilt from the log, as units, it is 10 again and nothing more fits.
+    await waitFor('the log rows stored', async () => {
+      const rs = await t.ch.client.query({ query: `SELECT sum(units) AS u FROM ${t.ch.table('request_log')} WHERE user_id = '${user}' AND status = 200`, format: 'JSONEachRow' });
+      return Number((await rs.json<{ u: string }>())[0]?.u ?? 0) === Q;
+    }, 10_000);
+    const keys = await t.redis.keys(`*quota:{${user}}:m:*`);
+    expect(keys.length).toBe(1);
+    await t.redis.del(...keys);
+    expect((await usage(app, user)).calls_this_period).toBe(Q);
+    expect((await exportOf('2026-03-01', '2026-03-01')).statusCode).toBe(429);
+  });
+});

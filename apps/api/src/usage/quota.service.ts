@@ -42,18 +42,19 @@ local sec = t[1]
 local used = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
 local monthly = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-if monthly > 0 and used >= monthly then return {1, used} end
+local units = tonumber(ARGV[3])
+if monthly > 0 and used + units > monthly then return {1, used} end
 local n = 0
 if redis.call('HGET', KEYS[2], 's') == sec then n = tonumber(redis.call('HGET', KEYS[2], 'n') or '0') end
 if burst > 0 and n >= burst then return {2, n, tonumber(sec)} end
-redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HINCRBY', KEYS[1], 'n', units)
 redis.call('HSET', KEYS[2], 's', sec, 'n', n + 1)
 redis.call('EXPIRE', KEYS[2], 2)
-return {0, used + 1, redis.call('HGET', KEYS[1], 'g') or ''}
+return {0, used + units, redis.call('HGET', KEYS[1], 'g') or ''}
 `;
 
 const RELEASE = `
-if redis.call('HGET', KEYS[1], 'g') == ARGV[1] then return redis.call('HINCRBY', KEYS[1], 'n', -1) end
+if redis.call('HGET', KEYS[1], 'g') == ARGV[1] then return redis.call('HINCRBY', KEYS[1], 'n', -tonumber(ARGV[2])) end
 return -1
 `;
 
@@ -94,6 +95,8 @@ export interface Reservation {
   period: Period;
   /** The counter generation the reservation was counted in. */
   gen: string;
+  /** What it counts: 1 for a call, the days covered for a bulk export. */
+  units: number;
   state: 'open' | 'succeeded' | 'failed';
 }
 
@@ -101,8 +104,8 @@ export type ReserveResult = { ok: true; reservation: Reservation; used: number }
 
 /** What this process knows that the request log in ClickHouse may not show yet. */
 export interface PendingRequests {
-  /** Ids of successful billable requests of `userId` from `fromMs` on, not yet acknowledged by ClickHouse. */
-  pendingSuccessIds(userId: string, fromMs: number): string[];
+  /** Successful billable requests of `userId` from `fromMs` on, not yet acknowledged by ClickHouse: id → units. */
+  pendingSuccess(userId: string, fromMs: number): Map<string, number>;
 }
 
 export interface QuotaServiceDeps {
@@ -145,13 +148,16 @@ export class QuotaService {
     return `${userId}\u0000${period.id}`;
   }
 
-  /** Reserves one request of `userId` on `plan`, or says which limit refuses it. */
-  async reserve(userId: string, plan: Plan, requestId: string, now = Date.now()): Promise<ReserveResult> {
+  /**
+   * Reserves one request of `userId` on `plan` worth `units` of the monthly quota (the burst
+   * window counts it once), or says which limit refuses it.
+   */
+  async reserve(userId: string, plan: Plan, requestId: string, units = 1, now = Date.now()): Promise<ReserveResult> {
     const period = periodOf(now);
     const limit = this.deps.limits[plan];
     const keys = [this.monthlyKey(userId, period), this.burstKey(userId)];
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = (await this.redisCall((redis) => reserveScript.run(redis, keys, [limit.monthly ?? 0, limit.perSecond ?? 0]))) as [number, number?, (number | string)?];
+      const r = (await this.redisCall((redis) => reserveScript.run(redis, keys, [limit.monthly ?? 0, limit.perSecond ?? 0, units]))) as [number, number?, (number | string)?];
       const kind = Number(r[0]);
       if (kind === -1) {
         await this.ensureCounter(userId, period);
@@ -171,7 +177,7 @@ export class QuotaService {
           exceeded: { limit: 'per_second', plan, allowed: limit.perSecond!, used: Number(r[1]), window: new Date(sec * 1000).toISOString(), resetsAtMs: (sec + 1) * 1000, retryAfterS: 1 },
         };
       }
-      const reservation: Reservation = { requestId, userId, period, gen: String(r[2] ?? ''), state: 'open' };
+      const reservation: Reservation = { requestId, userId, period, gen: String(r[2] ?? ''), units, state: 'open' };
       const k = this.openKey(userId, period);
       let set = this.open.get(k);
       if (!set) this.open.set(k, (set = new Set()));
@@ -197,7 +203,7 @@ export class QuotaService {
   }
 
   private giveBack(res: Reservation, gen: string): void {
-    this.redisCall((redis) => releaseScript.run(redis, [this.monthlyKey(res.userId, res.period)], [gen])).catch((err: unknown) =>
+    this.redisCall((redis) => releaseScript.run(redis, [this.monthlyKey(res.userId, res.period)], [gen, res.units])).catch((err: unknown) =>
       // The request was refused or failed anyway; the count stays one too high until the month ends.
       this.deps.log.warn({ err, user: res.userId }, 'giving back a quota reservation failed'),
     );
@@ -231,11 +237,13 @@ export class QuotaService {
     // requests still being handled. A request moves from the second to the first in one
     // tick, so it is seen exactly once; ids the log already has are subtracted below.
     const openNow = [...(this.open.get(this.openKey(userId, period)) ?? [])];
-    const ids = new Set(this.deps.pending.pendingSuccessIds(userId, period.startMs));
-    for (const r of openNow) ids.add(r.requestId);
-    const idList = [...ids];
+    const held = this.deps.pending.pendingSuccess(userId, period.startMs);
+    for (const r of openNow) held.set(r.requestId, r.units);
+    const idList = [...held.keys()];
     const { stored, overlap } = await guard('ClickHouse', () => this.deps.repo.countBillable(userId, period.startMs, idList));
-    const count = stored + idList.length - overlap;
+    let heldUnits = 0;
+    for (const u of held.values()) heldUnits += u;
+    const count = stored + heldUnits - overlap;
     const gen = randomBytes(8).toString('hex');
     const won = await this.redisCall((r) => rebuildScript.run(r, [this.monthlyKey(userId, period)], [count, gen, period.endMs + KEEP_AFTER_PERIOD_MS]));
     if (Number(won) !== 1) return; // someone else rebuilt it first: theirs stands

@@ -102,7 +102,7 @@ describe('request log writer', () => {
     expect(w.pending).toBeLessThanOrEqual(20);
   });
 
-  it('pendingSuccessIds: successful billable rows of the user in the period, queued or being written', async () => {
+  it('pendingSuccess: successful billable rows of the user in the period, queued or being written, with their units', async () => {
     const sink = new FakeSink();
     let release!: () => void;
     const slow = { insert: (rows: readonly RequestLogRow[], token: string) => new Promise<void>((r) => (release = () => r(void sink.insert(rows, token)))) };
@@ -113,14 +113,14 @@ describe('request log writer', () => {
     w.add(row(2, { user_id: 'other' }));
     w.add(row(3, { ts: 10 }));
     w.add(row(4, { billable: 0 }));
-    w.add(row(5, { status: 204 }));
-    expect(w.pendingSuccessIds('u', 100).sort()).toEqual(['r0', 'r5']);
+    w.add(row(5, { status: 204, units: 7 }));
+    expect([...w.pendingSuccess('u', 100)].sort()).toEqual([['r0', 1], ['r5', 7]]);
     release();
     await new Promise((r) => setTimeout(r, 0));
     release();
     await new Promise((r) => setTimeout(r, 0));
     release();
     await f;
-    expect(w.pendingSuccessIds('u', 100)).toEqual([]);
+    expect([...w.pendingSuccess('u', 100)]).toEqual([]);
   });
 });

@@ -75,10 +75,10 @@ export class RequestLogWriter implements PendingRequests {
     if (this.queue.length >= this.batchRows && !this.flushing) this.flushInBackground();
   }
 
-  pendingSuccessIds(userId: string, fromMs: number): string[] {
-    const out: string[] = [];
+  pendingSuccess(userId: string, fromMs: number): Map<string, number> {
+    const out = new Map<string, number>();
     const scan = (rows: readonly RequestLogRow[]) => {
-      for (const r of rows) if (r.user_id === userId && r.billable === 1 && r.status >= 200 && r.status < 300 && r.ts >= fromMs) out.push(r.request_id);
+      for (const r of rows) if (r.user_id === userId && r.billable === 1 && r.status >= 200 && r.status < 300 && r.ts >= fromMs) out.set(r.request_id, r.units ?? 1);
     };
     if (this.batch) scan(this.batch.rows);
     scan(this.queue);
