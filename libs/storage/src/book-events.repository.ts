@@ -1,5 +1,23 @@
 import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
+import { RAW_TABLE } from './raw-events.repository.ts';
+import { streamLines, streamQuery } from './stream.ts';
+
+type BookRecordOf = ExchangeAEvent | ExchangeBRecord;
+
+/**
+ * The records that decide a book over a span, streamed (a book far from its last snapshot
+ * has millions): `anchorMs` is the time of the last snapshot they start from (null: none, the
+ * book is unknown until one comes); `records` yields them in serving order; `count` is how
+ * many there are (asked only when `counted`); `close` gives the store session back (also
+ * when not read to the end).
+ */
+export interface BookHistory {
+  anchorMs: number | null;
+  count: number | null;
+  records: AsyncGenerator<BookRecordOf>;
+  close(): Promise<void>;
+}
 
 /**
  * Reads one book's events in serving order, from the last snapshot before a time: the
@@ -7,21 +25,19 @@ import type { ClickHouse } from './clickhouse.ts';
  * a snapshot replaces the book. Without an earlier snapshot the book's whole history is read
  * (its book is unknown until the first snapshot, but its observations still count).
  */
-type BookRecordOf = ExchangeAEvent | ExchangeBRecord;
-
 export class BookEventsRepository {
   constructor(private readonly ch: ClickHouse) {}
 
   /** `anchored` false: exactly the events in [fromMs, toMs), for a book restored at fromMs. */
   async exchangeA(market: string, asset: string, fromMs: number, toMs: number, anchored = true): Promise<ExchangeAEvent[]> {
     const table = this.ch.table('raw_exchange_a');
-    const anchor = !anchored ? fromMs : await this.lastSnapshot(
+    const anchor = !anchored ? fromMs : (await this.lastSnapshot(
       `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
         WHERE market = {m:String} AND asset_id = {a:String} AND event_type = 'book'
           AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts < fromUnixTimestamp64Milli({t:Int64}, 'UTC')
         ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
       { m: market, a: asset, t: fromMs },
-    );
+    )) ?? 0;
     return this.payloads<ExchangeAEvent>(
       `SELECT payload FROM ${table} FINAL
         WHERE market = {m:String} AND asset_id = {a:String} AND event_type IN ('book', 'price_change')
@@ -34,13 +50,13 @@ export class BookEventsRepository {
 
   async exchangeB(ticker: string, fromMs: number, toMs: number, anchored = true): Promise<ExchangeBRecord[]> {
     const table = this.ch.table('raw_exchange_b');
-    const anchor = !anchored ? fromMs : await this.lastSnapshot(
+    const anchor = !anchored ? fromMs : (await this.lastSnapshot(
       `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
         WHERE ticker = {m:String} AND record_type = 'snapshot'
           AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts < fromUnixTimestamp64Milli({t:Int64}, 'UTC')
         ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
       { m: ticker, t: fromMs },
-    );
+    )) ?? 0;
     return this.payloads<ExchangeBRecord>(
       `SELECT payload FROM ${table} FINAL
         WHERE ticker = {m:String}
@@ -56,46 +72,61 @@ export class BookEventsRepository {
    * serving order: from its last snapshot at or before `atMs` on (`anchored`), or, when it has
    * none, from just after `atMs` (the book is unknown until a later snapshot, docs/rules/summaries.md
    * rule 4; nothing is read when `untilMs` is `atMs`). `asset` is ignored for exchange B (a
-   * market is one book there).
+   * market is one book there). The first record is read before this returns, so a store that
+   * fails does so here.
    */
-  async sinceLastSnapshot(
-    venue: 'exchange-a' | 'exchange-b',
-    market: string,
-    asset: string,
-    atMs: number,
-    untilMs = atMs,
-  ): Promise<{ anchored: boolean; records: BookRecordOf[] }> {
-    const table = this.ch.table(venue === 'exchange-a' ? 'raw_exchange_a' : 'raw_exchange_b');
+  async sinceLastSnapshot(venue: 'exchange-a' | 'exchange-b', market: string, asset: string, atMs: number, untilMs = atMs, counted = false): Promise<BookHistory> {
+    const table = this.ch.table(RAW_TABLE[venue]);
     const [which, snapshot, types] =
       venue === 'exchange-a'
         ? ['market = {m:String} AND asset_id = {a:String}', "event_type = 'book'", "event_type IN ('book', 'price_change')"]
         : ['ticker = {m:String}', "record_type = 'snapshot'", "record_type IN ('snapshot', 'delta', 'gap')"];
-    const rs = await this.ch.client.query({
-      query: `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
+    const anchor = await this.lastSnapshot(
+      `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
         WHERE ${which} AND ${snapshot}
           AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts <= fromUnixTimestamp64Milli({t:Int64}, 'UTC')
         ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
-      query_params: { m: market, a: asset, t: atMs },
-      format: 'JSONEachRow',
-    });
-    const [row] = await rs.json<{ t: string | number }>();
-    const anchored = row !== undefined;
-    if (!anchored && untilMs <= atMs) return { anchored, records: [] };
-    const records = await this.payloads<BookRecordOf>(
-      `SELECT payload FROM ${table} FINAL
+      { m: market, a: asset, t: atMs },
+    );
+    const none = async function* (): AsyncGenerator<BookRecordOf> {};
+    if (anchor === null && untilMs <= atMs) return { anchorMs: null, count: counted ? 0 : null, records: none(), close: async () => undefined };
+    const span = `FROM ${table} FINAL
         WHERE ${which} AND ${types}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
-          AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id`,
-      { m: market, a: asset, from: anchored ? Number(row.t) : atMs + 1, to: untilMs },
-    );
-    return { anchored, records };
+          AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC')`;
+    const params = { m: market, a: asset, from: anchor ?? atMs + 1, to: untilMs };
+    let count: number | null = null;
+    if (counted) {
+      const rs = await this.ch.client.query({ query: `SELECT toString(count()) AS n ${span}`, query_params: params, format: 'JSONEachRow' });
+      count = Number((await rs.json<{ n: string }>())[0]?.n ?? 0);
+    }
+    // payload is JSON text written by the sink: no raw tab or newline, one line each.
+    const lines = streamLines(streamQuery(this.ch, { query: `SELECT payload ${span} ORDER BY event_ts, ingest_seq, dedup_id`, query_params: params, format: 'TabSeparatedRaw' }));
+    const close = async () => void (await lines.return(undefined));
+    let first: IteratorResult<string, void>;
+    try {
+      first = await lines.next();
+    } catch (e) {
+      await close();
+      throw e;
+    }
+    async function* records(): AsyncGenerator<BookRecordOf> {
+      try {
+        if (first.done === true) return;
+        yield JSON.parse(first.value) as BookRecordOf;
+        for await (const line of lines) yield JSON.parse(line) as BookRecordOf;
+      } finally {
+        await close();
+      }
+    }
+    return { anchorMs: anchor, count, records: records(), close };
   }
 
-  private async lastSnapshot(query: string, params: Record<string, unknown>): Promise<number> {
+  /** The time of the snapshot the query finds, or null when there is none. */
+  private async lastSnapshot(query: string, params: Record<string, unknown>): Promise<number | null> {
     const rs = await this.ch.client.query({ query, query_params: params, format: 'JSONEachRow' });
     const [row] = await rs.json<{ t: string | number }>();
-    return row === undefined ? 0 : Number(row.t);
+    return row === undefined ? null : Number(row.t);
   }
 
   private async payloads<T>(query: string, params: Record<string, unknown>): Promise<T[]> {

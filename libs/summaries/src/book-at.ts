@@ -1,5 +1,5 @@
 import { newBook, type BookRecord, type ExchangeABookState, type ExchangeBBookState } from '@booktape/book';
-import type { BookEventsRepository, SummaryKey } from '@booktape/storage';
+import type { BookEventsRepository, BookHistory, SummaryKey } from '@booktape/storage';
 
 /** A price level of a book answer: canonical decimal text. */
 export interface Level {
@@ -25,52 +25,46 @@ const pairs = (flat: readonly string[], depth: number): Level[] => {
 };
 
 /** Event time of a book record of either venue, Unix ms. */
-export const eventMs = (r: BookRecord): number => ('epoch_ms' in r ? r.epoch_ms : Number(r.timestamp));
+export const eventTs = (r: BookRecord): number => ('epoch_ms' in r ? r.epoch_ms : Number(r.timestamp));
 const isSnapshot = (r: BookRecord): boolean => ('epoch_ms' in r ? r.type === 'snapshot' : r.event_type === 'book');
-
-/** The records that decide a book over a span (BookEventsRepository.sinceLastSnapshot). */
-export interface BookHistory {
-  anchored: boolean;
-  records: BookRecord[];
-}
-
-/** The records that decide one series' book from `fromMs` to `untilMs`, read once. */
-export function bookHistory(events: BookEventsRepository, key: SummaryKey, fromMs: number, untilMs: number): Promise<BookHistory> {
-  return events.sinceLastSnapshot(key.venue, key.market, key.asset, fromMs, untilMs);
-}
 
 /**
  * The full book of one series at each of `instants` (ascending, within the history's span):
  * the book after every record at or before the instant, by the summaries' engine and rules,
  * carried across days, rebuilt from the book's last snapshot at or before the first instant
- * (a snapshot replaces the book, so nothing earlier matters).
+ * (a snapshot replaces the book, so nothing earlier matters). The history is read as it is
+ * stepped through, once, and closed when the series ends or is abandoned.
  */
-export function* booksAt(venue: SummaryKey['venue'], history: BookHistory, instants: readonly number[], depth: number): Generator<BookAt> {
-  const { records } = history;
-  const book = newBook(venue);
-  let seen = history.anchored;
-  let asOfMs: number | null = null;
-  let next = 0;
-  for (const at of instants) {
-    for (; next < records.length && eventMs(records[next]!) <= at; next++) {
-      const r = records[next]!;
-      book.apply(r);
-      if (isSnapshot(r)) seen = true;
-      asOfMs = seen ? eventMs(r) : null;
+export async function* booksAt(venue: SummaryKey['venue'], history: BookHistory, instants: readonly number[], depth: number): AsyncGenerator<BookAt> {
+  const it = history.records;
+  try {
+    const book = newBook(venue);
+    let seen = history.anchorMs !== null;
+    let asOfMs: number | null = null;
+    let next = await it.next();
+    for (const at of instants) {
+      for (; !next.done && eventTs(next.value) <= at; next = await it.next()) {
+        const r = next.value;
+        book.apply(r);
+        if (isSnapshot(r)) seen = true;
+        asOfMs = seen ? eventTs(r) : null;
+      }
+      if (!book.isKnown()) {
+        yield { atMs: at, known: false, asOfMs, sides: [[], []] };
+        continue;
+      }
+      const state = book.toState() as ExchangeABookState | ExchangeBBookState;
+      const sides: [Level[], Level[]] = state.venue === 'exchange-a' ? [pairs(state.bids, depth), pairs(state.asks, depth)] : [pairs(state.yes, depth), pairs(state.no, depth)];
+      yield { atMs: at, known: true, asOfMs, sides };
     }
-    if (!book.isKnown()) {
-      yield { atMs: at, known: false, asOfMs, sides: [[], []] };
-      continue;
-    }
-    const state = book.toState() as ExchangeABookState | ExchangeBBookState;
-    const sides: [Level[], Level[]] = state.venue === 'exchange-a' ? [pairs(state.bids, depth), pairs(state.asks, depth)] : [pairs(state.yes, depth), pairs(state.no, depth)];
-    yield { atMs: at, known: true, asOfMs, sides };
+  } finally {
+    await history.close();
   }
 }
 
 /** The full book of one series at one instant. */
 export async function bookAt(events: BookEventsRepository, key: SummaryKey, atMs: number, depth: number): Promise<BookAt> {
-  const history = await bookHistory(events, key, atMs, atMs);
-  for (const b of booksAt(key.venue, history, [atMs], depth)) return b;
+  const history = await events.sinceLastSnapshot(key.venue, key.market, key.asset, atMs);
+  for await (const b of booksAt(key.venue, history, [atMs], depth)) return b;
   throw new Error('unreachable: one instant gives one book');
 }

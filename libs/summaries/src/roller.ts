@@ -17,6 +17,7 @@ import {
 } from '@booktape/book';
 import type { Logger } from '@booktape/config';
 import type { SummariesRepository, SummaryChunk, SummaryDay, SummaryKey } from '@booktape/storage';
+import { eventTs } from './book-at.ts';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 
 export interface RollerOptions {
@@ -72,10 +73,6 @@ export interface DayResult {
 
 function sha1(s: string): string {
   return createHash('sha1').update(s).digest('hex');
-}
-
-function eventTs(r: BookRecord): number {
-  return 'epoch_ms' in r ? r.epoch_ms : Number((r as { timestamp: string }).timestamp);
 }
 
 /** A stored day's checks to carry into the next day; null when absent or not JSON (the checker validates the shape). */

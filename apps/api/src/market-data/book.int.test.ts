@@ -50,7 +50,27 @@ function expectedBook(ref: ReferenceBook, depth: number) {
  * reference at its instant (a multiple of the interval), and the csv and ndjson answers hold
  * the same snapshots as the json one.
  */
-async function checkSeries(base: string, times: number[], depth: number, names: [string, string], csvSides: [string, string], ref: (at: number) => ReferenceBook) {
+/** as_of_ms at an instant: the last book record at or before it, once a snapshot came (docs/api.md). */
+function asOfA(events: ExchangeAEvent[], at: number): number | null {
+  const upTo = events.filter((e) => Number(e.timestamp) <= at);
+  const last = upTo.filter((e) => e.event_type === 'book' || e.event_type === 'price_change').at(-1);
+  return upTo.some((e) => e.event_type === 'book') && last ? Number(last.timestamp) : null;
+}
+function asOfB(records: ExchangeBRecord[], at: number): number | null {
+  const upTo = records.filter((r) => r.epoch_ms <= at);
+  const last = upTo.filter((x) => x.type === 'snapshot' || x.type === 'delta' || x.type === 'gap').at(-1);
+  return upTo.some((x) => x.type === 'snapshot') && last ? last.epoch_ms : null;
+}
+
+async function checkSeries(
+  base: string,
+  times: number[],
+  depth: number,
+  names: [string, string],
+  csvSides: [string, string],
+  ref: (at: number) => ReferenceBook,
+  asOf: (at: number) => number | null,
+) {
   if (times.length === 0) return;
   const interval = [60, 600, 3600][times.length % 3]!;
   const start = times[0]! - 90_000;
@@ -63,6 +83,7 @@ async function checkSeries(base: string, times: number[], depth: number, names: 
   expect(data.map((s) => s.timestamp)).toEqual(Array.from({ length: Math.floor((end - first) / (interval * 1000)) + 1 }, (_, k) => first + k * interval * 1000));
   for (const s of data) {
     expect({ is_known: s.is_known, first: s[names[0]], second: s[names[1]] }, `snapshot at ${s.timestamp}`).toEqual(expectedBook(ref(s.timestamp), depth));
+    expect(s.as_of_ms, `as_of_ms at ${s.timestamp}`).toBe(asOf(s.timestamp));
   }
   const nd = await t.app.inject({ method: 'GET', url: `/api/v1${url}&format=ndjson`, headers: bearer(key) });
   expect(nd.body.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))).toEqual(data);
@@ -93,13 +114,17 @@ describe('book at any instant', () => {
           expect(r.status, JSON.stringify(r.body)).toBe(200);
           const want = expectedBook(referenceBookA(upTo), depth);
           expect({ is_known: r.body.is_known, first: r.body.bids, second: r.body.asks }, `at ${at}`).toEqual(want);
-          const snapshot = upTo.some((e) => e.event_type === 'book');
-          const lastBook = upTo.filter((e) => e.event_type === 'book' || e.event_type === 'price_change').at(-1);
-          expect(r.body.as_of_ms).toBe(snapshot && lastBook ? Number(lastBook.timestamp) : null);
+          expect(r.body.as_of_ms).toBe(asOfA(events, at));
           expect(r.body).toMatchObject({ asset_id: '123', timestamp: at });
         }
-        await checkSeries(`/exchange-a/market/book-snapshots?asset_id=123&condition_id=${market}`, events.map(tsOf), depth, ['bids', 'asks'], ['bid', 'ask'], (at) =>
-          referenceBookA(events.filter((e) => Number(e.timestamp) <= at)),
+        await checkSeries(
+          `/exchange-a/market/book-snapshots?asset_id=123&condition_id=${market}`,
+          events.map(tsOf),
+          depth,
+          ['bids', 'asks'],
+          ['bid', 'ask'],
+          (at) => referenceBookA(events.filter((e) => Number(e.timestamp) <= at)),
+          (at) => asOfA(events, at),
         );
       }),
       { numRuns: 12 },
@@ -120,11 +145,17 @@ describe('book at any instant', () => {
           const r = await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${at}&depth=${depth}`);
           expect(r.status, JSON.stringify(r.body)).toBe(200);
           expect({ is_known: r.body.is_known, first: r.body.yes, second: r.body.no }, `at ${at}`).toEqual(expectedBook(referenceBookB(upTo), depth));
-          const snapshot = upTo.some((x) => x.type === 'snapshot');
-          const last = upTo.filter((x) => x.type === 'snapshot' || x.type === 'delta' || x.type === 'gap').at(-1);
-          expect(r.body.as_of_ms).toBe(snapshot && last ? last.epoch_ms : null);
+          expect(r.body.as_of_ms).toBe(asOfB(records, at));
         }
-        await checkSeries(`/exchange-b/market/book-snapshots?ticker=${ticker}`, records.map(tsOf), depth, ['yes', 'no'], ['yes', 'no'], (at) => referenceBookB(records.filter((x) => x.epoch_ms <= at)));
+        await checkSeries(
+          `/exchange-b/market/book-snapshots?ticker=${ticker}`,
+          records.map(tsOf),
+          depth,
+          ['yes', 'no'],
+          ['yes', 'no'],
+          (at) => referenceBookB(records.filter((x) => x.epoch_ms <= at)),
+          (at) => asOfB(records, at),
+        );
       }),
       { numRuns: 12 },
     );
@@ -151,6 +182,10 @@ describe('book at any instant', () => {
     expect((await get(`${series}&end_timestamp=${ms + 86_400_001}`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'end_timestamp' });
     expect((await get(`${series}&end_timestamp=${ms + 10_000_000}&interval=1`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'interval' });
     expect((await get(`${series}&end_timestamp=${ms - 1}`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'start_timestamp' });
+    // A window holding no multiple of the interval: no snapshot, nothing read.
+    const none = await get(`${series.replace(`start_timestamp=${ms}`, `start_timestamp=${ms + 1}`)}&end_timestamp=${ms + 59_000}&interval=60`);
+    expect(none.status).toBe(200);
+    expect(none.body.data).toEqual([]);
     const ok = await get(`${series}&end_timestamp=${ms + 9_999_000}&interval=1&depth=2`);
     expect(ok.body.data).toHaveLength(10_000);
     expect(ok.body.data[0]).toEqual({ timestamp: ms, as_of_ms: ms, is_known: true, yes: [{ price: '0.39', size: '30' }, { price: '0.38', size: '29' }], no: [] });

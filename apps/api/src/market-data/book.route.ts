@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Readable } from 'node:stream';
-import { bookAt, bookHistory, booksAt, eventMs, type BookAt } from '@booktape/summaries';
+import { bookAt, booksAt, type BookAt } from '@booktape/summaries';
 import { cacheHeaders, etagOf, isFinalised } from '../http/caching.ts';
 import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
 import { CONTENT_TYPES, formatField, type Format } from '../http/formats.ts';
@@ -13,13 +13,13 @@ import { dataFloor, VENUES, venueName } from './venues.ts';
 const DEPTH_DEFAULT = 10;
 const DEPTH_MAX = 500;
 /** Snapshots of one series answer, and the longest window. */
-export const SNAPSHOTS_MAX = 10_000;
+const SNAPSHOTS_MAX = 10_000;
 const SNAPSHOT_WINDOW_MAX_MS = 86_400_000;
 const INTERVAL_DEFAULT = 60;
 const INTERVAL_MAX = 86_400;
 
 /** Snapshot instants: every multiple of the interval (since the epoch) in [start, end], as summary buckets start. */
-export function snapshotInstants(startMs: number, endMs: number, intervalMs: number): number[] {
+function snapshotInstants(startMs: number, endMs: number, intervalMs: number): number[] {
   const out: number[] = [];
   for (let t = Math.ceil(startMs / intervalMs) * intervalMs; t <= endMs; t += intervalMs) out.push(t);
   return out;
@@ -47,15 +47,23 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
   const timestamp = () => q.timestamp('The instant');
 
   for (const v of VENUES) {
-    const a = v.venue === 'exchange-a';
-    const query = a
-      ? z.object({
-          asset_id: q.text('Outcome token (CLOB token) id.', 128),
-          condition_id: optionalField(parseConditionId, 'Market condition id of the token; found from the rollups when left out.'),
-          timestamp: timestamp(),
-          depth: depth(),
-        })
-      : z.object({ ticker: v.market(), timestamp: timestamp(), depth: depth() });
+    const a = v.asset !== undefined;
+    // The series: a venue's outcome token (its market optional: the rollups know it), else the market.
+    const ids = () =>
+      v.asset
+        ? { [v.asset.param]: q.text(v.asset.description, 128), [v.marketParam]: optionalField(parseConditionId, 'Market condition id of the token; found from the rollups when left out.') }
+        : { [v.marketParam]: v.market() };
+    type Ids = Record<string, string | undefined>;
+    const seriesKey = async (qs: Ids) => {
+      let market = qs[v.marketParam];
+      const asset = v.asset ? qs[v.asset.param]! : undefined;
+      if (market === undefined) {
+        market = (await guard('ClickHouse', () => assetMarkets.marketOfAsset(asset!))) ?? undefined;
+        if (market === undefined) throw new ApiError(404, 'not_found', `no rolled-up data for ${v.asset!.param} ${asset}: pass its ${v.marketParam}`, v.asset!.param);
+      }
+      return { venue: v.venue, market, asset: asset ?? market };
+    };
+    const query = z.object({ ...ids(), timestamp: timestamp(), depth: depth() });
     const answer = a
       ? z.object({ asset_id: z.string(), ...common, bids: levels('Bids, highest first.'), asks: levels('Asks, lowest first.') })
       : z.object({ ticker: z.string(), ...common, yes: levels('YES bids, highest first.'), no: levels('NO bids, highest first.') });
@@ -66,15 +74,11 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         onRequest: requireKey,
       },
       async (req, reply) => {
-        const qs = req.query as { asset_id?: string; condition_id?: string; ticker?: string; timestamp: number; depth?: number };
+        const qs = req.query as Ids & { timestamp: number; depth?: number };
         const floor = dataFloor(v, config);
         if (floor !== undefined && qs.timestamp < earliestMs(floor)) throw invalidParameter('timestamp', `${venueName(v)} data is served from ${floor} on`);
-        let market = a ? qs.condition_id : qs.ticker!;
-        if (market === undefined) {
-          market = (await guard('ClickHouse', () => assetMarkets.marketOfAsset(qs.asset_id!))) ?? undefined;
-          if (market === undefined) throw new ApiError(404, 'not_found', `no rolled-up data for asset_id ${qs.asset_id}: pass its condition_id`, 'asset_id');
-        }
-        const key = { venue: v.venue, market, asset: a ? qs.asset_id! : market };
+        const key = await seriesKey(qs);
+        const market = key.market;
         const book = await guard('ClickHouse', () => bookAt(bookEvents, key, qs.timestamp, qs.depth ?? DEPTH_DEFAULT));
         const [first, second] = book.sides;
         const body = {
@@ -92,9 +96,7 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
 
     const [firstName, secondName] = a ? ['bids', 'asks'] : ['yes', 'no'];
     const seriesQuery = {
-      ...(a
-        ? { asset_id: q.text('Outcome token (CLOB token) id.', 128), condition_id: optionalField(parseConditionId, 'Market condition id of the token; found from the rollups when left out.') }
-        : { ticker: v.market() }),
+      ...ids(),
       start_timestamp: q.timestamp('Window start'),
       end_timestamp: q.timestamp('Window end'),
       interval: optionalField((r) => parseInteger(r, 1, INTERVAL_MAX), `Seconds between snapshots, 1 to ${INTERVAL_MAX}. Default ${INTERVAL_DEFAULT}.`, { type: 'integer', minimum: 1, maximum: INTERVAL_MAX }),
@@ -123,9 +125,11 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
           },
         },
         onRequest: requireKey,
+        // A HEAD would read and bill the whole series for nothing (fastify drains a streamed body).
+        exposeHeadRoute: false,
       },
       async (req, reply) => {
-        const qs = req.query as { asset_id?: string; condition_id?: string; ticker?: string; start_timestamp: number; end_timestamp: number; interval?: number; depth?: number; format?: Format };
+        const qs = req.query as Ids & { start_timestamp: number; end_timestamp: number; interval?: number; depth?: number; format?: Format };
         const { start_timestamp: start, end_timestamp: end } = qs;
         if (start > end) throw invalidParameter('start_timestamp', 'start_timestamp must not be after end_timestamp');
         if (end - start > SNAPSHOT_WINDOW_MAX_MS) throw invalidParameter('end_timestamp', 'a window spans at most one day: ask day by day');
@@ -135,25 +139,26 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         if ((end - start) / (interval * 1000) >= SNAPSHOTS_MAX) throw invalidParameter('interval', `more than ${SNAPSHOTS_MAX} snapshots: use a longer interval or a shorter window`);
         const depthN = qs.depth ?? DEPTH_DEFAULT;
         const format = qs.format ?? 'json';
-        let market = a ? qs.condition_id : qs.ticker!;
-        if (market === undefined) {
-          market = (await guard('ClickHouse', () => assetMarkets.marketOfAsset(qs.asset_id!))) ?? undefined;
-          if (market === undefined) throw new ApiError(404, 'not_found', `no rolled-up data for asset_id ${qs.asset_id}: pass its condition_id`, 'asset_id');
-        }
-        const key = { venue: v.venue, market, asset: a ? qs.asset_id! : market };
+        const key = await seriesKey(qs);
         const instants = snapshotInstants(start, end, interval * 1000);
-        // The records are read (once) before the status line, so a store that fails gets a 503.
-        const history = await guard('ClickHouse', () => bookHistory(bookEvents, key, instants[0] ?? start, instants[instants.length - 1] ?? start));
-        // The data's version: how many records decide the series, and from which snapshot on
-        // (records are only ever added: a late one changes the count or the snapshot).
-        const version = `${history.anchored}:${history.records.length}:${history.records[0] ? eventMs(history.records[0]) : ''}`;
         const finalised = isFinalised(end, Date.now(), config.caching.finalisedAfterMs);
-        const etag = finalised ? etagOf('book-snapshots', v.venue, market, key.asset, start, end, interval, depthN, format, version) : null;
-        if (cacheHeaders(req, reply, etag, config.caching)) return reply.send(undefined as never);
-        const books = booksAt(v.venue, history, instants, depthN);
+        // The records are opened before the status line (a store that fails gets a 503) and
+        // read as the snapshots are written. None when the window holds no instant.
+        const history =
+          instants.length === 0
+            ? null
+            : await guard('ClickHouse', () => bookEvents.sinceLastSnapshot(v.venue, key.market, key.asset, instants[0]!, instants[instants.length - 1]!, finalised));
+        // The data's version: from which snapshot on and how many records decide the series
+        // (records are only ever added: a late one changes the count or the snapshot).
+        const version = history === null ? 'empty' : `${history.anchorMs}:${history.count}`;
+        const etag = finalised ? etagOf('book-snapshots', v.venue, key.market, key.asset, start, end, interval, depthN, format, version) : null;
+        if (cacheHeaders(req, reply, etag, config.caching)) {
+          await history?.close();
+          return reply.send(undefined as never);
+        }
         const head =
           format === 'json'
-            ? `{${JSON.stringify(a ? 'asset_id' : 'ticker')}:${JSON.stringify(key.asset)},"start_timestamp":${start},"end_timestamp":${end},"interval_seconds":${interval},"depth":${depthN},"data":[`
+            ? `{${JSON.stringify(v.asset ? v.asset.param : v.marketParam)}:${JSON.stringify(key.asset)},"start_timestamp":${start},"end_timestamp":${end},"interval_seconds":${interval},"depth":${depthN},"data":[`
             : format === 'csv'
               ? 'timestamp,as_of_ms,is_known,side,level,price,size\n'
               : '';
@@ -162,7 +167,7 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
           yield Buffer.from(head, 'utf8');
           let parts: string[] = [];
           let n = 0;
-          for (const b of books) {
+          if (history !== null) for await (const b of booksAt(v.venue, history, instants, depthN)) {
             parts.push(write(b, n++));
             if (parts.length >= 256) {
               yield Buffer.from(parts.join(''), 'utf8');
@@ -172,7 +177,12 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
           if (format === 'json') parts.push(']}');
           if (parts.length > 0) yield Buffer.from(parts.join(''), 'utf8');
         }
-        return reply.type(CONTENT_TYPES[format]).send(Readable.from(body(), { objectMode: false }) as never);
+        const stream = Readable.from(body(), { objectMode: false });
+        // The store session goes back on every path, also when the client leaves before the
+        // body generator ran (destroying it then never enters booksAt's finally).
+        stream.once('close', () => void history?.close());
+        stream.on('error', (err) => reply.log.error({ err }, 'book snapshots stream failed after the status line was sent'));
+        return reply.type(CONTENT_TYPES[format]).send(stream as never);
       },
     );
   }
