@@ -1,7 +1,7 @@
 import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
-import { streamLines, streamQuery } from './stream.ts';
+import { openLines, streamLines, streamQuery } from './stream.ts';
 
 type BookRecordOf = ExchangeAEvent | ExchangeBRecord;
 
@@ -102,14 +102,7 @@ export class BookEventsRepository {
     }
     // payload is JSON text written by the sink: no raw tab or newline, one line each.
     const lines = streamLines(streamQuery(this.ch, { query: `SELECT payload ${span} ORDER BY event_ts, ingest_seq, dedup_id`, query_params: params, format: 'TabSeparatedRaw' }));
-    const close = async () => void (await lines.return(undefined));
-    let first: IteratorResult<string, void>;
-    try {
-      first = await lines.next();
-    } catch (e) {
-      await close();
-      throw e;
-    }
+    const { first, close } = await openLines(lines);
     async function* records(): AsyncGenerator<BookRecordOf> {
       try {
         if (first.done === true) return;

@@ -275,3 +275,18 @@ export async function* streamLines(chunks: AsyncIterable<Buffer | Uint8Array>): 
   }
   if (tail !== null && tail.length > 0) yield tail.toString('utf8');
 }
+
+/**
+ * Reads the first line of a line stream, so that a store that fails does so before the
+ * caller commits to anything (a status line); the stream is closed when that read fails.
+ * `close` gives the stream (and its store session) back; safe to call more than once.
+ */
+export async function openLines(lines: AsyncGenerator<string>): Promise<{ first: IteratorResult<string, void>; close: () => Promise<void> }> {
+  const close = async () => void (await lines.return(undefined));
+  try {
+    return { first: await lines.next(), close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}

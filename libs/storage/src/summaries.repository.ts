@@ -2,7 +2,7 @@
 import type { ChecksState } from '@booktape/book';
 import type { Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
-import { streamLines, streamQuery } from './stream.ts';
+import { openLines, streamLines, streamQuery } from './stream.ts';
 
 /** One asset's summaries: exchange A (condition id, outcome token), exchange B (ticker, ticker). */
 export interface SummaryKey {
@@ -429,14 +429,7 @@ export class SummariesRepository {
       query_params: params,
       format: 'TabSeparatedRaw',
     }));
-    const close = async () => void (await lines.return(undefined));
-    let first: IteratorResult<string, void>;
-    try {
-      first = await lines.next();
-    } catch (e) {
-      await close();
-      throw e;
-    }
+    const { first, close } = await openLines(lines);
     if (first.done === true) {
       const [r] = await this.rows<{ counted: string | number; next: string }>(`SELECT ${count} AS counted, ${next} AS next`, params);
       return { facts: factsOf(String(r!.counted), r!.next), events: (async function* () {})(), close };
