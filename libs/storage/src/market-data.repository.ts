@@ -218,6 +218,8 @@ export class MarketDataRepository {
   ): ByteStream {
     const v = COLUMNS[venue];
     const bound = afterSql(venue, upTo, '<=', 'upto');
+    // Nothing after `upTo` is read: its time bounds the scan (and the dates it prunes) too.
+    const lastMs = upTo ? Math.min(endMs, Number(upTo[0])) : endMs;
     return this.chained(venue, limit, after, (from, n) => {
       const k = afterSql(venue, from);
       const lowerMs = from ? Math.max(startMs, Number(from[0])) : startMs;
@@ -228,7 +230,7 @@ export class MarketDataRepository {
           ${orderSql(v)}
           LIMIT {limit:UInt32}
           ${streamSettings(this.ch)}`,
-        query_params: { ...rangeParams(market, lowerMs, endMs), limit: n, ...k.params, ...bound.params },
+        query_params: { ...rangeParams(market, lowerMs, lastMs), limit: n, ...k.params, ...bound.params },
         format: 'TabSeparatedRaw',
         ...(signal ? { signal } : {}),
       };

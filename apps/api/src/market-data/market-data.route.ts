@@ -10,7 +10,7 @@ import { TtlMap } from '../http/result-cache.ts';
 import type { Services } from '../services.ts';
 import { cacheHeaders, etagOf, isFinalised } from '../http/caching.ts';
 import { CONTENT_TYPES, formatField, nextLink, type Format } from '../http/formats.ts';
-import { closeRows, openRows, sendRawPage, type OpenRows } from './raw-page.ts';
+import { bothOpen, closeRows, openRows, sendRawPage } from './raw-page.ts';
 import { RawRowsToCsv, RawRowsToJson, type RawRows } from './raw-rows.ts';
 import { datePage as datePageSchema, rangePage as rangePageSchema } from './schemas.ts';
 import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from './venues.ts';
@@ -53,15 +53,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
     }
     const after = offset > 0 ? (pageEnds.get(pageEndKey(venue, market, date, offset)) ?? null) : null;
     // The count and the page are independent reads: run them side by side.
-    const rowsP = openRows(data.streamByDate(venue, market, date, offset, limit, after));
-    let total: number;
-    let rows: OpenRows;
-    try {
-      [total, rows] = await Promise.all([known ?? count(), rowsP]);
-    } catch (e) {
-      rowsP.then(closeRows, () => undefined);
-      throw e;
-    }
+    const [total, rows] = await bothOpen(known !== undefined ? Promise.resolve(known) : count(), openRows(data.streamByDate(venue, market, date, offset, limit, after)), closeRows);
     if (known === undefined) cacheHeaders(req, reply, finalised ? etagOf('raw-date', venue, market, date, offset, limit, format, total) : null, config.caching);
     reply.header('x-total-count', String(total));
     if (offset + limit < total) reply.header('link', nextLink(req, { offset: offset + limit }));
@@ -98,27 +90,42 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
         throw e;
       }
     }
-    let etag: string | null = null;
-    if (isFinalised(end, Date.now(), config.caching.finalisedAfterMs)) {
-      const version = await cache.get(`${venue}\u0000range-count\u0000${market}\u0000${start}\u0000${end}`, () => guard('ClickHouse', () => data.countByRange(venue, market, start, end)));
-      etag = etagOf('raw-range', venue, market, start, end, cursor ?? '', limit, format, version);
+    // A finalised range's tag carries the data's version, its deduplicated row count: read
+    // beside the page (first only for a client revalidating its copy, so a 304 opens nothing).
+    const version = isFinalised(end, Date.now(), config.caching.finalisedAfterMs)
+      ? () => cache.get(`${venue}\u0000range-count\u0000${market}\u0000${start}\u0000${end}`, () => guard('ClickHouse', () => data.countByRange(venue, market, start, end)))
+      : null;
+    const tag = (n: number | null) => (n === null ? null : etagOf('raw-range', venue, market, start, end, cursor ?? '', limit, format, n));
+    let known: number | null | undefined;
+    if (version !== null && req.headers['if-none-match'] !== undefined) {
+      known = await version();
+      if (cacheHeaders(req, reply, tag(known), config.caching)) return reply.send();
     }
-    if (cacheHeaders(req, reply, etag, config.caching)) return reply.send();
+    const versionP: Promise<number | null> = known !== undefined ? Promise.resolve(known) : version !== null ? version() : Promise.resolve(null);
+    const headers = (n: number | null) => {
+      if (known === undefined) cacheHeaders(req, reply, tag(n), config.caching);
+    };
 
     if (format !== 'json') {
       // The next cursor goes in a header, before the body: where this page ends is read
       // first (keys only), then the page up to and including that key. A record stored in
       // between, before that key, joins this page rather than being skipped by the next.
-      const pageEnd = await guard('ClickHouse', () => data.rangePageEnd(venue, market, start, end, after, limit));
+      const opened = (async () => {
+        const pageEnd = await guard('ClickHouse', () => data.rangePageEnd(venue, market, start, end, after, limit));
+        const rows = await openRows(
+          pageEnd.last ? data.streamByRange(venue, market, start, end, after, Number.MAX_SAFE_INTEGER, undefined, pageEnd.last) : data.streamByRange(venue, market, start, end, after, limit),
+        );
+        return { pageEnd, rows };
+      })();
+      const [n, { pageEnd, rows }] = await bothOpen(versionP, opened, (o) => closeRows(o.rows));
+      headers(n);
       if (pageEnd.last && pageEnd.more) reply.header('link', nextLink(req, { cursor: encodeCursor(config.cursorSecret, scope, pageEnd.last) }));
-      const rows = await openRows(
-        pageEnd.last ? data.streamByRange(venue, market, start, end, after, Number.MAX_SAFE_INTEGER, undefined, pageEnd.last) : data.streamByRange(venue, market, start, end, after, limit),
-      );
       const conv = converter(v, format, pageEnd.last ? Number.MAX_SAFE_INTEGER : limit);
       return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => '', CONTENT_TYPES[format]);
     }
     // One row beyond the page tells whether there is a next one.
-    const rows = await openRows(data.streamByRange(venue, market, start, end, after, limit + 1));
+    const [n, rows] = await bothOpen(versionP, openRows(data.streamByRange(venue, market, start, end, after, limit + 1)), closeRows);
+    headers(n);
     const conv = converter(v, format, limit);
     const head = `{${JSON.stringify(marketField)}:${JSON.stringify(market)},"start_timestamp":${start},"end_timestamp":${end},"data":[`;
     return sendRawPage(reply, rows, conv, head, () => {

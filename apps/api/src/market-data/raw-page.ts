@@ -27,6 +27,20 @@ export async function openRows(rows: ByteStream): Promise<OpenRows> {
   }
 }
 
+/**
+ * Two reads a page needs before its status line, run side by side (`b` holds a stream: on
+ * failure of either, a `b` that did open is released by `release`, so nothing stays open).
+ */
+export async function bothOpen<A, B>(a: Promise<A>, b: Promise<B>, release: (b: B) => Promise<void>): Promise<[A, B]> {
+  try {
+    return await Promise.all([a, b]);
+  } catch (e) {
+    a.catch(() => undefined);
+    b.then(release, () => undefined);
+    throw e;
+  }
+}
+
 /** Releases a stream that will not be sent (another part of the request failed). */
 export async function closeRows(rows: OpenRows | undefined): Promise<void> {
   await rows?.it.return?.(undefined).catch(() => undefined);
