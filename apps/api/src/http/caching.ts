@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler } from 'fastify';
+import { DAY_MS } from '@booktape/book';
 
 /**
  * HTTP caching of data answers (docs/api.md, "Caching").
@@ -24,7 +25,6 @@ export interface CachePolicy {
   maxAgeSeconds: number;
 }
 
-const DAY_MS = 86_400_000;
 
 /** True when the UTC day of `lastMs` (the answer's last instant) ended `afterMs` or longer ago. */
 export function isFinalised(lastMs: number, nowMs: number, afterMs: number): boolean {

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { optionalField } from './params.ts';
+import { q } from './params.ts';
 
 /** Answer formats of the raw, range and summary endpoints (docs/api.md, "Formats"). */
 export const FORMATS = ['json', 'ndjson', 'csv'] as const;
@@ -11,16 +11,9 @@ export const CONTENT_TYPES: Record<Format, string> = {
   csv: 'text/csv; charset=utf-8; header=present',
 };
 
-export function parseFormat(raw: string): { ok: true; value: Format } | { ok: false; message: string } {
-  const f = raw.trim().toLowerCase();
-  return (FORMATS as readonly string[]).includes(f) ? { ok: true, value: f as Format } : { ok: false, message: `must be one of ${FORMATS.join(', ')}` };
-}
-
 /** The `format` query field: json (the default, today's shape), ndjson or csv. */
 export const formatField = () =>
-  optionalField(parseFormat, 'Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md).', {
-    enum: [...FORMATS],
-  });
+  q.oneOf(FORMATS, 'Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md).');
 
 /**
  * A `Link` header value pointing at the next page: this request's own path and query with

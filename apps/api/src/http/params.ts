@@ -101,6 +101,26 @@ export function earliestMs(earliestDate: string): number {
   return Date.parse(`${earliestDate}T00:00:00Z`);
 }
 
+/** Text that names something: trimmed, not empty, at most `max` characters, no control characters. */
+export function parseText(max: number): (raw: string) => Parsed<string> {
+  return (r) => {
+    const s = r.trim();
+    if (s === '') return { ok: false, message: 'must not be empty' };
+    if (s.length > max) return { ok: false, message: `must be at most ${max} characters` };
+    // Control characters have no place in a label or an id and would confuse logs.
+    if (/[\u0000-\u001f\u007f]/.test(s)) return { ok: false, message: 'must not contain control characters' };
+    return { ok: true, value: s };
+  };
+}
+
+/** One of `values`, any case, surrounding spaces ignored. */
+export function parseOneOf<T extends string>(values: readonly T[]): (raw: string) => Parsed<T> {
+  return (r) => {
+    const v = r.trim().toLowerCase();
+    return (values as readonly string[]).includes(v) ? { ok: true, value: v as T } : { ok: false, message: `must be one of ${values.join(', ')}` };
+  };
+}
+
 /**
  * A pure parser as a zod query field. A repeated name arrives as an array and is refused;
  * a missing one gets the message MISSING, so the error handler can answer
@@ -163,13 +183,8 @@ export const q = {
   tickerPrefix: () => optionalField(parseTickerPrefix, 'Ticker prefix (upper-cased).'),
   cursor: () =>
     optionalField((r) => (r.length > 0 && r.length <= 2048 ? { ok: true, value: r } : { ok: false, message: 'must be the next_cursor of the previous page' }), 'The next_cursor of the previous page, unchanged.'),
-  text: (description: string, max: number) =>
-    requiredField((r) => {
-      const s = r.trim();
-      if (s === '') return { ok: false, message: 'must not be empty' };
-      if (s.length > max) return { ok: false, message: `must be at most ${max} characters` };
-      // Control characters have no place in a label or an id and would confuse logs.
-      if (/[\u0000-\u001f\u007f]/.test(s)) return { ok: false, message: 'must not contain control characters' };
-      return { ok: true, value: s };
-    }, description),
+  text: (description: string, max: number) => requiredField(parseText(max), description),
+  optionalText: (description: string, max: number) => optionalField(parseText(max), description),
+  /** An optional choice among `values` (the first is the default the description names). */
+  oneOf: <T extends string>(values: readonly T[], description: string) => optionalField(parseOneOf(values), description, { enum: [...values] }),
 };

@@ -51,8 +51,9 @@ async function get(url: string) {
 }
 
 const readParquet = async (buf: Buffer) => (await parquetReadObjects({ file: buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer })) as Array<Record<string, unknown>>;
-/** Parquet values as the CSV shows them: Int64 as integers, null as empty, floats as their number. */
-const plain = (v: unknown): unknown => (v === null || v === undefined || v === '' ? null : typeof v === 'bigint' ? Number(v) : v);
+/** Parquet rows with Int64 read as numbers (hyparquet gives bigints), absent values as null. */
+const typed = (rows: Array<Record<string, unknown>>) => rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === undefined ? null : typeof v === 'bigint' ? Number(v) : v])));
+/** A CSV field as its Parquet column holds it: Float64 or Int64, null where the CSV is empty. */
 const numOrNull = (v: string): number | null => (v === '' ? null : Number(v));
 
 describe('bulk export', () => {
@@ -70,12 +71,12 @@ describe('bulk export', () => {
     expect(pq.headers['content-type']).toBe('application/vnd.apache.parquet');
     const rows = await readParquet(pq.raw);
     expect(rows.length).toBe(expected.length);
-    expect(rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, plain(v)])))).toEqual(
+    expect(typed(rows)).toEqual(
       expected.map((e) => ({
         timestamp: Number(e.timestamp),
         asset_id: e.asset_id,
         event_type: e.event_type,
-        side: e.side === '' ? null : e.side,
+        side: e.side,
         price: numOrNull(e.price!),
         size: numOrNull(e.size!),
         hash: e.hash,
@@ -92,12 +93,12 @@ describe('bulk export', () => {
     const csv = await get(`/exchange-b/market/export?ticker=${TB}&start_date=2026-03-01&end_date=2026-03-02&format=csv&kind=raw`);
     expect(parse(gunzipSync(csv.raw), { columns: true })).toEqual(expected);
     const rows = await readParquet((await get(`/exchange-b/market/export?ticker=${TB}&start_date=2026-03-01&end_date=2026-03-02&format=parquet`)).raw);
-    expect(rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, plain(v)])))).toEqual(
+    expect(typed(rows)).toEqual(
       expected.map((e) => ({
         timestamp: Number(e.timestamp),
         ticker: e.ticker,
         type: e.type,
-        side: e.side === '' ? null : e.side,
+        side: e.side,
         price: numOrNull(e.price!),
         size: numOrNull(e.size!),
         delta: numOrNull(e.delta!),
@@ -105,7 +106,7 @@ describe('bulk export', () => {
         sid: numOrNull(e.sid!),
         expected_seq: numOrNull(e.expected_seq!),
         received_at: Date.parse(e.received_at!),
-        data: e.data === '' ? null : e.data,
+        data: e.data,
       })),
     );
   });
@@ -125,12 +126,13 @@ describe('bulk export', () => {
       return o;
     });
     const base = `/exchange-a/market/export?condition_id=${MA}&start_date=2026-03-01&end_date=2026-03-02&kind=summary&resolution=900`;
-    const csvRows = parse(gunzipSync((await get(base)).raw), { columns: true, cast: (v, ctx) => (ctx.header ? v : v === '' ? null : v === 'true' ? true : v === 'false' ? false : ctx.column === 'asset_id' ? v : Number(v)) });
+    const cast = (v: string, ctx: { header: boolean; column: string | number }) => (ctx.header ? v : v === '' ? null : v === 'true' ? true : v === 'false' ? false : ctx.column === 'asset_id' ? v : Number(v));
+    const csvRows = parse(gunzipSync((await get(base)).raw), { columns: true, cast });
     expect(csvRows).toEqual(flat);
     const pq = await readParquet((await get(`${base}&format=parquet`)).raw);
-    expect(pq.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, plain(v)])))).toEqual(flat.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === '' ? null : v]))));
-    const one = parse(gunzipSync((await get(`${base}&asset_id=${ASSETS[1]}`)).raw), { columns: true }) as Array<Record<string, string>>;
-    expect(one.length).toBe(flat.filter((r) => r.asset_id === ASSETS[1]).length);
+    expect(typed(pq)).toEqual(flat);
+    const one = parse(gunzipSync((await get(`${base}&asset_id=${ASSETS[1]}`)).raw), { columns: true, cast });
+    expect(one).toEqual(flat.filter((r) => r.asset_id === ASSETS[1]));
   });
 
   it('refuses more than 31 days, reversed dates, and a resolution for raw, naming the parameter', async () => {
@@ -146,5 +148,23 @@ describe('bulk export', () => {
       expect(r.json().error.param, q).toBe(param);
     }
     expect((await get(`/exchange-b/market/export?ticker=${TB}&start_date=2026-03-01&end_date=2026-03-31`)).status).toBe(200);
+    // A token for a raw export (which holds every token) is refused, not ignored.
+    const raw = await get(`/exchange-a/market/export?condition_id=${MA}&start_date=2026-03-01&end_date=2026-03-01&asset_id=${ASSETS[0]}`);
+    expect(raw.status).toBe(400);
+    expect(raw.json().error.param).toBe('asset_id');
+    // An error is never offered as the file.
+    expect(raw.headers['content-disposition']).toBeUndefined();
+  });
+
+  it('a token id with CSV specials stays one field; control characters are refused', async () => {
+    const odd = 'a,"b"';
+    const other = conditionId(32);
+    await t.filler.insert('exchange-a', [aMessage({ market: other, ts: DAY1 + 1000, hash: '0xodd1', asset: odd, kind: 'book' })]);
+    const r = await get(`/exchange-a/market/export?condition_id=${other}&start_date=2026-03-01&end_date=2026-03-01&kind=summary&resolution=3600&asset_id=${encodeURIComponent(odd)}`);
+    expect(r.status).toBe(200);
+    const rows = parse(gunzipSync(r.raw), { columns: true }) as Array<Record<string, string>>;
+    expect(rows.length).toBeGreaterThan(0);
+    expect(new Set(rows.map((x) => x.asset_id))).toEqual(new Set([odd]));
+    expect((await get(`/exchange-a/market/export?condition_id=${MA}&start_date=2026-03-01&end_date=2026-03-01&kind=summary&asset_id=a%0Ab`)).status).toBe(400);
   });
 });

@@ -2,39 +2,21 @@ import { Readable, pipeline } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { SUMMARY_CSV_COLUMNS, summaryBucketsCsvBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { DAY_MS, SUMMARY_CSV_COLUMNS, summaryBucketsCsvBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
 import { planSummary } from '@booktape/summaries';
-import { errors, guard, invalidParameter } from '../http/errors.ts';
-import { earliestMs, optionalField, parseInteger, q, requiredField, parseDate } from '../http/params.ts';
+import { datesBetween } from '../coverage/coverage.ts';
+import { errors, guard } from '../http/errors.ts';
+import { earliestMs, optionalField, parseDate, parseInteger, q, requiredField } from '../http/params.ts';
 import type { Services } from '../services.ts';
-import { closeRows, openRows } from './raw-page.ts';
-import { RawRowsToCsv } from './raw-rows.ts';
+import { closeRows, converted, openRows } from './raw-page.ts';
+import { csvField, RawRowsToCsv } from './raw-rows.ts';
 import { dataFloor, VENUES, marketOf, venueName } from './venues.ts';
 
 /** Longest export, in UTC days (inclusive). */
-export const EXPORT_MAX_DAYS = 31;
-const DAY_MS = 86_400_000;
-/** Raw rows are turned into CSV this many input bytes at a time (bounds an export's memory). */
-const CSV_SLICE_BYTES = 128 * 1024;
+const EXPORT_MAX_DAYS = 31;
 
-const kinds = ['raw', 'summary'] as const;
-const formats = ['csv', 'parquet'] as const;
-const choice = <T extends string>(values: readonly T[], what: string) =>
-  optionalField((r): { ok: true; value: T } | { ok: false; message: string } => (values.includes(r as T) ? { ok: true, value: r as T } : { ok: false, message: `must be one of ${values.join(', ')}` }), what, {
-    enum: [...values],
-  });
-
-const dates = (from: string, to: string): string[] => {
-  const out: string[] = [];
-  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS) out.push(new Date(t).toISOString().slice(0, 10));
-  return out;
-};
-
-/** The UTC days an export covers, as the quota counts them: 1 to EXPORT_MAX_DAYS. */
-export function exportDays(q: { start_date: string; end_date: string }): number {
-  const days = Math.round((Date.parse(`${q.end_date}T00:00:00Z`) - Date.parse(`${q.start_date}T00:00:00Z`)) / DAY_MS) + 1;
-  return Number.isFinite(days) ? Math.min(EXPORT_MAX_DAYS, Math.max(1, days)) : 1;
-}
+/** The UTC days from start_date to end_date inclusive (valid dates, start first: 1 or more). */
+const daysOf = (q: { start_date: string; end_date: string }): number => (Date.parse(`${q.end_date}T00:00:00Z`) - Date.parse(`${q.start_date}T00:00:00Z`)) / DAY_MS + 1;
 
 /** A summary bucket as a Parquet row (numbers as Float64; docs/api.md). */
 function bucketRow(lead: Record<string, string>, b: ExactBucket): Record<string, unknown> {
@@ -58,7 +40,30 @@ const SUMMARY_TYPES: Record<string, string> = { timestamp: 'Int64', quote_count:
 export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, requireKey, data, summaries, exports, assetMarkets } = services;
   for (const v of VENUES) {
-    const a = v.venue === 'exchange-a';
+    const floor = dataFloor(v, config);
+    // Every rule about the range and the options is part of the schema, so a request that
+    // breaks one is a 400 before the quota is asked (an export costs its days).
+    const query = z
+      .object({
+        [v.marketParam]: v.market(),
+        start_date: requiredField(parseDate, 'First UTC date, YYYY-MM-DD.', '2026-03-01'),
+        end_date: requiredField(parseDate, `Last UTC date, inclusive; at most ${EXPORT_MAX_DAYS} days from start_date.`, '2026-03-31'),
+        kind: q.oneOf(['raw', 'summary'] as const, 'raw (default): every record, the long format of the CSV pages; summary: the buckets at `resolution`.'),
+        resolution: optionalField((r) => parseInteger(r, 1, 3600), 'kind=summary: bucket seconds, 1 to 3600. Default 60.', { type: 'integer', minimum: 1, maximum: 3600 }),
+        format: q.oneOf(['csv', 'parquet'] as const, 'csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns.'),
+        ...(v.asset ? { [v.asset.param]: q.optionalText(`kind=summary: one outcome token (${v.asset.description}); default every token with data in the range.`, 128) } : {}),
+      })
+      .superRefine((qs, ctx) => {
+        const { start_date: from, end_date: to } = qs as { start_date: string; end_date: string };
+        const fail = (param: string, message: string) => ctx.addIssue({ code: 'custom', path: [param], message });
+        if (from > to) fail('start_date', 'must not be after end_date');
+        else if (daysOf({ start_date: from, end_date: to }) > EXPORT_MAX_DAYS) fail('end_date', `an export spans at most ${EXPORT_MAX_DAYS} days: ask again for the rest`);
+        if (floor !== undefined && from < floor) fail('start_date', `${venueName(v)} data is served from ${floor} on`);
+        if (qs.kind !== 'summary') {
+          if (qs.resolution !== undefined) fail('resolution', 'applies to kind=summary only');
+          if (v.asset && qs[v.asset.param] !== undefined) fail(v.asset.param, 'applies to kind=summary only: a raw export holds every token of the market');
+        }
+      });
     app.get(
       `/${v.venue}/market/export`,
       {
@@ -66,41 +71,34 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
           summary: `${v.label} bulk export of one market: raw records or summary buckets over up to ${EXPORT_MAX_DAYS} days, gzipped CSV or Parquet`,
           tags: [v.venue],
           security: [{ bearerAuth: [] }],
-          querystring: z.object({
-            [v.marketParam]: v.market(),
-            start_date: requiredField(parseDate, 'First UTC date, YYYY-MM-DD.', '2026-03-01'),
-            end_date: requiredField(parseDate, `Last UTC date, inclusive; at most ${EXPORT_MAX_DAYS} days after start_date's day.`, '2026-03-31'),
-            kind: choice(kinds, 'raw (default): every record, the long format of the CSV pages; summary: the buckets at `resolution`.'),
-            resolution: optionalField((r) => parseInteger(r, 1, 3600), 'kind=summary: bucket seconds, 1 to 3600. Default 60.', { type: 'integer', minimum: 1, maximum: 3600 }),
-            format: choice(formats, 'csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns.'),
-            ...(a ? { asset_id: optionalField((r) => (r.trim() === '' || r.length > 128 ? { ok: false, message: 'must be a token id' } : { ok: true, value: r.trim() }), 'kind=summary: one outcome token; default every token with data in the range.') } : {}),
-          }),
+          querystring: query,
           response: { 200: z.string().describe('The file (application/gzip or application/vnd.apache.parquet).'), ...errors },
         },
         onRequest: requireKey,
-        // An export counts as the days it covers (at least 1, at most the 31 it may cover).
-        config: { quotaUnits: (query: unknown) => exportDays(query as { start_date: string; end_date: string }) },
+        // An export counts as the days it covers (the schema has checked the range).
+        config: { quotaUnits: (qs: unknown) => daysOf(qs as { start_date: string; end_date: string }) },
+        // A HEAD would build and bill the whole export for nothing (fastify drains a streamed body).
+        exposeHeadRoute: false,
       },
       async (req, reply) => {
-        const qs = req.query as { start_date: string; end_date: string; kind?: 'raw' | 'summary'; resolution?: number; format?: 'csv' | 'parquet'; asset_id?: string };
+        const qs = req.query as Record<string, string | undefined> & { start_date: string; end_date: string; kind?: 'raw' | 'summary'; resolution?: number; format?: 'csv' | 'parquet' };
         const market = marketOf(v, req.query);
         const { start_date: from, end_date: to } = qs;
-        if (from > to) throw invalidParameter('start_date', 'start_date must not be after end_date');
-        const days = dates(from, to);
-        if (days.length > EXPORT_MAX_DAYS) throw invalidParameter('end_date', `an export spans at most ${EXPORT_MAX_DAYS} days: ask again for the rest`);
-        const floor = dataFloor(v, config);
-        if (floor !== undefined && from < floor) throw invalidParameter('start_date', `${venueName(v)} data is served from ${floor} on`);
+        const days = datesBetween(from, to);
         const kind = qs.kind ?? 'raw';
         const format = qs.format ?? 'csv';
-        if (qs.resolution !== undefined && kind !== 'summary') throw invalidParameter('resolution', 'resolution applies to kind=summary only');
         const resolution = qs.resolution ?? 60;
-        const name = `${market}_${from}_${to}_${kind}${kind === 'summary' ? `_${resolution}s` : ''}.${format === 'csv' ? 'csv.gz' : 'parquet'}`;
-        reply.header('content-disposition', `attachment; filename="${name}"`);
-        reply.header('x-export-days', String(days.length));
-        reply.header('cache-control', 'no-store');
+        const oneAsset = v.asset ? qs[v.asset.param] : undefined;
+        // Set once the first read succeeded: an error answer is never offered as the file.
+        const fileHeaders = () => {
+          const name = `${market}_${from}_${to}_${kind}${kind === 'summary' ? `_${resolution}s` : ''}.${format === 'csv' ? 'csv.gz' : 'parquet'}`;
+          reply.header('content-disposition', `attachment; filename="${name}"`);
+          reply.header('x-export-days', String(days.length));
+          reply.header('cache-control', 'no-store');
+        };
 
         // Summary buckets per series and day, as they come.
-        const assets = async () => (!a ? [market] : qs.asset_id !== undefined ? [qs.asset_id] : (await guard('ClickHouse', () => assetMarkets.assetsOf(market, from, to))).filter((id) => id !== ''));
+        const assets = async () => (!v.asset ? [market] : oneAsset !== undefined ? [oneAsset] : (await guard('ClickHouse', () => assetMarkets.assetsOf(market, from, to))).filter((id) => id !== ''));
         async function* summaryDays(series: string[]) {
           for (const asset of series) {
             for (const date of days) {
@@ -109,63 +107,60 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
             }
           }
         }
-        const lead = a ? ['asset_id'] : [];
+        const lead = v.asset ? [v.asset.param] : [];
 
         if (format === 'parquet') {
           const file =
             kind === 'raw'
               ? await guard('ClickHouse', () => exports.rawParquet(v.venue, market, from, to))
-              : await guard(
-                  'ClickHouse',
-                  async () =>
-                    exports.rowsParquet(
-                      [...lead.map((name) => ({ name, type: 'String' })), ...SUMMARY_CSV_COLUMNS.map((name) => ({ name, type: SUMMARY_TYPES[name] ?? 'Nullable(Float64)' }))],
-                      (async function* () {
-                        for await (const { asset, exact } of summaryDays(await assets())) yield exact.map((b) => bucketRow(a ? { asset_id: asset } : {}, b));
-                      })(),
-                    ),
+              : await guard('ClickHouse', async () =>
+                  exports.rowsParquet(
+                    [...lead.map((name) => ({ name, type: 'String' })), ...SUMMARY_CSV_COLUMNS.map((name) => ({ name, type: SUMMARY_TYPES[name] ?? 'Nullable(Float64)' }))],
+                    (async function* () {
+                      for await (const { asset, exact } of summaryDays(await assets())) yield exact.map((b) => bucketRow(v.asset ? { [v.asset.param]: asset } : {}, b));
+                    })(),
+                  ),
                 );
+          fileHeaders();
           return reply.type('application/vnd.apache.parquet').send(file as never);
         }
 
         let body: AsyncGenerator<Buffer>;
+        // A store stream to give back when the answer ends, however (a client gone before the
+        // body generator ran never enters its finally).
+        let release = async (): Promise<void> => undefined;
         if (kind === 'raw') {
           const rows = await openRows(data.streamByRange(v.venue, market, earliestMs(from), earliestMs(to) + DAY_MS - 1, null, Number.MAX_SAFE_INTEGER));
-          const conv = new RawRowsToCsv(Number.MAX_SAFE_INTEGER, v.venue);
           body = (async function* () {
             try {
               yield Buffer.from(RawRowsToCsv.header(v.venue), 'utf8');
-              for (let r = rows.first; !r.done; r = await rows.it.next()) {
-                // In slices: a store chunk of several MB would otherwise become several MB of
-                // row strings and one output buffer at once, held until gzip has taken it all.
-                const chunk = r.value;
-                for (let off = 0; off < chunk.length; off += CSV_SLICE_BYTES) {
-                  const out = conv.push(chunk.subarray(off, Math.min(chunk.length, off + CSV_SLICE_BYTES)));
-                  if (out.length > 0) yield out;
-                }
-              }
-              conv.end();
+              yield* converted(rows, new RawRowsToCsv(Number.MAX_SAFE_INTEGER, v.venue));
             } finally {
               await closeRows(rows);
             }
           })();
+          release = () => closeRows(rows);
         } else {
-          const series = await assets();
+          // The first day is read before the status line, so a store that fails gets a 503.
+          const parts = summaryDays(await assets());
+          const first = await parts.next();
           body = (async function* () {
-            let first = true;
-            for await (const { asset, exact } of summaryDays(series)) {
-              yield summaryBucketsCsvBytes(exact, first, a ? { names: lead, values: [asset] } : null);
-              first = false;
+            let header = true;
+            for (let r = first; !r.done; r = await parts.next()) {
+              yield summaryBucketsCsvBytes(r.value.exact, header, v.asset ? { names: lead, values: [csvField(r.value.asset)] } : null);
+              header = false;
             }
-            if (first) yield summaryBucketsCsvBytes([], true, a ? { names: lead, values: [] } : null);
+            if (header) yield summaryBucketsCsvBytes([], true, v.asset ? { names: lead, values: [] } : null);
           })();
         }
+        fileHeaders();
         // pipeline: a client that goes away destroys the gzip stream, and with it the source,
         // whose generator then gives its store session back.
         const gz = createGzip({ level: 6 });
         pipeline(Readable.from(body, { objectMode: false }), gz, (err) => {
-          if (err && reply.raw.writableFinished === false && !reply.raw.destroyed) reply.log.error({ err }, 'export stream failed after the status line was sent');
+          if (err && !reply.raw.destroyed) reply.log.error({ err }, 'export stream failed after the status line was sent');
         });
+        gz.once('close', () => void release());
         reply.raw.once('close', () => {
           if (!reply.raw.writableFinished) gz.destroy();
         });

@@ -46,6 +46,34 @@ export async function closeRows(rows: OpenRows | undefined): Promise<void> {
   await rows?.it.return?.(undefined).catch(() => undefined);
 }
 
+/** Input bytes a converter takes at a time (cut at a row's end): bounds what one output holds. */
+const SLICE_BYTES = 128 * 1024;
+
+/**
+ * The rows converted, as they come: a store chunk (several MB) is handed over in slices of
+ * about SLICE_BYTES cut at row ends, so a converter whose output outgrows its input (CSV
+ * repeats an event's fields on every level) never holds a whole chunk's rows at once, and
+ * the consumer's back-pressure applies per slice. Stops once the converter is full; checks
+ * at the end that the stream did not break off inside a row.
+ */
+export async function* converted(rows: OpenRows, conv: RawRows): AsyncGenerator<Buffer> {
+  for (let r = rows.first; !r.done; r = await rows.it.next()) {
+    const chunk = r.value;
+    for (let off = 0; off < chunk.length && !conv.more; ) {
+      let cut = chunk.length;
+      if (chunk.length - off > SLICE_BYTES) {
+        const nl = chunk.lastIndexOf(10, off + SLICE_BYTES);
+        cut = nl >= off ? nl + 1 : chunk.length;
+      }
+      const out = conv.push(chunk.subarray(off, cut));
+      if (out.length > 0) yield out;
+      off = cut;
+    }
+    if (conv.more) return;
+  }
+  conv.end();
+}
+
 export function sendRawPage(
   reply: FastifyReply,
   rows: OpenRows,
@@ -67,14 +95,7 @@ export function sendRawPage(
   async function* body(): AsyncGenerator<Buffer> {
     try {
       if (head.length > 0) yield Buffer.from(head, 'utf8');
-      let r = rows.first;
-      while (!r.done) {
-        const out = conv.push(r.value);
-        if (out.length > 0) yield out;
-        if (conv.more) break;
-        r = await rows.it.next();
-      }
-      if (!conv.more) conv.end();
+      yield* converted(rows, conv);
       const end = tail();
       if (end.length > 0) yield Buffer.from(end, 'utf8');
     } finally {

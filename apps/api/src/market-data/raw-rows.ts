@@ -1,8 +1,5 @@
 import type { Venue } from '@booktape/domain';
 
-/** How a page of raw records is written (`format=`): json (default), ndjson, csv. */
-export type RawFormat = 'json' | 'ndjson' | 'csv';
-
 /**
  * Splits the raw-row lines the repository streams (`<key JSON>\t<record JSON>\n`, see
  * MarketDataRepository) into records, chunk by chunk, and hands each record's bytes to the
@@ -119,7 +116,7 @@ const csvRow = (fields: readonly unknown[]): string => `${fields.map(csvField).j
  * the level columns empty. Exchange A sides are `bid` / `ask` (book `bids` / `asks`, change
  * side `BUY` / `SELL`); exchange B sides are `yes` / `no`.
  */
-export const RAW_CSV_COLUMNS: Record<Venue, readonly string[]> = {
+const RAW_CSV_COLUMNS: Record<Venue, readonly string[]> = {
   'exchange-a': ['timestamp', 'asset_id', 'event_type', 'side', 'price', 'size', 'hash', 'received_at'],
   'exchange-b': ['timestamp', 'ticker', 'type', 'side', 'price', 'size', 'delta', 'seq', 'sid', 'expected_seq', 'received_at', 'data'],
 };

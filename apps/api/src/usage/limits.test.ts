@@ -74,15 +74,20 @@ describe('plan limits from the environment', () => {
 
 describe('the 429 body', () => {
   it('names the limit, the usage and when it resets, in the documented schema', () => {
-    const body = quotaExceededBody({ limit: 'monthly', plan: 'free', allowed: 1000, used: 1000, window: '2026-05', resetsAtMs: Date.UTC(2026, 5, 1), retryAfterS: 3600 });
+    const body = quotaExceededBody({ limit: 'monthly', plan: 'free', allowed: 1000, used: 1000, requested: 1, window: '2026-05', resetsAtMs: Date.UTC(2026, 5, 1), retryAfterS: 3600 });
     expect(body).toEqual({
       error: { code: 'rate_limited', message: expect.stringContaining('2026-06-01T00:00:00.000Z') },
-      quota: { limit: 'monthly', plan: 'free', allowed: 1000, used: 1000, remaining: 0, window: '2026-05', resets_at: '2026-06-01T00:00:00.000Z', retry_after_seconds: 3600 },
+      quota: { limit: 'monthly', plan: 'free', allowed: 1000, used: 1000, remaining: 0, requested: 1, window: '2026-05', resets_at: '2026-06-01T00:00:00.000Z', retry_after_seconds: 3600 },
     });
     expect(quotaExceededSchema.parse(body)).toEqual(body);
-    const burst = quotaExceededBody({ limit: 'per_second', plan: 'pro', allowed: 100, used: 100, window: '2026-05-02T10:00:00.000Z', resetsAtMs: Date.UTC(2026, 4, 2, 10, 0, 1), retryAfterS: 1 });
+    const burst = quotaExceededBody({ limit: 'per_second', plan: 'pro', allowed: 100, used: 100, requested: 1, window: '2026-05-02T10:00:00.000Z', resetsAtMs: Date.UTC(2026, 4, 2, 10, 0, 1), retryAfterS: 1 });
     expect(burst.error.message).toMatch(/100 requests per second/);
     expect(quotaExceededSchema.parse(burst)).toEqual(burst);
+    // An export of 7 days with 3 of 10 used: 7 remain, and the message says what it needed.
+    const big = quotaExceededBody({ limit: 'monthly', plan: 'free', allowed: 10, used: 4, requested: 7, window: '2026-05', resetsAtMs: Date.UTC(2026, 5, 1), retryAfterS: 3600 });
+    expect(big.quota).toMatchObject({ used: 4, remaining: 6, requested: 7 });
+    expect(big.error.message).toMatch(/counts 7 against the monthly request quota of the free plan, and 6 of 10 remain/);
+    expect(quotaExceededSchema.strict().parse(big)).toEqual(big);
   });
 });
 

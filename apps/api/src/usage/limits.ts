@@ -80,8 +80,10 @@ export interface Exceeded {
   plan: Plan;
   /** The limit's value. */
   allowed: number;
-  /** Requests counted in the limit's window (this month; this second). */
+  /** Counted in the limit's window: quota units this month (1 per call, a bulk export's days); requests this second. */
   used: number;
+  /** What the refused request counts in that window: 1, or a bulk export's days (monthly). */
+  requested: number;
   /** `YYYY-MM` for the monthly limit; the second (ISO 8601) for the burst limit. */
   window: string;
   resetsAtMs: number;
@@ -92,9 +94,11 @@ export interface Exceeded {
 export function quotaExceededBody(e: Exceeded) {
   const resetsAt = new Date(e.resetsAtMs).toISOString();
   const message =
-    e.limit === 'monthly'
-      ? `monthly request quota of the ${e.plan} plan used up (${e.used} of ${e.allowed} in ${e.window}); it resets at ${resetsAt}`
-      : `rate limit of the ${e.plan} plan exceeded (${e.allowed} requests per second); retry after ${e.retryAfterS} s`;
+    e.limit !== 'monthly'
+      ? `rate limit of the ${e.plan} plan exceeded (${e.allowed} requests per second); retry after ${e.retryAfterS} s`
+      : e.requested > 1
+        ? `this request counts ${e.requested} against the monthly request quota of the ${e.plan} plan, and ${Math.max(0, e.allowed - e.used)} of ${e.allowed} remain in ${e.window}; it resets at ${resetsAt}`
+        : `monthly request quota of the ${e.plan} plan used up (${e.used} of ${e.allowed} in ${e.window}); it resets at ${resetsAt}`;
   return {
     error: { code: 'rate_limited' as const, message },
     quota: {
@@ -102,7 +106,8 @@ export function quotaExceededBody(e: Exceeded) {
       plan: e.plan,
       allowed: e.allowed,
       used: e.used,
-      remaining: 0,
+      remaining: Math.max(0, e.allowed - e.used),
+      requested: e.requested,
       window: e.window,
       resets_at: resetsAt,
       retry_after_seconds: e.retryAfterS,

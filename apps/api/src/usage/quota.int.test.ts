@@ -68,6 +68,7 @@ describe('monthly quota', () => {
         allowed: Q,
         used: Q,
         remaining: 0,
+        requested: 1,
         window: period.id,
         resets_at: new Date(period.endMs).toISOString(),
         retry_after_seconds: expect.any(Number),
@@ -310,10 +311,12 @@ describe('bulk exports count by the days they cover', () => {
     // 3 + 8 > 10: refused whole, nothing counted.
     const refused = await exportOf('2026-03-01', '2026-03-08');
     expect(refused.statusCode).toBe(429);
-    expect(refused.json().quota).toMatchObject({ limit: 'monthly', used: 3, allowed: Q });
-    // A 32-day export reserves at most 31, which does not fit either.
-    expect((await exportOf('2026-03-01', '2026-04-01')).statusCode).toBe(429);
-    expect((await exportOf('2026-03-05', '2026-03-01')).statusCode).toBe(400); // reversed: 1 unit reserved, given back with the 400
+    expect(refused.json().quota).toMatchObject({ limit: 'monthly', used: 3, remaining: 7, requested: 8, allowed: Q });
+    // A range the export refuses is a 400 before the quota is asked, whatever remains.
+    for (const [from, to] of [['2026-03-01', '2026-04-01'], ['2026-03-05', '2026-03-01']]) {
+      const bad = await exportOf(from!, to!);
+      expect(bad.statusCode, `${from} ${to}`).toBe(400);
+    }
     expect((await usage(app, user)).calls_this_period).toBe(3);
     expect((await exportOf('2026-03-01', '2026-03-06')).statusCode).toBe(200);
     expect((await app.inject({ url: LIST, headers: bearer(key) })).statusCode).toBe(200);
@@ -328,5 +331,6 @@ describe('bulk exports count by the days they cover', () => {
     await t.redis.del(...keys);
     expect((await usage(app, user)).calls_this_period).toBe(Q);
     expect((await exportOf('2026-03-01', '2026-03-01')).statusCode).toBe(429);
+    expect((await exportOf('2026-03-05', '2026-03-01')).statusCode).toBe(400);
   });
 });

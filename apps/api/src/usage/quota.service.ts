@@ -167,14 +167,14 @@ export class QuotaService {
         const used = Number(r[1]);
         return {
           ok: false,
-          exceeded: { limit: 'monthly', plan, allowed: limit.monthly!, used, window: period.id, resetsAtMs: period.endMs, retryAfterS: retryAfterSeconds(period.endMs, now) },
+          exceeded: { limit: 'monthly', plan, allowed: limit.monthly!, used, requested: units, window: period.id, resetsAtMs: period.endMs, retryAfterS: retryAfterSeconds(period.endMs, now) },
         };
       }
       if (kind === 2) {
         const sec = Number(r[2]);
         return {
           ok: false,
-          exceeded: { limit: 'per_second', plan, allowed: limit.perSecond!, used: Number(r[1]), window: new Date(sec * 1000).toISOString(), resetsAtMs: (sec + 1) * 1000, retryAfterS: 1 },
+          exceeded: { limit: 'per_second', plan, allowed: limit.perSecond!, used: Number(r[1]), requested: 1, window: new Date(sec * 1000).toISOString(), resetsAtMs: (sec + 1) * 1000, retryAfterS: 1 },
         };
       }
       const reservation: Reservation = { requestId, userId, period, gen: String(r[2] ?? ''), units, state: 'open' };
