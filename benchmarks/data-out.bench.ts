@@ -34,6 +34,7 @@ import { fillDay, rng } from './fill-day.ts';
 const EVENTS = intEnv('BENCH_EVENTS', 1_000_000, 5000);
 /** BENCH_PARTS: `book`, `memory` or both (default). */
 const PARTS = new Set((process.env.BENCH_PARTS || 'book,memory').split(','));
+for (const p of PARTS) if (p !== 'book' && p !== 'memory') throw new Error(`BENCH_PARTS=${process.env.BENCH_PARTS}: expected book, memory or both, comma-separated`);
 const REQUESTS = intEnv('BENCH_REQUESTS', 40, 1);
 const MARKET = `0x${'7b'.repeat(32)}`;
 const ASSET = '5550002';

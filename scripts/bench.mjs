@@ -55,7 +55,7 @@ try {
     console.log(`\n[bench] ${name}: ${file}`);
     const out = await new Promise((resolve) => {
       let text = '';
-      const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', file], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
       current = child;
       child.stdout.on('data', (d) => {
         text += d;

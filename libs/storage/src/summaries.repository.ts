@@ -363,7 +363,6 @@ export class SummariesRepository {
     ).map((r) => r.d);
   }
 
-  /** The outcome tokens of an exchange A market that have raw data in [from, to]. */
   /** The exchange A market (condition id) an outcome token was rolled up under, or null. */
   async marketOfAsset(asset: string): Promise<string | null> {
     const [row] = await this.rows<{ m: string }>(
@@ -373,6 +372,7 @@ export class SummariesRepository {
     return row?.m ?? null;
   }
 
+  /** The outcome tokens of an exchange A market that have raw data in [from, to]. */
   async assetsOf(market: string, from: string, to: string): Promise<string[]> {
     return (
       await this.rows<{ a: string }>(

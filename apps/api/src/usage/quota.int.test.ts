@@ -133,6 +133,12 @@ describe('monthly quota', () => {
       `/api/v1/exchange-b/market/date-range?ticker=KX-1`,
       `/api/v1/exchange-a/market/list`,
       `/api/v1/exchange-b/market/list`,
+      `/api/v1/exchange-a/market/orderbook-summary?condition_id=${M}&asset_id=1&date=2026-03-01`,
+      `/api/v1/exchange-b/market/orderbook-summary?ticker=KX-1&date=2026-03-01`,
+      `/api/v1/exchange-a/market/book?condition_id=${M}&asset_id=1&timestamp=1772323200`,
+      `/api/v1/exchange-b/market/book?ticker=KX-1&timestamp=1772323200`,
+      `/api/v1/exchange-b/market/book-snapshots?ticker=KX-1&start_timestamp=1772323200&end_timestamp=1772326800`,
+      `/api/v1/exchange-b/market/export?ticker=KX-1&start_date=2026-03-01&end_date=2026-03-01`,
     ];
     for (const url of urls) expect((await app.inject({ url, headers: bearer(key) })).statusCode, url).toBe(200);
     // Not billable: health, lookup (its answer does not matter here), usage itself.
