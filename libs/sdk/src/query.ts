@@ -21,7 +21,13 @@ type TimeRenames = { start_timestamp: 'from'; end_timestamp: 'to'; timestamp: 'a
 const DATE_KEYS: ReadonlySet<string> = new Set(['date', 'start_date', 'end_date']);
 
 type SdkKey<K extends string> = K extends keyof TimeRenames ? TimeRenames[K] : Camel<K>;
-type SdkValue<K, V> = K extends keyof TimeRenames ? TimeInput : K extends 'date' | 'start_date' | 'end_date' ? DateInput : V;
+/**
+ * A free-text query value also takes a number: everything is text on the wire, and a few
+ * numeric parameters are described as strings by the document (e.g. `resolution` of the
+ * summaries), which should not make a caller write `'600'`.
+ */
+type Loose<V> = V extends string ? (string extends V ? string | number : V) : V;
+type SdkValue<K, V> = K extends keyof TimeRenames ? TimeInput : K extends 'date' | 'start_date' | 'end_date' ? DateInput : Loose<V>;
 
 /**
  * An endpoint's query, as the SDK takes it: camelCase names, `from`/`to`/`at` for times,

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { BooktapeError } from './errors.ts';
+import { Transport, type FetchLike } from './transport.ts';
+
+/** A fetch that answers from a script, noting what it was asked. */
+function scripted(answers: Array<() => Response>) {
+  const asked: Array<{ url: string; headers: Record<string, string> }> = [];
+  const fetch: FetchLike = async (url, init) => {
+    asked.push({ url, headers: init.headers as Record<string, string> });
+    const next = answers.shift();
+    if (!next) throw new Error('no more answers');
+    return next();
+  };
+  return { fetch, asked };
+}
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) => () => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+const unavailable = json(503, { error: { code: 'service_unavailable', message: 'ClickHouse is unavailable, retry later' } }, { 'retry-after': '0' });
+const retry = { maxRetries: 3, maxRetryDelayMs: 5000, baseDelayMs: 1 };
+
+describe('Transport', () => {
+  it('sends the key as a Bearer token, JSON accept, and gzip/br in Node', async () => {
+    const s = scripted([json(200, { ok: true })]);
+    const t = new Transport({ baseUrl: 'http://api.test:8080', apiKey: 'bt_live_k', fetch: s.fetch, retry });
+    expect(await t.json(t.url('/api/v1/health'))).toEqual({ ok: true });
+    expect(s.asked[0]).toEqual({ url: 'http://api.test:8080/api/v1/health', headers: { accept: 'application/json', authorization: 'Bearer bt_live_k', 'accept-encoding': 'gzip, br' } });
+  });
+
+  it('retries a 503 as Retry-After says, then answers', async () => {
+    const s = scripted([unavailable, unavailable, json(200, { ok: 1 })]);
+    const t = new Transport({ baseUrl: 'http://api.test', fetch: s.fetch, retry });
+    expect(await t.json(t.url('/x'))).toEqual({ ok: 1 });
+    expect(s.asked).toHaveLength(3);
+  });
+
+  it('backs off without Retry-After, and gives up after maxRetries with the last error', async () => {
+    const noHeader = json(503, { error: { code: 'service_unavailable', message: 'busy' } });
+    const s = scripted([noHeader, noHeader, noHeader, noHeader, json(200, {})]);
+    const t = new Transport({ baseUrl: 'http://api.test', fetch: s.fetch, retry });
+    const e = await t.json(t.url('/x')).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(BooktapeError);
+    expect(e).toMatchObject({ status: 503, code: 'service_unavailable', message: 'busy' });
+    expect(s.asked).toHaveLength(4);
+  });
+
+  it('does not retry other statuses; a body not in the API shape is an http_error', async () => {
+    const s = scripted([() => new Response('<html>bad gateway</html>', { status: 502 })]);
+    const t = new Transport({ baseUrl: 'http://api.test', fetch: s.fetch, retry });
+    expect(await t.json(t.url('/x')).catch((x: unknown) => x)).toMatchObject({ status: 502, code: 'http_error', body: '<html>bad gateway</html>' });
+    expect(s.asked).toHaveLength(1);
+  });
+
+  it('keeps a base URL path prefix (a reverse proxy) on API paths and Link targets', () => {
+    const t = new Transport({ baseUrl: 'https://example.test/booktape/', fetch: scripted([]).fetch, retry });
+    expect(t.url('/api/v1/exchange-a/market/list', [['prefix', '0x1']]).toString()).toBe('https://example.test/booktape/api/v1/exchange-a/market/list?prefix=0x1');
+    const plain = new Transport({ baseUrl: 'http://127.0.0.1:8080/api/v1', fetch: scripted([]).fetch, retry });
+    expect(plain.url('/api/v1/health').toString()).toBe('http://127.0.0.1:8080/api/v1/health');
+  });
+});
