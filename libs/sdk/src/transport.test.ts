@@ -56,3 +56,31 @@ describe('Transport', () => {
     expect(plain.url('/api/v1/health').toString()).toBe('http://127.0.0.1:8080/api/v1/health');
   });
 });
+
+describe('Transport signals', () => {
+  /** A fetch that waits until its signal aborts, as a real one on a slow answer does. */
+  const hanging: FetchLike = (_url, init) => new Promise((_, reject) => init.signal?.addEventListener('abort', () => reject(init.signal?.reason), { once: true }));
+
+  it('the client signal and the call signal each abort a call', async () => {
+    const client = new AbortController();
+    const t = new Transport({ baseUrl: 'http://api.test', fetch: hanging, retry, signal: client.signal });
+    const call = new AbortController();
+    const byCall = t.json(t.url('/x'), { signal: call.signal });
+    call.abort(new Error('call gave up'));
+    await expect(byCall).rejects.toThrow('call gave up');
+    const byClient = t.json(t.url('/x'), { signal: new AbortController().signal });
+    client.abort(new Error('client closed'));
+    await expect(byClient).rejects.toThrow('client closed');
+  });
+
+  it('an abort during a Retry-After wait ends the wait', async () => {
+    const s = scripted([json(429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'retry-after': '5' })]);
+    const t = new Transport({ baseUrl: 'http://api.test', fetch: s.fetch, retry });
+    const call = new AbortController();
+    const started = Date.now();
+    const p = t.json(t.url('/x'), { signal: call.signal });
+    setTimeout(() => call.abort(new Error('no more waiting')), 50);
+    await expect(p).rejects.toThrow('no more waiting');
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});

@@ -29,19 +29,30 @@ export interface RequestOptions {
  */
 const IS_NODE = typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string';
 
-/** Both signals in one: aborts when either does. */
-function eitherSignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
-  if (!a) return b;
-  if (!b) return a;
+/**
+ * Both signals in one: aborts when either does. AbortSignal.any (Node 20.3+, current
+ * browsers) lets the combined signal go with the request; the fallback's listeners are
+ * removed by the caller's `done` so a long-lived client signal does not collect one per call.
+ */
+function eitherSignal(a: AbortSignal | undefined, b: AbortSignal | undefined): { signal: AbortSignal | undefined; done: () => void } {
+  const none = () => undefined;
+  if (!a || !b) return { signal: a ?? b, done: none };
+  const any = (AbortSignal as { any?: (signals: AbortSignal[]) => AbortSignal }).any;
+  if (typeof any === 'function') return { signal: any.call(AbortSignal, [a, b]), done: none };
   const c = new AbortController();
-  const abort = (s: AbortSignal) => () => c.abort(s.reason);
-  if (a.aborted) c.abort(a.reason);
-  else if (b.aborted) c.abort(b.reason);
-  else {
-    a.addEventListener('abort', abort(a), { once: true });
-    b.addEventListener('abort', abort(b), { once: true });
-  }
-  return c.signal;
+  const onA = () => c.abort(a.reason);
+  const onB = () => c.abort(b.reason);
+  if (a.aborted) onA();
+  else if (b.aborted) onB();
+  a.addEventListener('abort', onA, { once: true });
+  b.addEventListener('abort', onB, { once: true });
+  return {
+    signal: c.signal,
+    done: () => {
+      a.removeEventListener('abort', onA);
+      b.removeEventListener('abort', onB);
+    },
+  };
 }
 
 /** HTTP to the API: the key, compression, retries on 429 / 503, typed errors. */
@@ -68,18 +79,24 @@ export class Transport {
   }
 
   async request(url: URL, ro: RequestOptions = {}): Promise<Response> {
-    const signal = eitherSignal(this.opts.signal, ro.signal);
+    const { signal, done } = eitherSignal(this.opts.signal, ro.signal);
     const headers: Record<string, string> = { accept: ro.accept ?? 'application/json', ...this.opts.headers };
     if (this.opts.apiKey) headers.authorization = `Bearer ${this.opts.apiKey}`;
     if (IS_NODE) headers['accept-encoding'] = 'gzip, br';
-    for (let attempt = 0; ; attempt++) {
-      const res = await this.fetchFn(url.toString(), { method: 'GET', headers, ...(signal ? { signal } : {}) });
-      if (res.ok || ro.okStatuses?.includes(res.status)) return res;
-      const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
-      const wait = !ro.noRetry && RETRY_STATUSES.has(res.status) ? retryDelay(this.opts.retry, attempt, retryAfterMs) : undefined;
-      const text = await res.text().catch(() => '');
-      if (wait === undefined) throw errorFromResponse(res.status, text, retryAfterMs);
-      await sleep(wait, signal);
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const res = await this.fetchFn(url.toString(), { method: 'GET', headers, ...(signal ? { signal } : {}) });
+        if (res.ok || ro.okStatuses?.includes(res.status)) return res;
+        const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
+        const wait = !ro.noRetry && RETRY_STATUSES.has(res.status) ? retryDelay(this.opts.retry, attempt, retryAfterMs) : undefined;
+        const text = await res.text().catch(() => '');
+        if (wait === undefined) throw errorFromResponse(res.status, text, retryAfterMs);
+        await sleep(wait, signal);
+      }
+    } finally {
+      // Only without AbortSignal.any: a body still streaming after this returns is then no
+      // longer aborted by either signal; the price of not leaking a listener per call.
+      done();
     }
   }
 
