@@ -146,7 +146,7 @@ export class VenueClient<V extends Venue> {
   }
 
   /** Every market with data (condition ids on exchange A, tickers on exchange B), in byte order. */
-  markets(params: Params<VenuePath<V, 'market/list'>, 'offset' | 'limit'> & PageSize & { offset?: number } = {} as never, o?: CallOptions): AsyncGenerator<string, void, undefined> {
+  markets(params: Params<VenuePath<V, 'market/list'>, 'offset' | 'limit'> & PageSize & { offset?: number } = {} as Params<VenuePath<V, 'market/list'>, 'offset' | 'limit'>, o?: CallOptions): AsyncGenerator<string, void, undefined> {
     const { pageSize, offset, ...rest } = params as PageSize & { offset?: number };
     type P = { market_condition_ids?: string[]; market_tickers?: string[]; pagination: import('./pages.ts').OffsetPagination };
     return walkOffsets(

@@ -42,6 +42,19 @@ describe('Transport', () => {
     expect(s.asked).toHaveLength(4);
   });
 
+  it('tries again when no answer came at all (a connection reset), up to maxRetries', async () => {
+    const reset = () => {
+      throw new TypeError('fetch failed');
+    };
+    const s = scripted([reset, reset, json(200, { ok: 1 })]);
+    const t = new Transport({ baseUrl: 'http://api.test', fetch: s.fetch, retry });
+    expect(await t.json(t.url('/x'))).toEqual({ ok: 1 });
+    const down = scripted([reset, reset, reset, reset, reset]);
+    const t2 = new Transport({ baseUrl: 'http://api.test', fetch: down.fetch, retry });
+    await expect(t2.json(t2.url('/x'))).rejects.toThrow('fetch failed');
+    expect(down.asked).toHaveLength(4);
+  });
+
   it('does not retry other statuses; a body not in the API shape is an http_error', async () => {
     const s = scripted([() => new Response('<html>bad gateway</html>', { status: 502 })]);
     const t = new Transport({ baseUrl: 'http://api.test', fetch: s.fetch, retry });

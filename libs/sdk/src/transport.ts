@@ -85,7 +85,17 @@ export class Transport {
     if (IS_NODE) headers['accept-encoding'] = 'gzip, br';
     try {
       for (let attempt = 0; ; attempt++) {
-        const res = await this.fetchFn(url.toString(), { method: 'GET', headers, ...(signal ? { signal } : {}) });
+        let res: Response;
+        try {
+          res = await this.fetchFn(url.toString(), { method: 'GET', headers, ...(signal ? { signal } : {}) });
+        } catch (e) {
+          // No answer at all (connection refused or reset, DNS): every call here is a read,
+          // so it is tried again like a 503 without Retry-After. An abort is the caller's.
+          const wait = signal?.aborted || ro.noRetry ? undefined : retryDelay(this.opts.retry, attempt, undefined);
+          if (wait === undefined) throw e;
+          await sleep(wait, signal);
+          continue;
+        }
         if (res.ok || ro.okStatuses?.includes(res.status)) return res;
         const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
         const wait = !ro.noRetry && RETRY_STATUSES.has(res.status) ? retryDelay(this.opts.retry, attempt, retryAfterMs) : undefined;
