@@ -34,7 +34,9 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
   };
   const redis = new Redis({ host: '127.0.0.1', port: 9, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
   redis.on('error', () => undefined);
-  const config = testConfig({ host: '127.0.0.1', port: 8080, redisKeyPrefix: 'booktape:', cursorSecret: Buffer.alloc(32) });
+  // An admin token, as in production: the operator routes then declare it in `security`.
+  // The same config as scripts/openapi.mjs on the OpenAPI branch, so both build one document.
+  const config = testConfig({ host: '127.0.0.1', port: 8080, adminToken: 'openapi-document-admin-token', redisKeyPrefix: 'booktape:', cursorSecret: Buffer.alloc(32) });
   const app = await createApp({ ch, log: silentLogger(), redis, config });
   try {
     await app.ready();
