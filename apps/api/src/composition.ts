@@ -12,7 +12,7 @@ import {
   closeStreamSessions,
   streamPoolStats,
 } from '@booktape/storage';
-import { SummaryReader } from '@booktape/summaries';
+import { BookReader, SummaryReader } from '@booktape/summaries';
 import { SubscriptionService } from './billing/subscription.service.ts';
 import { requireKeyHook } from './http/auth.ts';
 import { API_PREFIX } from './http/prefix.ts';
@@ -62,7 +62,13 @@ export function buildServices(deps: ApiDeps): Composition {
     requestLog,
     requests,
     summaries: new SummaryReader({ summaries: summariesRepo, events: bookEvents, redis, queuePrefix: config.rollupQueuePrefix }),
-    bookEvents,
+    books: new BookReader({
+      summaries: summariesRepo,
+      events: bookEvents,
+      redis,
+      queuePrefix: config.rollupQueuePrefix,
+      onStateError: (err) => log.warn({ err }, 'rollup state unreadable: book answers rebuilt from raw events'),
+    }),
     assetMarkets: summariesRepo,
     exports: new ExportRepository(ch),
     lookup: new SlugLookupService({

@@ -47,6 +47,24 @@ export interface SummaryChunk {
   buckets: string;
 }
 
+/**
+ * A full-book checkpoint (migration 011): the book of one asset after every book event of
+ * the day at or before `at`. Times are Unix milliseconds.
+ */
+export interface BookCheckpoint {
+  date: string;
+  /** The day's book events at or before `at` (the late-data check, and the key within a day). */
+  events: number;
+  /** The last millisecond applied; it held a book record, so it is also the book's as_of_ms. */
+  at: number;
+  /** The day build it belongs to: valid while the day row's base_version is this. */
+  baseVersion: number;
+  version: number;
+  engineVersion: number;
+  /** The book's `toState()` JSON. */
+  state: string;
+}
+
 /** What a rollup run decides by, read with its events (`SummariesRepository.bookEventsRead`). */
 export interface BookEventsFacts {
   /** The date's book events before the asked time (FINAL: duplicates count once); null when not asked. */
@@ -285,10 +303,63 @@ export class SummariesRepository {
   }
 
   /**
-   * Writes a run's chunks, then its day row: a reader that sees the row (and its base
-   * version) finds every chunk it refers to.
+   * The latest valid checkpoint of an asset at or before `atMs` (on its date or an earlier
+   * one), with its day row's `complete`; null when there is none. Valid: of the day row's
+   * current base version and of `engineVersion` (a state another engine wrote may not
+   * restore alike).
    */
-  async write(key: SummaryKey, day: SummaryDay, chunks: readonly SummaryChunk[]): Promise<void> {
+  async lastCheckpoint(key: SummaryKey, atMs: number, engineVersion: number): Promise<(BookCheckpoint & { complete: boolean }) | null> {
+    // The key columns pick the checkpoint; only its own state is then read.
+    const [r] = await this.rows<{ day: string; events: string | number; at_ms: string; base_version: string | number; version: string | number; complete: number; state: string }>(
+      `SELECT toString(c.event_date) AS day, c.events, toUnixTimestamp64Milli(c.at) AS at_ms, c.base_version, c.version, d.complete, c.state
+        FROM ${this.ch.table('book_checkpoints')} AS c FINAL
+        INNER JOIN (SELECT event_date, base_version, complete FROM ${this.ch.table('summary_days')} FINAL
+                    WHERE ${KEY} AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC'))) AS d
+          ON c.event_date = d.event_date AND c.base_version = d.base_version
+        WHERE c.venue = {venue:String} AND c.market = {market:String} AND c.asset = {asset:String}
+          AND (c.event_date, c.events) = (
+            SELECT event_date, events FROM ${this.ch.table('book_checkpoints')} FINAL
+             WHERE ${KEY} AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC'))
+               AND at <= fromUnixTimestamp64Milli({t:Int64}, 'UTC') AND engine_version = {ev:UInt16}
+               AND (event_date, base_version) IN (SELECT event_date, base_version FROM ${this.ch.table('summary_days')} FINAL
+                                                  WHERE ${KEY} AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')))
+             ORDER BY event_date DESC, events DESC LIMIT 1)`,
+      { ...keyParams(key), t: atMs, ev: engineVersion },
+    );
+    if (r === undefined) return null;
+    return {
+      date: r.day,
+      events: Number(r.events),
+      at: Number(r.at_ms),
+      baseVersion: Number(r.base_version),
+      version: Number(r.version),
+      engineVersion,
+      complete: Number(r.complete) === 1,
+      state: r.state,
+    };
+  }
+
+  /**
+   * Writes a run's chunks and checkpoints, then its day row: a reader that sees the row (and
+   * its base version) finds every chunk and checkpoint it refers to.
+   */
+  async write(key: SummaryKey, day: SummaryDay, chunks: readonly SummaryChunk[], checkpoints: readonly BookCheckpoint[] = []): Promise<void> {
+    if (checkpoints.length > 0) {
+      await this.ch.client.insert({
+        table: this.ch.table('book_checkpoints'),
+        format: 'JSONEachRow',
+        values: checkpoints.map((c) => ({
+          ...keyParams(key),
+          event_date: c.date,
+          events: c.events,
+          at: c.at,
+          base_version: c.baseVersion,
+          version: c.version,
+          engine_version: c.engineVersion,
+          state: c.state,
+        })),
+      });
+    }
     if (chunks.length > 0) {
       await this.ch.client.insert({
         table: this.ch.table('summary_chunks'),

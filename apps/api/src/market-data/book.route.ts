@@ -40,7 +40,7 @@ const common = {
  * rollups when left out). Exchange B: the ticker's YES and NO bids.
  */
 export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
-  const { config, requireKey, bookEvents, assetMarkets } = services;
+  const { config, requireKey, books, assetMarkets } = services;
   const security = [{ bearerAuth: [] }];
   const depth = () =>
     optionalField((r) => parseInteger(r, 1, DEPTH_MAX), `Levels per side, 1 to ${DEPTH_MAX}. Default ${DEPTH_DEFAULT}.`, { type: 'integer', minimum: 1, maximum: DEPTH_MAX });
@@ -79,7 +79,7 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         if (floor !== undefined && qs.timestamp < earliestMs(floor)) throw invalidParameter('timestamp', `${venueName(v)} data is served from ${floor} on`);
         const key = await seriesKey(qs);
         const market = key.market;
-        const book = await guard('ClickHouse', () => bookAt(bookEvents, key, qs.timestamp, qs.depth ?? DEPTH_DEFAULT));
+        const book = await guard('ClickHouse', () => bookAt(books, key, qs.timestamp, qs.depth ?? DEPTH_DEFAULT));
         const [first, second] = book.sides;
         const body = {
           ...(a ? { asset_id: key.asset } : { ticker: market }),
@@ -147,10 +147,10 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         const history =
           instants.length === 0
             ? null
-            : await guard('ClickHouse', () => bookEvents.sinceLastSnapshot(v.venue, key.market, key.asset, instants[0]!, instants[instants.length - 1]!, finalised));
-        // The data's version: from which snapshot on and how many records decide the series
-        // (records are only ever added: a late one changes the count or the snapshot).
-        const version = history === null ? 'empty' : `${history.anchorMs}:${history.count}`;
+            : await guard('ClickHouse', () => books.source(key, instants[0]!, instants[instants.length - 1]!, finalised));
+        // The data's version: where the series starts and how many records decide it
+        // (records are only ever added: a late one changes the count, the snapshot or the checkpoint).
+        const version = history === null ? 'empty' : history.version;
         const etag = finalised ? etagOf('book-snapshots', v.venue, key.market, key.asset, start, end, interval, depthN, format, version) : null;
         if (cacheHeaders(req, reply, etag, config.caching)) {
           await history?.close();
