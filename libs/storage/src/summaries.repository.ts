@@ -65,6 +65,13 @@ export interface BookCheckpoint {
   state: string;
 }
 
+/** A stored day's build: its chunks and checkpoints count from `baseVersion` on. */
+export interface DayBuild {
+  date: string;
+  baseVersion: number;
+  complete: boolean;
+}
+
 /** What a rollup run decides by, read with its events (`SummariesRepository.bookEventsRead`). */
 export interface BookEventsFacts {
   /** The date's book events before the asked time (FINAL: duplicates count once); null when not asked. */
@@ -302,41 +309,34 @@ export class SummariesRepository {
     return out;
   }
 
+  /** Every stored day of an asset: its build (base version) and whether it is closed. */
+  async dayBuilds(key: SummaryKey): Promise<DayBuild[]> {
+    return (
+      await this.rows<{ day: string; base_version: string | number; complete: number }>(
+        `SELECT toString(event_date) AS day, base_version, complete FROM ${this.ch.table('summary_days')} FINAL WHERE ${KEY} ORDER BY event_date`,
+        { ...keyParams(key) },
+      )
+    ).map((r) => ({ date: r.day, baseVersion: Number(r.base_version), complete: Number(r.complete) === 1 }));
+  }
+
   /**
-   * The latest valid checkpoint of an asset at or before `atMs` (on its date or an earlier
-   * one), with its day row's `complete`; null when there is none. Valid: of the day row's
-   * current base version and of `engineVersion` (a state another engine wrote may not
-   * restore alike).
+   * The latest checkpoint of an asset at or before `atMs` (on its date or an earlier one)
+   * that belongs to one of `builds` (the day rows' current builds, `dayBuilds`) and to
+   * `engineVersion` (a state another engine wrote may not restore alike); null when none.
+   * Rows of one build at one position hold the same book, so no FINAL is needed.
    */
-  async lastCheckpoint(key: SummaryKey, atMs: number, engineVersion: number): Promise<(BookCheckpoint & { complete: boolean }) | null> {
-    // The key columns pick the checkpoint; only its own state is then read.
-    const [r] = await this.rows<{ day: string; events: string | number; at_ms: string; base_version: string | number; version: string | number; complete: number; state: string }>(
-      `SELECT toString(c.event_date) AS day, c.events, toUnixTimestamp64Milli(c.at) AS at_ms, c.base_version, c.version, d.complete, c.state
-        FROM ${this.ch.table('book_checkpoints')} AS c FINAL
-        INNER JOIN (SELECT event_date, base_version, complete FROM ${this.ch.table('summary_days')} FINAL
-                    WHERE ${KEY} AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC'))) AS d
-          ON c.event_date = d.event_date AND c.base_version = d.base_version
-        WHERE c.venue = {venue:String} AND c.market = {market:String} AND c.asset = {asset:String}
-          AND (c.event_date, c.events) = (
-            SELECT event_date, events FROM ${this.ch.table('book_checkpoints')} FINAL
-             WHERE ${KEY} AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC'))
-               AND at <= fromUnixTimestamp64Milli({t:Int64}, 'UTC') AND engine_version = {ev:UInt16}
-               AND (event_date, base_version) IN (SELECT event_date, base_version FROM ${this.ch.table('summary_days')} FINAL
-                                                  WHERE ${KEY} AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')))
-             ORDER BY event_date DESC, events DESC LIMIT 1)`,
-      { ...keyParams(key), t: atMs, ev: engineVersion },
+  async lastCheckpoint(key: SummaryKey, atMs: number, engineVersion: number, builds: readonly Pick<DayBuild, 'date' | 'baseVersion'>[]): Promise<BookCheckpoint | null> {
+    if (builds.length === 0) return null;
+    const [r] = await this.rows<{ day: string; events: string | number; at_ms: string; base_version: string | number; version: string | number; state: string }>(
+      `SELECT toString(event_date) AS day, events, toUnixTimestamp64Milli(at) AS at_ms, base_version, version, state
+        FROM ${this.ch.table('book_checkpoints')}
+        WHERE ${KEY} AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND at <= fromUnixTimestamp64Milli({t:Int64}, 'UTC')
+          AND engine_version = {ev:UInt16} AND concat(toString(event_date), '/', toString(base_version)) IN {builds:Array(String)}
+        ORDER BY event_date DESC, events DESC LIMIT 1`,
+      { ...keyParams(key), t: atMs, ev: engineVersion, builds: builds.map((b) => `${b.date}/${b.baseVersion}`) },
     );
     if (r === undefined) return null;
-    return {
-      date: r.day,
-      events: Number(r.events),
-      at: Number(r.at_ms),
-      baseVersion: Number(r.base_version),
-      version: Number(r.version),
-      engineVersion,
-      complete: Number(r.complete) === 1,
-      state: r.state,
-    };
+    return { date: r.day, events: Number(r.events), at: Number(r.at_ms), baseVersion: Number(r.base_version), version: Number(r.version), engineVersion, state: r.state };
   }
 
   /**

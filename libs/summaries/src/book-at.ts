@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { ENGINE_VERSION, type BookRecord, type ExchangeABookState, type ExchangeBBookState } from '@booktape/book';
 import { assetRollupState } from '@booktape/messaging';
-import type { BookCheckpoint, BookEventsRepository, BookHistory, SummariesRepository, SummaryKey } from '@booktape/storage';
+import type { BookCheckpoint, BookEventsRepository, BookHistory, DayBuild, SummariesRepository, SummaryKey } from '@booktape/storage';
 import { bookFromState } from './fold.ts';
 
 /** A price level of a book answer: canonical decimal text. */
@@ -102,6 +102,9 @@ export interface BookReaderDeps {
  * - an earlier day is pending: not used (the state carried into its day may change).
  */
 export class BookReader {
+  /** An asset's day builds, reused while its summaries version (bumped by the worker around every write) stands still. */
+  private readonly builds = new Map<string, { version: string; at: number; days: DayBuild[] }>();
+
   constructor(private readonly deps: BookReaderDeps) {}
 
   /** The source of the book from `atMs` to `untilMs` (inclusive); `counted`: count its records. */
@@ -119,23 +122,47 @@ export class BookReader {
   /** The latest checkpoint at or before `atMs` that is exact, or null. */
   private async checkpoint(key: SummaryKey, atMs: number): Promise<BookCheckpoint | null> {
     const { summaries, redis, queuePrefix } = this.deps;
-    const [state, cp] = await Promise.all([
-      assetRollupState(redis, queuePrefix, key).catch((err: unknown) => {
-        this.deps.onStateError?.(err);
-        return null;
-      }),
-      summaries.lastCheckpoint(key, atMs, ENGINE_VERSION),
-    ]);
-    // Without the queue's state nothing tells whether the rollup is behind.
-    if (cp === null || state === null) return null;
+    let state: { pending: Set<string>; version: string | null };
+    try {
+      state = await assetRollupState(redis, queuePrefix, key);
+    } catch (err) {
+      // Without the queue's state nothing tells whether the rollup is behind.
+      this.deps.onStateError?.(err);
+      return null;
+    }
+    const days = await this.dayBuilds(key, state.version);
+    const cp = await summaries.lastCheckpoint(key, atMs, ENGINE_VERSION, days);
+    if (cp === null) return null;
     const pending = [...state.pending].filter((d) => d <= cp.date);
     if (pending.some((d) => d < cp.date)) return null;
-    if (!cp.complete || pending.length > 0) {
+    const day = days.find((d) => d.date === cp.date);
+    if (day?.complete !== true || pending.length > 0) {
       if ((await summaries.countBookEvents(key, cp.date, cp.at + 1)) !== cp.events) return null;
     }
     return cp;
   }
+
+  /**
+   * The asset's day builds, from memory while its summaries version stands still, for at
+   * most BUILDS_TTL_MS (a worker that died between its write and its bump cannot keep a
+   * stale entry for long); read every time for an asset without a version.
+   */
+  private async dayBuilds(key: SummaryKey, version: string | null): Promise<DayBuild[]> {
+    const id = `${key.venue}|${key.market}|${key.asset}`;
+    const hit = this.builds.get(id);
+    if (version !== null && hit !== undefined && hit.version === version && Date.now() - hit.at < BUILDS_TTL_MS) return hit.days;
+    const days = await this.deps.summaries.dayBuilds(key);
+    if (version !== null) {
+      this.builds.delete(id);
+      this.builds.set(id, { version, at: Date.now(), days });
+      if (this.builds.size > BUILDS_CACHED) this.builds.delete(this.builds.keys().next().value!);
+    }
+    return days;
+  }
 }
+
+const BUILDS_TTL_MS = 30_000;
+const BUILDS_CACHED = 10_000;
 
 /** The full book of one series at one instant. */
 export async function bookAt(books: BookReader, key: SummaryKey, atMs: number, depth: number): Promise<BookAt> {

@@ -247,7 +247,11 @@ describe('book at any instant', () => {
       await src.close();
       return src.start?.asOfMs ?? null;
     };
-    const roller = (closeGraceMs: number) => new Roller(summaries, silentLogger(), { closeGraceMs, checkpointEvery: 3 });
+    // As the worker runs it: the asset's summaries version is bumped around every write, and
+    // the reader keeps the day builds it read while the version stands still.
+    const versionKey = rollupKeys(t.config.rollupQueuePrefix).version(assetKey(key));
+    const versions = { current: async () => Number((await t.redis.get(versionKey)) ?? 0), bump: () => t.redis.incr(versionKey) };
+    const roller = (closeGraceMs: number) => new Roller(summaries, silentLogger(), { closeGraceMs, checkpointEvery: 3, versions });
 
     // An open day (its grace not over): a checkpoint counts once the day's rows up to it still number what was applied.
     await roller(1_000 * 86_400_000).rollDay(key, '2026-03-04');
@@ -285,7 +289,7 @@ describe('book at any instant', () => {
       expect(await startOf()).toBeNull();
       expect(await answer()).toEqual({ size: '64', asOf: t0 + 9_000 });
     } finally {
-      await t.redis.del(dirty);
+      await t.redis.del(dirty, versionKey);
     }
   });
 });
