@@ -9,7 +9,10 @@
  *     sends snapshots only on subscribe): the worst case, every delta since midnight replayed.
  * Measured through the API in process (inject: routing, key, reads, book, serialisation),
  * BENCH_REQUESTS (default 40) random instants each: p50 / p95 of GET …/market/book at depth
- * 10, and of GET …/market/book-snapshots for a whole day at interval 60 (1,440 snapshots).
+ * 10, and of GET …/market/book-snapshots for a whole day at interval 60 (1,440 snapshots),
+ * twice in one run: first before any rollup (the book rebuilt from its last raw snapshot),
+ * then after both days are rolled up with the rollup's checkpoints (every
+ * ROLLUP_CHECKPOINT_EVENTS, default 2,000): the ratio is the checkpoints' gain.
  * Target (issue 12): p50 <= 20 ms for any instant of a 1,000,000-event day.
  * Then the memory of streaming: the exchange B day exported whole (1,000,000 CSV rows, and as
  * Parquet) over a real socket to a client that discards it, and a 100,000-record NDJSON page:
@@ -27,7 +30,9 @@ import { createApp, createRedis } from '@booktape/api';
 import { deleteRedisPrefix, testConfig } from '@booktape/api/testing';
 import { silentLogger } from '@booktape/config';
 import type { ExchangeBMessage } from '@booktape/domain';
-import { migrate, openClickHouse, RawEventsRepository } from '@booktape/storage';
+import { assetKey, rollupKeys, type AssetRef } from '@booktape/messaging';
+import { migrate, openClickHouse, RawEventsRepository, SummariesRepository } from '@booktape/storage';
+import { CHECKPOINT_EVENTS, Roller } from '@booktape/summaries';
 import { intEnv } from './bench-env.ts';
 import { fillDay, rng } from './fill-day.ts';
 
@@ -36,6 +41,7 @@ const EVENTS = intEnv('BENCH_EVENTS', 1_000_000, 5000);
 const PARTS = new Set((process.env.BENCH_PARTS || 'book,memory').split(','));
 for (const p of PARTS) if (p !== 'book' && p !== 'memory') throw new Error(`BENCH_PARTS=${process.env.BENCH_PARTS}: expected book, memory or both, comma-separated`);
 const REQUESTS = intEnv('BENCH_REQUESTS', 40, 1);
+const CHECKPOINT_EVERY = intEnv('ROLLUP_CHECKPOINT_EVENTS', CHECKPOINT_EVENTS, 100);
 const MARKET = `0x${'7b'.repeat(32)}`;
 const ASSET = '5550002';
 const TICKER = 'KXBENCHBOOK-26MAR02';
@@ -94,20 +100,39 @@ async function main(): Promise<void> {
       process.stderr.write(`[data-out] ${name}: p50 ${fig.p50} ms, p95 ${fig.p95} ms (${n} requests)\n`);
       return fig;
     };
-    const figures = !PARTS.has('book') ? {} : {
-      a_book_depth10: await measure('exchange A book, depth 10 (a snapshot every 5,000 events)', (at) => `/api/v1/exchange-a/market/book?asset_id=${ASSET}&condition_id=${MARKET}&timestamp=${at}`, REQUESTS),
-      b_book_depth10: await measure('exchange B book, depth 10 (one snapshot at 00:00)', (at) => `/api/v1/exchange-b/market/book?ticker=${TICKER}&timestamp=${at}`, REQUESTS),
+    const bookFigures = async (label: string, n: number) => ({
+      a_book_depth10: await measure(`${label}: exchange A book, depth 10 (a snapshot every 5,000 events)`, (at) => `/api/v1/exchange-a/market/book?asset_id=${ASSET}&condition_id=${MARKET}&timestamp=${at}`, n),
+      b_book_depth10: await measure(`${label}: exchange B book, depth 10 (one snapshot at 00:00)`, (at) => `/api/v1/exchange-b/market/book?ticker=${TICKER}&timestamp=${at}`, n),
       a_snapshots_day_60s: await measure(
-        'exchange A book-snapshots, whole day at 60 s',
+        `${label}: exchange A book-snapshots, whole day at 60 s`,
         () => `/api/v1/exchange-a/market/book-snapshots?asset_id=${ASSET}&condition_id=${MARKET}&start_timestamp=${DAY}&end_timestamp=${DAY + 86_399_999}&interval=60`,
-        Math.min(REQUESTS, 5),
+        Math.min(n, 5),
       ),
       b_snapshots_day_60s: await measure(
-        'exchange B book-snapshots, whole day at 60 s',
+        `${label}: exchange B book-snapshots, whole day at 60 s`,
         () => `/api/v1/exchange-b/market/book-snapshots?ticker=${TICKER}&start_timestamp=${DAY}&end_timestamp=${DAY + 86_399_999}&interval=60`,
-        Math.min(REQUESTS, 5),
+        Math.min(n, 5),
       ),
-    };
+    });
+    let figures = {};
+    if (PARTS.has('book')) {
+      // The raw path replays up to a day of deltas per request (seconds for B): fewer requests.
+      const raw = await bookFigures('raw events', Math.min(REQUESTS, 10));
+      // As the worker runs it: bumping the asset's summaries version around each write, which
+      // the API's readers key their caches by.
+      const versionKey = (a: AssetRef) => rollupKeys(config.rollupQueuePrefix).version(assetKey(a));
+      const versions = { current: async (a: AssetRef) => Number((await redis.get(versionKey(a))) ?? 0), bump: (a: AssetRef) => redis.incr(versionKey(a)) };
+      const roller = new Roller(new SummariesRepository(ch), silentLogger(), { closeGraceMs: 0, checkpointEvery: CHECKPOINT_EVERY, versions });
+      const r0 = performance.now();
+      await roller.rollDay({ venue: 'exchange-a', market: MARKET, asset: ASSET }, '2026-03-02');
+      await roller.rollDay({ venue: 'exchange-b', market: TICKER, asset: TICKER }, '2026-03-02');
+      const rollupSeconds = +((performance.now() - r0) / 1000).toFixed(1);
+      process.stderr.write(`[data-out] rolled up both days with a checkpoint every ${CHECKPOINT_EVERY} events in ${rollupSeconds} s\n`);
+      const checkpoints = await bookFigures('checkpoints', REQUESTS);
+      const ratio = Object.fromEntries(Object.entries(checkpoints).map(([k, v]) => [k, +(raw[k as keyof typeof raw].p50 / v.p50).toFixed(1)]));
+      process.stderr.write(`[data-out] p50 raw / checkpoints: ${JSON.stringify(ratio)}\n`);
+      figures = { raw, checkpoints, p50_ratio_raw_over_checkpoints: ratio, checkpoint_every: CHECKPOINT_EVERY, rollup_seconds_both_days: rollupSeconds };
+    }
     // Streaming memory, over a real socket: the client counts bytes and drops them.
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     const memory = async (name: string, url: string) => {
@@ -134,6 +159,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ events_per_day: EVENTS, ...figures, target_p50_ms: 20, memory: exportsFig, target_added_rss_mb: 64, cpus: cpus().length, load: loadavg()[0] }));
   } finally {
     await deleteRedisPrefix(redis, config.redisKeyPrefix).catch(() => undefined);
+    await deleteRedisPrefix(redis, config.rollupQueuePrefix).catch(() => undefined);
     redis.disconnect();
     await ch.close();
     rmSync(dir, { recursive: true, force: true });

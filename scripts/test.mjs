@@ -1,5 +1,6 @@
 // `npm test`: installs what is missing, starts the project's own Kafka and Redis (the
-// embedded ClickHouse engine needs nothing started), type-checks, then runs the unit tests
+// embedded ClickHouse engine needs nothing started), type-checks, lints the OpenAPI document
+// (counted as one test), then runs the unit tests
 // (again under Node 22 and 24, see BOOKTAPE_TEST_NODES below) and the integration tests
 // against the real services. Prints one closing line "N passed, N failed".
 import { spawn } from 'node:child_process';
@@ -112,6 +113,12 @@ if (gaps.length > 0) {
 }
 
 if (!only && filters.length === 0) await run('type check', process.execPath, [path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--noEmit']);
+// The OpenAPI document, built in-process, linted by Redocly CLI (redocly.yaml, offline):
+// no error, no warning but the kept ones (docs/api.md, "The OpenAPI contract"). One test.
+if (!only && filters.length === 0) {
+  const status = await run('OpenAPI lint', process.execPath, [path.join(REPO_ROOT, 'scripts', 'openapi.mjs'), '--lint']);
+  count(status === 0 ? { passed: 1, failed: 0, skipped: 0 } : { passed: 0, failed: 1, skipped: 0 });
+}
 if (only !== '--int') {
   count(await vitest('unit', []));
   // The unit suite again under each Node release line users arrive on (BOOKTAPE_TEST_NODES,

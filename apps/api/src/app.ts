@@ -77,7 +77,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // After the compression plugin's onRoute, so a tag is adjusted after the body was compressed.
   app.addHook('onRoute', etagCodingOnRoute);
 
-  await registerOpenApi(app as unknown as FastifyInstance);
+  await registerOpenApi(app as unknown as FastifyInstance, services.config);
 
   app.decorateRequest('apiKey', null);
   app.addHook('onRoute', services.billable.onRoute);

@@ -12,7 +12,7 @@ import {
   closeStreamSessions,
   streamPoolStats,
 } from '@booktape/storage';
-import { SummaryReader } from '@booktape/summaries';
+import { BookReader, SummaryReader } from '@booktape/summaries';
 import { SubscriptionService } from './billing/subscription.service.ts';
 import { requireKeyHook } from './http/auth.ts';
 import { API_PREFIX } from './http/prefix.ts';
@@ -35,6 +35,9 @@ export interface Composition {
  * The API's composition root: every service and repository, built once from the process's
  * clients and config, and the background loops started. The route plugins get `services`.
  */
+/** An export temp table older than this is a dead build's (a live export takes minutes). */
+const EXPORT_LEFTOVER_MS = 6 * 3_600_000;
+
 export function buildServices(deps: ApiDeps): Composition {
   const { ch, redis, log, config } = deps;
   const keys = new KeyService({ repo: new ApiKeysRepository(ch), redis, log, redisKeyPrefix: config.redisKeyPrefix, usageFlushMs: config.usageFlushMs });
@@ -48,6 +51,7 @@ export function buildServices(deps: ApiDeps): Composition {
   const summariesRepo = new SummariesRepository(ch);
   const bookEvents = new BookEventsRepository(ch);
   const outages = new OutagesRepository(ch);
+  const exports = new ExportRepository(ch);
   const streamPool = (now = Date.now()) => streamPoolStats(ch, config.streamSessions, now);
   const requireKey = requireKeyHook(keys);
   const services: Services = {
@@ -62,9 +66,15 @@ export function buildServices(deps: ApiDeps): Composition {
     requestLog,
     requests,
     summaries: new SummaryReader({ summaries: summariesRepo, events: bookEvents, redis, queuePrefix: config.rollupQueuePrefix }),
-    bookEvents,
+    books: new BookReader({
+      summaries: summariesRepo,
+      events: bookEvents,
+      redis,
+      queuePrefix: config.rollupQueuePrefix,
+      onStateError: (err) => log.warn({ err }, 'rollup state unreadable: book answers rebuilt from raw events'),
+    }),
     assetMarkets: summariesRepo,
-    exports: new ExportRepository(ch),
+    exports,
     lookup: new SlugLookupService({
       catalogue,
       log,
@@ -89,11 +99,21 @@ export function buildServices(deps: ApiDeps): Composition {
   };
   keys.start();
   requestLog.start();
+  // Exports of a process that died mid-build leave temp tables and files: swept at start and hourly.
+  const sweepExports = () =>
+    void exports
+      .sweep(EXPORT_LEFTOVER_MS)
+      .then((n) => n.tables + n.files > 0 && log.info(n, 'removed what failed exports left behind'))
+      .catch((err: unknown) => log.warn({ err }, 'export leftovers sweep failed'));
+  sweepExports();
+  const sweeper = setInterval(sweepExports, 3_600_000);
+  sweeper.unref();
   let stopping: Promise<void> | undefined;
   return {
     services,
     stop: () =>
       (stopping ??= (async () => {
+        clearInterval(sweeper);
         await requestLog.stop();
         await keys.stop();
         closeStreamSessions(ch);

@@ -58,6 +58,8 @@ const envDataFloor = () =>
 export const apiEnvSchema = platformEnvSchema.extend({
   HOST: envString('127.0.0.1'),
   PORT: envInt(8080, 0, 65535),
+  /** The base URL clients reach the API at, when not http://HOST:PORT (a proxy): the OpenAPI document's server. */
+  PUBLIC_URL: envUrl(undefined, ['http', 'https']),
   /** When set, `/keys` and `/subscriptions/*` require it in `X-Admin-Token`. */
   ADMIN_TOKEN: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
   /** Serve the operator routes without ADMIN_TOKEN on a non-loopback HOST (refused otherwise). */
@@ -129,6 +131,8 @@ export type DataFloors = Record<Venue, string | null>;
 export interface ApiConfig {
   host: string;
   port: number;
+  /** PUBLIC_URL: the OpenAPI document's server; unset: http://HOST:PORT. */
+  publicUrl: string | undefined;
   adminToken: string | undefined;
   cursorSecret: Buffer;
   /** Per venue, the first UTC date served (YYYY-MM-DD; earlier dates are refused), or null: no floor. */
@@ -235,6 +239,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
   return {
     host: env.HOST,
     port: env.PORT,
+    publicUrl: env.PUBLIC_URL,
     adminToken: env.ADMIN_TOKEN,
     cursorSecret: env.CURSOR_SECRET ? Buffer.from(env.CURSOR_SECRET, 'utf8') : loadOrCreateSecret(secretFile),
     dataFloors: {

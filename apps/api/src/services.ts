@@ -2,7 +2,6 @@ import type { FastifyRequest, RouteOptions } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
 import type {
-  BookEventsRepository,
   ExportRepository,
   ClickHouse,
   CoverageRepository,
@@ -12,7 +11,7 @@ import type {
   RequestLogRepository,
   StreamPoolStats,
 } from '@booktape/storage';
-import type { SummaryReader } from '@booktape/summaries';
+import type { BookReader, SummaryReader } from '@booktape/summaries';
 import type { ApiConfig } from './config.ts';
 import type { ResultCache } from './http/result-cache.ts';
 import type { SubscriptionService } from './billing/subscription.service.ts';
@@ -62,8 +61,8 @@ export interface Services {
   requests: RequestLogRepository;
   /** Order-book summaries: the stored rollups, with the part not rolled up yet computed live. */
   summaries: SummaryReader;
-  /** One book's raw events from its last snapshot (the book at any instant). */
-  bookEvents: BookEventsRepository;
+  /** The book at any instant: from the rollup's checkpoints where exact, else the raw events since the last snapshot. */
+  books: BookReader;
   /** Exchange A: the condition id an outcome token was rolled up under. */
   assetMarkets: { marketOfAsset(asset: string): Promise<string | null>; assetsOf(market: string, from: string, to: string): Promise<string[]> };
   /** Bulk exports written as Parquet by the engine. */

@@ -128,6 +128,7 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
   return {
     host: '127.0.0.1',
     port: 0,
+    publicUrl: undefined,
     adminToken: undefined,
     cursorSecret: randomBytes(32),
     dataFloors: { ...DEFAULT_DATA_FLOORS },

@@ -1,5 +1,6 @@
 import { envInt, parseEnv, platformEnvSchema, type PlatformConfig } from '@booktape/config';
 import { DEFAULT_ROLLUP_WORKER_BEAT_MS } from '@booktape/messaging';
+import { CHECKPOINT_EVENTS } from '@booktape/summaries';
 import type { RollupWorkerOptions } from './worker.ts';
 
 export const rollupEnvSchema = platformEnvSchema.extend({
@@ -10,6 +11,8 @@ export const rollupEnvSchema = platformEnvSchema.extend({
   ROLLUP_SWEEP_MS: envInt(60_000, 1000, 86_400_000),
   /** A UTC day is finalised this long after it ended (later data still triggers a rebuild). */
   ROLLUP_CLOSE_GRACE_MS: envInt(60_000, 0, 86_400_000),
+  /** Book events between the full-book checkpoints the book-at-an-instant answers start from (docs/BENCHMARKS.md). */
+  ROLLUP_CHECKPOINT_EVENTS: envInt(CHECKPOINT_EVENTS, 100, 1_000_000),
   /** A rollup claim held by a process that stopped renewing it (died) is taken over after this. */
   ROLLUP_CLAIM_LEASE_MS: envInt(60_000, 1000, 3_600_000),
 });
@@ -21,6 +24,7 @@ export function rollupOptions(env: NodeJS.ProcessEnv, platform: PlatformConfig):
     concurrency: e.ROLLUP_CONCURRENCY,
     sweepEveryMs: e.ROLLUP_SWEEP_MS,
     closeGraceMs: e.ROLLUP_CLOSE_GRACE_MS,
+    checkpointEvery: e.ROLLUP_CHECKPOINT_EVENTS,
     queuePrefix: platform.rollup.queuePrefix,
     debounceMs: platform.rollup.debounceMs,
     claimLeaseMs: e.ROLLUP_CLAIM_LEASE_MS,

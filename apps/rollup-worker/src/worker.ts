@@ -32,6 +32,8 @@ export interface RollupWorkerOptions {
   sweepEveryMs: number;
   /** A day is finalised (covered to its end) this long after it ended. */
   closeGraceMs: number;
+  /** Book events between full-book checkpoints (the book at any instant); default CHECKPOINT_EVENTS. */
+  checkpointEvery?: number;
   queuePrefix: string;
   debounceMs: number;
   /**
@@ -84,7 +86,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     current: (a: AssetRef) => queue!.version(a),
     bump: (a: AssetRef) => queue!.bumpVersion(a),
   };
-  const roller = new Roller(repo, log, { closeGraceMs: opts.closeGraceMs, versions });
+  const roller = new Roller(repo, log, { closeGraceMs: opts.closeGraceMs, versions, checkpointEvery: opts.checkpointEvery });
   registerCheckMetrics();
   let queue: RollupQueue | undefined;
   let worker: Worker<RollupJobData> | undefined;

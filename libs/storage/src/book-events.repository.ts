@@ -4,6 +4,12 @@ import { RAW_TABLE } from './raw-events.repository.ts';
 import { openLines, streamLines, streamQuery } from './stream.ts';
 
 type BookRecordOf = ExchangeAEvent | ExchangeBRecord;
+type BookVenue = 'exchange-a' | 'exchange-b';
+
+/** One book's rows (exchange A: an outcome token; exchange B: the ticker), its snapshots, and the record types a book answer reads. */
+const BOOK_OF: Record<BookVenue, string> = { 'exchange-a': 'market = {m:String} AND asset_id = {a:String}', 'exchange-b': 'ticker = {m:String}' };
+const SNAPSHOT_OF: Record<BookVenue, string> = { 'exchange-a': "event_type = 'book'", 'exchange-b': "record_type = 'snapshot'" };
+const TYPES_OF: Record<BookVenue, string> = { 'exchange-a': "event_type IN ('book', 'price_change')", 'exchange-b': "record_type IN ('snapshot', 'delta', 'gap')" };
 
 /**
  * The records that decide a book over a span, streamed (a book far from its last snapshot
@@ -75,26 +81,35 @@ export class BookEventsRepository {
    * market is one book there). The first record is read before this returns, so a store that
    * fails does so here.
    */
-  async sinceLastSnapshot(venue: 'exchange-a' | 'exchange-b', market: string, asset: string, atMs: number, untilMs = atMs, counted = false): Promise<BookHistory> {
+  async sinceLastSnapshot(venue: BookVenue, market: string, asset: string, atMs: number, untilMs = atMs, counted = false): Promise<BookHistory> {
     const table = this.ch.table(RAW_TABLE[venue]);
-    const [which, snapshot, types] =
-      venue === 'exchange-a'
-        ? ['market = {m:String} AND asset_id = {a:String}', "event_type = 'book'", "event_type IN ('book', 'price_change')"]
-        : ['ticker = {m:String}', "record_type = 'snapshot'", "record_type IN ('snapshot', 'delta', 'gap')"];
     const anchor = await this.lastSnapshot(
       `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
-        WHERE ${which} AND ${snapshot}
+        WHERE ${BOOK_OF[venue]} AND ${SNAPSHOT_OF[venue]}
           AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts <= fromUnixTimestamp64Milli({t:Int64}, 'UTC')
         ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
       { m: market, a: asset, t: atMs },
     );
-    const none = async function* (): AsyncGenerator<BookRecordOf> {};
-    if (anchor === null && untilMs <= atMs) return { anchorMs: null, count: counted ? 0 : null, records: none(), close: async () => undefined };
-    const span = `FROM ${table} FINAL
-        WHERE ${which} AND ${types}
+    if (anchor === null && untilMs <= atMs) return { anchorMs: null, count: counted ? 0 : null, records: (async function* () {})(), close: async () => undefined };
+    return { ...(await this.span(venue, market, asset, anchor ?? atMs + 1, untilMs, counted)), anchorMs: anchor };
+  }
+
+  /**
+   * The book events of one book with event_ts in (afterMs, untilMs], in serving order: what
+   * a book restored at `afterMs` (a rollup checkpoint) needs up to `untilMs`. `anchorMs` is
+   * null (no snapshot was looked for). The first record is read before this returns.
+   */
+  async after(venue: BookVenue, market: string, asset: string, afterMs: number, untilMs: number, counted = false): Promise<BookHistory> {
+    return { ...(await this.span(venue, market, asset, afterMs + 1, untilMs, counted)), anchorMs: null };
+  }
+
+  /** The book events with event_ts in [fromMs, untilMs], streamed (see `BookHistory`). */
+  private async span(venue: BookVenue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean): Promise<Omit<BookHistory, 'anchorMs'>> {
+    const span = `FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
+        WHERE ${BOOK_OF[venue]} AND ${TYPES_OF[venue]}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC')`;
-    const params = { m: market, a: asset, from: anchor ?? atMs + 1, to: untilMs };
+    const params = { m: market, a: asset, from: fromMs, to: untilMs };
     let count: number | null = null;
     if (counted) {
       const rs = await this.ch.client.query({ query: `SELECT toString(count()) AS n ${span}`, query_params: params, format: 'JSONEachRow' });
@@ -112,7 +127,7 @@ export class BookEventsRepository {
         await close();
       }
     }
-    return { anchorMs: anchor, count, records: records(), close };
+    return { count, records: records(), close };
   }
 
   /** The time of the snapshot the query finds, or null when there is none. */

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { unlink } from 'node:fs/promises';
+import { readdir, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -62,8 +62,47 @@ function rawSql(ch: ClickHouse, venue: Venue): string {
  */
 const PARQUET_SETTINGS = "output_format_parquet_compression_method = 'snappy', output_format_parquet_row_group_size = 100000, max_threads = 1";
 
+/** The temp files `parquet` writes: `booktape-export-<pid>-<hex>.parquet`. */
+const TEMP_FILE = /^booktape-export-(\d+)-[0-9a-f]{16}\.parquet$/;
+
+/** A process of this machine is running (a pid we may not signal is one). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export class ExportRepository {
-  constructor(private readonly ch: ClickHouse) {}
+  constructor(
+    private readonly ch: ClickHouse,
+    private readonly tempDir = tmpdir(),
+  ) {}
+
+  /**
+   * Removes what exports of a process that died mid-build left behind: temp tables older
+   * than `olderThanMs` (another API process may be building a younger one) and temp
+   * Parquet files of processes no longer running. Returns how many of each it removed.
+   */
+  async sweep(olderThanMs: number): Promise<{ tables: number; files: number }> {
+    const rs = await this.ch.client.query({
+      query: `SELECT name FROM system.tables WHERE database = {db:String} AND startsWith(name, 'export_tmp_')
+        AND metadata_modification_time <= now() - toIntervalSecond({s:UInt32})`,
+      query_params: { db: this.ch.database, s: Math.ceil(olderThanMs / 1000) },
+      format: 'JSONEachRow',
+    });
+    const tables = (await rs.json<{ name: string }>()).map((r) => r.name).filter((n) => /^export_tmp_[0-9a-f]{12}$/.test(n));
+    for (const name of tables) await this.ch.client.command({ query: `DROP TABLE IF EXISTS ${this.ch.table(name)}` });
+    let files = 0;
+    for (const f of await readdir(this.tempDir).catch(() => [] as string[])) {
+      const pid = Number(TEMP_FILE.exec(f)?.[1] ?? NaN);
+      if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue;
+      await unlink(path.join(this.tempDir, f)).then(() => files++, () => undefined);
+    }
+    return { tables: tables.length, files };
+  }
 
   /** One market's raw records of UTC dates `from`…`to` as a Parquet file, streamed. */
   rawParquet(venue: Venue, market: string, from: string, to: string): Promise<Readable> {
@@ -99,7 +138,7 @@ export class ExportRepository {
       const rs = await this.ch.client.query({ query: sql, query_params: params, format: 'Parquet' as never });
       return rs.stream() as unknown as Readable;
     }
-    const file = path.join(tmpdir(), `booktape-export-${process.pid}-${randomBytes(8).toString('hex')}.parquet`);
+    const file = path.join(this.tempDir, `booktape-export-${process.pid}-${randomBytes(8).toString('hex')}.parquet`);
     try {
       await this.ch.client.command({ query: `${select} INTO OUTFILE '${file}' FORMAT Parquet SETTINGS ${PARQUET_SETTINGS}`, query_params: params });
     } catch (e) {

@@ -47,6 +47,31 @@ export interface SummaryChunk {
   buckets: string;
 }
 
+/**
+ * A full-book checkpoint (migration 011): the book of one asset after every book event of
+ * the day at or before `at`. Times are Unix milliseconds.
+ */
+export interface BookCheckpoint {
+  date: string;
+  /** The day's book events at or before `at` (the late-data check, and the key within a day). */
+  events: number;
+  /** The last millisecond applied; it held a book record, so it is also the book's as_of_ms. */
+  at: number;
+  /** The day build it belongs to: valid while the day row's base_version is this. */
+  baseVersion: number;
+  version: number;
+  engineVersion: number;
+  /** The book's `toState()` JSON. */
+  state: string;
+}
+
+/** A stored day's build: its chunks and checkpoints count from `baseVersion` on. */
+export interface DayBuild {
+  date: string;
+  baseVersion: number;
+  complete: boolean;
+}
+
 /** What a rollup run decides by, read with its events (`SummariesRepository.bookEventsRead`). */
 export interface BookEventsFacts {
   /** The date's book events before the asked time (FINAL: duplicates count once); null when not asked. */
@@ -284,11 +309,57 @@ export class SummariesRepository {
     return out;
   }
 
+  /** Every stored day of an asset: its build (base version) and whether it is closed. */
+  async dayBuilds(key: SummaryKey): Promise<DayBuild[]> {
+    return (
+      await this.rows<{ day: string; base_version: string | number; complete: number }>(
+        `SELECT toString(event_date) AS day, base_version, complete FROM ${this.ch.table('summary_days')} FINAL WHERE ${KEY} ORDER BY event_date`,
+        { ...keyParams(key) },
+      )
+    ).map((r) => ({ date: r.day, baseVersion: Number(r.base_version), complete: Number(r.complete) === 1 }));
+  }
+
   /**
-   * Writes a run's chunks, then its day row: a reader that sees the row (and its base
-   * version) finds every chunk it refers to.
+   * The latest checkpoint of an asset at or before `atMs` (on its date or an earlier one)
+   * that belongs to one of `builds` (the day rows' current builds, `dayBuilds`) and to
+   * `engineVersion` (a state another engine wrote may not restore alike); null when none.
+   * Rows of one build at one position hold the same book, so no FINAL is needed.
    */
-  async write(key: SummaryKey, day: SummaryDay, chunks: readonly SummaryChunk[]): Promise<void> {
+  async lastCheckpoint(key: SummaryKey, atMs: number, engineVersion: number, builds: readonly Pick<DayBuild, 'date' | 'baseVersion'>[]): Promise<BookCheckpoint | null> {
+    if (builds.length === 0) return null;
+    const [r] = await this.rows<{ day: string; events: string | number; at_ms: string; base_version: string | number; version: string | number; state: string }>(
+      `SELECT toString(event_date) AS day, events, toUnixTimestamp64Milli(at) AS at_ms, base_version, version, state
+        FROM ${this.ch.table('book_checkpoints')}
+        WHERE ${KEY} AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND at <= fromUnixTimestamp64Milli({t:Int64}, 'UTC')
+          AND engine_version = {ev:UInt16} AND concat(toString(event_date), '/', toString(base_version)) IN {builds:Array(String)}
+        ORDER BY event_date DESC, events DESC LIMIT 1`,
+      { ...keyParams(key), t: atMs, ev: engineVersion, builds: builds.map((b) => `${b.date}/${b.baseVersion}`) },
+    );
+    if (r === undefined) return null;
+    return { date: r.day, events: Number(r.events), at: Number(r.at_ms), baseVersion: Number(r.base_version), version: Number(r.version), engineVersion, state: r.state };
+  }
+
+  /**
+   * Writes a run's chunks and checkpoints, then its day row: a reader that sees the row (and
+   * its base version) finds every chunk and checkpoint it refers to.
+   */
+  async write(key: SummaryKey, day: SummaryDay, chunks: readonly SummaryChunk[], checkpoints: readonly BookCheckpoint[] = []): Promise<void> {
+    if (checkpoints.length > 0) {
+      await this.ch.client.insert({
+        table: this.ch.table('book_checkpoints'),
+        format: 'JSONEachRow',
+        values: checkpoints.map((c) => ({
+          ...keyParams(key),
+          event_date: c.date,
+          events: c.events,
+          at: c.at,
+          base_version: c.baseVersion,
+          version: c.version,
+          engine_version: c.engineVersion,
+          state: c.state,
+        })),
+      });
+    }
     if (chunks.length > 0) {
       await this.ch.client.insert({
         table: this.ch.table('summary_chunks'),

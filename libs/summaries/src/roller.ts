@@ -16,8 +16,8 @@ import {
   type ExactBucket,
 } from '@booktape/book';
 import type { Logger } from '@booktape/config';
-import type { SummariesRepository, SummaryChunk, SummaryDay, SummaryKey } from '@booktape/storage';
-import { eventTs } from './book-at.ts';
+import type { BookCheckpoint, SummariesRepository, SummaryChunk, SummaryDay, SummaryKey } from '@booktape/storage';
+import { eventTs, isBookRecord } from './book-at.ts';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 
 export interface RollerOptions {
@@ -29,7 +29,20 @@ export interface RollerOptions {
    * the same asset-day skips re-reading its own output (see `Roller`).
    */
   versions?: AssetVersions | undefined;
+  /**
+   * A full-book checkpoint is stored each time a day's applied book events cross a multiple
+   * of this (and at the end of a closed day): the book at any instant then replays at most
+   * this many events. Default CHECKPOINT_EVENTS.
+   */
+  checkpointEvery?: number | undefined;
 }
+
+/**
+ * Events between book checkpoints. Every one costs a `toState()` in the rollup and a row of
+ * one book state; an answer replays up to this many events (docs/BENCHMARKS.md, "Book at
+ * any instant").
+ */
+export const CHECKPOINT_EVENTS = 2_000;
 
 /**
  * Every writer of an asset's summaries bumps its counter before and after each write; readers
@@ -193,14 +206,30 @@ export class Roller {
     // Events at the latest millisecond seen are held back while the day is open. A
     // millisecond is applied whole (the checks settle claims at its end).
     const fold = new BookFold(book, 1);
+    const every = this.opts.checkpointEvery ?? CHECKPOINT_EVENTS;
+    const startEvents = full ? 0 : prev!.events;
+    const checkpoints: Array<Pick<BookCheckpoint, 'events' | 'at' | 'state'>> = [];
     let applied = 0;
+    // A checkpoint follows a millisecond that held a book record (its time is then the
+    // answer's as_of_ms) while the book is known (an unknown book's answer needs no state).
+    const checkpoint = (at: number, withBook: boolean) => {
+      const events = startEvents + applied;
+      if (withBook && book.isKnown() && checkpoints.at(-1)?.events !== events) checkpoints.push({ events, at, state: JSON.stringify(book.toState()) });
+    };
     let held: BookRecord[] = [];
     let heldTs = -1;
+    // The held millisecond, and the last one applied, holds a book record.
+    let heldBook = false;
+    let lastBook = false;
     const applyHeld = () => {
       if (held.length === 0) return;
       checker.applyMillisecond(book, held, fold.observe);
+      const crossed = Math.floor((startEvents + applied + held.length) / every) > Math.floor((startEvents + applied) / every);
       applied += held.length;
       held = [];
+      if (crossed) checkpoint(heldTs, heldBook);
+      lastBook = heldBook;
+      heldBook = false;
     };
 
     const read = await this.repo.bookEventsRead(key, date, from, dayEnd, full ? null : prev!.coveredUntil);
@@ -219,14 +248,18 @@ export class Roller {
           heldTs = ts;
         }
         held.push(rec);
+        if (isBookRecord(rec)) heldBook = true;
       }
     } finally {
       await read.close();
     }
     let coveredUntil: number;
     if (closed || held.length === 0) {
+      const lastTs = heldTs;
       applyHeld();
       coveredUntil = closed ? dayEnd : from;
+      // The book a closed day ends with: what later days' answers start from.
+      if (closed && applied > 0) checkpoint(lastTs, lastBook);
     } else {
       coveredUntil = heldTs;
     }
@@ -258,7 +291,8 @@ export class Roller {
       checks: JSON.stringify(checks),
       computedAt: now,
     };
-    await this.write(key, day, chunks, before, boundary);
+    const cps = checkpoints.map((c) => ({ ...c, date, baseVersion: day.baseVersion, version, engineVersion: ENGINE_VERSION }));
+    await this.write(key, day, chunks, cps, before, boundary);
     // The next day starts from this day's book and, while unknown, its open spell's kind.
     const open = checks.open;
     const prevOpen = carriedChecks(prev)?.open ?? null;
@@ -284,12 +318,19 @@ export class Roller {
    * record is valid only when nobody else bumped in between (the second bump is the first's
    * plus one). A failed write leaves no record.
    */
-  private async write(key: SummaryKey, day: SummaryDay, chunks: SummaryChunk[], before: SummaryDay | null, boundary: Map<number, SummaryChunk> | null): Promise<void> {
+  private async write(
+    key: SummaryKey,
+    day: SummaryDay,
+    chunks: SummaryChunk[],
+    checkpoints: BookCheckpoint[],
+    before: SummaryDay | null,
+    boundary: Map<number, SummaryChunk> | null,
+  ): Promise<void> {
     const k = memoKey(key);
     this.memo.delete(k);
     const versions = this.opts.versions;
     const pre = versions ? await versions.bump(key) : null;
-    await this.repo.write(key, day, chunks);
+    await this.repo.write(key, day, chunks, checkpoints);
     if (!versions || pre === null) return;
     const post = await versions.bump(key);
     if (post !== pre + 1) return;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { PUBLIC_SECURITY } from '../http/auth.ts';
 import { errorSchema } from '../http/errors.ts';
 import type { Services } from '../services.ts';
 
@@ -18,13 +19,15 @@ import type { Services } from '../services.ts';
 /** Stripe events are small, but an invoice with many lines can pass the API's 64 KiB default. */
 export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 
-const received = z.object({
+const received = z
+  .object({
   received: z.boolean(),
   event_id: z.string(),
   outcome: z
     .enum(['applied', 'unchanged', 'stale', 'ignored', 'unknown_customer', 'duplicate'])
     .describe('applied: a plan changed; unchanged / stale / ignored: nothing to change (stale: older than what was applied); duplicate: handled before.'),
-});
+  })
+  .describe('The event was handled (or had been, or is of no use here): Stripe stops delivering it.');
 
 export const stripeWebhookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { subscriptions } = services;
@@ -40,6 +43,8 @@ export const stripeWebhookRoutes: FastifyPluginAsyncZod<{ services: Services }> 
         description:
           'Handles checkout.session.completed, customer.subscription.created, customer.subscription.updated, customer.subscription.deleted and invoice.payment_failed, each event id once. Other event types are acknowledged and ignored.',
         tags: ['billing'],
+        // The Stripe-Signature header is the authentication, not an OpenAPI security scheme.
+        security: PUBLIC_SECURITY,
         headers: z.looseObject({ 'stripe-signature': z.string().optional().meta({ description: 'Set by Stripe: t=…,v1=…' }) }),
         body: z.unknown().meta({ description: 'A Stripe event, exactly as Stripe sent it (application/json).' }),
         response: { 200: received, 400: errorSchema, 413: errorSchema, 415: errorSchema, 503: errorSchema },

@@ -36,8 +36,8 @@ const url = (description: string, def: string | undefined) => {
   return def === undefined ? s.meta({ description }) : s.optional().meta({ description: `${description} Default: ${def}.` });
 };
 
-const checkoutAnswer = z.object({ checkout_url: z.string().describe('Stripe-hosted checkout page: send the user there.') });
-const portalAnswer = z.object({ portal_url: z.string().describe('Stripe-hosted customer portal: send the user there.') });
+const checkoutAnswer = z.object({ checkout_url: z.string().describe('Stripe-hosted checkout page: send the user there.') }).describe('The Checkout session was created.');
+const portalAnswer = z.object({ portal_url: z.string().describe('Stripe-hosted customer portal: send the user there.') }).describe('The portal session was created.');
 export const subscriptionStatus = z
   .object({
     user_id: z.string(),
@@ -50,7 +50,7 @@ export const subscriptionStatus = z
     stripe_subscription_id: z.string().nullable(),
     updated_at: z.string().nullable().describe('When the record last changed (ISO 8601); null for a user Stripe never told us about.'),
   })
-  .meta({ id: 'SubscriptionStatus' });
+  .meta({ id: 'SubscriptionStatus', description: 'The plan in force and the subscription behind it.' });
 
 export const subscriptionsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, subscriptions } = services;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { KEY_SECURITY } from '../http/auth.ts';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
 import { q } from '../http/params.ts';
 import { dataFloor, VENUES, marketOf, venueName, type VenueApi } from '../market-data/venues.ts';
@@ -14,7 +15,6 @@ import { COVERAGE_MAX_DAYS, DAY_MS, coverageDays, datesBetween } from './coverag
  */
 export const coverageRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, coverage, outages, checks, requireKey } = services;
-  const security = [{ bearerAuth: [] }];
   const range = { start_date: q.date(), end_date: q.date() };
 
   async function answer(v: VenueApi, market: string, start: string, end: string) {
@@ -47,9 +47,9 @@ export const coverageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
           summary: `${v.label} coverage map of one market: per day, records, gaps and cross-checks`,
           description,
           tags: [v.venue],
-          security,
+          security: KEY_SECURITY,
           querystring: z.object({ [v.marketParam]: v.market(), ...range }),
-          response: { 200: coverageAnswer(v.marketField), ...errors },
+          response: { 200: coverageAnswer(v.marketField).describe('Per UTC day: records, gaps and cross-checks of the market.'), ...errors },
         },
         onRequest: requireKey,
         config: { billable: false },

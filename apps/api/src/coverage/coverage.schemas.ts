@@ -52,5 +52,5 @@ export const outage = z
     created_at: z.string(),
   })
   .meta({ id: 'DeclaredOutage' });
-export const outageList = z.object({ data: z.array(outage), total: z.number().int() });
+export const outageList = z.object({ data: z.array(outage), total: z.number().int() }).describe('The declared outages, by start.');
 export const outageAnswer = z.object({ success: z.boolean(), data: outage });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { OUTAGE_ID_PATTERN, type DeclaredOutage } from '@booktape/storage';
-import { adminGuard, adminSecurity } from '../http/auth.ts';
+import { PUBLIC_SECURITY, adminGuard, adminSecurity } from '../http/auth.ts';
 import { errors, invalidParameter, notFound } from '../http/errors.ts';
 import { MISSING } from '../http/params.ts';
 import type { Services } from '../services.ts';
@@ -31,6 +31,7 @@ export const outagesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       schema: {
         summary: 'Declared outages (public)',
         tags: ['service'],
+        security: PUBLIC_SECURITY,
         querystring: z.object({
           venue: z
             .string({ error: 'must be given once, as a string' })
@@ -69,7 +70,7 @@ export const outagesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
           to: field((o) => z.union([z.string(), z.number()], o), 'a time').meta({ description: 'End (exclusive).', example: '2026-03-01T13:30:00Z' }),
           reason: field((o) => z.string(o), 'a text').meta({ description: `Why: shown to users. 1 to 500 characters.`, example: 'venue incident: order book feed down' }),
         }),
-        response: { 200: outageAnswer, ...errors },
+        response: { 200: outageAnswer.describe('The outage as declared, with its id.'), ...errors },
       },
       onRequest,
     },
@@ -95,7 +96,7 @@ export const outagesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
             .regex(OUTAGE_ID_PATTERN, { error: 'must be an outage id as returned by POST /outages (out_ + 16 hex digits)' })
             .meta({ description: 'The id from POST /outages or GET /outages.' }),
         }),
-        response: { 200: outageAnswer, ...errors },
+        response: { 200: outageAnswer.describe('The outage that was removed.'), ...errors },
       },
       onRequest,
     },

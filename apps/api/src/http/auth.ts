@@ -41,5 +41,14 @@ export function adminGuard(adminToken: string | undefined) {
   };
 }
 
-/** OpenAPI security of the admin routes: the token, when one is configured. */
-export const adminSecurity = (adminToken: string | undefined) => (adminToken ? [{ adminToken: [] }] : []);
+/** OpenAPI security requirements (schemes in http/openapi.ts): a list of alternatives; `{}` is "none needed". */
+export type Security = Array<Record<string, string[]>>;
+
+/** OpenAPI security of the historical-data routes (requireKey): a Bearer API key. */
+export const KEY_SECURITY: Security = [{ bearerAuth: [] }];
+
+/** OpenAPI security of the routes anyone may call (health, status, lookup, the outage list, the Stripe webhook). */
+export const PUBLIC_SECURITY: Security = [];
+
+/** OpenAPI security of the admin routes: the token, when one is configured; open otherwise. */
+export const adminSecurity = (adminToken: string | undefined): Security => (adminToken ? [{ adminToken: [] }] : PUBLIC_SECURITY);

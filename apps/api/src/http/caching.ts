@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler } from 'fastify';
+import { z } from 'zod';
 import { DAY_MS } from '@booktape/book';
 
 /**
@@ -20,6 +21,9 @@ import { DAY_MS } from '@booktape/book';
  * each representation has its own strong tag (RFC 9110 8.8.3); `If-None-Match` compares the
  * tags without it (the weak comparison the RFC prescribes for that header).
  */
+/** The 304 answer of a route with ETags (OpenAPI): no body. */
+export const notModified = z.null().describe('Not modified: the copy whose tag was sent in If-None-Match is current (no body).');
+
 export interface CachePolicy {
   finalisedAfterMs: number;
   maxAgeSeconds: number;

@@ -26,7 +26,7 @@ export const errorSchema = z
       param: z.string().optional(),
     }),
   })
-  .meta({ id: 'Error' });
+  .meta({ id: 'Error', description: 'Every error answer: a stable `code` clients may switch on, a message (shown only below 500), and the parameter at fault when there is one.' });
 export type ErrorBody = z.infer<typeof errorSchema>;
 
 /** Error body of docs/rules/api-decisions.md; messages are shown only below 500. */

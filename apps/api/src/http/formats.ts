@@ -11,6 +11,9 @@ export const CONTENT_TYPES: Record<Format, string> = {
   csv: 'text/csv; charset=utf-8; header=present',
 };
 
+/** The media types of those answers (CONTENT_TYPES without parameters), for the OpenAPI document. */
+export const FORMAT_MEDIA_TYPES: readonly string[] = FORMATS.map((f) => CONTENT_TYPES[f].split(';')[0]!);
+
 /** The `format` query field: json (the default, today's shape), ndjson or csv. */
 export const formatField = () =>
   q.oneOf(FORMATS, 'Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md).');

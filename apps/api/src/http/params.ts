@@ -141,10 +141,10 @@ function parsed<T>(parse: (raw: string) => Parsed<T>) {
 }
 
 /** OpenAPI hints: a query value is text on the wire, but documents what it must hold. */
-type Doc = { description: string; example?: string; type?: 'integer'; minimum?: number; maximum?: number; enum?: string[] };
+type Doc = { description: string; example?: string | number; type?: 'integer'; minimum?: number; maximum?: number; enum?: string[] };
 
 /** A required query field read by a pure parser, documented for OpenAPI. */
-export function requiredField<T>(parse: (raw: string) => Parsed<T>, description: string, example?: string, extra: Omit<Doc, 'description' | 'example'> = {}) {
+export function requiredField<T>(parse: (raw: string) => Parsed<T>, description: string, example?: string | number, extra: Omit<Doc, 'description' | 'example'> = {}) {
   return parsed(parse).meta({ description, ...(example === undefined ? {} : { example }), ...extra });
 }
 
@@ -165,7 +165,7 @@ export const q = {
   ticker: () => requiredField(parseTicker, 'Market ticker (upper-cased).', 'KXBTCD-26MAR0117-T84999.99'),
   date: () => requiredField(parseDate, 'UTC date YYYY-MM-DD.', '2026-03-01'),
   timestamp: (what: string) =>
-    requiredField(parseTimestamp, `${what}, inclusive; Unix seconds or milliseconds (below 10^11 = seconds).`, '1772323200000', { type: 'integer', minimum: 0, maximum: MAX_TIMESTAMP_MS }),
+    requiredField(parseTimestamp, `${what}, inclusive; Unix seconds or milliseconds (below 10^11 = seconds).`, 1772323200000, { type: 'integer', minimum: 0, maximum: MAX_TIMESTAMP_MS }),
   offset: () => optional((r) => parseInteger(r, 0, LIMITS.offsetMax), 'Records to skip. Default 0.', 0, { type: 'integer', minimum: 0, maximum: LIMITS.offsetMax }),
   rawLimit: () =>
     optional((r) => parseInteger(r, 1, LIMITS.rawLimitMax), `Records per page, 1 to ${LIMITS.rawLimitMax}. Default ${LIMITS.rawLimitDefault}.`, LIMITS.rawLimitDefault as number, {

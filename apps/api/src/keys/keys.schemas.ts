@@ -11,7 +11,7 @@ export const keyCreated = z.object({
     name: z.string(),
     created_at: z.string(),
   }),
-});
+}).describe('The key was created: `data.api_key` is the full key, shown only here.');
 export const keyList = z.object({
   user_id: z.string(),
   api_keys: z.array(
@@ -24,8 +24,8 @@ export const keyList = z.object({
     }),
   ),
   total: z.number().int(),
-});
+}).describe("The user's active keys (never the keys themselves).");
 export const keyRevoked = z.object({
   success: z.boolean(),
   data: z.object({ key_id: z.string(), status: z.enum(['active', 'revoked']), revoked_at: z.string().nullable() }),
-});
+}).describe('The key is revoked: requests with it get 403 from now on.');

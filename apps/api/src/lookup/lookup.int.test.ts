@@ -465,7 +465,7 @@ describe('documented', () => {
     const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as any;
     for (const path of PATHS) {
       const op = doc.paths[`/api/v1${path}`].get;
-      expect(op.security).toBeUndefined();
+      expect(op.security).toEqual([]);
       expect(op.parameters.map((p: any) => [p.name, p.required])).toEqual([['slug', true]]);
       expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '404', '503']);
     }

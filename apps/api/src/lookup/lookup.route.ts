@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { PUBLIC_SECURITY } from '../http/auth.ts';
 import { errorBody, errorSchema, ERROR_CODES } from '../http/errors.ts';
 import { requiredField, show } from '../http/params.ts';
 import type { Services } from '../services.ts';
@@ -26,7 +27,7 @@ const lookupFound = z
     event_slug: z.string().nullable().describe('Slug of the event the markets belong to, when known.'),
     markets: z.array(lookupMarket),
   })
-  .meta({ id: 'SlugLookup' });
+  .meta({ id: 'SlugLookup', description: 'The event or market the slug names, with its markets.' });
 
 const lookupMiss = z
   .object({
@@ -50,6 +51,7 @@ export const lookupRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
     summary,
     description: 'Resolves an exchange A slug or URL into condition ids. No authentication. An unmatched slug is a 404 with success: false and markets: [].',
     tags: ['lookup'],
+    security: PUBLIC_SECURITY,
     querystring: z.object({ slug: slugParam }),
     response: { 200: lookupFound, 400: errorSchema, 404: lookupMiss, 503: errorSchema },
   });

@@ -4,6 +4,12 @@ import type { ExchangeAEvent, ExchangeAMessage, ExchangeBMessage, ExchangeBRecor
 // The deliberately simple implementation of docs/rules/summaries.md, not the book engine.
 import { exchangeAStreamArb, exchangeBStreamArb, referenceBookA, referenceBookB, tsOf, type ReferenceBook } from '@booktape/book/testing';
 import { parse } from 'csv-parse/sync';
+import { silentLogger } from '@booktape/config';
+import { utcDate } from '@booktape/domain';
+import { assetKey, rollupKeys } from '@booktape/messaging';
+import type { SummaryKey } from '@booktape/storage';
+import { BookEventsRepository, SummariesRepository as Summaries } from '@booktape/storage';
+import { BookReader, Roller } from '@booktape/summaries';
 import { bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
 
 /**
@@ -11,7 +17,9 @@ import { bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
  * (snapshots, changes, unknown books, malformed records, quiet spells across days) are
  * stored, and the book at random instants (on an event, just before and after one, before
  * the first, after the last) must equal the reference's book after every record at or
- * before the instant, level for level.
+ * before the instant, level for level. Half the runs are rolled up first, with a checkpoint
+ * every few events, so the answers start from the rollup's checkpoints (carried across days)
+ * instead of the raw snapshots: both must equal the reference.
  */
 
 let t: TestApi;
@@ -23,6 +31,22 @@ beforeAll(async () => {
   key = await t.newKey();
 });
 afterAll(async () => t?.close());
+
+/**
+ * Rolls every data day of a series up, oldest first (all closed: their dates lie in the past),
+ * with a checkpoint every `every` events; `rolled` false leaves the series raw.
+ */
+async function rollUp(key: SummaryKey, times: number[], rolled: boolean, every: number): Promise<void> {
+  if (!rolled) return;
+  const roller = new Roller(new Summaries(t.ch), silentLogger(), { closeGraceMs: 0, checkpointEvery: every });
+  for (const date of [...new Set(times.map((ms) => utcDate(ms)))].sort()) await roller.rollDay(key, date);
+}
+
+/** Stored checkpoints of a series (to tell that the rolled-up runs do start from them). */
+async function checkpointCount(key: SummaryKey): Promise<number> {
+  const rs = await t.ch.client.query({ query: `SELECT count() AS n FROM ${t.ch.table('book_checkpoints')} WHERE venue = {v:String} AND market = {m:String} AND asset = {a:String}`, query_params: { v: key.venue, m: key.market, a: key.asset }, format: 'JSONEachRow' });
+  return Number((await rs.json<{ n: string }>())[0]!.n);
+}
 
 async function get(url: string) {
   const res = await t.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: bearer(key) });
@@ -100,7 +124,7 @@ async function checkSeries(
 describe('book at any instant', () => {
   it('exchange A equals the reference book rebuilt from the raw events, another token in the same market left out', async () => {
     await fc.assert(
-      fc.asyncProperty(exchangeAStreamArb, exchangeAStreamArb, instantsArb, fc.integer({ min: 1, max: 40 }), async (events, other, picks, depth) => {
+      fc.asyncProperty(exchangeAStreamArb, exchangeAStreamArb, instantsArb, fc.integer({ min: 1, max: 40 }), fc.boolean(), fc.integer({ min: 1, max: 6 }), async (events, other, picks, depth, rolled, every) => {
         const market = conditionId(5000 + run++);
         const msgs = (evs: ExchangeAEvent[], asset: string): ExchangeAMessage[] =>
           evs.map((e, i) => {
@@ -108,6 +132,8 @@ describe('book at any instant', () => {
             return { venue: 'exchange-a', received_at: new Date(Number(e.timestamp)).toISOString(), worker_id: 1, ingest_seq: seqOf(Number(e.timestamp), i), dedup_id: `${asset}-${i}`, event };
           });
         await t.filler.insert('exchange-a', [...msgs(events, '123'), ...msgs(other, '456')]);
+        await rollUp({ venue: 'exchange-a', market, asset: '123' }, events.map(tsOf), rolled, every);
+        await rollUp({ venue: 'exchange-a', market, asset: '456' }, other.map(tsOf), rolled, every);
         for (const at of instants(events.map(tsOf), picks)) {
           const upTo = events.filter((e) => Number(e.timestamp) <= at);
           const r = await get(`/exchange-a/market/book?asset_id=123&condition_id=${market}&timestamp=${at}&depth=${depth}`);
@@ -127,19 +153,20 @@ describe('book at any instant', () => {
           (at) => asOfA(events, at),
         );
       }),
-      { numRuns: 12 },
+      { numRuns: 16 },
     );
   });
 
   it('exchange B equals the reference book (YES and NO bids, highest first), gaps and null sides unknown', async () => {
     await fc.assert(
-      fc.asyncProperty(exchangeBStreamArb, instantsArb, fc.integer({ min: 1, max: 40 }), async (records, picks, depth) => {
+      fc.asyncProperty(exchangeBStreamArb, instantsArb, fc.integer({ min: 1, max: 40 }), fc.boolean(), fc.integer({ min: 1, max: 6 }), async (records, picks, depth, rolled, every) => {
         const ticker = `KXBOOK-${run++}`;
         const msgs: ExchangeBMessage[] = records.map((rec, i) => {
           const record: ExchangeBRecord = { ...rec, ticker };
           return { venue: 'exchange-b', received_at: rec.timestamp, worker_id: 1, ingest_seq: seqOf(rec.epoch_ms, i), dedup_id: `${ticker}-${i}`, record };
         });
         await t.filler.insert('exchange-b', msgs);
+        await rollUp({ venue: 'exchange-b', market: ticker, asset: ticker }, records.map(tsOf), rolled, every);
         for (const at of instants(records.map(tsOf), picks)) {
           const upTo = records.filter((r) => r.epoch_ms <= at);
           const r = await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${at}&depth=${depth}`);
@@ -157,7 +184,7 @@ describe('book at any instant', () => {
           (at) => asOfB(records, at),
         );
       }),
-      { numRuns: 12 },
+      { numRuns: 16 },
     );
   });
 
@@ -193,5 +220,76 @@ describe('book at any instant', () => {
     const unknown = await get(`/exchange-a/market/book?asset_id=999999&timestamp=${ms}`);
     expect(unknown.status).toBe(404);
     expect(unknown.body.error).toMatchObject({ code: 'not_found', param: 'asset_id' });
+  });
+
+  it('starts from the rollup checkpoints while they are exact, and from the raw events once late rows outgrow them', async () => {
+    const ticker = 'KXBOOK-CHECKPOINTS';
+    const key: SummaryKey = { venue: 'exchange-b', market: ticker, asset: ticker };
+    const t0 = Date.UTC(2026, 2, 4, 9);
+    let n = 0;
+    const msg = (ms: number, rec: Omit<ExchangeBRecord, 'ticker' | 'timestamp' | 'epoch_ms' | 'sid' | 'seq'>): ExchangeBMessage => {
+      const record = { ...rec, ticker, timestamp: new Date(ms).toISOString(), epoch_ms: ms, sid: 1, seq: ++n } as ExchangeBRecord;
+      return { venue: 'exchange-b', received_at: record.timestamp, worker_id: 1, ingest_seq: seqOf(ms, n), dedup_id: `cp-${n}`, record };
+    };
+    const delta = (ms: number, d: string) => msg(ms, { type: 'delta', side: 'yes', price: '0.4000', delta: d } as never);
+    // A snapshot, then ten deltas of +1 a second apart: with a checkpoint every 3 events, at 3, 6, 9 and the day's end (11).
+    await t.filler.insert('exchange-b', [msg(t0, { type: 'snapshot', yes: [['0.4000', '100.00']], no: [] } as never), ...Array.from({ length: 10 }, (_, i) => delta(t0 + (i + 1) * 1000, '1.00'))]);
+    const summaries = new Summaries(t.ch);
+    const books = new BookReader({ summaries, events: new BookEventsRepository(t.ch), redis: t.redis, queuePrefix: t.config.rollupQueuePrefix });
+    const at = t0 + 9_500;
+    const answer = async () => {
+      const r = await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${at}`);
+      expect(r.status).toBe(200);
+      return { size: r.body.yes[0]?.size, asOf: r.body.as_of_ms };
+    };
+    const startOf = async () => {
+      const src = await books.source(key, at);
+      await src.close();
+      return src.start?.asOfMs ?? null;
+    };
+    // As the worker runs it: the asset's summaries version is bumped around every write, and
+    // the reader keeps the day builds it read while the version stands still.
+    const versionKey = rollupKeys(t.config.rollupQueuePrefix).version(assetKey(key));
+    const versions = { current: async () => Number((await t.redis.get(versionKey)) ?? 0), bump: () => t.redis.incr(versionKey) };
+    const roller = (closeGraceMs: number) => new Roller(summaries, silentLogger(), { closeGraceMs, checkpointEvery: 3, versions });
+
+    // An open day (its grace not over): a checkpoint counts once the day's rows up to it still number what was applied.
+    await roller(1_000 * 86_400_000).rollDay(key, '2026-03-04');
+    expect(await startOf()).toBe(t0 + 8_000);
+    expect(await answer()).toEqual({ size: '109', asOf: t0 + 9_000 });
+    await t.filler.insert('exchange-b', [delta(t0 + 2_500, '5.00')]);
+    expect(await startOf()).toBeNull();
+    expect(await answer()).toEqual({ size: '114', asOf: t0 + 9_000 });
+
+    // Closed and rolled again (a rebuild: the late row): the new build's checkpoints count.
+    await roller(0).rollDay(key, '2026-03-04');
+    expect(await checkpointCount(key)).toBeGreaterThanOrEqual(4);
+    // 12 events now: checkpoints after the 3rd, 6th, 9th (t0 + 7 s) and 12th.
+    expect(await startOf()).toBe(t0 + 7_000);
+    expect(await answer()).toEqual({ size: '114', asOf: t0 + 9_000 });
+    // A later day with no data starts from the day's end checkpoint.
+    const next = t0 + 86_400_000;
+    expect((await books.source(key, next)).start?.asOfMs).toBe(t0 + 10_000);
+    expect((await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${next}`)).body).toMatchObject({ as_of_ms: t0 + 10_000, is_known: true, yes: [{ price: '0.4', size: '115' }] });
+
+    // A late row on a closed day the queue has marked dirty (the sink's notification): the
+    // checkpoints after it are not used until the day is rolled again.
+    await t.filler.insert('exchange-b', [delta(t0 + 4_500, '-50.00')]);
+    const dirty = rollupKeys(t.config.rollupQueuePrefix).dirty(assetKey(key));
+    await t.redis.zadd(dirty, Date.now(), '2026-03-04');
+    try {
+      expect(await startOf()).toBeNull();
+      expect(await answer()).toEqual({ size: '64', asOf: t0 + 9_000 });
+      // Rolled again but an earlier day dirty: no checkpoint of a later day is used (its start state may change).
+      await roller(0).rollDay(key, '2026-03-04');
+      await t.redis.del(dirty);
+      // 13 events: the 12th checkpoint is at t0 + 9 s.
+      expect(await startOf()).toBe(t0 + 9_000);
+      await t.redis.zadd(dirty, Date.now(), '2026-03-03');
+      expect(await startOf()).toBeNull();
+      expect(await answer()).toEqual({ size: '64', asOf: t0 + 9_000 });
+    } finally {
+      await t.redis.del(dirty, versionKey);
+    }
   });
 });

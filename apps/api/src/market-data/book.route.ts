@@ -2,9 +2,10 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Readable } from 'node:stream';
 import { bookAt, booksAt, type BookAt } from '@booktape/summaries';
-import { cacheHeaders, etagOf, isFinalised } from '../http/caching.ts';
+import { KEY_SECURITY } from '../http/auth.ts';
+import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
 import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
-import { CONTENT_TYPES, formatField, type Format } from '../http/formats.ts';
+import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, type Format } from '../http/formats.ts';
 import { earliestMs, optionalField, parseConditionId, parseInteger, q } from '../http/params.ts';
 import { csvField } from './raw-rows.ts';
 import type { Services } from '../services.ts';
@@ -40,8 +41,7 @@ const common = {
  * rollups when left out). Exchange B: the ticker's YES and NO bids.
  */
 export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
-  const { config, requireKey, bookEvents, assetMarkets } = services;
-  const security = [{ bearerAuth: [] }];
+  const { config, requireKey, books, assetMarkets } = services;
   const depth = () =>
     optionalField((r) => parseInteger(r, 1, DEPTH_MAX), `Levels per side, 1 to ${DEPTH_MAX}. Default ${DEPTH_DEFAULT}.`, { type: 'integer', minimum: 1, maximum: DEPTH_MAX });
   const timestamp = () => q.timestamp('The instant');
@@ -64,13 +64,21 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       return { venue: v.venue, market, asset: asset ?? market };
     };
     const query = z.object({ ...ids(), timestamp: timestamp(), depth: depth() });
-    const answer = a
-      ? z.object({ asset_id: z.string(), ...common, bids: levels('Bids, highest first.'), asks: levels('Asks, lowest first.') })
-      : z.object({ ticker: z.string(), ...common, yes: levels('YES bids, highest first.'), no: levels('NO bids, highest first.') });
+    const answer = (
+      a
+        ? z.object({ asset_id: z.string(), ...common, bids: levels('Bids, highest first.'), asks: levels('Asks, lowest first.') })
+        : z.object({ ticker: z.string(), ...common, yes: levels('YES bids, highest first.'), no: levels('NO bids, highest first.') })
+    ).describe('The book after every record at or before the instant, `depth` levels a side.');
     app.get(
       `/${v.venue}/market/book`,
       {
-        schema: { summary: `${v.label} full order book at an instant`, tags: [v.venue], security, querystring: query, response: { 200: answer, ...errors } },
+        schema: {
+          summary: `${v.label} full order book at an instant`,
+          tags: [v.venue],
+          security: KEY_SECURITY,
+          querystring: query,
+          response: { 200: answer, 304: notModified, ...errors },
+        },
         onRequest: requireKey,
       },
       async (req, reply) => {
@@ -79,7 +87,7 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         if (floor !== undefined && qs.timestamp < earliestMs(floor)) throw invalidParameter('timestamp', `${venueName(v)} data is served from ${floor} on`);
         const key = await seriesKey(qs);
         const market = key.market;
-        const book = await guard('ClickHouse', () => bookAt(bookEvents, key, qs.timestamp, qs.depth ?? DEPTH_DEFAULT));
+        const book = await guard('ClickHouse', () => bookAt(books, key, qs.timestamp, qs.depth ?? DEPTH_DEFAULT));
         const [first, second] = book.sides;
         const body = {
           ...(a ? { asset_id: key.asset } : { ticker: market }),
@@ -110,7 +118,8 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         schema: {
           summary: `${v.label} full order book at fixed intervals (streamed; json, ndjson or csv)`,
           tags: [v.venue],
-          security,
+          security: KEY_SECURITY,
+          produces: FORMAT_MEDIA_TYPES,
           querystring: z.object(seriesQuery),
           response: {
             200: z.object({
@@ -120,7 +129,8 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
               interval_seconds: z.number().int(),
               depth: z.number().int(),
               data: z.array(snapshot),
-            }),
+            }).describe('The book at every multiple of the interval in the window (csv: one row per level), streamed.'),
+            304: notModified,
             ...errors,
           },
         },
@@ -147,10 +157,10 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         const history =
           instants.length === 0
             ? null
-            : await guard('ClickHouse', () => bookEvents.sinceLastSnapshot(v.venue, key.market, key.asset, instants[0]!, instants[instants.length - 1]!, finalised));
-        // The data's version: from which snapshot on and how many records decide the series
-        // (records are only ever added: a late one changes the count or the snapshot).
-        const version = history === null ? 'empty' : `${history.anchorMs}:${history.count}`;
+            : await guard('ClickHouse', () => books.source(key, instants[0]!, instants[instants.length - 1]!, finalised));
+        // The data's version: where the series starts and how many records decide it
+        // (records are only ever added: a late one changes the count, the snapshot or the checkpoint).
+        const version = history === null ? 'empty' : history.version;
         const etag = finalised ? etagOf('book-snapshots', v.venue, key.market, key.asset, start, end, interval, depthN, format, version) : null;
         if (cacheHeaders(req, reply, etag, config.caching)) {
           await history?.close();

@@ -5,12 +5,18 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { DAY_MS, SUMMARY_CSV_COLUMNS, summaryBucketsCsvBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
 import { planSummary } from '@booktape/summaries';
 import { datesBetween } from '../coverage/coverage.ts';
+import { KEY_SECURITY } from '../http/auth.ts';
 import { errors, guard } from '../http/errors.ts';
 import { earliestMs, optionalField, parseDate, parseInteger, q, requiredField } from '../http/params.ts';
 import type { Services } from '../services.ts';
 import { closeRows, converted, openRows } from './raw-page.ts';
 import { csvField, RawRowsToCsv } from './raw-rows.ts';
 import { dataFloor, VENUES, marketOf, venueName } from './venues.ts';
+
+/** What an export is sent as: format=csv, format=parquet (also its OpenAPI media types). */
+const GZIPPED_CSV = 'application/gzip';
+const PARQUET = 'application/vnd.apache.parquet';
+const EXPORT_MEDIA_TYPES = [GZIPPED_CSV, PARQUET];
 
 /** Longest export, in UTC days (inclusive). */
 const EXPORT_MAX_DAYS = 31;
@@ -70,9 +76,10 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         schema: {
           summary: `${v.label} bulk export of one market: raw records or summary buckets over up to ${EXPORT_MAX_DAYS} days, gzipped CSV or Parquet`,
           tags: [v.venue],
-          security: [{ bearerAuth: [] }],
+          security: KEY_SECURITY,
+          produces: EXPORT_MEDIA_TYPES,
           querystring: query,
-          response: { 200: z.string().describe('The file (application/gzip or application/vnd.apache.parquet).'), ...errors },
+          response: { 200: z.string().describe('The file, as an attachment (Content-Disposition names it; X-Export-Days says how many days it covers and counted).'), ...errors },
         },
         onRequest: requireKey,
         // An export counts as the days it covers (the schema has checked the range).
@@ -122,7 +129,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
                   ),
                 );
           fileHeaders();
-          return reply.type('application/vnd.apache.parquet').send(file as never);
+          return reply.type(PARQUET).send(file as never);
         }
 
         let body: AsyncGenerator<Buffer>;
@@ -164,7 +171,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         reply.raw.once('close', () => {
           if (!reply.raw.writableFinished) gz.destroy();
         });
-        return reply.type('application/gzip').send(gz as never);
+        return reply.type(GZIPPED_CSV).send(gz as never);
       },
     );
   }

@@ -8,8 +8,9 @@ import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
 import { earliestMs, q } from '../http/params.ts';
 import { TtlMap } from '../http/result-cache.ts';
 import type { Services } from '../services.ts';
-import { cacheHeaders, etagOf, isFinalised } from '../http/caching.ts';
-import { CONTENT_TYPES, formatField, nextLink, type Format } from '../http/formats.ts';
+import { KEY_SECURITY } from '../http/auth.ts';
+import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
+import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, nextLink, type Format } from '../http/formats.ts';
 import { bothOpen, closeRows, openRows, sendRawPage } from './raw-page.ts';
 import { RawRowsToCsv, RawRowsToJson, type RawRows } from './raw-rows.ts';
 import { datePage as datePageSchema, rangePage as rangePageSchema } from './schemas.ts';
@@ -18,7 +19,6 @@ import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } fro
 /** Raw data by UTC date (offset pages) and by time range (cursor pages), every venue. */
 export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { data, config, requireKey, cache } = services;
-  const security = [{ bearerAuth: [] }];
   /**
    * Where an offset page ended: (venue, market, date, offset + count) → key of its last
    * record. A client walking a date asks next for exactly that offset, and the read then
@@ -145,9 +145,15 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
           schema: {
             summary: title('on one UTC date', alias),
             tags,
-            security,
+            security: KEY_SECURITY,
+            deprecated: alias,
+            produces: FORMAT_MEDIA_TYPES,
             querystring: z.object({ [v.marketParam]: v.market(), date: q.date(), offset: q.offset(), limit: q.rawLimit(), format: formatField() }),
-            response: { 200: datePageSchema(v.marketField, v.record), ...errors },
+            response: {
+              200: datePageSchema(v.marketField, v.record).describe(`One page of the date's ${v.recordNoun} in serving order (offset pages; the total in X-Total-Count, the next page in Link).`),
+              304: notModified,
+              ...errors,
+            },
           },
           onRequest: requireKey,
         },
@@ -164,7 +170,9 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
           schema: {
             summary: title('in an inclusive time range', alias),
             tags,
-            security,
+            security: KEY_SECURITY,
+            deprecated: alias,
+            produces: FORMAT_MEDIA_TYPES,
             querystring: z.object({
               [v.marketParam]: v.market(),
               start_timestamp: q.timestamp('Range start'),
@@ -173,7 +181,11 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
               limit: q.rawLimit(),
               format: formatField(),
             }),
-            response: { 200: rangePageSchema(v.marketField, v.record), ...errors },
+            response: {
+              200: rangePageSchema(v.marketField, v.record).describe(`One page of the range's ${v.recordNoun} in serving order (cursor pages: pagination.next_cursor, or the Link header for ndjson and csv).`),
+              304: notModified,
+              ...errors,
+            },
           },
           onRequest: requireKey,
         },

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
 import type { CatalogueMarket } from '@booktape/storage';
+import { KEY_SECURITY } from '../http/auth.ts';
 import { errors, guard } from '../http/errors.ts';
 import { q } from '../http/params.ts';
 import type { Services } from '../services.ts';
@@ -24,7 +25,6 @@ const outcomeTokens = {
 /** Availability (stored UTC dates of a market) and market lists, every venue. */
 export const marketsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { data, cache, requireKey, config, catalogue } = services;
-  const security = [{ bearerAuth: [] }];
   // Data before a venue's data floor is not served, so it does not count as available.
   const minDate = (v: VenueApi) => dataFloor(v, config) ?? '1970-01-01';
 
@@ -69,9 +69,9 @@ export const marketsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
         schema: {
           summary: `Stored UTC dates of an ${venueName(v)} market`,
           tags: [v.venue],
-          security,
+          security: KEY_SECURITY,
           querystring: z.object({ [v.marketParam]: v.market() }),
-          response: { 200: dateRange(v.marketField), ...errors },
+          response: { 200: dateRange(v.marketField).describe('The first and last stored UTC dates of the market and how many dates hold data (has_data false: none).'), ...errors },
         },
         onRequest: requireKey,
       },
@@ -83,14 +83,14 @@ export const marketsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
 
     const listSchema = marketList(v.marketListField);
     // Typed loosely: the answer's fields are named by the table, not known to the compiler.
-    const listAnswer: z.ZodType = v.listsOutcomeTokens ? listSchema.extend(outcomeTokens) : listSchema;
+    const listAnswer: z.ZodType = (v.listsOutcomeTokens ? listSchema.extend(outcomeTokens) : listSchema).describe('One page of the markets with stored data, in id order.');
     app.get(
       `/${v.venue}/market/list`,
       {
         schema: {
           summary: `${v.label} markets with stored data`,
           tags: [v.venue],
-          security,
+          security: KEY_SECURITY,
           querystring: z.object({ prefix: v.marketPrefix(), offset: q.offset(), limit: q.listLimit() }),
           response: { 200: listAnswer, ...errors },
         },

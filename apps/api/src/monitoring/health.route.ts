@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { streamPoolExhausted } from '@booktape/storage';
+import { PUBLIC_SECURITY } from '../http/auth.ts';
 import type { Probe, ProbeResult, Services } from '../services.ts';
 import { streamPoolJson } from './status.ts';
 
@@ -50,8 +51,12 @@ export const healthRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       schema: {
         summary: 'Health of the API and the services it needs',
         tags: ['service'],
+        security: PUBLIC_SECURITY,
         querystring: z.object({}),
-        response: { 200: health, 503: health },
+        response: {
+          200: health.describe('Every check passed: status ok.'),
+          503: health.describe('A check failed (status degraded): `checks` says which, `details` why.'),
+        },
       },
     },
     async (_req, reply) => {

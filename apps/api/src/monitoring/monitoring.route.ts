@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { adminTokenMatcher } from '../http/auth.ts';
+import { PUBLIC_SECURITY, adminTokenMatcher } from '../http/auth.ts';
+import { errorSchema } from '../http/errors.ts';
 import { ApiError } from '../http/errors.ts';
 import { API_PREFIX } from '../http/prefix.ts';
 import type { Services } from '../services.ts';
@@ -44,6 +45,7 @@ export const monitoringRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
         description:
           'Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes. No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second.',
         tags: ['service'],
+        security: PUBLIC_SECURITY,
         querystring: z.object({}),
         response: { 200: monitoringStatusSchema },
       },
@@ -60,7 +62,10 @@ export const monitoringRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       schema: {
         summary: 'Public status page (HTML, refreshes itself every 10 s)',
         tags: ['service'],
+        security: PUBLIC_SECURITY,
+        produces: ['text/html'],
         querystring: z.object({}),
+        response: { 200: z.string().describe('The status page: the same status as GET /api/v1/monitoring/status, for people.') },
       },
     },
     async (_req, reply) => {
@@ -82,8 +87,14 @@ export const monitoringRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
         summary: 'Prometheus metrics (text exposition format)',
         description: 'HTTP requests and latency by route pattern, the monitoring status as gauges, process metrics. Needs the admin token when ADMIN_TOKEN is set.',
         tags: ['service'],
+        // With a token: in X-Admin-Token, or as a Bearer token (Prometheus's scrape setting).
+        security: adminToken ? [{ adminToken: [] }, { adminBearer: [] }] : PUBLIC_SECURITY,
+        produces: ['text/plain'],
         querystring: z.object({}),
-        ...(adminToken ? { security: [{ adminToken: [] }] } : {}),
+        response: {
+          200: z.string().describe('The metrics in the Prometheus text exposition format (text/plain; version=0.0.4).'),
+          ...(adminToken ? { 401: errorSchema } : {}),
+        },
       },
     },
     async (_req, reply) => {

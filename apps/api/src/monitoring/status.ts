@@ -157,7 +157,7 @@ export const monitoringStatusSchema = z
       )
       .describe(`Outages declared by the operator (GET /api/v1/outages): active, upcoming, and ended in the last ${RECENT_OUTAGE_DAYS} days, newest first`),
   })
-  .meta({ id: 'MonitoringStatus' });
+  .meta({ id: 'MonitoringStatus', description: 'The status now (always 200: `status` says ok, degraded or down).' });
 
 export type MonitoringStatus = z.infer<typeof monitoringStatusSchema>;
 type VenueStatus = MonitoringStatus['venues'][number];

@@ -2,9 +2,10 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { TooManyBucketsError, summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
 import { planSummary, type SummaryPlan } from '@booktape/summaries';
-import { cacheHeaders, etagOf, isFinalised } from '../http/caching.ts';
+import { KEY_SECURITY } from '../http/auth.ts';
+import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
-import { CONTENT_TYPES, formatField, type Format } from '../http/formats.ts';
+import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, type Format } from '../http/formats.ts';
 import { earliestMs, parseInteger, parseTimestamp, q } from '../http/params.ts';
 import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from '../market-data/venues.ts';
 import type { Services } from '../services.ts';
@@ -55,7 +56,6 @@ interface WindowQuery {
  */
 export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, requireKey, summaries } = services;
-  const security = [{ bearerAuth: [] }];
 
   function plan(v: VenueApi, query: WindowQuery): SummaryPlan {
     const { date, start_timestamp: start, end_timestamp: end } = query;
@@ -109,9 +109,15 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           schema: {
             summary: alias ? `${v.summaryTitle} (legacy alias)` : v.summaryTitle,
             tags: [v.venue],
-            security,
+            security: KEY_SECURITY,
+            deprecated: alias,
+            produces: FORMAT_MEDIA_TYPES,
             querystring: z.object({ ...ids, ...windowQuery }),
-            response: { 200: z.object({ ...head, ...summaryCommon }), ...errors },
+            response: {
+              200: z.object({ ...head, ...summaryCommon }).describe('The buckets of the window at the resolution, forward-filled (docs/rules/summaries.md).'),
+              304: notModified,
+              ...errors,
+            },
           },
           onRequest: requireKey,
           serializerCompiler: plainJson,

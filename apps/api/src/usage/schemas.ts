@@ -46,7 +46,7 @@ export const usageSchema = z
     period: periodSchema,
     resets_at: iso(),
   })
-  .meta({ id: 'Usage' });
+  .meta({ id: 'Usage', description: "The user's plan, and the quota used and left this period." });
 
 const counts = {
   requests: z.number().int().describe('All requests (any status).'),
@@ -66,7 +66,7 @@ export const requestCountSchema = z
     count: z.number().int().describe('Requests matching every filter.'),
     ...counts,
   })
-  .meta({ id: 'RequestCount' });
+  .meta({ id: 'RequestCount', description: 'The requests matching the filters in the window, by outcome.' });
 
 export const timeframeSchema = z
   .object({
@@ -79,7 +79,7 @@ export const timeframeSchema = z
     data_points: z.number().int(),
     data: z.array(z.object({ timestamp: z.number().int().describe('Bucket start, Unix ms (UTC-aligned).'), start: iso(), ...counts })),
   })
-  .meta({ id: 'RequestTimeframe' });
+  .meta({ id: 'RequestTimeframe', description: 'Requests per bucket of the window, zeros included.' });
 
 export const recentSchema = z
   .object({
@@ -106,7 +106,7 @@ export const recentSchema = z
       next_cursor: z.string().nullable(),
     }),
   })
-  .meta({ id: 'RecentRequests' });
+  .meta({ id: 'RecentRequests', description: 'One page of the most recent requests, newest first.' });
 
 const latency = z.object({ p50: z.number().nullable(), p95: z.number().nullable() }).describe('Latency quantiles in ms (approximate).');
 
@@ -121,7 +121,7 @@ export const statsSchema = z
     totals: z.object({ ...counts, distinct_users: z.number().int(), distinct_keys: z.number().int(), latency_ms: latency }).describe('Over [from, to].'),
     endpoints: z.array(z.object({ endpoint: z.string(), ...counts, latency_ms: latency })).describe('Over [from, to], busiest first.'),
   })
-  .meta({ id: 'ServiceStats' });
+  .meta({ id: 'ServiceStats', description: 'Service-wide request statistics.' });
 
 export const popularMarketsSchema = z
   .object({
@@ -139,4 +139,4 @@ export const popularMarketsSchema = z
       }),
     ),
   })
-  .meta({ id: 'PopularMarkets' });
+  .meta({ id: 'PopularMarkets', description: 'The markets asked for most in the period, most first.' });

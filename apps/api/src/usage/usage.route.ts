@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RequestCounts } from '@booktape/storage';
+import { KEY_SECURITY, type Security } from '../http/auth.ts';
 import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
 import { optionalField, parseInteger, q } from '../http/params.ts';
 import { API_PREFIX } from '../http/prefix.ts';
@@ -34,7 +35,8 @@ export const usageRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
   const billableUrls = services.billable.urls;
   const prefix = API_PREFIX;
   const access = usageAccess(config.adminToken, services.keys);
-  const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, ...(config.adminToken ? [{ adminToken: [] }] : [])];
+  // The user's own key, or the admin token; with no token configured the key is optional.
+  const security: Security = [...KEY_SECURITY, config.adminToken ? { adminToken: [] } : {}];
   const onRequest = access.userScoped;
   const userId = () => q.text('The user (as given to POST /keys).', 128);
   const userParams = z.object({ user_id: userId() });
