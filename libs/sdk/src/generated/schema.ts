@@ -12,83 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Health of the API and the services it needs */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ok" | "degraded";
-                            time: string;
-                            checks: {
-                                [key: string]: boolean;
-                            };
-                            /** @description State of the checks that report one, and why (e.g. sink: joining while it waits for its Kafka consumer group) */
-                            details?: {
-                                [key: string]: {
-                                    state: string;
-                                    detail: string | null;
-                                };
-                            };
-                            /** @description The embedded engine's pool of streaming sessions (absent on a ClickHouse server); check stream_sessions is false while reads wait for a session */
-                            stream_pool?: {
-                                in_use: number;
-                                max: number;
-                                waiting: number;
-                                longest_wait_ms: number;
-                                /** @description Reads that waited the whole session wait and answered 503, since start */
-                                busy_timeouts: number;
-                                last_busy_timeout_at: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ok" | "degraded";
-                            time: string;
-                            checks: {
-                                [key: string]: boolean;
-                            };
-                            /** @description State of the checks that report one, and why (e.g. sink: joining while it waits for its Kafka consumer group) */
-                            details?: {
-                                [key: string]: {
-                                    state: string;
-                                    detail: string | null;
-                                };
-                            };
-                            /** @description The embedded engine's pool of streaming sessions (absent on a ClickHouse server); check stream_sessions is false while reads wait for a session */
-                            stream_pool?: {
-                                in_use: number;
-                                max: number;
-                                waiting: number;
-                                longest_wait_ms: number;
-                                /** @description Reads that waited the whole session wait and answered 503, since start */
-                                busy_timeouts: number;
-                                last_busy_timeout_at: string | null;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -105,97 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange A raw events of one market on one UTC date */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market condition id, hex, with or without 0x, any case. */
-                    condition_id: string;
-                    /** @description UTC date YYYY-MM-DD. */
-                    date: string;
-                    /** @description Records to skip. Default 0. */
-                    offset?: number;
-                    /** @description Records per page, 1 to 100000. Default 10000. */
-                    limit?: number;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_condition_id: string;
-                            date: string;
-                            data: components["schemas"]["ExchangeARawEvent"][];
-                            data_count: number;
-                            pagination: components["schemas"]["OffsetPagination"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeAMarketData"];
         put?: never;
         post?: never;
         delete?: never;
@@ -211,98 +45,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Exchange A raw events of one market on one UTC date (legacy alias) */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market condition id, hex, with or without 0x, any case. */
-                    condition_id: string;
-                    /** @description UTC date YYYY-MM-DD. */
-                    date: string;
-                    /** @description Records to skip. Default 0. */
-                    offset?: number;
-                    /** @description Records per page, 1 to 100000. Default 10000. */
-                    limit?: number;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_condition_id: string;
-                            date: string;
-                            data: components["schemas"]["ExchangeARawEvent"][];
-                            data_count: number;
-                            pagination: components["schemas"]["OffsetPagination"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        /**
+         * Exchange A raw events of one market on one UTC date (legacy alias)
+         * @deprecated
+         */
+        get: operations["getMarketData"];
         put?: never;
         post?: never;
         delete?: never;
@@ -319,100 +66,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange A raw events of one market in an inclusive time range */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market condition id, hex, with or without 0x, any case. */
-                    condition_id: string;
-                    /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    start_timestamp: number;
-                    /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    end_timestamp: number;
-                    /** @description The next_cursor of the previous page, unchanged. */
-                    cursor?: string;
-                    /** @description Records per page, 1 to 100000. Default 10000. */
-                    limit?: number;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_condition_id: string;
-                            start_timestamp: number;
-                            end_timestamp: number;
-                            data: components["schemas"]["ExchangeARawEvent"][];
-                            data_count: number;
-                            pagination: components["schemas"]["CursorPagination"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeAMarketDataRange"];
         put?: never;
         post?: never;
         delete?: never;
@@ -428,101 +82,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Exchange A raw events of one market in an inclusive time range (legacy alias) */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market condition id, hex, with or without 0x, any case. */
-                    condition_id: string;
-                    /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    start_timestamp: number;
-                    /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    end_timestamp: number;
-                    /** @description The next_cursor of the previous page, unchanged. */
-                    cursor?: string;
-                    /** @description Records per page, 1 to 100000. Default 10000. */
-                    limit?: number;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_condition_id: string;
-                            start_timestamp: number;
-                            end_timestamp: number;
-                            data: components["schemas"]["ExchangeARawEvent"][];
-                            data_count: number;
-                            pagination: components["schemas"]["CursorPagination"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        /**
+         * Exchange A raw events of one market in an inclusive time range (legacy alias)
+         * @deprecated
+         */
+        get: operations["getMarketDataRange"];
         put?: never;
         post?: never;
         delete?: never;
@@ -539,97 +103,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange B raw records of one market on one UTC date */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market ticker (upper-cased). */
-                    ticker: string;
-                    /** @description UTC date YYYY-MM-DD. */
-                    date: string;
-                    /** @description Records to skip. Default 0. */
-                    offset?: number;
-                    /** @description Records per page, 1 to 100000. Default 10000. */
-                    limit?: number;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_ticker: string;
-                            date: string;
-                            data: components["schemas"]["ExchangeBRawRecord"][];
-                            data_count: number;
-                            pagination: components["schemas"]["OffsetPagination"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeBMarketData"];
         put?: never;
         post?: never;
         delete?: never;
@@ -646,100 +120,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange B raw records of one market in an inclusive time range */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market ticker (upper-cased). */
-                    ticker: string;
-                    /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    start_timestamp: number;
-                    /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    end_timestamp: number;
-                    /** @description The next_cursor of the previous page, unchanged. */
-                    cursor?: string;
-                    /** @description Records per page, 1 to 100000. Default 10000. */
-                    limit?: number;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_ticker: string;
-                            start_timestamp: number;
-                            end_timestamp: number;
-                            data: components["schemas"]["ExchangeBRawRecord"][];
-                            data_count: number;
-                            pagination: components["schemas"]["CursorPagination"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeBMarketDataRange"];
         put?: never;
         post?: never;
         delete?: never;
@@ -756,89 +137,7 @@ export interface paths {
             cookie?: never;
         };
         /** Stored UTC dates of an exchange A market */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market condition id, hex, with or without 0x, any case. */
-                    condition_id: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_condition_id: string;
-                            has_data: boolean;
-                            start_date: string | null;
-                            end_date: string | null;
-                            available_date_count: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeAMarketDateRange"];
         put?: never;
         post?: never;
         delete?: never;
@@ -855,100 +154,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange A markets with stored data */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Condition id prefix, hex, with or without 0x. */
-                    prefix?: string;
-                    /** @description Records to skip. Default 0. */
-                    offset?: number;
-                    /** @description Markets per page, 1 to 1000. Default 100. */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            total_markets: number;
-                            returned_count: number;
-                            filter_prefix: string | null;
-                            market_condition_ids: string[];
-                            pagination: components["schemas"]["OffsetPagination"];
-                            /** @description condition id → its outcome tokens (asset_id, outcome), for the listed markets the market catalogue knows. */
-                            market_asset_ids?: {
-                                [key: string]: {
-                                    asset_id: string;
-                                    outcome: string | null;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeAMarketList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -965,89 +171,7 @@ export interface paths {
             cookie?: never;
         };
         /** Stored UTC dates of an exchange B market */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market ticker (upper-cased). */
-                    ticker: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_ticker: string;
-                            has_data: boolean;
-                            start_date: string | null;
-                            end_date: string | null;
-                            available_date_count: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeBMarketDateRange"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1064,93 +188,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange B markets with stored data */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Ticker prefix (upper-cased). */
-                    prefix?: string;
-                    /** @description Records to skip. Default 0. */
-                    offset?: number;
-                    /** @description Markets per page, 1 to 1000. Default 100. */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            total_markets: number;
-                            returned_count: number;
-                            filter_prefix: string | null;
-                            market_tickers: string[];
-                            pagination: components["schemas"]["OffsetPagination"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeBMarketList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1167,104 +205,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange A order-book summary of one outcome token */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market condition id, hex, with or without 0x, any case. */
-                    condition_id: string;
-                    /** @description Outcome token (CLOB token) id within the condition. */
-                    asset_id: string;
-                    /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
-                    date?: string;
-                    /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                    start_timestamp?: string;
-                    /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                    end_timestamp?: string;
-                    /** @description Bucket size in seconds, 1 to 3600. Default 60. */
-                    resolution?: string;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_condition_id: string;
-                            asset_id: string;
-                            date: string | null;
-                            start_timestamp?: number;
-                            end_timestamp?: number;
-                            resolution_seconds: number;
-                            data_points: number;
-                            data: components["schemas"]["SummaryBucket"][];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeAMarketOrderbookSummary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1280,105 +221,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Exchange A order-book summary of one outcome token (legacy alias) */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market condition id, hex, with or without 0x, any case. */
-                    condition_id: string;
-                    /** @description Outcome token (CLOB token) id within the condition. */
-                    asset_id: string;
-                    /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
-                    date?: string;
-                    /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                    start_timestamp?: string;
-                    /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                    end_timestamp?: string;
-                    /** @description Bucket size in seconds, 1 to 3600. Default 60. */
-                    resolution?: string;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_condition_id: string;
-                            asset_id: string;
-                            date: string | null;
-                            start_timestamp?: number;
-                            end_timestamp?: number;
-                            resolution_seconds: number;
-                            data_points: number;
-                            data: components["schemas"]["SummaryBucket"][];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        /**
+         * Exchange A order-book summary of one outcome token (legacy alias)
+         * @deprecated
+         */
+        get: operations["getMarketOrderbookSummary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1395,101 +242,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange B order-book summary (YES bid; YES ask implied by the NO book) */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market ticker (upper-cased). */
-                    ticker: string;
-                    /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
-                    date?: string;
-                    /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                    start_timestamp?: string;
-                    /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                    end_timestamp?: string;
-                    /** @description Bucket size in seconds, 1 to 3600. Default 60. */
-                    resolution?: string;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_ticker: string;
-                            date: string | null;
-                            start_timestamp?: number;
-                            end_timestamp?: number;
-                            resolution_seconds: number;
-                            data_points: number;
-                            data: components["schemas"]["SummaryBucket"][];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeBMarketOrderbookSummary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1506,101 +259,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange A full order book at an instant */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Outcome token (CLOB token) id within the condition. */
-                    asset_id: string;
-                    /** @description Market condition id of the token; found from the rollups when left out. */
-                    condition_id?: string;
-                    /** @description The instant, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    timestamp: number;
-                    /** @description Levels per side, 1 to 500. Default 10. */
-                    depth?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            asset_id: string;
-                            /** @description The instant asked for, Unix ms. */
-                            timestamp: number;
-                            /** @description Event time of the last book record at or before the instant; null when the book has no snapshot yet. */
-                            as_of_ms: number | null;
-                            /** @description False where the book is unknown (docs/rules/summaries.md, rule 4): the levels are then empty. */
-                            is_known: boolean;
-                            /** @description Bids, highest first. */
-                            bids: components["schemas"]["BookLevel"][];
-                            /** @description Asks, lowest first. */
-                            asks: components["schemas"]["BookLevel"][];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeAMarketBook"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1617,110 +276,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange A full order book at fixed intervals (streamed; json, ndjson or csv) */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Outcome token (CLOB token) id within the condition. */
-                    asset_id: string;
-                    /** @description Market condition id of the token; found from the rollups when left out. */
-                    condition_id?: string;
-                    /** @description Window start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    start_timestamp: number;
-                    /** @description Window end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    end_timestamp: number;
-                    /** @description Seconds between snapshots, 1 to 86400. Default 60. */
-                    interval?: number;
-                    /** @description Levels per side, 1 to 500. Default 10. */
-                    depth?: number;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            asset_id: string;
-                            start_timestamp: number;
-                            end_timestamp: number;
-                            interval_seconds: number;
-                            depth: number;
-                            data: {
-                                timestamp: number;
-                                /** @description Event time of the last book record at or before the instant; null when the book has no snapshot yet. */
-                                as_of_ms: number | null;
-                                /** @description False where the book is unknown (docs/rules/summaries.md, rule 4): the levels are then empty. */
-                                is_known: boolean;
-                                bids: components["schemas"]["BookLevel"][];
-                                asks: components["schemas"]["BookLevel"][];
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeAMarketBookSnapshots"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1737,99 +293,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange B full order book at an instant */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market ticker (upper-cased). */
-                    ticker: string;
-                    /** @description The instant, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    timestamp: number;
-                    /** @description Levels per side, 1 to 500. Default 10. */
-                    depth?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            ticker: string;
-                            /** @description The instant asked for, Unix ms. */
-                            timestamp: number;
-                            /** @description Event time of the last book record at or before the instant; null when the book has no snapshot yet. */
-                            as_of_ms: number | null;
-                            /** @description False where the book is unknown (docs/rules/summaries.md, rule 4): the levels are then empty. */
-                            is_known: boolean;
-                            /** @description YES bids, highest first. */
-                            yes: components["schemas"]["BookLevel"][];
-                            /** @description NO bids, highest first. */
-                            no: components["schemas"]["BookLevel"][];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeBMarketBook"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1846,108 +310,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange B full order book at fixed intervals (streamed; json, ndjson or csv) */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market ticker (upper-cased). */
-                    ticker: string;
-                    /** @description Window start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    start_timestamp: number;
-                    /** @description Window end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                    end_timestamp: number;
-                    /** @description Seconds between snapshots, 1 to 86400. Default 60. */
-                    interval?: number;
-                    /** @description Levels per side, 1 to 500. Default 10. */
-                    depth?: number;
-                    /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
-                    format?: "json" | "ndjson" | "csv";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            ticker: string;
-                            start_timestamp: number;
-                            end_timestamp: number;
-                            interval_seconds: number;
-                            depth: number;
-                            data: {
-                                timestamp: number;
-                                /** @description Event time of the last book record at or before the instant; null when the book has no snapshot yet. */
-                                as_of_ms: number | null;
-                                /** @description False where the book is unknown (docs/rules/summaries.md, rule 4): the levels are then empty. */
-                                is_known: boolean;
-                                yes: components["schemas"]["BookLevel"][];
-                                no: components["schemas"]["BookLevel"][];
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeBMarketBookSnapshots"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1964,95 +327,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange A bulk export of one market: raw records or summary buckets over up to 31 days, gzipped CSV or Parquet */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market condition id, hex, with or without 0x, any case. */
-                    condition_id: string;
-                    /** @description First UTC date, YYYY-MM-DD. */
-                    start_date: string;
-                    /** @description Last UTC date, inclusive; at most 31 days from start_date. */
-                    end_date: string;
-                    /** @description raw (default): every record, the long format of the CSV pages; summary: the buckets at `resolution`. */
-                    kind?: "raw" | "summary";
-                    /** @description kind=summary: bucket seconds, 1 to 3600. Default 60. */
-                    resolution?: number;
-                    /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
-                    format?: "csv" | "parquet";
-                    /** @description kind=summary: one outcome token (Outcome token (CLOB token) id within the condition.); default every token with data in the range. */
-                    asset_id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The file (application/gzip or application/vnd.apache.parquet). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeAMarketExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2069,93 +344,7 @@ export interface paths {
             cookie?: never;
         };
         /** Exchange B bulk export of one market: raw records or summary buckets over up to 31 days, gzipped CSV or Parquet */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market ticker (upper-cased). */
-                    ticker: string;
-                    /** @description First UTC date, YYYY-MM-DD. */
-                    start_date: string;
-                    /** @description Last UTC date, inclusive; at most 31 days from start_date. */
-                    end_date: string;
-                    /** @description raw (default): every record, the long format of the CSV pages; summary: the buckets at `resolution`. */
-                    kind?: "raw" | "summary";
-                    /** @description kind=summary: bucket seconds, 1 to 3600. Default 60. */
-                    resolution?: number;
-                    /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
-                    format?: "csv" | "parquet";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The file (application/gzip or application/vnd.apache.parquet). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["QuotaExceeded"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeBMarketExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2172,167 +361,10 @@ export interface paths {
             cookie?: never;
         };
         /** A user's active API keys (never the keys themselves) */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Owner of the keys. */
-                    user_id: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            user_id: string;
-                            api_keys: {
-                                id: string;
-                                name: string;
-                                /** @enum {string} */
-                                status: "active" | "revoked";
-                                created_at: string;
-                                last_used_at: string | null;
-                            }[];
-                            total: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getKeys"];
         put?: never;
         /** Create an API key (the full key is shown only in this answer) */
-        post: {
-            parameters: {
-                query: {
-                    /** @description A label for the key. */
-                    name: string;
-                    /** @description Owner of the keys. */
-                    user_id: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success: boolean;
-                            data: {
-                                key_id: string;
-                                /** @description The full key. Shown only in this response. */
-                                api_key: string;
-                                user_id: string;
-                                name: string;
-                                created_at: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        post: operations["postKeys"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2350,85 +382,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Revoke an API key (refused from then on with 403) */
-        delete: {
-            parameters: {
-                query: {
-                    /** @description Owner of the keys. */
-                    user_id: string;
-                };
-                header?: never;
-                path: {
-                    /** @description The key_id from POST /keys. */
-                    key_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success: boolean;
-                            data: {
-                                key_id: string;
-                                /** @enum {string} */
-                                status: "active" | "revoked";
-                                revoked_at: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        delete: operations["deleteKeysByKeyId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2445,56 +399,7 @@ export interface paths {
          * Resolve an exchange A slug or URL into condition ids
          * @description Resolves an exchange A slug or URL into condition ids. No authentication. An unmatched slug is a 404 with success: false and markets: [].
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description An event slug, a market slug, or a full URL (https://polymarket.com/event/<event>[/<market>], /market/<market>, sports pages; query string and fragment are ignored). At most 2048 characters. */
-                    slug: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["SlugLookup"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["SlugLookupMiss"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getLookupSlug"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2514,56 +419,7 @@ export interface paths {
          * Resolve an exchange A slug or URL (alias of GET /lookup/slug)
          * @description Resolves an exchange A slug or URL into condition ids. No authentication. An unmatched slug is a 404 with success: false and markets: [].
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description An event slug, a market slug, or a full URL (https://polymarket.com/event/<event>[/<market>], /market/<market>, sports pages; query string and fragment are ignored). At most 2048 characters. */
-                    slug: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["SlugLookup"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["SlugLookupMiss"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeALookupSlug"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2582,96 +438,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Create a Stripe Checkout session for a subscription (503 while billing is not configured) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Owner of the subscription. */
-                        user_id: string;
-                        /**
-                         * Format: email
-                         * @description Customer e-mail address.
-                         */
-                        email: string;
-                        /** @description Redirect target after a successful checkout. */
-                        success_url: string;
-                        /** @description Redirect target after a cancelled checkout. */
-                        cancel_url: string;
-                        /**
-                         * @description starter or pro. Default starter.
-                         * @default starter
-                         * @enum {string}
-                         */
-                        tier?: "starter" | "pro";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Stripe-hosted checkout page: send the user there. */
-                            checkout_url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        post: operations["postSubscriptionsCheckout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2688,83 +455,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Create a Stripe customer-portal session for a user's subscription (404 before a checkout completed) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Whose subscription is managed. */
-                        user_id: string;
-                        /** @description Redirect target after the portal session. */
-                        return_url: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Stripe-hosted customer portal: send the user there. */
-                            portal_url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        post: operations["postSubscriptionsPortal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2779,74 +470,7 @@ export interface paths {
             cookie?: never;
         };
         /** The plan a user is on now, and the subscription behind it */
-        get: {
-            parameters: {
-                query: {
-                    /** @description The user. */
-                    user_id: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["SubscriptionStatus"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getSubscriptionsStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2868,78 +492,7 @@ export interface paths {
          * Stripe webhook endpoint (signed with STRIPE_WEBHOOK_SECRET; keeps plans current)
          * @description Handles checkout.session.completed, customer.subscription.created, customer.subscription.updated, customer.subscription.deleted and invoice.payment_failed, each event id once. Other event types are acknowledged and ignored.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description Set by Stripe: t=…,v1=… */
-                    "stripe-signature"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            /** @description A Stripe event, exactly as Stripe sent it (application/json). */
-            requestBody: {
-                content: {
-                    "application/json": unknown;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            received: boolean;
-                            event_id: string;
-                            /**
-                             * @description applied: a plan changed; unchanged / stale / ignored: nothing to change (stale: older than what was applied); duplicate: handled before.
-                             * @enum {string}
-                             */
-                            outcome: "applied" | "unchanged" | "stale" | "ignored" | "unknown_customer" | "duplicate";
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        post: operations["postWebhooksStripe"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2957,74 +510,7 @@ export interface paths {
          * A user's plan and quota use this period
          * @description Calls counted this calendar month (UTC), the plan limit and what remains. Live: read from the quota counter itself.
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description The user (as given to POST /keys). */
-                    user_id: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Usage"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getUsage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3041,83 +527,7 @@ export interface paths {
             cookie?: never;
         };
         /** How many requests a user made in a window, by outcome */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Window start, inclusive: YYYY-MM-DD (UTC), an ISO 8601 date-time, or Unix seconds / ms. Default: the start of this month (UTC). */
-                    from?: string;
-                    /** @description Window end, inclusive (a date means its whole day). Default: now. */
-                    to?: string;
-                    /** @description Only requests to this endpoint, e.g. /exchange-a/market/data (the /api/v1 prefix is optional). */
-                    endpoint?: string;
-                    /** @description Only requests answered with this status (e.g. 200, 429) or class (2xx, 4xx, 5xx). */
-                    status?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description The user (as given to POST /keys). */
-                    user_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["RequestCount"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getUserByUserIdRequestsCount"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3137,85 +547,7 @@ export interface paths {
          * A user's requests per hour or day (a series for a chart)
          * @description Every bucket of the window, zeros included, aligned to UTC hours or days; at most 2000 buckets.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Window start, inclusive: YYYY-MM-DD (UTC), an ISO 8601 date-time, or Unix seconds / ms. Default: the start of this month (UTC). */
-                    from?: string;
-                    /** @description Window end, inclusive (a date means its whole day). Default: now. */
-                    to?: string;
-                    /** @description Bucket size. Default day. */
-                    interval?: "hour" | "day";
-                    /** @description Only requests to this endpoint, e.g. /exchange-a/market/data (the /api/v1 prefix is optional). */
-                    endpoint?: string;
-                    /** @description Only requests answered with this status (e.g. 200, 429) or class (2xx, 4xx, 5xx). */
-                    status?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description The user (as given to POST /keys). */
-                    user_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["RequestTimeframe"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getUserByUserIdRequestsTimeframe"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3232,79 +564,7 @@ export interface paths {
             cookie?: never;
         };
         /** A user's most recent requests, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Requests per page, 1 to 1000. Default 50. */
-                    limit?: number;
-                    /** @description The next_cursor of the previous page, unchanged. */
-                    cursor?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description The user (as given to POST /keys). */
-                    user_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["RecentRequests"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getUserByUserIdRequestsRecent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3324,76 +584,7 @@ export interface paths {
          * Service-wide request statistics
          * @description Requests today and this month, and for a window (default: this month so far): outcomes, distinct users and keys, bytes, latency quantiles, per endpoint.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Window start (YYYY-MM-DD, ISO 8601 date-time, or Unix s / ms). Default: start of this month (UTC). */
-                    from?: string;
-                    /** @description Window end, inclusive. Default: now. */
-                    to?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ServiceStats"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3413,78 +604,7 @@ export interface paths {
          * The markets asked for most
          * @description Markets by successful requests naming them (raw data, ranges, summaries, availability), most first.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Only this venue. Default: both. */
-                    venue?: "exchange-a" | "exchange-b";
-                    /** @description today (UTC), the last 24h / 7d / 30d, or month (this calendar month, UTC). Default 7d. */
-                    period?: "today" | "24h" | "7d" | "30d" | "month";
-                    /** @description Markets, 1 to 100. Default 10. */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PopularMarkets"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getStatsPopularMarkets"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3504,83 +624,7 @@ export interface paths {
          * Exchange A coverage map of one market: per day, records, gaps and cross-checks
          * @description One item per UTC day from start_date to end_date (at most 31 days). Needs a key; not billed. See docs/api.md "Coverage".
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market condition id, hex, with or without 0x, any case. */
-                    condition_id: string;
-                    /** @description UTC date YYYY-MM-DD. */
-                    start_date: string;
-                    /** @description UTC date YYYY-MM-DD. */
-                    end_date: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_condition_id: string;
-                            start_date: string;
-                            end_date: string;
-                            data: components["schemas"]["CoverageDay"][];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeAMarketCoverage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3600,83 +644,7 @@ export interface paths {
          * Exchange B coverage map of one market: per day, records, gaps and cross-checks
          * @description One item per UTC day from start_date to end_date (at most 31 days). Needs a key; not billed. See docs/api.md "Coverage".
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Market ticker (upper-cased). */
-                    ticker: string;
-                    /** @description UTC date YYYY-MM-DD. */
-                    start_date: string;
-                    /** @description UTC date YYYY-MM-DD. */
-                    end_date: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            market_ticker: string;
-                            start_date: string;
-                            end_date: string;
-                            data: components["schemas"]["CoverageDay"][];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getExchangeBMarketCoverage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3693,148 +661,13 @@ export interface paths {
             cookie?: never;
         };
         /** Declared outages (public) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description exchange-a or exchange-b; all venues when absent. */
-                    venue?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["DeclaredOutage"][];
-                            total: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        get: operations["getOutages"];
         put?: never;
         /**
          * Declare an outage of a venue (admin)
          * @description JSON body. from / to: ISO 8601 with a zone, a UTC date (its midnight), or Unix seconds / milliseconds; to is exclusive and must be after from.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * @description exchange-a (a) or exchange-b (b).
-                         * @example exchange-a
-                         */
-                        venue: string;
-                        /**
-                         * @description Start (inclusive).
-                         * @example 2026-03-01T12:00:00Z
-                         */
-                        from: string | number;
-                        /**
-                         * @description End (exclusive).
-                         * @example 2026-03-01T13:30:00Z
-                         */
-                        to: string | number;
-                        /**
-                         * @description Why: shown to users. 1 to 500 characters.
-                         * @example venue incident: order book feed down
-                         */
-                        reason: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success: boolean;
-                            data: components["schemas"]["DeclaredOutage"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        post: operations["postOutages"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3852,77 +685,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Remove a declared outage (admin) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The id from POST /outages or GET /outages. */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success: boolean;
-                            data: components["schemas"]["DeclaredOutage"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        delete: operations["deleteOutagesById"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3939,26 +702,7 @@ export interface paths {
          * Infrastructure status for the public status page
          * @description Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes. No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["MonitoringStatus"];
-                    };
-                };
-            };
-        };
+        get: operations["getMonitoringStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3975,24 +719,7 @@ export interface paths {
             cookie?: never;
         };
         /** Public status page (HTML, refreshes itself every 10 s) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4012,24 +739,7 @@ export interface paths {
          * Prometheus metrics (text exposition format)
          * @description HTTP requests and latency by route pattern, the monitoring status as gauges, process metrics. Needs the admin token when ADMIN_TOKEN is set.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4042,585 +752,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        ErrorInput: {
-            error: {
-                /** @enum {string} */
-                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
-                message: string;
-                param?: string;
-            };
-        };
-        SubscriptionStatusInput: {
-            user_id: string;
-            /**
-             * @description The plan in force now: the tier while the subscription is active, trialing or past_due; free otherwise.
-             * @enum {string}
-             */
-            plan: "free" | "starter" | "pro";
-            /** @description The tier of the current subscription, whatever its status. */
-            tier: ("starter" | "pro") | null;
-            /** @description Stripe subscription status (active, trialing, past_due, unpaid, canceled, incomplete, …) or none. */
-            status: string;
-            /** @description End of the paid period (ISO 8601), when Stripe told it. */
-            current_period_end: string | null;
-            cancel_at_period_end: boolean;
-            stripe_customer_id: string | null;
-            stripe_subscription_id: string | null;
-            /** @description When the record last changed (ISO 8601); null for a user Stripe never told us about. */
-            updated_at: string | null;
-        };
-        /** @description Exchange A raw event (venue extras such as tick_size may appear as further fields). */
-        ExchangeARawEventInput: {
-            /** @description Market condition id. */
-            market: string;
-            /** @description Outcome token (CLOB token) id. */
-            asset_id: string;
-            /** @description Event time in milliseconds. */
-            timestamp: string;
-            /** @description Unique hash of the event. */
-            hash: string;
-            /** @description Typically book or price_change. */
-            event_type: string;
-            bids?: {
-                price: string;
-                size: string;
-            }[];
-            asks?: {
-                price: string;
-                size: string;
-            }[];
-            changes?: ({
-                price: string;
-                side: string;
-                size: string;
-            } & {
-                [key: string]: unknown;
-            })[];
-            /** @description ISO 8601 time of recording. */
-            received_at: string;
-            /** @description Ingestion worker id. */
-            worker_id: number;
-        } & {
-            [key: string]: unknown;
-        };
-        /** @description Exchange B raw record: a book snapshot or delta, a gap marker, or a ticker / trade message. */
-        ExchangeBRawRecordInput: {
-            /**
-             * @description snapshot / delta: the book. gap: a marker capture stores when the venue skipped a sequence number on this subscription; the book of this ticker is unknown from here until its next snapshot. ticker / trade: non-book messages of those channels, the venue message in `data`.
-             * @enum {string}
-             */
-            type: "snapshot" | "delta" | "gap" | "ticker" | "trade";
-            ticker: string;
-            /** @description ISO 8601 with UTC offset. */
-            timestamp: string;
-            epoch_ms: number;
-            /** @description Venue subscription id. */
-            sid?: number | null;
-            /** @description Venue sequence number of the subscription (gap: the one that arrived). */
-            seq: number | null;
-            /** @description snapshot: yes bids [price, size]. */
-            yes?: string[][] | null;
-            /** @description snapshot: no bids [price, size]. */
-            no?: string[][] | null;
-            /**
-             * @description delta: the side.
-             * @enum {string}
-             */
-            side?: "yes" | "no";
-            /** @description delta: the price level, as the venue sent it. */
-            price?: string | null;
-            /** @description delta: the signed size change, as the venue sent it. */
-            delta?: string | null;
-            /** @description The venue's own time where it sent one, ISO 8601. */
-            venue_ts?: string | null;
-            /** @description gap: the sequence number capture expected (absent on the marker of a capture that started mid-session: the book is unknown, nothing is known lost). */
-            expected_seq?: number;
-            /** @description ticker / trade: the venue's message as received. */
-            data?: {
-                [key: string]: unknown;
-            };
-            received_at: string;
-            worker_id: number;
-        } & {
-            [key: string]: unknown;
-        };
-        OffsetPaginationInput: {
-            offset: number;
-            limit: number;
-            total_count: number;
-            has_more: boolean;
-        };
-        CursorPaginationInput: {
-            limit: number;
-            has_more: boolean;
-            /** @description Pass unchanged, with the same market and range, for the next page; null on the last page. */
-            next_cursor: string | null;
-        };
-        CoverageGapInput: {
-            /**
-             * @description disconnect: capture's connection was down; sequence_gap: the venue skipped a sequence number (exchange B), books unknown until the next snapshot; unknown_book: the rebuilt book of an asset was unknown; outage: declared by the operator.
-             * @enum {string}
-             */
-            kind: "disconnect" | "sequence_gap" | "unknown_book" | "outage";
-            start_ms: number;
-            end_ms: number;
-            detail: string;
-        };
-        CoverageDayInput: {
-            date: string;
-            /**
-             * @description missing: no records; partial: gaps, venue mismatches or crossed books; complete: none of these.
-             * @enum {string}
-             */
-            status: "complete" | "partial" | "missing";
-            /** @description All raw records of the market this day (every outcome token, every record type). */
-            events: number;
-            first_event_ms: number | null;
-            last_event_ms: number | null;
-            /** @description Clipped to the day, by start. */
-            gaps: components["schemas"]["CoverageGapInput"][];
-            /** @description The rollup's cross-checks of the rebuilt books, summed over the market's outcome tokens. */
-            checks: {
-                book_events: number;
-                venue_best_checked: number;
-                venue_best_mismatches: number;
-                first_mismatch_ms: number | null;
-                crossed_observations: number;
-                unknown_book_ms: number;
-            };
-            /** @description false: the rollup has not checked the whole day yet (today, or not rolled up); `checks` holds what was checked so far. */
-            checks_complete: boolean;
-        };
-        DeclaredOutageInput: {
-            id: string;
-            /** @enum {string} */
-            venue: "exchange-a" | "exchange-b";
-            start_ms: number;
-            end_ms: number;
-            /** @description ISO 8601. */
-            start: string;
-            /** @description ISO 8601 (exclusive). */
-            end: string;
-            reason: string;
-            created_at: string;
-        };
-        SlugLookupMarketInput: {
-            /** @description Market condition id, 0x + lower case. */
-            conditionId: string;
-            question: string;
-            slug: string;
-            active: boolean;
-            closed: boolean;
-            /** @description Outcome (CLOB) token ids, the asset_id values of the raw data, in outcome order. */
-            clobTokenIds: string[];
-            /** @description Outcome names, in the order of clobTokenIds. */
-            outcomes: string[];
-        };
-        SlugLookupInput: {
-            /** @constant */
-            success: true;
-            /**
-             * @description event: an event with several markets; market: a single market.
-             * @enum {string}
-             */
-            type: "event" | "market";
-            /** @description The event title (type event) or the market question (type market). */
-            event_title: string;
-            /** @description Slug of the event the markets belong to, when known. */
-            event_slug: string | null;
-            markets: components["schemas"]["SlugLookupMarketInput"][];
-        };
-        /** @description No event or market matches the slug. */
-        SlugLookupMissInput: {
-            /** @constant */
-            success: false;
-            markets: components["schemas"]["SlugLookupMarketInput"][];
-            error: {
-                /** @enum {string} */
-                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
-                message: string;
-                param?: string;
-            };
-        };
-        BookLevelInput: {
-            price: string;
-            size: string;
-        };
-        MonitoringStatusInput: {
-            /**
-             * @description down: the API cannot serve data (ClickHouse or Redis unreachable); degraded: capture, Kafka or rollups need attention
-             * @enum {string}
-             */
-            status: "ok" | "degraded" | "down";
-            /** @description Why the status is not ok, one line each */
-            reasons: string[];
-            time: string;
-            venues: {
-                /** @enum {string} */
-                venue: "exchange-a" | "exchange-b";
-                name: string;
-                /**
-                 * @description up; degraded (some connections down, or no data for too long); down (no connection, or its capture stopped reporting); off (not captured: see off_reason); unknown (no capture process reports it)
-                 * @enum {string}
-                 */
-                state: "up" | "degraded" | "down" | "off" | "unknown";
-                detail: string;
-                /** @description Why an off venue is not captured: turned_off (capture configuration), no_credentials (exchange B needs an API key id and private key), bad_credentials (the private key cannot be read), no_markets (no markets configured), unknown; null unless off */
-                off_reason: ("turned_off" | "no_credentials" | "bad_credentials" | "no_markets" | "unknown") | null;
-                markets: number;
-                connections: number;
-                connected: number;
-                reconnects: number;
-                last_event_at: string | null;
-                last_event_age_ms: number | null;
-                events_per_second: number;
-                /** @description Messages of this venue in Kafka not yet stored by the sink */
-                kafka_lag: number | null;
-            }[];
-            kafka: {
-                /** @enum {string} */
-                state: "ok" | "lagging" | "unknown";
-                detail: string;
-                consumer_lag: number | null;
-                checked_at: string | null;
-            };
-            sink: {
-                /**
-                 * @description down: a sink's Kafka consumer crashed and is restarting (nothing stored meanwhile); joining: a sink waits to join its consumer group
-                 * @enum {string}
-                 */
-                state: "ok" | "joining" | "paused" | "down" | "unknown";
-                detail: string;
-                processes: number;
-                stored_per_second: number;
-                last_stored_at: string | null;
-                /** @description Records ClickHouse refused as bad data and the live sinks dead-lettered, since each started (sinks that do not report it count 0) */
-                refused_records: number;
-            };
-            rollup: {
-                /**
-                 * @description down: no rollup worker is running (none reports its liveness); behind: summaries lag the raw data
-                 * @enum {string}
-                 */
-                state: "ok" | "behind" | "down" | "unknown";
-                detail: string;
-                /** @description Rollup worker processes reporting their liveness now */
-                workers: number | null;
-                /** @description Rollup worker processes that stopped reporting in the last hour without a clean stop (died, hung or cut off from Redis) */
-                stopped_workers: number | null;
-                waiting: number | null;
-                active: number | null;
-                delayed: number | null;
-                failed: number | null;
-                pending_assets: number | null;
-                oldest_pending: {
-                    /** @enum {string} */
-                    venue: "exchange-a" | "exchange-b";
-                    market: string;
-                    asset: string;
-                    dates: string[];
-                    since: string;
-                    age_ms: number;
-                } | null;
-                /** @description Assets a rollup job has claimed: being rolled up now, or held by a job whose process died */
-                claimed_assets: number | null;
-                /** @description Claims whose lease ran out: their rollup process stopped renewing them (it died); the sweep hands their dates to a live worker */
-                stale_claims: number | null;
-                oldest_stale_claim: {
-                    /** @enum {string} */
-                    venue: "exchange-a" | "exchange-b";
-                    market: string;
-                    asset: string;
-                    dates: string[];
-                    expired_at: string;
-                    /** @description Since its lease ran out */
-                    age_ms: number;
-                } | null;
-            };
-            /** @description This API instance's sessions for streaming raw reads from the embedded engine. exhausted: reads are waiting for a session, or one gave up in the last 60 s; not_pooled: reads stream from a ClickHouse server */
-            stream_sessions: {
-                /** @enum {string} */
-                state: "ok" | "exhausted" | "not_pooled";
-                detail: string;
-                in_use: number | null;
-                max: number | null;
-                waiting: number | null;
-                longest_wait_ms: number | null;
-                /** @description Raw reads of this API instance that found no free session in time (answered 503), since it started */
-                busy_timeouts: number | null;
-                last_busy_timeout_at: string | null;
-            };
-            stores: {
-                clickhouse: {
-                    ok: boolean;
-                    latency_ms: number | null;
-                };
-                redis: {
-                    ok: boolean;
-                    latency_ms: number | null;
-                };
-            };
-            /** @description Ingestor processes that reported recently; live = reporting now */
-            processes: {
-                worker_id: number;
-                roles: string[];
-                live: boolean;
-                last_report_at: string;
-                last_report_age_ms: number;
-            }[];
-            /** @description Outages declared by the operator (GET /api/v1/outages): active, upcoming, and ended in the last 7 days, newest first */
-            outages: {
-                id: string;
-                /** @enum {string} */
-                venue: "exchange-a" | "exchange-b";
-                /** @enum {string} */
-                state: "active" | "upcoming" | "ended";
-                start: string;
-                end: string;
-                reason: string;
-            }[];
-        };
-        SummaryBucketInput: {
-            /** @description Bucket start, Unix milliseconds. */
-            timestamp: number;
-            quote_count: number;
-            is_forward_filled: boolean;
-            best_bid: number | null;
-            best_bid_size: number | null;
-            best_ask: number | null;
-            best_ask_size: number | null;
-            mid_price: number | null;
-            spread: number | null;
-            best_bid_ohlc: {
-                open: number;
-                high: number;
-                low: number;
-                close: number;
-            } | null;
-            best_ask_ohlc: {
-                open: number;
-                high: number;
-                low: number;
-                close: number;
-            } | null;
-            mid_price_ohlc: {
-                open: number;
-                high: number;
-                low: number;
-                close: number;
-            } | null;
-            spread_ohlc: {
-                open: number;
-                high: number;
-                low: number;
-                close: number;
-            } | null;
-        };
-        /** @description A plan limit was reached. The Retry-After header says when to try again. */
-        QuotaExceededInput: {
-            error: {
-                /** @constant */
-                code: "rate_limited";
-                message: string;
-            };
-            quota: {
-                /**
-                 * @description Which limit refused the request: the monthly quota or the per-second burst limit.
-                 * @enum {string}
-                 */
-                limit: "monthly" | "per_second";
-                /** @enum {string} */
-                plan: "free" | "starter" | "pro";
-                /** @description The value of that limit. */
-                allowed: number;
-                /** @description Counted in its window: quota units this month (1 per call, a bulk export's days); requests this second. */
-                used: number;
-                /** @description allowed − used, never below 0. A bulk export is refused when its days exceed it. */
-                remaining: number;
-                /** @description What the refused request counts: 1, or the days of a bulk export (monthly quota). */
-                requested: number;
-                /** @description The window: YYYY-MM for the monthly quota, the second (ISO 8601) for the burst limit. */
-                window: string;
-                /** @description When the window ends (ISO 8601): the first instant of the next UTC month, or the next second. */
-                resets_at: string;
-                /** @description Same value as the Retry-After header. */
-                retry_after_seconds: number;
-            };
-        };
-        UsagePeriodInput: {
-            /** @description YYYY-MM: the calendar month (UTC) the quota counts. */
-            month: string;
-            /** @description ISO 8601, UTC, milliseconds. */
-            start: string;
-            /** @description First instant of the next month (exclusive): when the count resets. */
-            end: string;
-        };
-        UsageInput: {
-            user_id: string;
-            /**
-             * @description The plan in force now.
-             * @enum {string}
-             */
-            tier: "free" | "starter" | "pro";
-            /** @description Successful billable requests this period, in quota units: 1 per call, a bulk export counts its days. */
-            calls_this_period: number;
-            /** @description Monthly quota of the plan; null when unlimited. */
-            limit: number | null;
-            /** @description limit − calls (never below 0); null when unlimited. */
-            remaining: number | null;
-            unlimited: boolean;
-            /** @description Burst limit of the plan (requests per second, all keys of the user together); null when unlimited. */
-            per_second_limit: number | null;
-            period: components["schemas"]["UsagePeriodInput"];
-            /** @description ISO 8601, UTC, milliseconds. */
-            resets_at: string;
-        };
-        RequestCountInput: {
-            user_id: string;
-            /** @description ISO 8601, UTC, milliseconds. */
-            from: string;
-            /** @description ISO 8601, UTC, milliseconds. */
-            to: string;
-            endpoint: string | null;
-            status: string | null;
-            /** @description Requests matching every filter. */
-            count: number;
-            /** @description All requests (any status). */
-            requests: number;
-            /** @description 2xx: these are the billed ones. */
-            successful: number;
-            /** @description 429: refused by a plan limit. */
-            rate_limited: number;
-            /** @description Other non-2xx answers (bad parameters, unavailable store, client gone). */
-            failed: number;
-            /** @description Response body bytes. */
-            bytes: number;
-        };
-        RequestTimeframeInput: {
-            user_id: string;
-            /** @description ISO 8601, UTC, milliseconds. */
-            from: string;
-            /** @description ISO 8601, UTC, milliseconds. */
-            to: string;
-            /** @enum {string} */
-            interval: "hour" | "day";
-            endpoint: string | null;
-            status: string | null;
-            data_points: number;
-            data: {
-                /** @description Bucket start, Unix ms (UTC-aligned). */
-                timestamp: number;
-                /** @description ISO 8601, UTC, milliseconds. */
-                start: string;
-                /** @description All requests (any status). */
-                requests: number;
-                /** @description 2xx: these are the billed ones. */
-                successful: number;
-                /** @description 429: refused by a plan limit. */
-                rate_limited: number;
-                /** @description Other non-2xx answers (bad parameters, unavailable store, client gone). */
-                failed: number;
-                /** @description Response body bytes. */
-                bytes: number;
-            }[];
-        };
-        RecentRequestsInput: {
-            user_id: string;
-            data: {
-                request_id: string;
-                /** @description When the request arrived. */
-                time: string;
-                endpoint: string;
-                /** @description Query parameters as the endpoint understood them (normalised ids; cursors shortened). */
-                params: {
-                    [key: string]: unknown;
-                };
-                status: number;
-                latency_ms: number;
-                bytes: number;
-                key_id: string;
-                /** @description The plan in force; null when the request was refused before the quota check (bad parameters). */
-                plan: string | null;
-                venue: string | null;
-                market: string | null;
-            }[];
-            data_count: number;
-            pagination: {
-                limit: number;
-                has_more: boolean;
-                next_cursor: string | null;
-            };
-        };
-        ServiceStatsInput: {
-            /** @description ISO 8601, UTC, milliseconds. */
-            generated_at: string;
-            period: components["schemas"]["UsagePeriodInput"];
-            /** @description Requests since 00:00 UTC today, any status. */
-            requests_today: number;
-            /** @description Requests this month, any status. */
-            requests_this_period: number;
-            /** @description ISO 8601, UTC, milliseconds. */
-            from: string;
-            /** @description ISO 8601, UTC, milliseconds. */
-            to: string;
-            /** @description Over [from, to]. */
-            totals: {
-                /** @description All requests (any status). */
-                requests: number;
-                /** @description 2xx: these are the billed ones. */
-                successful: number;
-                /** @description 429: refused by a plan limit. */
-                rate_limited: number;
-                /** @description Other non-2xx answers (bad parameters, unavailable store, client gone). */
-                failed: number;
-                /** @description Response body bytes. */
-                bytes: number;
-                distinct_users: number;
-                distinct_keys: number;
-                /** @description Latency quantiles in ms (approximate). */
-                latency_ms: {
-                    p50: number | null;
-                    p95: number | null;
-                };
-            };
-            /** @description Over [from, to], busiest first. */
-            endpoints: {
-                endpoint: string;
-                /** @description All requests (any status). */
-                requests: number;
-                /** @description 2xx: these are the billed ones. */
-                successful: number;
-                /** @description 429: refused by a plan limit. */
-                rate_limited: number;
-                /** @description Other non-2xx answers (bad parameters, unavailable store, client gone). */
-                failed: number;
-                /** @description Response body bytes. */
-                bytes: number;
-                /** @description Latency quantiles in ms (approximate). */
-                latency_ms: {
-                    p50: number | null;
-                    p95: number | null;
-                };
-            }[];
-        };
-        PopularMarketsInput: {
-            venue: ("exchange-a" | "exchange-b") | null;
-            period: string;
-            /** @description ISO 8601, UTC, milliseconds. */
-            from: string;
-            /** @description ISO 8601, UTC, milliseconds. */
-            to: string;
-            markets: {
-                venue: string;
-                /** @description Condition id (exchange A) or ticker (exchange B). */
-                market: string;
-                /** @description Successful requests about the market. */
-                requests: number;
-                distinct_users: number;
-                /** @description ISO 8601, UTC, milliseconds. */
-                last_requested_at: string;
-            }[];
-        };
+        /** @description Every error answer: a stable `code` clients may switch on, a message (shown only below 500), and the parameter at fault when there is one. */
         Error: {
             error: {
                 /** @enum {string} */
@@ -4629,6 +761,7 @@ export interface components {
                 param?: string;
             };
         };
+        /** @description The plan in force and the subscription behind it. */
         SubscriptionStatus: {
             user_id: string;
             /**
@@ -4795,6 +928,7 @@ export interface components {
             /** @description Outcome names, in the order of clobTokenIds. */
             outcomes: string[];
         };
+        /** @description The event or market the slug names, with its markets. */
         SlugLookup: {
             /** @constant */
             success: true;
@@ -4825,6 +959,7 @@ export interface components {
             price: string;
             size: string;
         };
+        /** @description The status now (always 200: `status` says ok, degraded or down). */
         MonitoringStatus: {
             /**
              * @description down: the API cannot serve data (ClickHouse or Redis unreachable); degraded: capture, Kafka or rollups need attention
@@ -5034,6 +1169,7 @@ export interface components {
             /** @description First instant of the next month (exclusive): when the count resets. */
             end: string;
         };
+        /** @description The user's plan, and the quota used and left this period. */
         Usage: {
             user_id: string;
             /**
@@ -5054,6 +1190,7 @@ export interface components {
             /** @description ISO 8601, UTC, milliseconds. */
             resets_at: string;
         };
+        /** @description The requests matching the filters in the window, by outcome. */
         RequestCount: {
             user_id: string;
             /** @description ISO 8601, UTC, milliseconds. */
@@ -5075,6 +1212,7 @@ export interface components {
             /** @description Response body bytes. */
             bytes: number;
         };
+        /** @description Requests per bucket of the window, zeros included. */
         RequestTimeframe: {
             user_id: string;
             /** @description ISO 8601, UTC, milliseconds. */
@@ -5103,6 +1241,7 @@ export interface components {
                 bytes: number;
             }[];
         };
+        /** @description One page of the most recent requests, newest first. */
         RecentRequests: {
             user_id: string;
             data: {
@@ -5130,6 +1269,7 @@ export interface components {
                 next_cursor: string | null;
             };
         };
+        /** @description Service-wide request statistics. */
         ServiceStats: {
             /** @description ISO 8601, UTC, milliseconds. */
             generated_at: string;
@@ -5182,6 +1322,7 @@ export interface components {
                 };
             }[];
         };
+        /** @description The markets asked for most in the period, most first. */
         PopularMarkets: {
             venue: ("exchange-a" | "exchange-b") | null;
             period: string;
@@ -5208,4 +1349,3669 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every check passed: status ok. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok" | "degraded";
+                        time: string;
+                        checks: {
+                            [key: string]: boolean;
+                        };
+                        /** @description State of the checks that report one, and why (e.g. sink: joining while it waits for its Kafka consumer group) */
+                        details?: {
+                            [key: string]: {
+                                state: string;
+                                detail: string | null;
+                            };
+                        };
+                        /** @description The embedded engine's pool of streaming sessions (absent on a ClickHouse server); check stream_sessions is false while reads wait for a session */
+                        stream_pool?: {
+                            in_use: number;
+                            max: number;
+                            waiting: number;
+                            longest_wait_ms: number;
+                            /** @description Reads that waited the whole session wait and answered 503, since start */
+                            busy_timeouts: number;
+                            last_busy_timeout_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A check failed (status degraded): `checks` says which, `details` why. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok" | "degraded";
+                        time: string;
+                        checks: {
+                            [key: string]: boolean;
+                        };
+                        /** @description State of the checks that report one, and why (e.g. sink: joining while it waits for its Kafka consumer group) */
+                        details?: {
+                            [key: string]: {
+                                state: string;
+                                detail: string | null;
+                            };
+                        };
+                        /** @description The embedded engine's pool of streaming sessions (absent on a ClickHouse server); check stream_sessions is false while reads wait for a session */
+                        stream_pool?: {
+                            in_use: number;
+                            max: number;
+                            waiting: number;
+                            longest_wait_ms: number;
+                            /** @description Reads that waited the whole session wait and answered 503, since start */
+                            busy_timeouts: number;
+                            last_busy_timeout_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getExchangeAMarketData: {
+        parameters: {
+            query: {
+                /** @description Market condition id, hex, with or without 0x, any case. */
+                condition_id: string;
+                /** @description UTC date YYYY-MM-DD. */
+                date: string;
+                /** @description Records to skip. Default 0. */
+                offset?: number;
+                /** @description Records per page, 1 to 100000. Default 10000. */
+                limit?: number;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the date's events in serving order (offset pages; the total in X-Total-Count, the next page in Link). */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_condition_id: string;
+                        date: string;
+                        data: components["schemas"]["ExchangeARawEvent"][];
+                        data_count: number;
+                        pagination: components["schemas"]["OffsetPagination"];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMarketData: {
+        parameters: {
+            query: {
+                /** @description Market condition id, hex, with or without 0x, any case. */
+                condition_id: string;
+                /** @description UTC date YYYY-MM-DD. */
+                date: string;
+                /** @description Records to skip. Default 0. */
+                offset?: number;
+                /** @description Records per page, 1 to 100000. Default 10000. */
+                limit?: number;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the date's events in serving order (offset pages; the total in X-Total-Count, the next page in Link). */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_condition_id: string;
+                        date: string;
+                        data: components["schemas"]["ExchangeARawEvent"][];
+                        data_count: number;
+                        pagination: components["schemas"]["OffsetPagination"];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeAMarketDataRange: {
+        parameters: {
+            query: {
+                /** @description Market condition id, hex, with or without 0x, any case. */
+                condition_id: string;
+                /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                start_timestamp: number;
+                /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                end_timestamp: number;
+                /** @description The next_cursor of the previous page, unchanged. */
+                cursor?: string;
+                /** @description Records per page, 1 to 100000. Default 10000. */
+                limit?: number;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the range's events in serving order (cursor pages: pagination.next_cursor, or the Link header for ndjson and csv). */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_condition_id: string;
+                        start_timestamp: number;
+                        end_timestamp: number;
+                        data: components["schemas"]["ExchangeARawEvent"][];
+                        data_count: number;
+                        pagination: components["schemas"]["CursorPagination"];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMarketDataRange: {
+        parameters: {
+            query: {
+                /** @description Market condition id, hex, with or without 0x, any case. */
+                condition_id: string;
+                /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                start_timestamp: number;
+                /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                end_timestamp: number;
+                /** @description The next_cursor of the previous page, unchanged. */
+                cursor?: string;
+                /** @description Records per page, 1 to 100000. Default 10000. */
+                limit?: number;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the range's events in serving order (cursor pages: pagination.next_cursor, or the Link header for ndjson and csv). */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_condition_id: string;
+                        start_timestamp: number;
+                        end_timestamp: number;
+                        data: components["schemas"]["ExchangeARawEvent"][];
+                        data_count: number;
+                        pagination: components["schemas"]["CursorPagination"];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBMarketData: {
+        parameters: {
+            query: {
+                /** @description Market ticker (upper-cased). */
+                ticker: string;
+                /** @description UTC date YYYY-MM-DD. */
+                date: string;
+                /** @description Records to skip. Default 0. */
+                offset?: number;
+                /** @description Records per page, 1 to 100000. Default 10000. */
+                limit?: number;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the date's records in serving order (offset pages; the total in X-Total-Count, the next page in Link). */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_ticker: string;
+                        date: string;
+                        data: components["schemas"]["ExchangeBRawRecord"][];
+                        data_count: number;
+                        pagination: components["schemas"]["OffsetPagination"];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBMarketDataRange: {
+        parameters: {
+            query: {
+                /** @description Market ticker (upper-cased). */
+                ticker: string;
+                /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                start_timestamp: number;
+                /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                end_timestamp: number;
+                /** @description The next_cursor of the previous page, unchanged. */
+                cursor?: string;
+                /** @description Records per page, 1 to 100000. Default 10000. */
+                limit?: number;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the range's records in serving order (cursor pages: pagination.next_cursor, or the Link header for ndjson and csv). */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_ticker: string;
+                        start_timestamp: number;
+                        end_timestamp: number;
+                        data: components["schemas"]["ExchangeBRawRecord"][];
+                        data_count: number;
+                        pagination: components["schemas"]["CursorPagination"];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeAMarketDateRange: {
+        parameters: {
+            query: {
+                /** @description Market condition id, hex, with or without 0x, any case. */
+                condition_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The first and last stored UTC dates of the market and how many dates hold data (has_data false: none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_condition_id: string;
+                        has_data: boolean;
+                        start_date: string | null;
+                        end_date: string | null;
+                        available_date_count: number;
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeAMarketList: {
+        parameters: {
+            query?: {
+                /** @description Condition id prefix, hex, with or without 0x. */
+                prefix?: string;
+                /** @description Records to skip. Default 0. */
+                offset?: number;
+                /** @description Markets per page, 1 to 1000. Default 100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the markets with stored data, in id order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        total_markets: number;
+                        returned_count: number;
+                        filter_prefix: string | null;
+                        market_condition_ids: string[];
+                        pagination: components["schemas"]["OffsetPagination"];
+                        /** @description condition id → its outcome tokens (asset_id, outcome), for the listed markets the market catalogue knows. */
+                        market_asset_ids?: {
+                            [key: string]: {
+                                asset_id: string;
+                                outcome: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBMarketDateRange: {
+        parameters: {
+            query: {
+                /** @description Market ticker (upper-cased). */
+                ticker: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The first and last stored UTC dates of the market and how many dates hold data (has_data false: none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_ticker: string;
+                        has_data: boolean;
+                        start_date: string | null;
+                        end_date: string | null;
+                        available_date_count: number;
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBMarketList: {
+        parameters: {
+            query?: {
+                /** @description Ticker prefix (upper-cased). */
+                prefix?: string;
+                /** @description Records to skip. Default 0. */
+                offset?: number;
+                /** @description Markets per page, 1 to 1000. Default 100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the markets with stored data, in id order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        total_markets: number;
+                        returned_count: number;
+                        filter_prefix: string | null;
+                        market_tickers: string[];
+                        pagination: components["schemas"]["OffsetPagination"];
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeAMarketOrderbookSummary: {
+        parameters: {
+            query: {
+                /** @description Market condition id, hex, with or without 0x, any case. */
+                condition_id: string;
+                /** @description Outcome token (CLOB token) id within the condition. */
+                asset_id: string;
+                /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
+                date?: string;
+                /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
+                start_timestamp?: string;
+                /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
+                end_timestamp?: string;
+                /** @description Bucket size in seconds, 1 to 3600. Default 60. */
+                resolution?: string;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The buckets of the window at the resolution, forward-filled (docs/rules/summaries.md). */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_condition_id: string;
+                        asset_id: string;
+                        date: string | null;
+                        start_timestamp?: number;
+                        end_timestamp?: number;
+                        resolution_seconds: number;
+                        data_points: number;
+                        data: components["schemas"]["SummaryBucket"][];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMarketOrderbookSummary: {
+        parameters: {
+            query: {
+                /** @description Market condition id, hex, with or without 0x, any case. */
+                condition_id: string;
+                /** @description Outcome token (CLOB token) id within the condition. */
+                asset_id: string;
+                /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
+                date?: string;
+                /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
+                start_timestamp?: string;
+                /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
+                end_timestamp?: string;
+                /** @description Bucket size in seconds, 1 to 3600. Default 60. */
+                resolution?: string;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The buckets of the window at the resolution, forward-filled (docs/rules/summaries.md). */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_condition_id: string;
+                        asset_id: string;
+                        date: string | null;
+                        start_timestamp?: number;
+                        end_timestamp?: number;
+                        resolution_seconds: number;
+                        data_points: number;
+                        data: components["schemas"]["SummaryBucket"][];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBMarketOrderbookSummary: {
+        parameters: {
+            query: {
+                /** @description Market ticker (upper-cased). */
+                ticker: string;
+                /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
+                date?: string;
+                /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
+                start_timestamp?: string;
+                /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
+                end_timestamp?: string;
+                /** @description Bucket size in seconds, 1 to 3600. Default 60. */
+                resolution?: string;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The buckets of the window at the resolution, forward-filled (docs/rules/summaries.md). */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_ticker: string;
+                        date: string | null;
+                        start_timestamp?: number;
+                        end_timestamp?: number;
+                        resolution_seconds: number;
+                        data_points: number;
+                        data: components["schemas"]["SummaryBucket"][];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeAMarketBook: {
+        parameters: {
+            query: {
+                /** @description Outcome token (CLOB token) id within the condition. */
+                asset_id: string;
+                /** @description Market condition id of the token; found from the rollups when left out. */
+                condition_id?: string;
+                /** @description The instant, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                timestamp: number;
+                /** @description Levels per side, 1 to 500. Default 10. */
+                depth?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The book after every record at or before the instant, `depth` levels a side. */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        asset_id: string;
+                        /** @description The instant asked for, Unix ms. */
+                        timestamp: number;
+                        /** @description Event time of the last book record at or before the instant; null when the book has no snapshot yet. */
+                        as_of_ms: number | null;
+                        /** @description False where the book is unknown (docs/rules/summaries.md, rule 4): the levels are then empty. */
+                        is_known: boolean;
+                        /** @description Bids, highest first. */
+                        bids: components["schemas"]["BookLevel"][];
+                        /** @description Asks, lowest first. */
+                        asks: components["schemas"]["BookLevel"][];
+                    };
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeAMarketBookSnapshots: {
+        parameters: {
+            query: {
+                /** @description Outcome token (CLOB token) id within the condition. */
+                asset_id: string;
+                /** @description Market condition id of the token; found from the rollups when left out. */
+                condition_id?: string;
+                /** @description Window start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                start_timestamp: number;
+                /** @description Window end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                end_timestamp: number;
+                /** @description Seconds between snapshots, 1 to 86400. Default 60. */
+                interval?: number;
+                /** @description Levels per side, 1 to 500. Default 10. */
+                depth?: number;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The book at every multiple of the interval in the window (csv: one row per level), streamed. */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        asset_id: string;
+                        start_timestamp: number;
+                        end_timestamp: number;
+                        interval_seconds: number;
+                        depth: number;
+                        data: {
+                            timestamp: number;
+                            /** @description Event time of the last book record at or before the instant; null when the book has no snapshot yet. */
+                            as_of_ms: number | null;
+                            /** @description False where the book is unknown (docs/rules/summaries.md, rule 4): the levels are then empty. */
+                            is_known: boolean;
+                            bids: components["schemas"]["BookLevel"][];
+                            asks: components["schemas"]["BookLevel"][];
+                        }[];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBMarketBook: {
+        parameters: {
+            query: {
+                /** @description Market ticker (upper-cased). */
+                ticker: string;
+                /** @description The instant, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                timestamp: number;
+                /** @description Levels per side, 1 to 500. Default 10. */
+                depth?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The book after every record at or before the instant, `depth` levels a side. */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ticker: string;
+                        /** @description The instant asked for, Unix ms. */
+                        timestamp: number;
+                        /** @description Event time of the last book record at or before the instant; null when the book has no snapshot yet. */
+                        as_of_ms: number | null;
+                        /** @description False where the book is unknown (docs/rules/summaries.md, rule 4): the levels are then empty. */
+                        is_known: boolean;
+                        /** @description YES bids, highest first. */
+                        yes: components["schemas"]["BookLevel"][];
+                        /** @description NO bids, highest first. */
+                        no: components["schemas"]["BookLevel"][];
+                    };
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBMarketBookSnapshots: {
+        parameters: {
+            query: {
+                /** @description Market ticker (upper-cased). */
+                ticker: string;
+                /** @description Window start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                start_timestamp: number;
+                /** @description Window end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
+                end_timestamp: number;
+                /** @description Seconds between snapshots, 1 to 86400. Default 60. */
+                interval?: number;
+                /** @description Levels per side, 1 to 500. Default 10. */
+                depth?: number;
+                /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The book at every multiple of the interval in the window (csv: one row per level), streamed. */
+            200: {
+                headers: {
+                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ticker: string;
+                        start_timestamp: number;
+                        end_timestamp: number;
+                        interval_seconds: number;
+                        depth: number;
+                        data: {
+                            timestamp: number;
+                            /** @description Event time of the last book record at or before the instant; null when the book has no snapshot yet. */
+                            as_of_ms: number | null;
+                            /** @description False where the book is unknown (docs/rules/summaries.md, rule 4): the levels are then empty. */
+                            is_known: boolean;
+                            yes: components["schemas"]["BookLevel"][];
+                            no: components["schemas"]["BookLevel"][];
+                        }[];
+                    };
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
+            304: {
+                headers: {
+                    /** @description The tag the copy holds. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeAMarketExport: {
+        parameters: {
+            query: {
+                /** @description Market condition id, hex, with or without 0x, any case. */
+                condition_id: string;
+                /** @description First UTC date, YYYY-MM-DD. */
+                start_date: string;
+                /** @description Last UTC date, inclusive; at most 31 days from start_date. */
+                end_date: string;
+                /** @description raw (default): every record, the long format of the CSV pages; summary: the buckets at `resolution`. */
+                kind?: "raw" | "summary";
+                /** @description kind=summary: bucket seconds, 1 to 3600. Default 60. */
+                resolution?: number;
+                /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
+                format?: "csv" | "parquet";
+                /** @description kind=summary: one outcome token (Outcome token (CLOB token) id within the condition.); default every token with data in the range. */
+                asset_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, as an attachment (Content-Disposition names it; X-Export-Days says how many days it covers and counted). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": string;
+                    "application/vnd.apache.parquet": string;
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBMarketExport: {
+        parameters: {
+            query: {
+                /** @description Market ticker (upper-cased). */
+                ticker: string;
+                /** @description First UTC date, YYYY-MM-DD. */
+                start_date: string;
+                /** @description Last UTC date, inclusive; at most 31 days from start_date. */
+                end_date: string;
+                /** @description raw (default): every record, the long format of the CSV pages; summary: the buckets at `resolution`. */
+                kind?: "raw" | "summary";
+                /** @description kind=summary: bucket seconds, 1 to 3600. Default 60. */
+                resolution?: number;
+                /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
+                format?: "csv" | "parquet";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, as an attachment (Content-Disposition names it; X-Export-Days says how many days it covers and counted). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": string;
+                    "application/vnd.apache.parquet": string;
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getKeys: {
+        parameters: {
+            query: {
+                /** @description Owner of the keys. */
+                user_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's active keys (never the keys themselves). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        api_keys: {
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                            created_at: string;
+                            last_used_at: string | null;
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postKeys: {
+        parameters: {
+            query: {
+                /** @description A label for the key. */
+                name: string;
+                /** @description Owner of the keys. */
+                user_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key was created: `data.api_key` is the full key, shown only here. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            key_id: string;
+                            /** @description The full key. Shown only in this response. */
+                            api_key: string;
+                            user_id: string;
+                            name: string;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteKeysByKeyId: {
+        parameters: {
+            query: {
+                /** @description Owner of the keys. */
+                user_id: string;
+            };
+            header?: never;
+            path: {
+                /** @description The key_id from POST /keys. */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key is revoked: requests with it get 403 from now on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            key_id: string;
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                            revoked_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getLookupSlug: {
+        parameters: {
+            query: {
+                /** @description An event slug, a market slug, or a full URL (https://polymarket.com/event/<event>[/<market>], /market/<market>, sports pages; query string and fragment are ignored). At most 2048 characters. */
+                slug: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event or market the slug names, with its markets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlugLookup"];
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No event or market matches the slug. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlugLookupMiss"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeALookupSlug: {
+        parameters: {
+            query: {
+                /** @description An event slug, a market slug, or a full URL (https://polymarket.com/event/<event>[/<market>], /market/<market>, sports pages; query string and fragment are ignored). At most 2048 characters. */
+                slug: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event or market the slug names, with its markets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlugLookup"];
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No event or market matches the slug. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlugLookupMiss"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSubscriptionsCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Owner of the subscription. */
+                    user_id: string;
+                    /**
+                     * Format: email
+                     * @description Customer e-mail address.
+                     */
+                    email: string;
+                    /** @description Redirect target after a successful checkout. */
+                    success_url: string;
+                    /** @description Redirect target after a cancelled checkout. */
+                    cancel_url: string;
+                    /**
+                     * @description starter or pro. Default starter.
+                     * @default starter
+                     * @enum {string}
+                     */
+                    tier?: "starter" | "pro";
+                };
+            };
+        };
+        responses: {
+            /** @description The Checkout session was created. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stripe-hosted checkout page: send the user there. */
+                        checkout_url: string;
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSubscriptionsPortal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Whose subscription is managed. */
+                    user_id: string;
+                    /** @description Redirect target after the portal session. */
+                    return_url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The portal session was created. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stripe-hosted customer portal: send the user there. */
+                        portal_url: string;
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSubscriptionsStatus: {
+        parameters: {
+            query: {
+                /** @description The user. */
+                user_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plan in force and the subscription behind it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionStatus"];
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postWebhooksStripe: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Set by Stripe: t=…,v1=… */
+                "stripe-signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Stripe event, exactly as Stripe sent it (application/json). */
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description The event was handled (or had been, or is of no use here): Stripe stops delivering it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        received: boolean;
+                        event_id: string;
+                        /**
+                         * @description applied: a plan changed; unchanged / stale / ignored: nothing to change (stale: older than what was applied); duplicate: handled before.
+                         * @enum {string}
+                         */
+                        outcome: "applied" | "unchanged" | "stale" | "ignored" | "unknown_customer" | "duplicate";
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body of an unsupported media type (`unsupported_media_type`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query: {
+                /** @description The user (as given to POST /keys). */
+                user_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's plan, and the quota used and left this period. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`) or the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUserByUserIdRequestsCount: {
+        parameters: {
+            query?: {
+                /** @description Window start, inclusive: YYYY-MM-DD (UTC), an ISO 8601 date-time, or Unix seconds / ms. Default: the start of this month (UTC). */
+                from?: string;
+                /** @description Window end, inclusive (a date means its whole day). Default: now. */
+                to?: string;
+                /** @description Only requests to this endpoint, e.g. /exchange-a/market/data (the /api/v1 prefix is optional). */
+                endpoint?: string;
+                /** @description Only requests answered with this status (e.g. 200, 429) or class (2xx, 4xx, 5xx). */
+                status?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The user (as given to POST /keys). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The requests matching the filters in the window, by outcome. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestCount"];
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`) or the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUserByUserIdRequestsTimeframe: {
+        parameters: {
+            query?: {
+                /** @description Window start, inclusive: YYYY-MM-DD (UTC), an ISO 8601 date-time, or Unix seconds / ms. Default: the start of this month (UTC). */
+                from?: string;
+                /** @description Window end, inclusive (a date means its whole day). Default: now. */
+                to?: string;
+                /** @description Bucket size. Default day. */
+                interval?: "hour" | "day";
+                /** @description Only requests to this endpoint, e.g. /exchange-a/market/data (the /api/v1 prefix is optional). */
+                endpoint?: string;
+                /** @description Only requests answered with this status (e.g. 200, 429) or class (2xx, 4xx, 5xx). */
+                status?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The user (as given to POST /keys). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Requests per bucket of the window, zeros included. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestTimeframe"];
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`) or the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUserByUserIdRequestsRecent: {
+        parameters: {
+            query?: {
+                /** @description Requests per page, 1 to 1000. Default 50. */
+                limit?: number;
+                /** @description The next_cursor of the previous page, unchanged. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The user (as given to POST /keys). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the most recent requests, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecentRequests"];
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`) or the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStats: {
+        parameters: {
+            query?: {
+                /** @description Window start (YYYY-MM-DD, ISO 8601 date-time, or Unix s / ms). Default: start of this month (UTC). */
+                from?: string;
+                /** @description Window end, inclusive. Default: now. */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Service-wide request statistics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceStats"];
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStatsPopularMarkets: {
+        parameters: {
+            query?: {
+                /** @description Only this venue. Default: both. */
+                venue?: "exchange-a" | "exchange-b";
+                /** @description today (UTC), the last 24h / 7d / 30d, or month (this calendar month, UTC). Default 7d. */
+                period?: "today" | "24h" | "7d" | "30d" | "month";
+                /** @description Markets, 1 to 100. Default 10. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The markets asked for most in the period, most first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PopularMarkets"];
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeAMarketCoverage: {
+        parameters: {
+            query: {
+                /** @description Market condition id, hex, with or without 0x, any case. */
+                condition_id: string;
+                /** @description UTC date YYYY-MM-DD. */
+                start_date: string;
+                /** @description UTC date YYYY-MM-DD. */
+                end_date: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Per UTC day: records, gaps and cross-checks of the market. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_condition_id: string;
+                        start_date: string;
+                        end_date: string;
+                        data: components["schemas"]["CoverageDay"][];
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBMarketCoverage: {
+        parameters: {
+            query: {
+                /** @description Market ticker (upper-cased). */
+                ticker: string;
+                /** @description UTC date YYYY-MM-DD. */
+                start_date: string;
+                /** @description UTC date YYYY-MM-DD. */
+                end_date: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Per UTC day: records, gaps and cross-checks of the market. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        market_ticker: string;
+                        start_date: string;
+                        end_date: string;
+                        data: components["schemas"]["CoverageDay"][];
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOutages: {
+        parameters: {
+            query?: {
+                /** @description exchange-a or exchange-b; all venues when absent. */
+                venue?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The declared outages, by start. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DeclaredOutage"][];
+                        total: number;
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postOutages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description exchange-a (a) or exchange-b (b).
+                     * @example exchange-a
+                     */
+                    venue: string;
+                    /**
+                     * @description Start (inclusive).
+                     * @example 2026-03-01T12:00:00Z
+                     */
+                    from: string | number;
+                    /**
+                     * @description End (exclusive).
+                     * @example 2026-03-01T13:30:00Z
+                     */
+                    to: string | number;
+                    /**
+                     * @description Why: shown to users. 1 to 500 characters.
+                     * @example venue incident: order book feed down
+                     */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The outage as declared, with its id. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: components["schemas"]["DeclaredOutage"];
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteOutagesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id from POST /outages or GET /outages. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The outage that was removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: components["schemas"]["DeclaredOutage"];
+                    };
+                };
+            };
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMonitoringStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The status now (always 200: `status` says ok, degraded or down). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MonitoringStatus"];
+                };
+            };
+        };
+    };
+    getStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The status page: the same status as GET /api/v1/monitoring/status, for people. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics in the Prometheus text exposition format (text/plain; version=0.0.4). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`) or the admin token as `Authorization: Bearer <token>`; it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+}
