@@ -234,3 +234,33 @@ describe('ExchangeBBook', () => {
     expect(top(restored.apply(delta(TS + 2, 'yes', '0.41', '1')))).toEqual(NULLS);
   });
 });
+
+describe('bestLevels', () => {
+  it('is the first levels of toState, for every depth, through random streams of both venues', async () => {
+    const fc = (await import('fast-check')).default;
+    const { exchangeAStreamArb, exchangeBStreamArb } = await import('./streams.test-support.ts');
+    const check = (book: ExchangeABook | ExchangeBBook, depth: number) => {
+      const state = book.toState();
+      const [first, second] = state.venue === 'exchange-a' ? [state.bids, state.asks] : [state.yes, state.no];
+      expect(book.bestLevels(depth)).toEqual([first.slice(0, 2 * depth), second.slice(0, 2 * depth)]);
+    };
+    fc.assert(
+      fc.property(exchangeAStreamArb, fc.integer({ min: 1, max: 30 }), (events, depth) => {
+        const book = new ExchangeABook();
+        for (const e of events) {
+          book.apply(e);
+          check(book, depth);
+        }
+      }),
+    );
+    fc.assert(
+      fc.property(exchangeBStreamArb, fc.integer({ min: 1, max: 30 }), (records, depth) => {
+        const book = new ExchangeBBook();
+        for (const r of records) {
+          book.apply(r);
+          check(book, depth);
+        }
+      }),
+    );
+  });
+});

@@ -215,9 +215,10 @@ abstract class LadderBook {
   }
 
   /** Levels best first, flat: [price, size, price, size, …]. */
-  protected levels(ladder: PriceLadder, complement: boolean): string[] {
+  /** A side's levels, best first, as flat [price, size, …] text; at most `max` levels. */
+  protected levels(ladder: PriceLadder, complement: boolean, max = Infinity): string[] {
     const out: string[] = [];
-    for (let i = ladder.best; i >= 0; i = ladder.below(i)) {
+    for (let i = ladder.best, n = 0; i >= 0 && n < max; i = ladder.below(i), n++) {
       out.push(unitsText(complement ? this.one - i : i, this.scale), ladder.sizes[i]!);
     }
     return out;
@@ -371,6 +372,11 @@ export class ExchangeABook extends LadderBook {
     return this.setLevel(ch.price, ch.size, ask, ask);
   }
 
+  /** The best `depth` bids and asks, as `toState` writes them: an answer at a depth without serialising the whole book. */
+  bestLevels(depth: number): [string[], string[]] {
+    return [this.levels(this.bids, false, depth), this.levels(this.comps, true, depth)];
+  }
+
   toState(): ExchangeABookState {
     return {
       v: 1,
@@ -462,6 +468,11 @@ export class ExchangeBBook extends LadderBook {
     const size = addSizes(ladder.sizes[i] ?? '0', change);
     if (isNonPositive(size)) ladder.delete(i);
     else ladder.set(i, size);
+  }
+
+  /** The best `depth` YES and NO bids, as `toState` writes them. */
+  bestLevels(depth: number): [string[], string[]] {
+    return [this.levels(this.bids, false, depth), this.levels(this.comps, false, depth)];
   }
 
   toState(): ExchangeBBookState {

@@ -71,6 +71,8 @@ export interface AnyBook {
   /** Whether the book is known now (a snapshot since the last unknown-making event). */
   isKnown(): boolean;
   toState(): unknown;
+  /** The best `depth` levels of each side, flat [price, size, …] text (A: bids, asks; B: yes, no), as `toState` writes them. */
+  bestLevels(depth: number): [string[], string[]];
   anomalies: number;
   lastAnomaly: string | null;
 }

@@ -11,6 +11,9 @@
 -- A checkpoint belongs to the day build whose `base_version` it carries; readers use only
 -- those of the day row's current base_version (like summary_chunks). A rebuild writes the
 -- same positions again at a newer version, which replaces them.
+--
+-- An answer reads one state: small granules (64 rows, not 8,192) spare it decompressing
+-- every state of the day around it (~5 ms of a 20 ms budget on a 40-level book).
 CREATE TABLE IF NOT EXISTS {db}.book_checkpoints
 (
     venue           LowCardinality(String),
@@ -25,4 +28,5 @@ CREATE TABLE IF NOT EXISTS {db}.book_checkpoints
     state           String CODEC(ZSTD(3))
 )
 ENGINE = ReplacingMergeTree(version)
-ORDER BY (venue, market, asset, event_date, events);
+ORDER BY (venue, market, asset, event_date, events)
+SETTINGS index_granularity = 64;

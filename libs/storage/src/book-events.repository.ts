@@ -103,20 +103,25 @@ export class BookEventsRepository {
     return { ...(await this.span(venue, market, asset, afterMs + 1, untilMs, counted)), anchorMs: null };
   }
 
-  /** The book events with event_ts in [fromMs, untilMs], streamed (see `BookHistory`). */
-  private async span(venue: BookVenue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean): Promise<Omit<BookHistory, 'anchorMs'>> {
-    const span = `FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
+  /** The book events with event_ts in [fromMs, untilMs] (FINAL: duplicates count once). */
+  private async count(venue: BookVenue, market: string, asset: string, fromMs: number, untilMs: number): Promise<number> {
+    const rs = await this.ch.client.query({ query: `SELECT toString(count()) AS n ${this.spanSql(venue)}`, query_params: { m: market, a: asset, from: fromMs, to: untilMs }, format: 'JSONEachRow' });
+    return Number((await rs.json<{ n: string }>())[0]?.n ?? 0);
+  }
+
+  private spanSql(venue: BookVenue): string {
+    return `FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
         WHERE ${BOOK_OF[venue]} AND ${TYPES_OF[venue]}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC')`;
+  }
+
+  /** The book events with event_ts in [fromMs, untilMs], streamed (see `BookHistory`). */
+  private async span(venue: BookVenue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean): Promise<Omit<BookHistory, 'anchorMs'>> {
     const params = { m: market, a: asset, from: fromMs, to: untilMs };
-    let count: number | null = null;
-    if (counted) {
-      const rs = await this.ch.client.query({ query: `SELECT toString(count()) AS n ${span}`, query_params: params, format: 'JSONEachRow' });
-      count = Number((await rs.json<{ n: string }>())[0]?.n ?? 0);
-    }
+    const count = counted ? await this.count(venue, market, asset, fromMs, untilMs) : null;
     // payload is JSON text written by the sink: no raw tab or newline, one line each.
-    const lines = streamLines(streamQuery(this.ch, { query: `SELECT payload ${span} ORDER BY event_ts, ingest_seq, dedup_id`, query_params: params, format: 'TabSeparatedRaw' }));
+    const lines = streamLines(streamQuery(this.ch, { query: `SELECT payload ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`, query_params: params, format: 'TabSeparatedRaw' }));
     const { first, close } = await openLines(lines);
     async function* records(): AsyncGenerator<BookRecordOf> {
       try {

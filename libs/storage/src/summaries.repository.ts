@@ -65,6 +65,12 @@ export interface BookCheckpoint {
   state: string;
 }
 
+/** Where a checkpoint lies: the day's book events up to it, and its time (Unix ms). */
+export interface CheckpointPosition {
+  events: number;
+  at: number;
+}
+
 /** A stored day's build: its chunks and checkpoints count from `baseVersion` on. */
 export interface DayBuild {
   date: string;
@@ -320,23 +326,27 @@ export class SummariesRepository {
   }
 
   /**
-   * The latest checkpoint of an asset at or before `atMs` (on its date or an earlier one)
-   * that belongs to one of `builds` (the day rows' current builds, `dayBuilds`) and to
-   * `engineVersion` (a state another engine wrote may not restore alike); null when none.
-   * Rows of one build at one position hold the same book, so no FINAL is needed.
+   * The checkpoints of one day build (and engine version): position (the day's events up to
+   * it) and time, ascending. Key columns only: a state is read by `checkpointState`.
    */
-  async lastCheckpoint(key: SummaryKey, atMs: number, engineVersion: number, builds: readonly Pick<DayBuild, 'date' | 'baseVersion'>[]): Promise<BookCheckpoint | null> {
-    if (builds.length === 0) return null;
-    const [r] = await this.rows<{ day: string; events: string | number; at_ms: string; base_version: string | number; version: string | number; state: string }>(
-      `SELECT toString(event_date) AS day, events, toUnixTimestamp64Milli(at) AS at_ms, base_version, version, state
-        FROM ${this.ch.table('book_checkpoints')}
-        WHERE ${KEY} AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND at <= fromUnixTimestamp64Milli({t:Int64}, 'UTC')
-          AND engine_version = {ev:UInt16} AND concat(toString(event_date), '/', toString(base_version)) IN {builds:Array(String)}
-        ORDER BY event_date DESC, events DESC LIMIT 1`,
-      { ...keyParams(key), t: atMs, ev: engineVersion, builds: builds.map((b) => `${b.date}/${b.baseVersion}`) },
+  async checkpointPositions(key: SummaryKey, date: string, baseVersion: number, engineVersion: number): Promise<CheckpointPosition[]> {
+    return (
+      await this.rows<{ events: string | number; at_ms: string | number }>(
+        `SELECT DISTINCT events, toUnixTimestamp64Milli(at) AS at_ms FROM ${this.ch.table('book_checkpoints')}
+          WHERE ${KEY} AND event_date = {date:Date} AND base_version = {base:UInt64} AND engine_version = {ev:UInt16} ORDER BY events`,
+        { ...keyParams(key), date, base: baseVersion, ev: engineVersion },
+      )
+    ).map((r) => ({ events: Number(r.events), at: Number(r.at_ms) }));
+  }
+
+  /** The book state of one checkpoint (rows of one build at one position hold the same book). */
+  async checkpointState(key: SummaryKey, date: string, baseVersion: number, events: number): Promise<string | null> {
+    const [r] = await this.rows<{ state: string }>(
+      `SELECT state FROM ${this.ch.table('book_checkpoints')}
+        WHERE ${KEY} AND event_date = {date:Date} AND events = {events:UInt64} AND base_version = {base:UInt64} LIMIT 1`,
+      { ...keyParams(key), date, events, base: baseVersion },
     );
-    if (r === undefined) return null;
-    return { date: r.day, events: Number(r.events), at: Number(r.at_ms), baseVersion: Number(r.base_version), version: Number(r.version), engineVersion, state: r.state };
+    return r?.state ?? null;
   }
 
   /**

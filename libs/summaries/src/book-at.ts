@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
-import { ENGINE_VERSION, type BookRecord, type ExchangeABookState, type ExchangeBBookState } from '@booktape/book';
+import { ENGINE_VERSION, type BookRecord } from '@booktape/book';
 import { assetRollupState } from '@booktape/messaging';
-import type { BookCheckpoint, BookEventsRepository, BookHistory, DayBuild, SummariesRepository, SummaryKey } from '@booktape/storage';
+import type { BookEventsRepository, BookHistory, CheckpointPosition, DayBuild, SummariesRepository, SummaryKey } from '@booktape/storage';
+import { utcDate } from '@booktape/domain';
 import { bookFromState } from './fold.ts';
 
 /** A price level of a book answer: canonical decimal text. */
@@ -72,9 +73,8 @@ export async function* booksAt(venue: SummaryKey['venue'], source: BookHistory &
         yield { atMs: at, known: false, asOfMs, sides: [[], []] };
         continue;
       }
-      const state = book.toState() as ExchangeABookState | ExchangeBBookState;
-      const sides: [Level[], Level[]] = state.venue === 'exchange-a' ? [pairs(state.bids, depth), pairs(state.asks, depth)] : [pairs(state.yes, depth), pairs(state.no, depth)];
-      yield { atMs: at, known: true, asOfMs, sides };
+      const [first, second] = book.bestLevels(depth);
+      yield { atMs: at, known: true, asOfMs, sides: [pairs(first, depth), pairs(second, depth)] };
     }
   } finally {
     await source.close();
@@ -104,6 +104,8 @@ export interface BookReaderDeps {
 export class BookReader {
   /** An asset's day builds, reused while its summaries version (bumped by the worker around every write) stands still. */
   private readonly builds = new Map<string, { version: string; at: number; days: DayBuild[] }>();
+  /** Checkpoint positions of closed day builds (which never change), least recently used first out. */
+  private readonly positions = new Map<string, CheckpointPosition[]>();
 
   constructor(private readonly deps: BookReaderDeps) {}
 
@@ -112,15 +114,26 @@ export class BookReader {
     const { events } = this.deps;
     const cp = await this.checkpoint(key, atMs);
     if (cp !== null) {
-      const h = await events.after(key.venue, key.market, key.asset, cp.at, untilMs, counted);
-      return { ...h, start: { state: cp.state, asOfMs: cp.at }, version: `cp:${cp.date}:${cp.baseVersion}:${cp.events}:${h.count}` };
+      // The state and the records after it are read at once: each read is a round trip.
+      const [state, h] = await Promise.allSettled([
+        this.deps.summaries.checkpointState(key, cp.date, cp.baseVersion, cp.events),
+        events.after(key.venue, key.market, key.asset, cp.at, untilMs, counted),
+      ]);
+      if (state.status === 'rejected') {
+        if (h.status === 'fulfilled') await h.value.close();
+        throw state.reason;
+      }
+      if (h.status === 'rejected') throw h.reason;
+      if (state.value !== null) return { ...h.value, start: { state: state.value, asOfMs: cp.at }, version: `cp:${cp.date}:${cp.baseVersion}:${cp.events}:${h.value.count}` };
+      // Gone since its position was read: the raw path answers.
+      await h.value.close();
     }
     const h = await events.sinceLastSnapshot(key.venue, key.market, key.asset, atMs, untilMs, counted);
     return { ...h, start: null, version: `${h.anchorMs}:${h.count}` };
   }
 
-  /** The latest checkpoint at or before `atMs` that is exact, or null. */
-  private async checkpoint(key: SummaryKey, atMs: number): Promise<BookCheckpoint | null> {
+  /** The latest checkpoint at or before `atMs` that is exact (its date, build and position), or null. */
+  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number }) | null> {
     const { summaries, redis, queuePrefix } = this.deps;
     let state: { pending: Set<string>; version: string | null };
     try {
@@ -131,15 +144,47 @@ export class BookReader {
       return null;
     }
     const days = await this.dayBuilds(key, state.version);
-    const cp = await summaries.lastCheckpoint(key, atMs, ENGINE_VERSION, days);
-    if (cp === null) return null;
-    const pending = [...state.pending].filter((d) => d <= cp.date);
-    if (pending.some((d) => d < cp.date)) return null;
-    const day = days.find((d) => d.date === cp.date);
-    if (day?.complete !== true || pending.length > 0) {
-      if ((await summaries.countBookEvents(key, cp.date, cp.at + 1)) !== cp.events) return null;
+    const date = utcDate(atMs);
+    // The latest day at or before the instant with a checkpoint at or before it (a few days back at most).
+    let found: (CheckpointPosition & { day: DayBuild }) | null = null;
+    let looked = 0;
+    for (let i = days.length - 1; i >= 0 && found === null && looked < DAYS_BACK; i--) {
+      const day = days[i]!;
+      if (day.date > date) continue;
+      looked++;
+      const list = await this.positionsOf(key, day);
+      for (let j = list.length - 1; j >= 0; j--) {
+        if (list[j]!.at <= atMs) {
+          found = { ...list[j]!, day };
+          break;
+        }
+      }
     }
-    return cp;
+    if (found === null) return null;
+    const { day } = found;
+    const pending = [...state.pending].filter((d) => d <= day.date);
+    if (pending.some((d) => d < day.date)) return null;
+    if (!day.complete || pending.length > 0) {
+      if ((await summaries.countBookEvents(key, day.date, found.at + 1)) !== found.events) return null;
+    }
+    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion };
+  }
+
+  /** A day build's checkpoint positions: kept for a closed day, read each time for an open one (its runs add more). */
+  private async positionsOf(key: SummaryKey, day: DayBuild): Promise<CheckpointPosition[]> {
+    const id = `${key.venue}|${key.market}|${key.asset}|${day.date}|${day.baseVersion}`;
+    const hit = this.positions.get(id);
+    if (hit !== undefined) {
+      this.positions.delete(id);
+      this.positions.set(id, hit);
+      return hit;
+    }
+    const list = await this.deps.summaries.checkpointPositions(key, day.date, day.baseVersion, ENGINE_VERSION);
+    if (day.complete) {
+      this.positions.set(id, list);
+      if (this.positions.size > POSITIONS_CACHED) this.positions.delete(this.positions.keys().next().value!);
+    }
+    return list;
   }
 
   /**
@@ -163,6 +208,14 @@ export class BookReader {
 
 const BUILDS_TTL_MS = 30_000;
 const BUILDS_CACHED = 10_000;
+/** Day builds whose positions are kept: a few hundred numbers each. */
+const POSITIONS_CACHED = 20_000;
+/**
+ * Rolled-up days looked back for a checkpoint. Every closed day whose book was known at its
+ * end has one, so only a book unknown (or without book records) that long is rebuilt from
+ * its last snapshot instead.
+ */
+const DAYS_BACK = 8;
 
 /** The full book of one series at one instant. */
 export async function bookAt(books: BookReader, key: SummaryKey, atMs: number, depth: number): Promise<BookAt> {
