@@ -2469,11 +2469,11 @@ export interface operations {
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
                 /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                start_timestamp?: string;
+                start_timestamp?: number;
                 /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                end_timestamp?: string;
+                end_timestamp?: number;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
-                resolution?: string;
+                resolution?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
                 format?: "json" | "ndjson" | "csv";
             };
@@ -2586,11 +2586,11 @@ export interface operations {
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
                 /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                start_timestamp?: string;
+                start_timestamp?: number;
                 /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                end_timestamp?: string;
+                end_timestamp?: number;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
-                resolution?: string;
+                resolution?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
                 format?: "json" | "ndjson" | "csv";
             };
@@ -2701,11 +2701,11 @@ export interface operations {
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
                 /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                start_timestamp?: string;
+                start_timestamp?: number;
                 /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                end_timestamp?: string;
+                end_timestamp?: number;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
-                resolution?: string;
+                resolution?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
                 format?: "json" | "ndjson" | "csv";
             };
