@@ -131,7 +131,17 @@ async function main(): Promise<void> {
       const checkpoints = await bookFigures('checkpoints', REQUESTS);
       const ratio = Object.fromEntries(Object.entries(checkpoints).map(([k, v]) => [k, +(raw[k as keyof typeof raw].p50 / v.p50).toFixed(1)]));
       process.stderr.write(`[data-out] p50 raw / checkpoints: ${JSON.stringify(ratio)}\n`);
-      figures = { raw, checkpoints, p50_ratio_raw_over_checkpoints: ratio, checkpoint_every: CHECKPOINT_EVERY, rollup_seconds_both_days: rollupSeconds };
+      const rs = await ch.client.query({
+        query: `SELECT sum(data_compressed_bytes) AS bytes FROM system.parts WHERE database = {db:String} AND table = 'book_checkpoints' AND active`,
+        query_params: { db: ch.database },
+        format: 'JSONEachRow',
+      });
+      const [parts] = await rs.json<{ bytes: string }>();
+      const stored = await ch.client.query({ query: `SELECT count() AS n FROM ${ch.table('book_checkpoints')}`, format: 'JSONEachRow' });
+      const checkpointRows = Number((await stored.json<{ n: string }>())[0]!.n);
+      const checkpointMb = +(Number(parts?.bytes ?? 0) / 1e6).toFixed(2);
+      process.stderr.write(`[data-out] ${checkpointRows} checkpoints stored, ${checkpointMb} MB compressed\n`);
+      figures = { raw, checkpoints, p50_ratio_raw_over_checkpoints: ratio, checkpoint_every: CHECKPOINT_EVERY, rollup_seconds_both_days: rollupSeconds, checkpoint_rows: checkpointRows, checkpoint_mb: checkpointMb };
     }
     // Streaming memory, over a real socket: the client counts bytes and drops them.
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
