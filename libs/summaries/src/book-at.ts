@@ -106,6 +106,8 @@ export class BookReader {
   private readonly builds = new Map<string, { version: string; at: number; days: DayBuild[] }>();
   /** Checkpoint positions of closed day builds (which never change), least recently used first out. */
   private readonly positions = new Map<string, CheckpointPosition[]>();
+  /** Positions (plus one per day build) held in `positions`. */
+  private positionsHeld = 0;
 
   constructor(private readonly deps: BookReaderDeps) {}
 
@@ -182,7 +184,12 @@ export class BookReader {
     const list = await this.deps.summaries.checkpointPositions(key, day.date, day.baseVersion, ENGINE_VERSION);
     if (day.complete) {
       this.positions.set(id, list);
-      if (this.positions.size > POSITIONS_CACHED) this.positions.delete(this.positions.keys().next().value!);
+      this.positionsHeld += list.length + 1;
+      for (const [k, v] of this.positions) {
+        if (this.positionsHeld <= POSITIONS_HELD) break;
+        this.positions.delete(k);
+        this.positionsHeld -= v.length + 1;
+      }
     }
     return list;
   }
@@ -208,8 +215,8 @@ export class BookReader {
 
 const BUILDS_TTL_MS = 30_000;
 const BUILDS_CACHED = 10_000;
-/** Day builds whose positions are kept: a few hundred numbers each. */
-const POSITIONS_CACHED = 20_000;
+/** Checkpoint positions kept, all day builds together (~50 bytes each: ~50 MB at most). */
+const POSITIONS_HELD = 1_000_000;
 /**
  * Rolled-up days looked back for a checkpoint. Every closed day whose book was known at its
  * end has one, so only a book unknown (or without book records) that long is rebuilt from
