@@ -11,7 +11,10 @@ import { parseArgs } from 'node:util';
 import { BooktapeClient, bookLevels, bookTop } from '@booktape/client';
 
 const { values: a } = parseArgs({ options: { ticker: { type: 'string' }, asset: { type: 'string' }, market: { type: 'string' }, at: { type: 'string' }, depth: { type: 'string', default: '5' } } });
-if ((!a.ticker && !a.asset) || !a.at) throw new Error('usage: book-at.ts (--ticker <ticker> | --asset <token id>) --at <ISO time or Unix ms> [--depth n]');
+if ((!a.ticker && !a.asset) || !a.at) {
+  console.error('usage: book-at.ts (--ticker <ticker> | --asset <token id>) --at <ISO time or Unix ms> [--depth n]');
+  process.exit(2);
+}
 const at = /^\d+$/.test(a.at) ? Number(a.at) : new Date(a.at);
 
 const client = new BooktapeClient({ baseUrl: process.env.BOOKTAPE_API_URL ?? 'http://127.0.0.1:8080', apiKey: process.env.BOOKTAPE_API_KEY ?? '' });

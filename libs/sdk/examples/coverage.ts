@@ -8,7 +8,10 @@ import { parseArgs } from 'node:util';
 import { BooktapeClient, coverageBrief, coverageGaps } from '@booktape/client';
 
 const { values: a } = parseArgs({ options: { venue: { type: 'string', default: 'a' }, market: { type: 'string' }, start: { type: 'string' }, end: { type: 'string' } } });
-if (!a.market || !a.start || !a.end) throw new Error('usage: coverage.ts [--venue a|b] --market <id> --start YYYY-MM-DD --end YYYY-MM-DD');
+if (!a.market || !a.start || !a.end) {
+  console.error('usage: coverage.ts [--venue a|b] --market <id> --start YYYY-MM-DD --end YYYY-MM-DD');
+  process.exit(2);
+}
 
 const client = new BooktapeClient({ baseUrl: process.env.BOOKTAPE_API_URL ?? 'http://127.0.0.1:8080', apiKey: process.env.BOOKTAPE_API_KEY ?? '' });
 const range = { startDate: a.start, endDate: a.end };

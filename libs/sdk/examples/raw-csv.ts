@@ -13,7 +13,10 @@ import { parseArgs } from 'node:util';
 import { BooktapeClient } from '@booktape/client';
 
 const { values: a } = parseArgs({ options: { venue: { type: 'string', default: 'a' }, market: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, 'page-size': { type: 'string' }, out: { type: 'string' } } });
-if (!a.market || !a.from || !a.to) throw new Error('usage: raw-csv.ts [--venue a|b] --market <id> --from <ISO time> --to <ISO time> [--out file]');
+if (!a.market || !a.from || !a.to) {
+  console.error('usage: raw-csv.ts [--venue a|b] --market <id> --from <ISO time> --to <ISO time> [--out file]');
+  process.exit(2);
+}
 
 const client = new BooktapeClient({ baseUrl: process.env.BOOKTAPE_API_URL ?? 'http://127.0.0.1:8080', apiKey: process.env.BOOKTAPE_API_KEY ?? '' });
 const window = { from: new Date(a.from), to: new Date(a.to), pageSize: a['page-size'] ? Number(a['page-size']) : undefined };

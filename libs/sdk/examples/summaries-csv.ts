@@ -10,7 +10,10 @@ import { parseArgs } from 'node:util';
 import { BooktapeClient, SUMMARY_COLUMNS, summaryRows, toCsv } from '@booktape/client';
 
 const { values: a } = parseArgs({ options: { market: { type: 'string' }, asset: { type: 'string' }, date: { type: 'string' }, resolution: { type: 'string', default: '60' }, out: { type: 'string' } } });
-if (!a.market || !a.asset || !a.date) throw new Error('usage: summaries-csv.ts --market <condition id> --asset <token id> --date YYYY-MM-DD [--resolution s] [--out file]');
+if (!a.market || !a.asset || !a.date) {
+  console.error('usage: summaries-csv.ts --market <condition id> --asset <token id> --date YYYY-MM-DD [--resolution s] [--out file]');
+  process.exit(2);
+}
 
 const client = new BooktapeClient({ baseUrl: process.env.BOOKTAPE_API_URL ?? 'http://127.0.0.1:8080', apiKey: process.env.BOOKTAPE_API_KEY ?? '' });
 const summary = await client.exchangeA.summary({ conditionId: a.market, assetId: a.asset, date: a.date, resolution: Number(a.resolution) });

@@ -90,6 +90,18 @@ describe('examples', () => {
     expect([...shown.complete, ...shown.partial]).toEqual(['2026-03-01']);
   });
 
+  it('an example run without its arguments prints its usage and exits 2, without a stack trace', async () => {
+    for (const script of readdirSync(EXAMPLES).filter((f) => f.endsWith('.ts'))) {
+      const r = await promisify(execFile)(TSX, [path.join(EXAMPLES, script)], { cwd: ROOT, env }).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(r.code, script).toBe(2);
+      expect(r.stderr, script).toMatch(new RegExp(`^usage: ${script.replace('.', '\\.')} `));
+      expect(r.stderr, script).not.toMatch(/\n\s+at /);
+    }
+  });
+
   it('every example in the folder is run above', () => {
     expect(readdirSync(EXAMPLES).filter((f) => f.endsWith('.ts')).sort()).toEqual([...ran].sort());
   });
