@@ -9,7 +9,8 @@
  *     sends snapshots only on subscribe): the worst case, every delta since midnight replayed.
  * Measured through the API in process (inject: routing, key, reads, book, serialisation),
  * BENCH_REQUESTS (default 40) random instants each: p50 / p95 of GET …/market/book at depth
- * 10, and of GET …/market/book-snapshots for a whole day at interval 60 (1,440 snapshots),
+ * 10, and of GET …/market/book-snapshots for a whole day at interval 60 (1,440 snapshots,
+ * both venues) and 3600 (exchange B),
  * twice in one run: first before any rollup (the book rebuilt from its last raw snapshot),
  * then after both days are rolled up with the rollup's checkpoints (every
  * ROLLUP_CHECKPOINT_EVENTS, default 2,000): the ratio is the checkpoints' gain.
@@ -111,6 +112,12 @@ async function main(): Promise<void> {
       b_snapshots_day_60s: await measure(
         `${label}: exchange B book-snapshots, whole day at 60 s`,
         () => `/api/v1/exchange-b/market/book-snapshots?ticker=${TICKER}&start_timestamp=${DAY}&end_timestamp=${DAY + 86_399_999}&interval=60`,
+        Math.min(n, 5),
+      ),
+      // Hourly: the instants lie many checkpoints apart, so a series can restart from one.
+      b_snapshots_day_3600s: await measure(
+        `${label}: exchange B book-snapshots, whole day at 3600 s`,
+        () => `/api/v1/exchange-b/market/book-snapshots?ticker=${TICKER}&start_timestamp=${DAY}&end_timestamp=${DAY + 86_399_999}&interval=3600`,
         Math.min(n, 5),
       ),
     });
