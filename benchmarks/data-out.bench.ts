@@ -13,7 +13,7 @@
  * both venues) and 3600 (exchange B),
  * twice in one run: first before any rollup (the book rebuilt from its last raw snapshot),
  * then after both days are rolled up with the rollup's checkpoints (every
- * ROLLUP_CHECKPOINT_EVENTS, default 2,000): the ratio is the checkpoints' gain.
+ * ROLLUP_CHECKPOINT_EVENTS, default 500): the ratio is the checkpoints' gain.
  * Target (issue 12): p50 <= 20 ms for any instant of a 1,000,000-event day.
  * Then the memory of streaming: the exchange B day exported whole (1,000,000 CSV rows, and as
  * Parquet) over a real socket to a client that discards it, and a 100,000-record NDJSON page:

@@ -42,7 +42,7 @@ export interface RollerOptions {
  * one book state; an answer replays up to this many events (docs/BENCHMARKS.md, "Book at
  * any instant").
  */
-export const CHECKPOINT_EVENTS = 1_000;
+export const CHECKPOINT_EVENTS = 500;
 
 /**
  * Every writer of an asset's summaries bumps its counter before and after each write; readers
