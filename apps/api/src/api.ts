@@ -10,9 +10,10 @@ export interface ApiOptions {
 
 /** The services and the app on them; closing the app stops the services. */
 export async function createApp(deps: ApiDeps): Promise<FastifyInstance> {
-  const { services, stop } = buildServices(deps);
+  const { services, serving, stop } = buildServices(deps);
   try {
     const app = await buildApp(services);
+    app.addHook('onListen', async () => serving());
     app.addHook('onClose', stop);
     return app;
   } catch (e) {

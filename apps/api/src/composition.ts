@@ -27,6 +27,8 @@ import { RequestLogWriter } from './usage/request-log.ts';
 
 export interface Composition {
   services: Services;
+  /** Starts what only a serving app needs (the export leftovers sweep); runs once. */
+  serving(): void;
   /** Stops the background loops (key usage flush, request-log writer) and the stream sessions. Runs once. */
   stop(): Promise<void>;
 }
@@ -99,18 +101,23 @@ export function buildServices(deps: ApiDeps): Composition {
   };
   keys.start();
   requestLog.start();
-  // Exports of a process that died mid-build leave temp tables and files: swept at start and hourly.
+  // Exports of a process that died mid-build leave temp tables and files: swept from when the
+  // app serves (an app built only for its OpenAPI document has no store to sweep), then hourly.
   const sweepExports = () =>
     void exports
       .sweep(EXPORT_LEFTOVER_MS)
       .then((n) => n.tables + n.files > 0 && log.info(n, 'removed what failed exports left behind'))
       .catch((err: unknown) => log.warn({ err }, 'export leftovers sweep failed'));
-  sweepExports();
-  const sweeper = setInterval(sweepExports, 3_600_000);
-  sweeper.unref();
+  let sweeper: NodeJS.Timeout | undefined;
   let stopping: Promise<void> | undefined;
   return {
     services,
+    serving: () => {
+      if (sweeper !== undefined) return;
+      sweepExports();
+      sweeper = setInterval(sweepExports, 3_600_000);
+      sweeper.unref();
+    },
     stop: () =>
       (stopping ??= (async () => {
         clearInterval(sweeper);
