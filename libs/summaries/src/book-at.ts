@@ -4,6 +4,7 @@ import { assetRollupState } from '@booktape/messaging';
 import type { BookEventsRepository, BookHistory, CheckpointPosition, DayBuild, SummariesRepository, SummaryKey } from '@booktape/storage';
 import { utcDate } from '@booktape/domain';
 import { bookFromState } from './fold.ts';
+import { VersionedCache } from './versioned-cache.ts';
 
 /** A price level of a book answer: canonical decimal text. */
 export interface Level {
@@ -103,7 +104,7 @@ export interface BookReaderDeps {
  */
 export class BookReader {
   /** An asset's day builds, reused while its summaries version (bumped by the worker around every write) stands still. */
-  private readonly builds = new Map<string, { version: string; at: number; days: DayBuild[] }>();
+  private readonly builds = new VersionedCache<DayBuild[]>(BUILDS_TTL_MS, BUILDS_CACHED);
   /** Checkpoint positions of closed day builds (which never change), least recently used first out. */
   private readonly positions = new Map<string, CheckpointPosition[]>();
   /** Positions (plus one per day build) held in `positions`. */
@@ -194,22 +195,9 @@ export class BookReader {
     return list;
   }
 
-  /**
-   * The asset's day builds, from memory while its summaries version stands still, for at
-   * most BUILDS_TTL_MS (a worker that died between its write and its bump cannot keep a
-   * stale entry for long); read every time for an asset without a version.
-   */
-  private async dayBuilds(key: SummaryKey, version: string | null): Promise<DayBuild[]> {
-    const id = `${key.venue}|${key.market}|${key.asset}`;
-    const hit = this.builds.get(id);
-    if (version !== null && hit !== undefined && hit.version === version && Date.now() - hit.at < BUILDS_TTL_MS) return hit.days;
-    const days = await this.deps.summaries.dayBuilds(key);
-    if (version !== null) {
-      this.builds.delete(id);
-      this.builds.set(id, { version, at: Date.now(), days });
-      if (this.builds.size > BUILDS_CACHED) this.builds.delete(this.builds.keys().next().value!);
-    }
-    return days;
+  /** The asset's day builds (kept while its summaries version stands still; read every time for an asset without one). */
+  private dayBuilds(key: SummaryKey, version: string | null): Promise<DayBuild[]> {
+    return this.builds.get(`${key.venue}|${key.market}|${key.asset}`, version, () => this.deps.summaries.dayBuilds(key));
   }
 }
 

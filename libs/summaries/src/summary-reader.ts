@@ -18,6 +18,7 @@ import { assetRollupState } from '@booktape/messaging';
 import type { BookEventsRepository, SummariesRepository, SummaryDay, SummaryKey } from '@booktape/storage';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 import { clampToNow, type SummaryPlan } from './summary-plan.ts';
+import { VersionedCache } from './versioned-cache.ts';
 
 type Plan = BucketPlan;
 
@@ -114,7 +115,7 @@ export class SummaryReader {
   private readonly queuePrefix: string;
 
   private readonly cache: DayBucketsCache;
-  private readonly windows = new Map<string, { version: string; at: number; value: Awaited<ReturnType<SummariesRepository['window']>> }>();
+  private readonly windows = new VersionedCache<Awaited<ReturnType<SummariesRepository['window']>>>(WINDOW_TTL_MS, 10_000);
 
   constructor(deps: SummaryReaderDeps) {
     this.summaries = deps.summaries;
@@ -206,22 +207,9 @@ export class SummaryReader {
     return fillSeries(merged, plan, carried);
   }
 
-  /**
-   * The stored day rows an answer needs, reused while the asset's summaries version (bumped
-   * by the worker after every write) stands still, for at most WINDOW_TTL_MS (a worker that
-   * died between its write and the bump cannot keep a stale entry for long).
-   */
-  private async window(key: SummaryKey, from: string, to: string, version: string | null) {
-    const id = `${key.venue}|${key.market}|${key.asset}|${from}|${to}`;
-    const hit = this.windows.get(id);
-    if (version !== null && hit !== undefined && hit.version === version && Date.now() - hit.at < WINDOW_TTL_MS) return hit.value;
-    const value = await this.summaries.window(key, from, to);
-    if (version !== null) {
-      this.windows.delete(id);
-      this.windows.set(id, { version, at: Date.now(), value });
-      if (this.windows.size > 10_000) this.windows.delete(this.windows.keys().next().value!);
-    }
-    return value;
+  /** The stored day rows an answer needs, reused while the asset's summaries version stands still (`VersionedCache`). */
+  private window(key: SummaryKey, from: string, to: string, version: string | null) {
+    return this.windows.get(`${key.venue}|${key.market}|${key.asset}|${from}|${to}`, version, () => this.summaries.window(key, from, to));
   }
 
   /**
