@@ -31,16 +31,14 @@ async function buildDocument() {
   const { register } = await import('tsx/esm/api');
   register();
   const { openApiDocument } = await import('../apps/api/src/openapi-document.ts');
-  const { testConfig } = await import('../apps/api/src/testing.ts');
+  const { documentConfig } = await import('../apps/api/src/testing.ts');
   const env = process.env;
-  return openApiDocument(
-    testConfig({
-      adminToken: 'openapi-document-admin-token',
-      host: env.HOST || '127.0.0.1',
-      port: env.PORT ? Number(env.PORT) : 8080,
-      publicUrl: env.PUBLIC_URL || undefined,
-    }),
-  );
+  const port = env.PORT ? Number(env.PORT) : undefined;
+  if (port !== undefined && !(Number.isInteger(port) && port >= 1 && port <= 65535)) {
+    console.error(`[openapi] PORT=${env.PORT}: expected a port number, 1 to 65535`);
+    process.exit(2);
+  }
+  return openApiDocument(documentConfig({ host: env.HOST || undefined, port, publicUrl: env.PUBLIC_URL || undefined }));
 }
 
 function lint(file) {

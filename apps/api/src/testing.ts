@@ -150,6 +150,15 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
   };
 }
 
+/**
+ * The config the OpenAPI documents are built with (the linted one, `scripts/openapi.mjs`, and
+ * the SDK's committed one): the API as deployed, an admin token set so the operator routes
+ * declare it, at `http://HOST:PORT` or `publicUrl`. Nothing else in it reaches the document.
+ */
+export function documentConfig(o: { host?: string | undefined; port?: number | undefined; publicUrl?: string | undefined } = {}): ApiConfig {
+  return testConfig({ adminToken: 'openapi-document-admin-token', host: o.host ?? '127.0.0.1', port: o.port ?? 8080, publicUrl: o.publicUrl, cursorSecret: Buffer.alloc(32) });
+}
+
 export interface TestApi {
   app: FastifyInstance;
   ch: ClickHouse;
