@@ -69,6 +69,19 @@ describe('cluster variant of the migrations', () => {
     );
   });
 
+  it('gives a staging table of a new column layout (ALIAS columns) a new front table when it is renamed into place', () => {
+    const out = clusterStatements([
+      "CREATE TABLE IF NOT EXISTS {db}.t_v2\n(k String, n Int64, p String ALIAS toString(n))\nENGINE = ReplacingMergeTree\nORDER BY k",
+      'RENAME TABLE {db}.t_v2 TO {db}.t',
+    ]);
+    expect(out.slice(2)).toEqual([
+      'RENAME TABLE {db}.t_v2_local TO {db}.t_local ON CLUSTER {cluster}',
+      'DROP TABLE IF EXISTS {db}.t ON CLUSTER {cluster} SYNC',
+      'CREATE TABLE IF NOT EXISTS {db}.t ON CLUSTER {cluster} AS {db}.t_local\nENGINE = Distributed({cluster}, {db}, t_local, cityHash64(k))',
+      'DROP TABLE IF EXISTS {db}.t_v2 ON CLUSTER {cluster}',
+    ]);
+  });
+
   it('refuses a statement it has no rule for, rather than guessing', () => {
     expect(() => clusterStatements(['CREATE TABLE IF NOT EXISTS {db}.t (k String) ENGINE = Log'])).toThrow(/no rule.*Log engine/);
     expect(() => clusterStatements(['CREATE TABLE IF NOT EXISTS {db}.t (k LowCardinality(String)) ENGINE = MergeTree ORDER BY k'])).toThrow(/shard by/);

@@ -22,7 +22,9 @@
  *   is dropped.
  * - RENAME moves the local table; the front table keeps its name. When a staging table is
  *   renamed into place, the front table (created from the old local table) gets the new
- *   MATERIALIZED expressions, and the staging front table is dropped. A table renamed out
+ *   MATERIALIZED expressions, and the staging front table is dropped; a staging table of a
+ *   new column layout (it has ALIAS columns, as the typed raw tables of 012) gets a new front
+ *   table made from it instead, since no ALTER turns the old front table into it. A table renamed out
  *   of the way ("retired") has no front table: dropping it drops the local table only.
  * - DROP TABLE drops the front table and then the local one. DROP VIEW waits (SYNC) until
  *   the view is gone on every host.
@@ -45,6 +47,8 @@ interface RenamePlan {
   staging: Map<string, string>;
   /** Names a table is renamed to when it is moved out of the way. */
   retired: Set<string>;
+  /** The sharding key of each table created by the migration (its front table's). */
+  shardKeys: Map<string, string>;
 }
 
 interface Column {
@@ -63,7 +67,7 @@ const INSERT = /^INSERT INTO \{db\}\.(\w+)\b/;
 
 function planRenames(statements: readonly string[]): RenamePlan {
   const created = new Set(statements.flatMap((s) => CREATE_TABLE.exec(s)?.[1] ?? []));
-  const plan: RenamePlan = { staging: new Map(), retired: new Set() };
+  const plan: RenamePlan = { staging: new Map(), retired: new Set(), shardKeys: new Map() };
   for (const s of statements) {
     const m = RENAME.exec(s);
     if (!m) continue;
@@ -92,8 +96,17 @@ function deriveStatement(s: string, plan: RenamePlan, columns: Map<string, Colum
     const [ifExists, from, to] = [m[1] ?? '', m[2]!, m[3]!];
     const out = [`RENAME TABLE ${ifExists}{db}.${from}_local TO {db}.${to}_local ${ON_CLUSTER}`];
     if (plan.staging.has(from)) {
-      for (const c of columns.get(from) ?? []) {
-        if (/\bMATERIALIZED\b/.test(c.definition)) out.push(`ALTER TABLE {db}.${to} ${ON_CLUSTER} MODIFY COLUMN ${c.name} ${withoutCodec(c.definition)}`);
+      const own = columns.get(from) ?? [];
+      if (own.some((c) => /\bALIAS\b/.test(c.definition))) {
+        // A new column layout (ALIAS columns: the typed raw tables of 012): the front table,
+        // made from the old local table, cannot be altered into it; it is made again.
+        const key = plan.shardKeys.get(from);
+        out.push(`DROP TABLE IF EXISTS {db}.${to} ${ON_CLUSTER} SYNC`);
+        out.push(`CREATE TABLE IF NOT EXISTS {db}.${to} ${ON_CLUSTER} AS {db}.${to}_local\nENGINE = Distributed({cluster}, {db}, ${to}_local${key === undefined ? '' : `, ${key}`})`);
+      } else {
+        for (const c of own) {
+          if (/\bMATERIALIZED\b/.test(c.definition)) out.push(`ALTER TABLE {db}.${to} ${ON_CLUSTER} MODIFY COLUMN ${c.name} ${withoutCodec(c.definition)}`);
+        }
       }
       out.push(`DROP TABLE IF EXISTS {db}.${from} ${ON_CLUSTER}`);
     }
@@ -141,6 +154,7 @@ function createTable(s: string, m: RegExpExecArray, plan: RenamePlan, columns: M
     const path = `/clickhouse/tables/{shard}/{db}/${replaced === undefined ? localName : `${replaced}_local/{uuid}`}`;
     localEngine = `Replicated${engine.name}('${path}', '{replica}'${engine.args === undefined ? '' : `, ${engine.args}`})`;
     shardKey = `cityHash64(${shardColumn(s, clauses, own)})`;
+    plan.shardKeys.set(name, shardKey);
   } else if (engine.name === 'Merge' && engine.args !== undefined) {
     localEngine = `Merge(${localMergeArgs(s, engine.args)})`;
   } else {

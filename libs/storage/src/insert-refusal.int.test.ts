@@ -5,9 +5,10 @@ import { badDataRefusal } from './insert-refusal.ts';
 import { RawEventsRepository } from './raw-events.repository.ts';
 
 /**
- * What the engine really answers when the raw tables refuse a record, against the
- * embedded engine: the sink splits a batch only on these (badDataRefusal), and retries on
- * anything else. The sink's decoder (libs/messaging message-codec) leaves such values to the
+ * What an insert into the raw tables answers when it refuses a record, against the embedded
+ * engine: the binary rows' own checks (raw-codec.ts, a RowRefusal named as the engine names
+ * a text row it cannot parse) or the engine's refusal. The sink splits a batch only on these
+ * (badDataRefusal), and retries on anything else. The sink's decoder (libs/messaging message-codec) leaves such values to the
  * engine, and refuses those the engine would store as another value.
  */
 
@@ -57,7 +58,8 @@ describe('insert refusals of the real engine', () => {
   it('names a record the raw tables cannot parse as bad data, and stores nothing of its batch', async () => {
     const good = a();
     expect(await refusal(repo.insert('exchange-a', [{ message: good, position }, { message: a({ dedup_id: 'h-2', worker_id: -1 }), position }], 't1'))).toBe('CANNOT_PARSE_NUMBER');
-    expect(await refusal(repo.insert('exchange-a', [{ message: a({ worker_id: 1.5 }), position }], 't2'))).toBe('CANNOT_PARSE_INPUT_ASSERTION_FAILED');
+    expect(await refusal(repo.insert('exchange-a', [{ message: a({ worker_id: 1.5 }), position }], 't2'))).toBe('CANNOT_PARSE_NUMBER');
+    expect(await refusal(repo.insert('exchange-a', [{ message: a({ received_at: 'soon' }), position }], 't2b'))).toBe('CANNOT_PARSE_DATETIME');
     expect(await refusal(repo.insert('exchange-b', [{ message: b({ sid: 'x' as unknown as number }), position }], 't3'))).toMatch(/^CANNOT_PARSE_/);
     expect(await refusal(repo.insert('exchange-b', [{ message: b({ seq: 1e30 }), position }], 't4'))).toMatch(/^CANNOT_PARSE_/);
     // The refused batch is all or nothing: its good record was not stored either.

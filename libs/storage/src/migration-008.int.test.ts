@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
 import { MIGRATIONS_DIR, RawEventsRepository, loadMigrations, migrate, type ClickHouse } from './index.ts';
+import { insertLegacyRows } from './legacy-raw.test-support.ts';
 
 /**
  * Migration 008 rebuilds both raw tables with a first-copy version. It must keep every row
@@ -71,9 +72,10 @@ async function oldStore(): Promise<{ ch: ClickHouse; raw: RawEventsRepository }>
   await ch.client.command({ query: `CREATE DATABASE ${ch.database}` });
   await migrate(ch, before008);
   const raw = new RawEventsRepository(ch);
-  await raw.insert('exchange-a', [0, 1, 2, 3, 4].map((i) => ({ message: aMessage(i, DAY + 10_000), position: { partition: 0, offset: '5' } })), 'a1');
-  await raw.insert('exchange-a', [{ message: aMessage(2, DAY + 20_000, 9), position: { partition: 0, offset: '5' } }], 'a2');
-  await raw.insert('exchange-b', [1, 2, 3].map((s) => ({ message: bMessage(s, DAY + 10_000), position: { partition: 0, offset: String(s) } })), 'b1');
+  // Rows as the sink wrote them then (JSON payloads; migration 012 made the tables typed).
+  await insertLegacyRows(ch, 'exchange-a', [0, 1, 2, 3, 4].map((i) => ({ message: aMessage(i, DAY + 10_000), position: { partition: 0, offset: '5' } })), 'a1');
+  await insertLegacyRows(ch, 'exchange-a', [{ message: aMessage(2, DAY + 20_000, 9), position: { partition: 0, offset: '5' } }], 'a2');
+  await insertLegacyRows(ch, 'exchange-b', [1, 2, 3].map((s) => ({ message: bMessage(s, DAY + 10_000), position: { partition: 0, offset: String(s) } })), 'b1');
   return { ch, raw };
 }
 
@@ -130,7 +132,7 @@ describe('migration 008 (first-copy raw tables)', () => {
         await ch.client.command({ query: mine[s]! });
         if (s === firstCopy) {
           // Another process stores a row in the old table after the copy read it.
-          await raw.insert('exchange-a', [{ message: aMessage(7, DAY + 40_000), position: { partition: 0, offset: '7' } }], 'during');
+          await insertLegacyRows(ch, 'exchange-a', [{ message: aMessage(7, DAY + 40_000), position: { partition: 0, offset: '7' } }], 'during');
           late = true;
         }
       }

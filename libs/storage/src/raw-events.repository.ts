@@ -1,13 +1,26 @@
 import { createHash } from 'node:crypto';
+import { accessSync, constants } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
-import { utcDate, type ExchangeAMessage, type ExchangeBMessage, type RawMessage, type Venue } from '@booktape/domain';
+import type { RawMessage, Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
+import { A_BINARY_COLUMNS, B_BINARY_COLUMNS, writeA, writeB, type KafkaPosition } from './raw-codec.ts';
+import { RowBinaryWriter } from './row-binary.ts';
 
-/** Where a message sat in Kafka: part of the stored lineage. */
-export interface KafkaPosition {
-  partition: number;
-  offset: string;
-}
+/** Where the embedded engine's insert files go: memory-backed when the machine has /dev/shm. */
+const ROW_FILE_DIR = (() => {
+  try {
+    accessSync('/dev/shm', constants.W_OK);
+    return '/dev/shm';
+  } catch {
+    return tmpdir();
+  }
+})();
+let rowFiles = 0;
+
+export { exchangeAPayload, exchangeBPayload, type KafkaPosition } from './raw-codec.ts';
 
 export interface StoredMessage {
   message: RawMessage;
@@ -18,64 +31,6 @@ export const RAW_TABLE: Record<Venue, string> = {
   'exchange-a': 'raw_exchange_a',
   'exchange-b': 'raw_exchange_b',
 };
-
-const A_COLUMNS = [
-  'market', 'event_date', 'event_ts', 'asset_id', 'event_type', 'dedup_id', 'ingest_seq', 'hash',
-  'payload', 'received_at', 'worker_id', 'kafka_partition', 'kafka_offset',
-] as const;
-const B_COLUMNS = [
-  'ticker', 'event_date', 'event_ts', 'record_type', 'dedup_id', 'ingest_seq', 'sid', 'seq',
-  'payload', 'received_at', 'worker_id', 'kafka_partition', 'kafka_offset',
-] as const;
-
-/** The interface's 2.1 record: the event with venue extras flattened in, without lineage. */
-export function exchangeAPayload(m: ExchangeAMessage): string {
-  const { extra, ...event } = m.event;
-  return JSON.stringify(extra ? { ...extra, ...event } : event);
-}
-
-/** The interface's 2.2 record, without lineage. */
-export function exchangeBPayload(m: ExchangeBMessage): string {
-  return JSON.stringify(m.record);
-}
-
-function rowA(m: ExchangeAMessage, pos: KafkaPosition): string {
-  const ts = Number(m.event.timestamp);
-  return JSON.stringify({
-    market: m.event.market,
-    event_date: utcDate(ts),
-    event_ts: ts,
-    asset_id: m.event.asset_id,
-    event_type: m.event.event_type,
-    dedup_id: m.dedup_id,
-    ingest_seq: m.ingest_seq,
-    hash: m.event.hash,
-    payload: exchangeAPayload(m),
-    received_at: Date.parse(m.received_at),
-    worker_id: m.worker_id,
-    kafka_partition: pos.partition,
-    kafka_offset: pos.offset,
-  });
-}
-
-function rowB(m: ExchangeBMessage, pos: KafkaPosition): string {
-  const ts = m.record.epoch_ms;
-  return JSON.stringify({
-    ticker: m.record.ticker,
-    event_date: utcDate(ts),
-    event_ts: ts,
-    record_type: m.record.type,
-    dedup_id: m.dedup_id,
-    ingest_seq: m.ingest_seq,
-    sid: m.record.sid,
-    seq: m.record.seq,
-    payload: exchangeBPayload(m),
-    received_at: Date.parse(m.received_at),
-    worker_id: m.worker_id,
-    kafka_partition: pos.partition,
-    kafka_offset: pos.offset,
-  });
-}
 
 /** Writes and reads the raw tables. Every value is bound or serialised, never glued into SQL. */
 export class RawEventsRepository {
@@ -93,23 +48,35 @@ export class RawEventsRepository {
    * into session settings (see clickhouse.ts).
    */
   async insert(venue: Venue, batch: StoredMessage[], token: string): Promise<number> {
-    const lines: string[] = [];
+    if (batch.length === 0) return 0;
+    const w = new RowBinaryWriter(batch.length * 512);
     for (const { message, position } of batch) {
       if (message.venue !== venue) throw new Error(`message of ${message.venue} in a ${venue} batch`);
-      lines.push(message.venue === 'exchange-a' ? rowA(message, position) : rowB(message, position));
+      if (message.venue === 'exchange-a') writeA(w, message, position);
+      else writeB(w, message, position);
     }
-    if (lines.length === 0) return 0;
-    const columns = venue === 'exchange-a' ? A_COLUMNS : B_COLUMNS;
-    const body = lines.join('\n') + '\n';
+    const body = w.bytes();
     const bound = `${token}/${createHash('sha1').update(body).digest('hex')}`;
-    const result = await this.ch.client.exec({
-      query: `INSERT INTO ${this.ch.table(RAW_TABLE[venue])} (${columns.join(', ')})
-        SETTINGS insert_deduplication_token = ${sqlString(bound)}, async_insert = 0
-        FORMAT JSONEachRow`,
-      values: Readable.from([body]),
-    });
-    result.stream.resume();
-    return lines.length;
+    const columns = venue === 'exchange-a' ? A_BINARY_COLUMNS : B_BINARY_COLUMNS;
+    const into = `INSERT INTO ${this.ch.table(RAW_TABLE[venue])} (${columns.map(([c]) => c).join(', ')})
+      SETTINGS insert_deduplication_token = ${sqlString(bound)}, async_insert = 0`;
+    if (this.ch.mode === 'server') {
+      const result = await this.ch.client.exec({ query: `${into} FORMAT RowBinary`, values: Readable.from([body]) });
+      result.stream.resume();
+    } else {
+      // The embedded connection passes an insert's body on as text (UTF-8), which binary rows
+      // do not survive; the engine reads them from a file instead (memory-backed where the
+      // machine has /dev/shm), which is also the cheapest insert path it has.
+      const file = path.join(ROW_FILE_DIR, `booktape-rows-${process.pid}-${++rowFiles}.bin`);
+      await writeFile(file, body);
+      try {
+        const structure = columns.map(([c, type]) => `${c} ${type}`).join(', ');
+        await this.ch.client.command({ query: `${into} SELECT * FROM file(${sqlString(file)}, 'RowBinary', ${sqlString(structure)})` });
+      } finally {
+        await rm(file, { force: true });
+      }
+    }
+    return batch.length;
   }
 
   /** Deduplicated row count, optionally for one market (condition id or ticker). */
