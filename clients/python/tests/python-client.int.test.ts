@@ -7,7 +7,7 @@
  * failure fails this test with the Python output.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -39,14 +39,16 @@ async function listen(app: FastifyInstance): Promise<string> {
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 }
 
-function python(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = CLIENT_DIR): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile(PYTHON, args, { cwd: CLIENT_DIR, env, maxBuffer: 64 << 20, timeout: 150_000 }, (err, stdout, stderr) => {
+    execFile(cmd, args, { cwd, env, maxBuffer: 64 << 20, timeout: 150_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
       resolve({ code, output: `${stdout}${stderr}` });
     });
   });
 }
+
+const python = (args: string[], env: NodeJS.ProcessEnv) => run(PYTHON, args, env);
 
 beforeAll(async () => {
   t = await startTestApi({ dataFloors: { 'exchange-a': '2026-02-08', 'exchange-b': null } });
@@ -106,7 +108,7 @@ afterAll(async () => {
 
 describe('the Python client against the real API', () => {
   it('python3 -m unittest passes in clients/python, pandas tests included when pandas is installed', async () => {
-    const fixture = JSON.parse((await import('node:fs')).readFileSync(path.join(dir, 'fixture.json'), 'utf8')) as { url: string; key: string };
+    const fixture = JSON.parse(readFileSync(path.join(dir, 'fixture.json'), 'utf8')) as { url: string; key: string };
     const env = {
       ...process.env,
       BOOKTAPE_API_URL: fixture.url,
@@ -127,5 +129,28 @@ describe('the Python client against the real API', () => {
     if (hasPandas) expect(skipped.map((m) => `${m[1]}: ${m[3]}`)).toEqual([]);
     else if (skipped.length > 0) console.warn(`[python client] ${skipped.length} tests skipped: ${skipped[0]![3]}`);
     expect(output).toMatch(/^OK/m);
+  });
+
+  it("installs offline into a venv as the README says, and the README's first example runs from outside the repository", async () => {
+    const fixture = JSON.parse(readFileSync(path.join(dir, 'fixture.json'), 'utf8')) as { url: string; key: string };
+    const venv = path.join(dir, 'venv');
+    const env: NodeJS.ProcessEnv = { ...process.env, BOOKTAPE_API_URL: fixture.url, BOOKTAPE_API_KEY: fixture.key, PIP_NO_INPUT: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1' };
+    delete env.PYTHONPATH;
+    const made = await python(['-m', 'venv', '--system-site-packages', venv], env);
+    expect(made.output).toBe('');
+    const pip = await run(path.join(venv, 'bin', 'pip'), ['install', '--no-build-isolation', '--no-index', CLIENT_DIR], env, dir);
+    expect(pip.code, pip.output).toBe(0);
+    // The README's "Data" example, with this fixture's market and ticker.
+    const readme = readFileSync(path.join(CLIENT_DIR, 'README.md'), 'utf8');
+    const example = /\*\*3\. Data:\*\*\s+```python\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(example).toBeDefined();
+    const script = `${example!.replace('0x…condition id…', MARKET).replace('KXBTCD-26MAR0117-T84999.99', TICKER)}\nimport booktape\nprint(booktape.__file__.startswith(${JSON.stringify(venv)}), len(df), len(s))\n`;
+    const hasPandas = (await python(['-c', 'import pandas'], env)).code === 0;
+    if (!hasPandas) return void console.warn('[python client] pandas is not installed: the README example was not run');
+    const ran = await run(path.join(venv, 'bin', 'python'), ['-c', script], env, dir);
+    expect(ran.code, ran.output).toBe(0);
+    // Day 1 of the market in the long format: a 4-level book and 40 changes of one token, a
+    // 4-level book and a change of the other; an hour of minute buckets.
+    expect(ran.output.trim()).toBe('True 49 60');
   });
 });
