@@ -141,6 +141,16 @@ class Summaries(unittest.TestCase):
         self.assertEqual(len(w), 60)
         self.assertEqual((w.data[0]["best_bid"], w.data[0]["quote_count"]), (Decimal("0.42"), 1))
 
+    def test_a_window_beyond_one_answer_is_asked_in_parts_and_joined_exactly(self):
+        whole = Client().summary("polymarket", F["market_a"], "2026-03-01", "2026-03-02", 60, asset_id=F["asset_a"])
+        self.assertEqual(len(whole), 2 * 1440 - 60)  # from the first book at 01:00
+        c = Client()
+        c._max_buckets = 500  # the API's limit is 100,000; a small one makes parts of a cheap window
+        parts = c.summary("polymarket", F["market_a"], "2026-03-01", "2026-03-02", 60, asset_id=F["asset_a"])
+        self.assertEqual(len(c.requests), 6)
+        self.assertEqual(parts.data, whole.data)
+        self.assertEqual(parts["data_points"], len(whole))
+
     def test_exchange_a_summaries_need_the_outcome_token(self):
         with self.assertRaises(BadRequestError) as e:
             Client().summary("polymarket", F["market_a"], "2026-03-01", "2026-03-01", 600)

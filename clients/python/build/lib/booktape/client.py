@@ -37,6 +37,34 @@ def _no_asset_on_b(v: str, asset_id: Optional[str]) -> None:
         raise bad_argument("asset_id", "asset_id is for exchange A (Polymarket) outcome tokens; an exchange B market is its ticker")
 
 
+#: The most buckets one summary answer holds (the API's limit, docs/api.md "Order-book summaries").
+MAX_BUCKETS = 100_000
+
+
+def summary_windows(start_ms: int, end_ms: int, resolution: Any, max_buckets: int = MAX_BUCKETS) -> List[Tuple[int, int]]:
+    """The windows to ask for so that none holds more than ``max_buckets`` buckets.
+
+    A bucket belongs to the window its start lies in, and buckets start at multiples of the
+    resolution (from the epoch), so windows cut at bucket starts answer exactly the buckets of
+    the whole window, each complete (the API reads a bucket's data past a window's end). A
+    resolution the API would refuse is sent as given, in one window, for the API to name.
+    """
+    if not isinstance(resolution, int) or isinstance(resolution, bool) or not 1 <= resolution <= 3600 or start_ms > end_ms:
+        return [(start_ms, end_ms)]
+    r = resolution * 1000
+    first = -(-start_ms // r) * r
+    last = (end_ms // r) * r
+    if last < first or (last - first) // r + 1 <= max_buckets:
+        return [(start_ms, end_ms)]
+    out = []
+    a = first
+    while a <= last:
+        b = min(last, a + (max_buckets - 1) * r)
+        out.append((start_ms if a == first else a, end_ms if b == last else b))
+        a = b + r
+    return out
+
+
 class RawResult:
     """Every raw record of a market in an inclusive window, fetched page by page as it is read.
 
@@ -222,6 +250,7 @@ class Client:
         url = base_url or os.environ.get("BOOKTAPE_API_URL") or DEFAULT_URL
         key = api_key if api_key is not None else os.environ.get("BOOKTAPE_API_KEY")
         self._t = Transport(url, key or None, RetryPolicy(max_retries, max_retry_delay, retry_base_delay), timeout, dict(headers or {}))
+        self._max_buckets = MAX_BUCKETS
 
     @property
     def base_url(self) -> str:
@@ -262,15 +291,23 @@ class Client:
     def summary(self, venue: str, market: str, start: TimeLike, end: TimeLike, resolution: int = 60, asset_id: Optional[str] = None) -> SummaryResult:
         """Summary buckets of ``resolution`` seconds (1 … 3600) from ``start`` to ``end`` inclusive.
 
-        Exchange A summaries are per outcome token: ``asset_id`` is required there.
+        Exchange A summaries are per outcome token: ``asset_id`` is required there. A window
+        of more buckets than one answer holds (100,000: a day at 1 s) is asked for in parts,
+        cut at bucket starts, and joined: the same buckets as one answer would hold.
         """
         v = venue_path(venue)
         _no_asset_on_b(v, asset_id)
         q = [*self._market(v, market)]
         if asset_id is not None:
             q.append(("asset_id", str(asset_id)))
-        q += [("start_timestamp", str(time_ms(start, "start"))), ("end_timestamp", str(time_ms(end, "end", end=True))), ("resolution", str(resolution))]
-        return SummaryResult(self._json(v, "market/orderbook-summary", q))
+        s, e = time_ms(start, "start"), time_ms(end, "end", end=True)
+        answers = [self._json(v, "market/orderbook-summary", [*q, ("start_timestamp", str(a)), ("end_timestamp", str(b)), ("resolution", str(resolution))]) for a, b in summary_windows(s, e, resolution, self._max_buckets)]
+        head = dict(answers[0])
+        head["data"] = [b for a in answers for b in a.get("data") or []]
+        head["data_points"] = len(head["data"])
+        if "end_timestamp" in answers[-1]:
+            head["end_timestamp"] = answers[-1]["end_timestamp"]
+        return SummaryResult(head)
 
     def book(self, venue: str, market: Optional[str], at: TimeLike, depth: Optional[int] = None, asset_id: Optional[str] = None) -> BookResult:
         """The full book at an instant (``depth`` levels a side, API default 10).
