@@ -114,6 +114,11 @@ class RawFrames(unittest.TestCase):
         self.assertEqual((first["side"], first["price"], first["size"]), ("bid", Decimal("0.01"), Decimal("1200.5")))
         self.assertEqual(df["timestamp"].iloc[0], pd.Timestamp(F["day1_ms"] + 3_600_000, unit="ms", tz="UTC"))
 
+    def test_an_empty_window_is_an_empty_frame_with_the_columns_typed(self):
+        df = Client().raw("polymarket", F["market_a"], "2026-03-05", "2026-03-05").to_df()
+        self.assertEqual((len(df), list(df.columns)[:3]), (0, ["timestamp", "asset_id", "event_type"]))
+        self.assertEqual(str(df["timestamp"].dtype), "datetime64[ns, UTC]")
+
     def test_exchange_b_frame_keeps_trailing_zeros_and_types_sequence_numbers(self):
         df = Client().raw("kalshi", F["ticker_b"], "2026-03-01", "2026-03-01").to_pandas()
         self.assertEqual(list(df.columns), ["timestamp", "ticker", "type", "side", "price", "size", "delta", "seq", "sid", "expected_seq", "received_at", "data"])
@@ -245,6 +250,17 @@ class CoverageAndExport(unittest.TestCase):
                 Client().export("polymarket", F["market_a"], "2026-03-01", "2026-04-15", d)
             self.assertEqual((e.exception.status, e.exception.param), (400, "end_date"))
             self.assertEqual(os.listdir(d), [])
+
+    @needs_pandas
+    def test_a_summary_export_reads_back_as_the_summary_frame(self):
+        c = Client()
+        with tempfile.TemporaryDirectory(dir=os.environ.get("BOOKTAPE_TEST_TMP")) as d:
+            df = c.export("polymarket", F["market_a"], "2026-03-01", "2026-03-01", d, kind="summary", resolution=600).to_df()
+        self.assertEqual(set(df.asset_id), {F["asset_a"], F["other_asset_a"]})
+        mine = df[df.asset_id == F["asset_a"]].drop(columns="asset_id").reset_index(drop=True)
+        want = c.summary("polymarket", F["market_a"], "2026-03-01", "2026-03-01", 600, asset_id=F["asset_a"]).to_df()
+        self.assertEqual(list(mine.dtypes.astype(str)), list(want.dtypes.astype(str)))
+        self.assertTrue(mine.equals(want))
 
     @needs_pandas
     def test_a_csv_export_reads_back_as_the_raw_frame(self):

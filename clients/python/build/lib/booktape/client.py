@@ -88,7 +88,8 @@ class RawResult:
         """The JSON pages (envelopes) one by one, following ``next_cursor``."""
         cursor: Optional[str] = None
         while True:
-            page = self._client._t.json(self._url([("cursor", cursor)] if cursor else []))
+            # Decimals for any number with a fraction a record carries (venue extras): exact, as the prices are.
+            page = self._client._t.json(self._url([("cursor", cursor)] if cursor else []), parse_float=Decimal)
             yield page
             p = page.get("pagination") or {}
             if not p.get("has_more") or not p.get("next_cursor"):
@@ -258,8 +259,8 @@ class Client:
 
     @property
     def requests(self) -> List[Tuple[str, int]]:
-        """Every request this client made, as (url, status), oldest first."""
-        return self._t.log
+        """The requests this client made (the latest 1,000), as (url, status), oldest first."""
+        return list(self._t.log)
 
     def _market(self, v: str, market: Optional[str], required: bool = True) -> List[Tuple[str, str]]:
         if market is None or market == "":

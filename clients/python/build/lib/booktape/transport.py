@@ -9,6 +9,7 @@ reset, timed out) is tried again the same way: every call the client makes is a 
 """
 from __future__ import annotations
 
+import collections
 import email.utils
 import gzip
 import random
@@ -20,7 +21,7 @@ import urllib.parse
 import urllib.request
 import zlib
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, Mapping, Optional, Sequence, Tuple
 
 from .errors import BooktapeError, error_from_response
 
@@ -105,8 +106,9 @@ class Transport:
     headers: Dict[str, str] = field(default_factory=dict)
     #: Replaced in tests to observe waits without waiting; time.sleep otherwise.
     sleep: Callable[[float], None] = time.sleep
-    #: Every request made, as (url, status): lets a caller (and the tests) see the paging.
-    log: List[Tuple[str, int]] = field(default_factory=list)
+    #: The latest requests, as (url, status): lets a caller (and the tests) see the paging.
+    #: Bounded, so a client that lives as long as its process does not grow with it.
+    log: Deque[Tuple[str, int]] = field(default_factory=lambda: collections.deque(maxlen=1000))
 
     def __post_init__(self) -> None:
         parsed = urllib.parse.urlsplit(self.base_url)
