@@ -7,7 +7,7 @@
  * failure fails this test with the Python output.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -138,7 +138,10 @@ describe('the Python client against the real API', () => {
     delete env.PYTHONPATH;
     const made = await python(['-m', 'venv', '--system-site-packages', venv], env);
     expect(made.output).toBe('');
-    const pip = await run(path.join(venv, 'bin', 'pip'), ['install', '--no-build-isolation', '--no-index', CLIENT_DIR], env, dir);
+    // pip builds in the source tree (build/, *.egg-info): from a copy, so the checkout stays as it is.
+    const source = path.join(dir, 'source');
+    cpSync(CLIENT_DIR, source, { recursive: true, filter: (f) => !/(^|\/)(build|[^/]*\.egg-info|__pycache__|node_modules)$/.test(f) });
+    const pip = await run(path.join(venv, 'bin', 'pip'), ['install', '--no-build-isolation', '--no-index', source], env, dir);
     expect(pip.code, pip.output).toBe(0);
     // The README's "Data" example, with this fixture's market and ticker.
     const readme = readFileSync(path.join(CLIENT_DIR, 'README.md'), 'utf8');
