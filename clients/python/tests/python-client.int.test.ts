@@ -116,7 +116,7 @@ describe('the Python client against the real API', () => {
       BOOKTAPE_TEST_FIXTURE: path.join(dir, 'fixture.json'),
       BOOKTAPE_TEST_TMP: dir,
       PYTHONDONTWRITEBYTECODE: '1',
-      PYTHONPATH: CLIENT_DIR,
+      PYTHONPATH: [CLIENT_DIR, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
     };
     const hasPandas = (await python(['-c', 'import pandas'], env)).code === 0;
     const { code, output } = await python(['-m', 'unittest', 'discover', '-s', 'tests', '-t', '.', '-v'], env);

@@ -17,6 +17,7 @@ class TimeMs(unittest.TestCase):
             dt.datetime(2026, 3, 2, 0, 59, 59, tzinfo=dt.timezone(dt.timedelta(hours=1))),
             dt.datetime(2026, 3, 1, 18, 59, 59, tzinfo=ZoneInfo("America/New_York")),
             "2026-03-01T23:59:59Z", "2026-03-01T23:59:59+00:00", "2026-03-02T00:59:59+01:00", "2026-03-01 23:59:59Z",
+            "2026-03-02T00:59:59+0100", "2026-03-01T23:59:59.0Z", "2026-03-01T23:59:59,000000000z",
         ]
         for f in forms:
             with self.subTest(f=f):
