@@ -6,7 +6,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import frames
 from .errors import BooktapeError, bad_argument

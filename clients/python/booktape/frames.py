@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 from decimal import Decimal
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 
 def pandas():
@@ -82,7 +82,7 @@ def typed_frame(columns: Sequence[str], rows: Dict[str, List[Any]]):
     return pd.DataFrame(out)
 
 
-def csv_columns(texts: Iterable[str], keep: Optional[callable] = None):
+def csv_columns(texts: Iterable[str], keep: Optional[Callable[[Dict[str, str]], bool]] = None):
     """Columns of the API's CSV pages: the first page's header, then every page's rows.
 
     Each page repeats the header row; ``keep(row_dict)`` may drop rows (an asset filter).
