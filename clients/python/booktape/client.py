@@ -65,6 +65,26 @@ def summary_windows(start_ms: int, end_ms: int, resolution: Any, max_buckets: in
     return out
 
 
+#: The most days one coverage answer holds (docs/api.md, "Coverage map").
+MAX_COVERAGE_DAYS = 31
+
+
+def date_windows(first: str, last: str, max_days: int = MAX_COVERAGE_DAYS) -> List[Tuple[str, str]]:
+    """Consecutive ranges of at most ``max_days`` UTC dates covering ``first`` to ``last``
+    (``YYYY-MM-DD``); a reversed range is sent as given, for the API to refuse."""
+    import datetime as dt
+
+    a, z = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
+    if z < a:
+        return [(first, last)]
+    out = []
+    while a <= z:
+        b = min(z, a + dt.timedelta(days=max_days - 1))
+        out.append((a.isoformat(), b.isoformat()))
+        a = b + dt.timedelta(days=1)
+    return out
+
+
 class RawResult:
     """Every raw record of a market in an inclusive window, fetched page by page as it is read.
 
@@ -252,6 +272,7 @@ class Client:
         key = api_key if api_key is not None else os.environ.get("BOOKTAPE_API_KEY")
         self._t = Transport(url, key or None, RetryPolicy(max_retries, max_retry_delay, retry_base_delay), timeout, dict(headers or {}))
         self._max_buckets = MAX_BUCKETS
+        self._max_coverage_days = MAX_COVERAGE_DAYS
 
     @property
     def base_url(self) -> str:
@@ -329,11 +350,16 @@ class Client:
         return BookResult(self._json(v, "market/book", q))
 
     def coverage(self, venue: str, market: str, start_date: DateLike, end_date: DateLike) -> CoverageResult:
-        """Per UTC day from ``start_date`` to ``end_date`` (inclusive, at most 31 days): records,
-        gaps, cross-checks, status. Not billed."""
+        """Per UTC day from ``start_date`` to ``end_date`` inclusive: records, gaps, cross-checks,
+        status. Not billed. A range longer than one answer holds (31 days) is asked for in
+        parts of 31 days and joined."""
         v = venue_path(venue)
-        q = [*self._market(v, market), ("start_date", date_text(start_date, "start_date")), ("end_date", date_text(end_date, "end_date"))]
-        return CoverageResult(self._json(v, "market/coverage", q))
+        first, last = date_text(start_date, "start_date"), date_text(end_date, "end_date")
+        answers = [self._json(v, "market/coverage", [*self._market(v, market), ("start_date", a), ("end_date", b)]) for a, b in date_windows(first, last, self._max_coverage_days)]
+        head = dict(answers[0])
+        head["data"] = [d for a in answers for d in a.get("data") or []]
+        head["end_date"] = answers[-1].get("end_date", last)
+        return CoverageResult(head)
 
     def date_range(self, venue: str, market: str) -> Dict[str, Any]:
         """The stored UTC dates of a market: first, last, how many."""

@@ -221,6 +221,19 @@ class CoverageAndExport(unittest.TestCase):
         self.assertEqual([(d["date"], d["events"]) for d in cov], [("2026-03-01", 43), ("2026-03-02", 4), ("2026-03-03", 0)])
         self.assertFalse(cov.trustworthy)
 
+    def test_a_range_beyond_one_answer_is_asked_in_parts_and_joined(self):
+        whole = Client().coverage("polymarket", F["market_a"], "2026-03-01", "2026-03-05")
+        c = Client()
+        c._max_coverage_days = 2  # the API's limit is 31 days; a small one makes parts of a short range
+        parts = c.coverage("polymarket", F["market_a"], "2026-03-01", "2026-03-05")
+        self.assertEqual(len(c.requests), 3)
+        self.assertEqual([d["date"] for d in parts], ["2026-03-0%d" % i for i in range(1, 6)])
+        strip = lambda days: [{k: v for k, v in d.items() if k != "gaps"} for d in days]  # an open gap ends at the time of the answer
+        self.assertEqual(strip(parts.data), strip(whole.data))
+        self.assertEqual((parts["start_date"], parts["end_date"]), ("2026-03-01", "2026-03-05"))
+        # Longer than 31 days in one call: parts, not a 400.
+        self.assertEqual(len(Client().coverage("kalshi", F["ticker_b"], "2026-03-01", "2026-05-15").data), 76)
+
     @needs_pandas
     def test_coverage_frame(self):
         df = Client().coverage("kalshi", F["ticker_b"], "2026-03-01", "2026-03-02").to_df()

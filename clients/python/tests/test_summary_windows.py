@@ -1,8 +1,10 @@
-"""Cutting a long summary window into answers of at most the API's bucket limit."""
+"""Cutting a long summary window (or coverage range) into answers within the API's limits."""
 import random
 import unittest
 
-from booktape.client import summary_windows
+import datetime as dt
+
+from booktape.client import date_windows, summary_windows
 
 
 def buckets(start, end, r):
@@ -30,3 +32,19 @@ class SummaryWindows(unittest.TestCase):
         self.assertEqual(len(summary_windows(0, 2 * 86_400_000 - 1, 1)), 2)
         for bad in [0, 3601, "60", 1.5, None]:
             self.assertEqual(summary_windows(0, 10**12, bad), [(0, 10**12)])
+
+
+class DateWindows(unittest.TestCase):
+    def test_consecutive_ranges_of_at_most_the_limit_cover_every_day_once(self):
+        rng = random.Random(31)
+        for _ in range(500):
+            first = dt.date(2026, 1, 1) + dt.timedelta(days=rng.randint(0, 400))
+            last = first + dt.timedelta(days=rng.randint(0, 200))
+            limit = rng.randint(1, 40)
+            parts = date_windows(first.isoformat(), last.isoformat(), limit)
+            days = [dt.date.fromisoformat(a) + dt.timedelta(days=i) for a, b in parts for i in range((dt.date.fromisoformat(b) - dt.date.fromisoformat(a)).days + 1)]
+            self.assertEqual(days, [first + dt.timedelta(days=i) for i in range((last - first).days + 1)])
+            self.assertTrue(all((dt.date.fromisoformat(b) - dt.date.fromisoformat(a)).days < limit for a, b in parts))
+
+    def test_a_reversed_range_goes_to_the_api_as_given(self):
+        self.assertEqual(date_windows("2026-03-02", "2026-03-01"), [("2026-03-02", "2026-03-01")])
