@@ -19,7 +19,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'int',
-          include: ['{apps,libs}/*/src/**/*.int.test.ts'],
+          // clients/*/tests: the other languages' clients, run against the real API from vitest.
+          include: ['{apps,libs}/*/src/**/*.int.test.ts', 'clients/*/tests/**/*.int.test.ts'],
           exclude: ['**/node_modules/**'],
           testTimeout: 180_000,
           hookTimeout: 180_000,

@@ -15,13 +15,15 @@
 //   kafka-probe.mjs  the Kafka wire-protocol readiness probe (Metadata v1)
 //   redis.mjs        redis.conf, start, stop, state (PING)
 //   chromium.mjs     Debian's chromium for the browser test
+//   python.mjs       Debian's python3-pandas for the Python client's tests
 //   apt.mjs          apt-get installs and the install log
 //   process.mjs      pid files, liveness, state (pid + probe), stopping, log tails, the lock
 //   tcp.mjs          raw TCP: port checks and request/answer exchanges
 //
 // Exported for other scripts: startServices(opts) (→ env), ensureServices(opts) (→ { env, started }:
 // what to stop at the end), stopServices(opts), servicesStatus(opts), serviceEnv(opts),
-// resolveServiceConfig(opts), ensureChromium(opts) (the browser test's chromium), and
+// resolveServiceConfig(opts), ensureChromium(opts) (the browser test's chromium),
+// ensurePythonPandas(opts) (the Python client's tests' pandas), and
 // readPid(file) / pidAlive(pid) (the tests' own brokers).
 //
 // opts (all optional):
@@ -38,6 +40,7 @@ import { ServiceError, serviceEnv } from './services/config.mjs';
 import { servicesStatus, startServices, stopServices } from './services/lifecycle.mjs';
 
 export { CHROMIUM_PATH, ensureChromium } from './services/chromium.mjs';
+export { PYTHON_PATH, ensurePythonPandas } from './services/python.mjs';
 export { SERVICE_NAMES, ServiceError, resolveServiceConfig, serviceEnv } from './services/config.mjs';
 export { ensureServices, servicesStatus, startServices, stopServices } from './services/lifecycle.mjs';
 export { pidAlive, readPid } from './services/process.mjs';

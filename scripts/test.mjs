@@ -26,7 +26,7 @@ onStopRequest((sig) => {
     }
   }
 });
-const { ensureServices, stopServices, ensureChromium } = await import('./services.mjs');
+const { ensureServices, stopServices, ensureChromium, ensurePythonPandas } = await import('./services.mjs');
 
 const args = process.argv.slice(2);
 const only = args.find((a) => a === '--unit' || a === '--int');
@@ -103,6 +103,18 @@ if (only !== '--unit' && (filters.length === 0 || filters.some((f) => BROWSER_TE
   } catch (e) {
     // The browser test then fails and says why; the other tests still run.
     console.error(`[booktape] could not install chromium: ${e.message}`);
+  }
+}
+
+// The Python client's tests run under Debian's Python with Debian's pandas (no PyPI here):
+// python3-pandas installed when missing, only when the integration run includes them.
+const PYTHON_TEST = 'clients/python/tests/python-client.int.test.ts';
+if (only !== '--unit' && (filters.length === 0 || filters.some((f) => PYTHON_TEST.includes(f)))) {
+  try {
+    await ensurePythonPandas({ log: (line) => console.log(`[booktape] ${line}`) });
+  } catch (e) {
+    // Its pandas tests then skip themselves, and that test prints which and why.
+    console.error(`[booktape] could not install python3-pandas: ${e.message}`);
   }
 }
 

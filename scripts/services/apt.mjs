@@ -40,23 +40,30 @@ export function runLogged(cfg, cmd, args, what, extra = {}) {
   }
 }
 
-export function aptInstall(cfg, log, pkg, forCmd) {
+/**
+ * Installs `pkg` with apt-get (sudo -n when not root) for `forCmd`. `opts.installed` says
+ * whether it is there afterwards and `opts.missing` how to name what is missing, for a
+ * package that brings no command (python3-pandas): by default the command on PATH.
+ */
+export function aptInstall(cfg, log, pkg, forCmd, opts = {}) {
+  const installed = opts.installed ?? (() => hasCommand(forCmd));
+  const missing = opts.missing ?? `"${forCmd}" is not on PATH`;
   let prefix = [];
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
     if (!hasCommand('sudo')) {
       throw new ServiceError(
-        `"${forCmd}" is not on PATH and this user cannot install it; run: apt-get install -y ${pkg}`,
+        `${missing} and this user cannot install it; run: apt-get install -y ${pkg}`,
       );
     }
     // `sudo -n` never asks for a password: one that would is a clear message, not a failed
     // apt-get update with its log.
     if (spawnSync('sudo', ['-n', 'true'], { stdio: 'ignore' }).status !== 0) {
-      throw new ServiceError(`"${forCmd}" is not on PATH and sudo needs a password here; install it once yourself: sudo apt-get install -y ${pkg}`);
+      throw new ServiceError(`${missing} and sudo needs a password here; install it once yourself: sudo apt-get install -y ${pkg}`);
     }
     prefix = ['sudo', '-n'];
   }
   if (!hasCommand('apt-get')) {
-    throw new ServiceError(`"${forCmd}" is not on PATH and apt-get is unavailable; install ${pkg} by hand`);
+    throw new ServiceError(`${missing} and apt-get is unavailable; install ${pkg} by hand`);
   }
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const run = (args, what) =>
@@ -70,8 +77,8 @@ export function aptInstall(cfg, log, pkg, forCmd) {
   }
   log(`installing ${pkg} (for ${forCmd}) with apt-get …`);
   run(['apt-get', 'install', '-y', '--no-install-recommends', pkg], `apt-get install ${pkg}`);
-  if (!hasCommand(forCmd)) {
-    throw new ServiceError(`installed ${pkg} but "${forCmd}" is still not on PATH`);
+  if (!installed()) {
+    throw new ServiceError(`installed ${pkg} but ${missing.replace(/ is not /, ' is still not ')}`);
   }
 }
 
