@@ -3,7 +3,7 @@ import { rename, rm } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import cliProgress from 'cli-progress';
-import { normaliseConditionId, normaliseTicker } from '@booktape/domain';
+import { parseMarketArg, parseVenueArg } from '../args.ts';
 import { apiBase } from './outage.ts';
 
 /**
@@ -50,10 +50,14 @@ const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** Checks the flags of `export` (pure): what to ask for, or a usage error. */
 export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = process.env): ExportOptions {
-  const venue = f.venue === 'a' || f.venue === 'exchange-a' ? 'exchange-a' : f.venue === 'b' || f.venue === 'exchange-b' ? 'exchange-b' : null;
-  if (venue === null) throw new ExportUsageError(`--venue must be a (exchange-a) or b (exchange-b), got ${JSON.stringify(f.venue ?? '')}`);
-  const market = f.market === undefined ? null : venue === 'exchange-a' ? normaliseConditionId(f.market) : normaliseTicker(f.market);
-  if (!market) throw new ExportUsageError(`--market must be a ${venue === 'exchange-a' ? 'condition id (hex)' : 'ticker'}, got ${JSON.stringify(f.market ?? '')}`);
+  let venue: 'exchange-a' | 'exchange-b';
+  let market: string;
+  try {
+    venue = parseVenueArg(f.venue);
+    market = parseMarketArg(venue, f.market, '--market');
+  } catch (e) {
+    throw new ExportUsageError((e as Error).message);
+  }
   for (const [name, v] of [['--from', f.from], ['--to', f.to]] as const) {
     if (v === undefined || !DATE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`))) throw new ExportUsageError(`${name} must be a UTC date YYYY-MM-DD, got ${JSON.stringify(v ?? '')}`);
   }
@@ -68,6 +72,7 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
     if (kind !== 'summary') throw new ExportUsageError('--resolution is for --kind summary');
   }
   if (f.asset !== undefined && (venue !== 'exchange-a' || kind !== 'summary')) throw new ExportUsageError('--asset is for exchange A summary exports');
+  if (f.asset !== undefined && !/^[0-9A-Za-z]{1,128}$/.test(f.asset)) throw new ExportUsageError(`--asset ${JSON.stringify(f.asset)} is not an outcome token id (1 to 128 letters or digits)`);
   if (f.out === undefined || f.out === '') throw new ExportUsageError('export needs --out FILE');
   const key = f.key ?? env.BOOKTAPE_API_KEY;
   if (!key) throw new ExportUsageError('export needs an API key: --key or BOOKTAPE_API_KEY');
