@@ -200,6 +200,9 @@ describe('booktape command line: user commands', () => {
     expect(await run(['book', '--venue', 'a', '--asset-id', '111', '--at', '2026-03-01T12:00:00Z', '--depth', '5', ...key])).toMatchObject({
       options: { what: 'book', venue: 'exchange-a', market: undefined, asset: '111', at: Date.UTC(2026, 2, 1, 12), depth: 5 },
     });
+    expect(await run(['summary', '--venue', 'polymarket', '--slug', 'will-it-rain', '--outcome', 'Yes', '--date', '2026-03-01', ...key])).toMatchObject({
+      options: { what: 'summary', venue: 'exchange-a', market: '', asset: undefined, slug: { slug: 'will-it-rain', outcome: 'Yes' } },
+    });
     expect(await run(['status', '--venue', 'kalshi'])).toMatchObject({ options: { what: 'status', venue: 'exchange-b', key: undefined } });
     expect(await run(['keys', 'create', '--user-id', 'u1', '--name', 'laptop'])).toMatchObject({ options: { what: 'keys-create', userId: 'u1', name: 'laptop' } });
     expect(await run(['keys', 'list', '--user-id', 'u1', '--format', 'csv'])).toMatchObject({ options: { what: 'keys-list', userId: 'u1', format: 'csv' } });
@@ -224,6 +227,11 @@ describe('booktape command line: user commands', () => {
         [['book', '--venue', 'b', '--ticker', 'KX', '--at', 'noon', ...key], '--at must be', 'book'],
         [['markets', '--venue', 'x', ...key], '--venue must be one of a, b, exchange-a, exchange-b, polymarket, kalshi', 'markets'],
         [['keys'], 'keys needs create, list or revoke', 'keys'],
+        [['raw', '--venue', 'b', '--slug', 'x', '--date', '2026-03-01', ...key], '--slug names an exchange A (polymarket) market', 'raw'],
+        [['raw', '--venue', 'a', '--slug', 'x', '--condition-id', M, '--date', '2026-03-01', ...key], 'give --slug or --condition-id/--market, not both', 'raw'],
+        [['raw', '--venue', 'a', '--slug', 'x', '--outcome', 'Yes', '--date', '2026-03-01', ...key], 'raw reads every outcome of the market: --outcome is not taken here', 'raw'],
+        [['book', '--venue', 'a', '--slug', 'x', '--at', '1', ...key], "book reads one outcome token's book: with --slug, name it by --outcome", 'book'],
+        [['summary', '--venue', 'a', '--outcome', 'Yes', '--condition-id', M, '--date', '2026-03-01', ...key], '--outcome names an outcome of the market given by --slug', 'summary'],
         [['keys', 'create', '--user-id', 'u'], '--name is required', 'keys create'],
         [['keys', 'revoke', 'abc', '--user-id', 'u'], '"abc" is not a key id (key_ + 24 hex digits; see keys list)', 'keys revoke'],
         [['keys', 'list', '--user-id', 'u', '--bogus'], "Unknown option '--bogus'", 'keys list'],

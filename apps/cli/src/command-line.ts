@@ -182,8 +182,9 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     // `outage` alone or with an unknown action: the action list, as a usage error.
     .allowExcessArguments(true)
     .action(async (_o: unknown, cmd: Command) => run({ command: 'outage', options: await outageCommand({ positionals: cmd.args }) }));
-  const api = () =>
-    new Option('--api <url>', 'the running API (default http://$HOST:$PORT, so http://127.0.0.1:8080 when they are unset); ADMIN_TOKEN, when set, is sent as X-Admin-Token');
+  /** `admin`: the command is an operator's, sending ADMIN_TOKEN (the user commands never send it). */
+  const api = (admin = true) =>
+    new Option('--api <url>', `the running API (default http://$HOST:$PORT, so http://127.0.0.1:8080 when they are unset)${admin ? '; ADMIN_TOKEN, when set, is sent as X-Admin-Token' : ''}`);
   outage
     .command('add')
     .summary('declare an outage')
@@ -242,11 +243,13 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     });
 
   // The user commands: the running API through the SDK, written as json, ndjson or csv.
-  const USER_EXIT = 'Exit status: 0 written, 1 the API refused or cannot be reached (its message is printed; --out is left untouched), 2 bad arguments.';
+  const USER_EXIT =
+    'Exit status: 0 written, 1 the API refused or cannot be reached (its message is printed; --out is left untouched), ' +
+    '2 bad arguments (checked before any request), or a --slug / --outcome that names no single market.';
   const output = (c: Command, key: boolean) => {
     c.option('--format <json|ndjson|csv>', 'json (default: one document), ndjson (a JSON record a line) or csv (a header row, then a row per record)')
       .option('--out <file>', 'write here instead of stdout; the file appears under its name only once complete')
-      .addOption(api());
+      .addOption(api(c.parent?.name() === 'keys'));
     if (key) c.option('--key <key>', 'API key (default BOOKTAPE_API_KEY)');
     return c;
   };
@@ -255,12 +258,14 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
       .option(`--venue <${VENUE_CHOICES}>`, 'exchange-a (a, polymarket) or exchange-b (b, kalshi); required')
       .option('--condition-id <id>', 'exchange A: the market, 0x + 64 hex digits')
       .option('--ticker <ticker>', 'exchange B: the market')
-      .option('--market <id>', 'either of the two, for the venue given');
+      .option('--market <id>', 'either of the two, for the venue given')
+      .option('--slug <slug>', "exchange A: the market by its slug or polymarket.com URL instead of its condition id (resolved by the API's slug lookup; the ids are printed on stderr)")
+      .option('--outcome <name>', 'with --slug: the outcome token by its name (Yes, No, …) instead of --asset-id');
   const data = (what: DataCommand['what']) => async (o: DataFlags) => {
     const { parseDataCommand } = await import('./commands/data.ts');
     run({ command: 'data', options: parseDataCommand(what, o) });
   };
-  const TIMES = `Times (--from, --to, --at): ${TIME_RULE}. --to is included and covers the whole unit given: a date its whole day, Unix seconds their whole second.`;
+  const TIMES = `Times (--from, --to): ${TIME_RULE}. --to is included and covers the whole unit given: a date its whole day, Unix seconds their whole second.`;
 
   output(
     program
@@ -282,7 +287,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
           `A market's raw records as stored (GET /api/v1/{venue}/market/data/range following its cursors, or /market/data for --date). ` +
             `csv is the API's own long CSV (a row per price level change). ${TIMES} ${USER_EXIT}`,
         )
-        .usage(`--venue V (--condition-id ID | --ticker T) (--from T --to T | --date D) [--format F] [--out FILE]`),
+        .usage(`--venue V (--condition-id ID | --slug S | --ticker T) (--from T --to T | --date D) [--format F] [--out FILE]`),
     )
       .option('--from <T>', 'window start')
       .option('--to <T>', 'window end, included')
@@ -296,7 +301,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
         .command('summary')
         .summary('order-book summary buckets (OHLC of best bid, ask, mid, spread)')
         .description(`Order-book summary buckets of a market (an outcome token on exchange A) (GET /api/v1/{venue}/market/orderbook-summary). ${TIMES} ${USER_EXIT}`)
-        .usage(`--venue V (--condition-id ID --asset-id T | --ticker T) (--from T --to T | --date D) [--resolution S] [--format F] [--out FILE]`),
+        .usage(`--venue V (--condition-id ID --asset-id T | --slug S --outcome O | --ticker T) (--from T --to T | --date D) [--resolution S] [--format F] [--out FILE]`),
     )
       .option('--asset-id <T>', 'exchange A: the outcome token; required there')
       .option('--from <T>', 'window start')
@@ -315,7 +320,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
           `The book after every record at or before --at (GET /api/v1/{venue}/market/book). In csv, a row per level: side (bids/asks on exchange A, yes/no on B), price, size. ` +
             `--at: ${TIME_RULE} (seconds: the second's first millisecond, as the API reads it). ${USER_EXIT}`,
         )
-        .usage(`--venue V (--asset-id T [--condition-id ID] | --ticker T) --at T [--depth N] [--format F] [--out FILE]`),
+        .usage(`--venue V (--asset-id T [--condition-id ID] | --slug S --outcome O | --ticker T) --at T [--depth N] [--format F] [--out FILE]`),
     )
       .option('--asset-id <T>', 'exchange A: the outcome token; required there')
       .option('--at <T>', 'the instant; required')

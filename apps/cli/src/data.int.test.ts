@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '@booktape/config';
 import { aMessage, bMessage, conditionId, startTestApi, type TestApi } from '@booktape/api/testing';
+import { MarketCatalogueRepository } from '@booktape/storage';
 import { waitFor } from '@booktape/testkit';
 
 /**
@@ -54,6 +55,15 @@ beforeAll(async () => {
   for (let i = 2; i <= 4; i++) b.push(bMessage({ ticker: TICKER, ms: DAY + 7_200_000 + i * 1000, seq: i }));
   b.push(...TICKERS.map((tk, i) => bMessage({ ticker: tk, ms: DAY + i, seq: 1, kind: 'snapshot' })));
   await t.filler.insert('exchange-b', b);
+  // The catalogue the slug lookup reads: our market, and an event of two markets.
+  const cat = (slug: string, cid: string, tokens: [string, string], eventSlug: string | null) => ({
+    conditionId: cid, marketId: slug, slug, question: `${slug}?`, active: true, closed: false, tokenIds: tokens, outcomes: ['Yes', 'No'], eventId: eventSlug, eventSlug, eventTitle: eventSlug,
+  });
+  await new MarketCatalogueRepository(t.ch).upsert([
+    cat('cli-user-market', MARKET, [ASSET, '7878'], null),
+    cat('cli-event-one', conditionId(0x78), ['1', '2'], 'cli-two-markets'),
+    cat('cli-event-two', conditionId(0x79), ['3', '4'], 'cli-two-markets'),
+  ]);
 }, 120_000);
 afterAll(async () => {
   await t?.close();
@@ -95,6 +105,24 @@ describe('booktape user commands against the running API', () => {
     expect(csv.status).toBe(0);
     expect(csv.stdout.split('\n')[0]).toContain('timestamp');
     expect(csv.stdout.trim().split('\n')).toHaveLength(1 + 5);
+  });
+
+  it('a market by its slug and an outcome by its name: the same answer as by ids, the ids said on stderr', async () => {
+    const window = ['--from', '2026-03-03T01:00:00Z', '--to', '2026-03-03T01:04:59Z', '--format', 'ndjson', '--api', api];
+    const byIds = await cli(['summary', '--venue', 'a', '--condition-id', MARKET, '--asset-id', ASSET, ...window]);
+    const bySlug = await cli(['summary', '--venue', 'polymarket', '--slug', 'https://polymarket.com/market/cli-user-market', '--outcome', 'yes', ...window]);
+    expect(bySlug.status).toBe(0);
+    expect(bySlug.stderr).toBe(`booktape: https://polymarket.com/market/cli-user-market outcome "Yes" is condition_id ${MARKET}, asset_id ${ASSET}\n`);
+    expect(bySlug.stdout).toBe(byIds.stdout);
+    const book = await cli(['book', '--venue', 'a', '--slug', 'cli-user-market', '--outcome', 'Yes', '--at', String((DAY + 3_600_000) / 1000), '--format', 'csv', '--api', api]);
+    expect(book.stdout).toBe('side,price,size\nbids,0.48,30\nbids,0.01,1200.5\nasks,0.52,25\nasks,0.99,10\n');
+    // Names that do not pick one market: exit 2, saying what would.
+    const event = await cli(['raw', '--venue', 'a', '--slug', 'cli-two-markets', '--date', '2026-03-03', '--api', api]);
+    expect(event.status).toBe(2);
+    expect(event.stderr).toContain('names an event of 2 markets; give one market\'s slug: cli-event-one, cli-event-two');
+    const outcome = await cli(['book', '--venue', 'a', '--slug', 'cli-user-market', '--outcome', 'Maybe', '--at', '1772500000', '--api', api]);
+    expect(outcome.status).toBe(2);
+    expect(outcome.stderr).toBe('booktape: --outcome "Maybe" is not an outcome of cli-user-market ("Yes", "No")\n');
   });
 
   it('book: the book at an instant, json and csv levels', async () => {

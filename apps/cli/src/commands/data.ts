@@ -34,12 +34,18 @@ export interface Common {
 
 type Window = { date: string } | { from: number; to: number };
 
+/** An exchange A market named by its slug (or URL), and an outcome by its name: resolved through the API's catalogue before the request. */
+export interface SlugRef {
+  slug: string;
+  outcome: string | undefined;
+}
+
 export type DataCommand = Common &
   (
     | { what: 'markets'; venue: Venue; prefix: string | undefined }
-    | { what: 'raw'; venue: Venue; market: string; window: Window }
-    | { what: 'summary'; venue: Venue; market: string; asset: string | undefined; window: Window; resolution: number | undefined }
-    | { what: 'book'; venue: Venue; market: string | undefined; asset: string | undefined; at: number; depth: number | undefined }
+    | { what: 'raw'; venue: Venue; market: string; window: Window; slug?: SlugRef }
+    | { what: 'summary'; venue: Venue; market: string; asset: string | undefined; window: Window; resolution: number | undefined; slug?: SlugRef }
+    | { what: 'book'; venue: Venue; market: string | undefined; asset: string | undefined; at: number; depth: number | undefined; slug?: SlugRef }
     | { what: 'status'; venue: Venue | undefined }
     | { what: 'keys-create'; userId: string; name: string }
     | { what: 'keys-list'; userId: string }
@@ -52,6 +58,8 @@ export interface DataFlags {
   conditionId?: string;
   ticker?: string;
   market?: string;
+  slug?: string;
+  outcome?: string;
   assetId?: string;
   prefix?: string;
   from?: string;
@@ -115,7 +123,25 @@ function only(f: DataFlags, what: string, allowed: Array<keyof DataFlags>): void
 }
 
 const COMMON: Array<keyof DataFlags> = ['api', 'key', 'format', 'out'];
-const MARKET: Array<keyof DataFlags> = ['venue', 'conditionId', 'ticker', 'market'];
+const MARKET: Array<keyof DataFlags> = ['venue', 'conditionId', 'ticker', 'market', 'slug', 'outcome'];
+
+/**
+ * `--slug S [--outcome NAME]`: exchange A only, instead of `--condition-id` (and of
+ * `--asset-id` when an outcome is named). `outcomeWanted`: `token` when the command reads one
+ * outcome token's book, `no` when it reads the whole market.
+ */
+function slugRef(venue: Venue, f: DataFlags, what: string, outcomeWanted: 'no' | 'token'): SlugRef | undefined {
+  if (f.slug === undefined) {
+    if (f.outcome !== undefined) throw new UsageError('--outcome names an outcome of the market given by --slug');
+    return undefined;
+  }
+  if (venue !== 'exchange-a') throw new UsageError('--slug names an exchange A (polymarket) market; exchange B markets are named by --ticker');
+  if (f.conditionId !== undefined || f.market !== undefined) throw new UsageError('give --slug or --condition-id/--market, not both');
+  if (outcomeWanted === 'no' && f.outcome !== undefined) throw new UsageError(`${what} reads every outcome of the market: --outcome is not taken here`);
+  if (f.outcome !== undefined && f.assetId !== undefined) throw new UsageError('give --outcome or --asset-id, not both');
+  if (outcomeWanted === 'token' && f.outcome === undefined && f.assetId === undefined) throw new UsageError(`${what} reads one outcome token's book: with --slug, name it by --outcome (Yes, No, …) or --asset-id`);
+  return { slug: parseTextArg(f.slug, '--slug', 2048), outcome: f.outcome === undefined ? undefined : parseTextArg(f.outcome, '--outcome', 256) };
+}
 
 /** Checks a user command's flags (pure): what to ask the API for, or a usage error. */
 export function parseDataCommand(what: DataCommand['what'], f: DataFlags, env: NodeJS.ProcessEnv = process.env): DataCommand {
@@ -133,27 +159,30 @@ export function parseDataCommand(what: DataCommand['what'], f: DataFlags, env: N
       only(f, what, [...MARKET, 'from', 'to', 'date', ...COMMON]);
       const c = common(f, env, true);
       const venue = parseVenueArg(f.venue);
-      return { ...c, what, venue, market: market(venue, f, true)!, window: window(f, true) };
+      const slug = slugRef(venue, f, what, 'no');
+      return { ...c, what, venue, market: slug ? '' : market(venue, f, true)!, window: window(f, true), ...(slug ? { slug } : {}) };
     }
     case 'summary': {
       only(f, what, [...MARKET, 'assetId', 'from', 'to', 'date', 'resolution', ...COMMON]);
       const c = common(f, env, true);
       const venue = parseVenueArg(f.venue);
-      const m = market(venue, f, true)!;
+      const slug = slugRef(venue, f, what, 'token');
+      const m = slug ? '' : market(venue, f, true)!;
       if (venue === 'exchange-b' && f.assetId !== undefined) throw new UsageError('--asset-id is for exchange A (an exchange B ticker is its own book)');
-      if (venue === 'exchange-a' && f.assetId === undefined) throw new UsageError('exchange A summaries are per outcome token: --asset-id is required');
+      if (venue === 'exchange-a' && f.assetId === undefined && !slug) throw new UsageError('exchange A summaries are per outcome token: --asset-id is required');
       const asset = f.assetId === undefined ? undefined : parseAssetArg(f.assetId, '--asset-id');
-      return { ...c, what, venue, market: m, asset, window: window(f, true), resolution: parseIntArg(f.resolution, '--resolution', 1, 3600) };
+      return { ...c, what, venue, market: m, asset, window: window(f, true), resolution: parseIntArg(f.resolution, '--resolution', 1, 3600), ...(slug ? { slug } : {}) };
     }
     case 'book': {
       only(f, what, [...MARKET, 'assetId', 'at', 'depth', ...COMMON]);
       const c = common(f, env, true);
       const venue = parseVenueArg(f.venue);
       if (venue === 'exchange-b' && f.assetId !== undefined) throw new UsageError('--asset-id is for exchange A (an exchange B ticker is its own book)');
-      if (venue === 'exchange-a' && f.assetId === undefined) throw new UsageError('an exchange A book is an outcome token\'s: --asset-id is required (--condition-id optional)');
-      const m = market(venue, f, venue === 'exchange-b');
+      const slug = slugRef(venue, f, what, 'token');
+      if (venue === 'exchange-a' && f.assetId === undefined && !slug) throw new UsageError('an exchange A book is an outcome token\'s: --asset-id is required (--condition-id optional)');
+      const m = slug ? undefined : market(venue, f, venue === 'exchange-b');
       const asset = f.assetId === undefined ? undefined : parseAssetArg(f.assetId, '--asset-id');
-      return { ...c, what, venue, market: m, asset, at: parseTimeArg(f.at, '--at', 'first'), depth: parseIntArg(f.depth, '--depth', 1, 500) };
+      return { ...c, what, venue, market: m, asset, at: parseTimeArg(f.at, '--at', 'first'), depth: parseIntArg(f.depth, '--depth', 1, 500), ...(slug ? { slug } : {}) };
     }
     case 'status': {
       only(f, what, ['venue', 'api', 'format', 'out']);
@@ -253,7 +282,36 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
   }
 }
 
-/** Runs a user command: 0 written, 1 the API refused or could not be reached (nothing left in --out). */
+/** A slug that does not name one market (or an outcome it does not have): the user must say more. */
+export class SlugError extends Error {}
+
+/**
+ * The ids a slug (and outcome name) stand for, from the API's slug lookup (the market
+ * catalogue, or the venue's own API as its fallback). The slug must name one market: an
+ * event slug of several markets is refused with their own slugs, to pick one.
+ */
+export async function resolveSlug(client: BooktapeClient, ref: SlugRef): Promise<{ conditionId: string; assetId: string | undefined; outcome: string | undefined }> {
+  let found;
+  try {
+    found = await client.exchangeA.lookupSlug({ slug: ref.slug });
+  } catch (e) {
+    if (e instanceof BooktapeError && (e.status === 404 || e.status === 400)) throw new SlugError(`--slug ${JSON.stringify(ref.slug)}: ${e.message}`);
+    throw e;
+  }
+  const markets = found.markets;
+  if (markets.length !== 1) {
+    const some = markets.slice(0, 10).map((m) => m.slug).join(', ');
+    throw new SlugError(`--slug ${JSON.stringify(ref.slug)} names an event of ${markets.length} markets; give one market's slug: ${some}${markets.length > 10 ? ', …' : ''}`);
+  }
+  const m = markets[0]!;
+  if (ref.outcome === undefined) return { conditionId: m.conditionId, assetId: undefined, outcome: undefined };
+  const i = m.outcomes.findIndex((o) => o.trim().toLowerCase() === ref.outcome!.trim().toLowerCase());
+  const assetId = i >= 0 ? m.clobTokenIds[i] : undefined;
+  if (assetId === undefined) throw new SlugError(`--outcome ${JSON.stringify(ref.outcome)} is not an outcome of ${m.slug} (${m.outcomes.map((o) => JSON.stringify(o)).join(', ')})`);
+  return { conditionId: m.conditionId, assetId, outcome: m.outcomes[i] };
+}
+
+/** Runs a user command: 0 written, 1 the API refused or could not be reached (nothing left in --out), 2 a slug or outcome that names no single market. */
 export async function runDataCommand(cmd: DataCommand): Promise<number> {
   const client = new BooktapeClient({
     baseUrl: cmd.api,
@@ -262,6 +320,21 @@ export async function runDataCommand(cmd: DataCommand): Promise<number> {
     ...(cmd.what.startsWith('keys-') && cmd.adminToken !== undefined ? { headers: { 'x-admin-token': cmd.adminToken } } : {}),
     maxRetries: 2,
   });
+  if ('slug' in cmd && cmd.slug !== undefined) {
+    try {
+      const r = await resolveSlug(client, cmd.slug);
+      cmd = { ...cmd, market: r.conditionId, ...(r.assetId !== undefined ? { asset: r.assetId } : {}) };
+      // What the names stood for, so the answer can be read (and the next call made) by ids.
+      process.stderr.write(`booktape: ${cmd.slug!.slug}${r.outcome !== undefined ? ` outcome ${JSON.stringify(r.outcome)}` : ''} is condition_id ${r.conditionId}${r.assetId !== undefined ? `, asset_id ${r.assetId}` : ''}\n`);
+    } catch (e) {
+      if (e instanceof SlugError) {
+        process.stderr.write(`booktape: ${e.message}\n`);
+        return 2;
+      }
+      process.stderr.write(`booktape: ${failure(e, cmd)}\n`);
+      return 1;
+    }
+  }
   const out = openOutput(cmd.out);
   try {
     const n = await produce(cmd, client, out);
