@@ -53,6 +53,12 @@ async function run(inv: Invocation): Promise<number> {
   }
 }
 
+// `booktape raw … | head`: the reader went away; what it wanted it has. Stop, without a stack.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
+
 try {
   const parsed = await parseCommandLine(process.argv.slice(2));
   if (parsed.kind === 'print') {
