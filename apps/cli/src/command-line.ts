@@ -218,7 +218,8 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .summary('download one market\'s bulk export (raw or summaries, csv.gz or parquet) from the running API')
     .description(
       'Downloads GET /api/v1/{venue}/market/export into --out, with a progress bar: one market, up to 31 UTC days. ' +
-        'The key comes from --key or BOOKTAPE_API_KEY. Exit status: 0 done, 1 the API refused or the download broke off, 2 bad arguments.',
+        'The key comes from --key or BOOKTAPE_API_KEY. Exit status: 0 done, 1 the API refused or the download broke off, 2 bad arguments ' +
+        '(or a --slug / --outcome that names no single market).',
     )
     .option(`--venue <${VENUE_CHOICES}>`, 'exchange-a (a, polymarket) or exchange-b (b, kalshi); required')
     .option('--market <id>', 'condition id (exchange A, 0x + 64 hex digits) or ticker (exchange B); required')
@@ -227,6 +228,8 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .option('--kind <raw|summary>', 'raw records (default) or summary buckets')
     .option('--resolution <seconds>', 'summary bucket size, 1 to 3600 (default 60)')
     .option('--asset <id>', 'exchange A summaries: one outcome token (default every token)')
+    .option('--slug <slug>', "exchange A: the market by its slug or polymarket.com URL instead of --market (resolved by the API's slug lookup)")
+    .option('--outcome <name>', 'with --slug and --kind summary: the outcome token by its name instead of --asset')
     .option('--format <csv|parquet>', 'csv (a .csv.gz file) or parquet; default from --out\'s name, else csv')
     .option('--out <file>', 'where to write; required')
     .option('--key <key>', 'API key (default BOOKTAPE_API_KEY)')

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '@booktape/config';
 import { aMessage, bMessage, conditionId, startTestApi, type TestApi } from '@booktape/api/testing';
@@ -116,6 +117,13 @@ describe('booktape user commands against the running API', () => {
     expect(bySlug.stdout).toBe(byIds.stdout);
     const book = await cli(['book', '--venue', 'a', '--slug', 'cli-user-market', '--outcome', 'Yes', '--at', String((DAY + 3_600_000) / 1000), '--format', 'csv', '--api', api]);
     expect(book.stdout).toBe('side,price,size\nbids,0.48,30\nbids,0.01,1200.5\nasks,0.52,25\nasks,0.99,10\n');
+    // export takes them too.
+    const exported = path.join(dir, 'by-slug.csv.gz');
+    const exp = await cli(['export', '--venue', 'polymarket', '--slug', 'cli-user-market', '--from', '2026-03-03', '--to', '2026-03-03', '--out', exported, '--no-progress', '--api', api]);
+    expect(exp.status, exp.stderr).toBe(0);
+    expect(exp.stderr).toContain(`cli-user-market is condition_id ${MARKET}`);
+    const direct = await t.app.inject({ method: 'GET', url: `/api/v1/exchange-a/market/export?condition_id=${MARKET}&start_date=2026-03-03&end_date=2026-03-03`, headers: { authorization: `Bearer ${key}` } });
+    expect(gunzipSync(readFileSync(exported)).toString('utf8')).toBe(gunzipSync(direct.rawPayload).toString('utf8'));
     // Names that do not pick one market: exit 2, saying what would.
     const event = await cli(['raw', '--venue', 'a', '--slug', 'cli-two-markets', '--date', '2026-03-03', '--api', api]);
     expect(event.status).toBe(2);

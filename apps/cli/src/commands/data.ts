@@ -331,7 +331,7 @@ export async function runDataCommand(cmd: DataCommand): Promise<number> {
         process.stderr.write(`booktape: ${e.message}\n`);
         return 2;
       }
-      process.stderr.write(`booktape: ${failure(e, cmd)}\n`);
+      process.stderr.write(`booktape: ${failure(e, cmd.api, cmd.what.startsWith('keys-'))}\n`);
       return 1;
     }
   }
@@ -343,22 +343,22 @@ export async function runDataCommand(cmd: DataCommand): Promise<number> {
     return 0;
   } catch (e) {
     await out.abort();
-    process.stderr.write(`booktape: ${failure(e, cmd)}\n`);
+    process.stderr.write(`booktape: ${failure(e, cmd.api, cmd.what.startsWith('keys-'))}\n`);
     return 1;
   }
 }
 
-function failure(e: unknown, cmd: DataCommand): string {
+/** A failed request in words: the API's refusal with its code, or where the API was not. `operator`: an ADMIN_TOKEN route. */
+export function failure(e: unknown, api: string, operator = false): string {
   if (e instanceof BooktapeError) {
-    if (e.code === 'http_error' || e.code === 'invalid_response') return `${cmd.api} did not answer as the booktape API (${e.message.slice(0, 160)}); is --api the booktape API?`;
-    const hint =
-      e.status === 401 && cmd.what.startsWith('keys-') ? ' (set ADMIN_TOKEN to the service\'s admin token)' : e.status === 401 ? ' (check --key or BOOKTAPE_API_KEY)' : '';
+    if (e.code === 'http_error' || e.code === 'invalid_response') return `${api} did not answer as the booktape API (${e.message.slice(0, 160)}); is --api the booktape API?`;
+    const hint = e.status === 401 && operator ? ' (set ADMIN_TOKEN to the service\'s admin token)' : e.status === 401 ? ' (check --key or BOOKTAPE_API_KEY)' : '';
     return `the API refused (${e.status} ${e.code}${e.parameter ? `, ${e.parameter}` : ''}): ${e.message}${hint}`;
   }
   const err = e as Error;
   if (err.name === 'TypeError' && /fetch failed/.test(err.message)) {
     const cause = err.cause instanceof Error ? err.cause.message : err.message;
-    return `cannot reach the API at ${cmd.api} (${cause}); is the service running (npm start)? Use --api URL otherwise.`;
+    return `cannot reach the API at ${api} (${cause}); is the service running (npm start)? Use --api URL otherwise.`;
   }
   return err.message;
 }

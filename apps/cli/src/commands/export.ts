@@ -3,7 +3,9 @@ import { rename, rm } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import cliProgress from 'cli-progress';
-import { parseMarketArg, parseVenueArg } from '../args.ts';
+import { BooktapeClient } from '@booktape/client';
+import { parseDateArg, parseMarketArg, parseTextArg, parseVenueArg } from '../args.ts';
+import { failure, resolveSlug, SlugError, type SlugRef } from './data.ts';
 import { apiBase } from './outage.ts';
 
 /**
@@ -29,6 +31,8 @@ export interface ExportOptions {
   asset?: string;
   out: string;
   progress: boolean;
+  /** The market (and, for summaries, the token) by slug and outcome name; `market` is filled from it before the request. */
+  slug?: SlugRef;
 }
 
 export interface ExportFlags {
@@ -44,6 +48,8 @@ export interface ExportFlags {
   api?: string;
   key?: string;
   progress?: boolean;
+  slug?: string;
+  outcome?: string;
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -52,14 +58,30 @@ const DATE = /^\d{4}-\d{2}-\d{2}$/;
 export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = process.env): ExportOptions {
   let venue: 'exchange-a' | 'exchange-b';
   let market: string;
+  let slug: SlugRef | undefined;
   try {
     venue = parseVenueArg(f.venue);
-    market = parseMarketArg(venue, f.market, '--market');
+    if (f.slug !== undefined) {
+      if (venue !== 'exchange-a') throw new Error('--slug names an exchange A (polymarket) market; exchange B markets are named by --market TICKER');
+      if (f.market !== undefined) throw new Error('give --slug or --market, not both');
+      if (f.outcome !== undefined && f.asset !== undefined) throw new Error('give --outcome or --asset, not both');
+      if (f.outcome !== undefined && f.kind !== 'summary') throw new Error('--outcome is for --kind summary (a raw export holds every outcome)');
+      slug = { slug: parseTextArg(f.slug, '--slug', 2048), outcome: f.outcome === undefined ? undefined : parseTextArg(f.outcome, '--outcome', 256) };
+      market = '';
+    } else {
+      if (f.outcome !== undefined) throw new Error('--outcome names an outcome of the market given by --slug');
+      market = parseMarketArg(venue, f.market, '--market');
+    }
   } catch (e) {
     throw new ExportUsageError((e as Error).message);
   }
   for (const [name, v] of [['--from', f.from], ['--to', f.to]] as const) {
-    if (v === undefined || !DATE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`))) throw new ExportUsageError(`${name} must be a UTC date YYYY-MM-DD, got ${JSON.stringify(v ?? '')}`);
+    try {
+      if (v === undefined || !DATE.test(v)) throw new Error();
+      parseDateArg(v, name);
+    } catch {
+      throw new ExportUsageError(`${name} must be a UTC date YYYY-MM-DD, got ${JSON.stringify(v ?? '')}`);
+    }
   }
   const kind = f.kind ?? 'raw';
   if (kind !== 'raw' && kind !== 'summary') throw new ExportUsageError(`--kind must be raw or summary, got ${JSON.stringify(kind)}`);
@@ -95,6 +117,7 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
     ...(f.asset !== undefined ? { asset: f.asset } : {}),
     out: f.out,
     progress: f.progress ?? true,
+    ...(slug !== undefined ? { slug } : {}),
   };
 }
 
@@ -107,7 +130,18 @@ export function exportUrl(o: ExportOptions): string {
 
 const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
 
-export async function runExport(o: ExportOptions): Promise<number> {
+export async function runExport(opts: ExportOptions): Promise<number> {
+  let o = opts;
+  if (o.slug !== undefined) {
+    try {
+      const r = await resolveSlug(new BooktapeClient({ baseUrl: o.api, maxRetries: 2 }), o.slug);
+      o = { ...o, market: r.conditionId, ...(r.assetId !== undefined ? { asset: r.assetId } : {}) };
+      process.stderr.write(`booktape: ${o.slug!.slug}${r.outcome !== undefined ? ` outcome ${JSON.stringify(r.outcome)}` : ''} is condition_id ${r.conditionId}${r.assetId !== undefined ? `, asset_id ${r.assetId}` : ''}\n`);
+    } catch (e) {
+      process.stderr.write(`booktape: ${e instanceof SlugError ? e.message : failure(e, o.api)}\n`);
+      return e instanceof SlugError ? 2 : 1;
+    }
+  }
   const url = exportUrl(o);
   let res: Response;
   try {
