@@ -11,11 +11,12 @@ export class UsageError extends Error {}
 
 /** How a venue may be named on the command line: the API's names, the venues' own, or a/b. */
 export const VENUE_CHOICES = 'a|b|exchange-a|exchange-b|polymarket|kalshi';
+const SHORT_NAMES: Record<string, Venue> = { a: 'exchange-a', b: 'exchange-b' };
 
 /** `a`, `exchange-a`, `polymarket` → exchange-a; `b`, `exchange-b`, `kalshi` → exchange-b (any case). */
 export function parseVenueArg(raw: string | undefined, name = '--venue'): Venue {
   const v = raw?.trim().toLowerCase();
-  const venue = v === 'a' ? 'exchange-a' : v === 'b' ? 'exchange-b' : v === undefined ? null : venueFromName(v);
+  const venue = v === undefined ? null : (SHORT_NAMES[v] ?? venueFromName(v));
   if (venue === null) throw new UsageError(`${name} must be one of ${VENUE_CHOICES.split('|').join(', ')}, got ${JSON.stringify(raw ?? '')}`);
   return venue;
 }
@@ -23,11 +24,69 @@ export function parseVenueArg(raw: string | undefined, name = '--venue'): Venue 
 export const CONDITION_ID_RULE = 'a condition id (0x + 64 hex digits)';
 export const TICKER_RULE = "a ticker (A-Z, 0-9, '.', '_', '-'; up to 128)";
 
+/**
+ * What differs between the venues on the command line, looked up by venue so the commands
+ * never compare venue names: how a market is named and checked, whether books are per
+ * outcome token inside a market (and markets have slugs), and the names of the answer's parts.
+ */
+export interface VenueShape {
+  /** The long name in messages. */
+  label: string;
+  /** The option naming a market, the API's parameter name (`--condition-id`), and the other venue's. */
+  marketOption: '--condition-id' | '--ticker';
+  otherMarketOption: '--condition-id' | '--ticker';
+  marketRule: string;
+  normaliseMarket(raw: string): string | null;
+  /** What a `--prefix` of the market list may be, and its rule in words. */
+  prefix: RegExp;
+  prefixRule: string;
+  /** Books are per outcome token (`--asset-id`) inside a market, and markets have slugs: exchange A. */
+  tokens: boolean;
+  /** The SDK's client of the venue, its market parameter, and the market field of a list entry. */
+  sdk: 'exchangeA' | 'exchangeB';
+  marketParam: 'conditionId' | 'ticker';
+  marketField: 'condition_id' | 'ticker';
+  /** The two level lists of a book answer, in the order a CSV shows them. */
+  bookSides: readonly [string, string];
+}
+
+export const VENUE_SHAPES: Record<Venue, VenueShape> = {
+  'exchange-a': {
+    label: 'exchange A (polymarket)',
+    marketOption: '--condition-id',
+    otherMarketOption: '--ticker',
+    marketRule: CONDITION_ID_RULE,
+    normaliseMarket: normaliseFullConditionId,
+    prefix: /^(0x)?[0-9a-f]{0,64}$/i,
+    prefixRule: 'the start of a condition id (hex digits, 0x optional)',
+    tokens: true,
+    sdk: 'exchangeA',
+    marketParam: 'conditionId',
+    marketField: 'condition_id',
+    bookSides: ['bids', 'asks'],
+  },
+  'exchange-b': {
+    label: 'exchange B (kalshi)',
+    marketOption: '--ticker',
+    otherMarketOption: '--condition-id',
+    marketRule: TICKER_RULE,
+    normaliseMarket: normaliseTicker,
+    prefix: /^[A-Za-z0-9._-]{0,128}$/,
+    prefixRule: 'the start of a ticker',
+    tokens: false,
+    sdk: 'exchangeB',
+    marketParam: 'ticker',
+    marketField: 'ticker',
+    bookSides: ['yes', 'no'],
+  },
+};
+
 /** A market of a venue: an exchange A condition id (full length) or an exchange B ticker, normalised. */
 export function parseMarketArg(venue: Venue, raw: string | undefined, name: string): string {
-  if (raw === undefined) throw new UsageError(`${name} is required (${venue === 'exchange-a' ? CONDITION_ID_RULE : TICKER_RULE})`);
-  const m = venue === 'exchange-a' ? normaliseFullConditionId(raw) : normaliseTicker(raw);
-  if (m === null) throw new UsageError(`${name} ${JSON.stringify(raw)} is not ${venue === 'exchange-a' ? CONDITION_ID_RULE : TICKER_RULE}`);
+  const shape = VENUE_SHAPES[venue];
+  if (raw === undefined) throw new UsageError(`${name} is required (${shape.marketRule})`);
+  const m = shape.normaliseMarket(raw);
+  if (m === null) throw new UsageError(`${name} ${JSON.stringify(raw)} is not ${shape.marketRule}`);
   return m;
 }
 

@@ -222,7 +222,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
         '(or a --slug / --outcome that names no single market).',
     )
     .option(`--venue <${VENUE_CHOICES}>`, 'exchange-a (a, polymarket) or exchange-b (b, kalshi); required')
-    .option('--market <id>', 'condition id (exchange A, 0x + 64 hex digits) or ticker (exchange B); required')
+    .option('--market <id>', 'condition id (exchange A, 0x + 64 hex digits) or ticker (exchange B); required unless --slug')
     .option('--from <YYYY-MM-DD>', 'first UTC date; required')
     .option('--to <YYYY-MM-DD>', 'last UTC date, inclusive; required')
     .option('--kind <raw|summary>', 'raw records (default) or summary buckets')

@@ -11,6 +11,7 @@ import {
   parseTextArg,
   parseTimeArg,
   parseVenueArg,
+  VENUE_SHAPES,
   type Format,
 } from '../args.ts';
 import { openOutput, RecordWriter, writeOne, type Output } from '../output.ts';
@@ -91,14 +92,22 @@ function common(f: DataFlags, env: NodeJS.ProcessEnv, needsKey: boolean): Common
 
 /** The market, named by the API's parameter of its venue (`--condition-id` / `--ticker`) or by `--market`. */
 function market(venue: Venue, f: DataFlags, required: boolean): string | undefined {
-  const own = venue === 'exchange-a' ? '--condition-id' : '--ticker';
-  const wrong = venue === 'exchange-a' ? f.ticker : f.conditionId;
-  if (wrong !== undefined) throw new UsageError(`${venue === 'exchange-a' ? '--ticker is for exchange B' : '--condition-id is for exchange A'}; ${venue} names a market by ${own}`);
-  const given = venue === 'exchange-a' ? f.conditionId : f.ticker;
-  if (given !== undefined && f.market !== undefined) throw new UsageError(`give ${own} or --market, not both`);
+  const shape = VENUE_SHAPES[venue];
+  const flag = (o: '--condition-id' | '--ticker') => (o === '--condition-id' ? f.conditionId : f.ticker);
+  if (flag(shape.otherMarketOption) !== undefined) throw new UsageError(`${shape.otherMarketOption} is not for ${shape.label}, which names a market by ${shape.marketOption}`);
+  const given = flag(shape.marketOption);
+  if (given !== undefined && f.market !== undefined) throw new UsageError(`give ${shape.marketOption} or --market, not both`);
   const raw = given ?? f.market;
   if (raw === undefined && !required) return undefined;
-  return parseMarketArg(venue, raw, given !== undefined ? own : raw !== undefined ? '--market' : own);
+  return parseMarketArg(venue, raw, given !== undefined || raw === undefined ? shape.marketOption : '--market');
+}
+
+/** `--asset-id`: an outcome token, on a venue whose books are per token; `needed` when the command reads one token's book. */
+function asset(venue: Venue, f: DataFlags, what: string, needed: boolean, bySlug: boolean): string | undefined {
+  const shape = VENUE_SHAPES[venue];
+  if (!shape.tokens && f.assetId !== undefined) throw new UsageError(`--asset-id is not for ${shape.label}: a ${shape.marketOption.slice(2)} is its own book`);
+  if (shape.tokens && needed && f.assetId === undefined && !bySlug) throw new UsageError(`${what} on ${shape.label} reads one outcome token's book: --asset-id is required`);
+  return f.assetId === undefined ? undefined : parseAssetArg(f.assetId, '--asset-id');
 }
 
 /** `--date D`, or `--from T --to T` (inclusive; an end covers the whole unit given). */
@@ -135,7 +144,7 @@ function slugRef(venue: Venue, f: DataFlags, what: string, outcomeWanted: 'no' |
     if (f.outcome !== undefined) throw new UsageError('--outcome names an outcome of the market given by --slug');
     return undefined;
   }
-  if (venue !== 'exchange-a') throw new UsageError('--slug names an exchange A (polymarket) market; exchange B markets are named by --ticker');
+  if (!VENUE_SHAPES[venue].tokens) throw new UsageError(`--slug names an exchange A (polymarket) market; ${VENUE_SHAPES[venue].label} names a market by ${VENUE_SHAPES[venue].marketOption}`);
   if (f.conditionId !== undefined || f.market !== undefined) throw new UsageError('give --slug or --condition-id/--market, not both');
   if (outcomeWanted === 'no' && f.outcome !== undefined) throw new UsageError(`${what} reads every outcome of the market: --outcome is not taken here`);
   if (f.outcome !== undefined && f.assetId !== undefined) throw new UsageError('give --outcome or --asset-id, not both');
@@ -150,9 +159,7 @@ export function parseDataCommand(what: DataCommand['what'], f: DataFlags, env: N
       only(f, what, ['venue', 'prefix', ...COMMON]);
       const c = common(f, env, true);
       const venue = parseVenueArg(f.venue);
-      if (f.prefix !== undefined && !(venue === 'exchange-a' ? /^(0x)?[0-9a-f]{0,64}$/i : /^[A-Za-z0-9._-]{0,128}$/).test(f.prefix)) {
-        throw new UsageError(`--prefix ${JSON.stringify(f.prefix)} is not the start of ${venue === 'exchange-a' ? 'a condition id (hex digits, 0x optional)' : 'a ticker'}`);
-      }
+      if (f.prefix !== undefined && !VENUE_SHAPES[venue].prefix.test(f.prefix)) throw new UsageError(`--prefix ${JSON.stringify(f.prefix)} is not ${VENUE_SHAPES[venue].prefixRule}`);
       return { ...c, what, venue, prefix: f.prefix };
     }
     case 'raw': {
@@ -168,21 +175,17 @@ export function parseDataCommand(what: DataCommand['what'], f: DataFlags, env: N
       const venue = parseVenueArg(f.venue);
       const slug = slugRef(venue, f, what, 'token');
       const m = slug ? '' : market(venue, f, true)!;
-      if (venue === 'exchange-b' && f.assetId !== undefined) throw new UsageError('--asset-id is for exchange A (an exchange B ticker is its own book)');
-      if (venue === 'exchange-a' && f.assetId === undefined && !slug) throw new UsageError('exchange A summaries are per outcome token: --asset-id is required');
-      const asset = f.assetId === undefined ? undefined : parseAssetArg(f.assetId, '--asset-id');
-      return { ...c, what, venue, market: m, asset, window: window(f, true), resolution: parseIntArg(f.resolution, '--resolution', 1, 3600), ...(slug ? { slug } : {}) };
+      return { ...c, what, venue, market: m, asset: asset(venue, f, what, true, slug !== undefined), window: window(f, true), resolution: parseIntArg(f.resolution, '--resolution', 1, 3600), ...(slug ? { slug } : {}) };
     }
     case 'book': {
       only(f, what, [...MARKET, 'assetId', 'at', 'depth', ...COMMON]);
       const c = common(f, env, true);
       const venue = parseVenueArg(f.venue);
-      if (venue === 'exchange-b' && f.assetId !== undefined) throw new UsageError('--asset-id is for exchange A (an exchange B ticker is its own book)');
       const slug = slugRef(venue, f, what, 'token');
-      if (venue === 'exchange-a' && f.assetId === undefined && !slug) throw new UsageError('an exchange A book is an outcome token\'s: --asset-id is required (--condition-id optional)');
-      const m = slug ? undefined : market(venue, f, venue === 'exchange-b');
-      const asset = f.assetId === undefined ? undefined : parseAssetArg(f.assetId, '--asset-id');
-      return { ...c, what, venue, market: m, asset, at: parseTimeArg(f.at, '--at', 'first'), depth: parseIntArg(f.depth, '--depth', 1, 500), ...(slug ? { slug } : {}) };
+      const a = asset(venue, f, what, true, slug !== undefined);
+      // A token names its market: the market is optional where books are per token.
+      const m = slug ? undefined : market(venue, f, !VENUE_SHAPES[venue].tokens);
+      return { ...c, what, venue, market: m, asset: a, at: parseTimeArg(f.at, '--at', 'first'), depth: parseIntArg(f.depth, '--depth', 1, 500), ...(slug ? { slug } : {}) };
     }
     case 'status': {
       only(f, what, ['venue', 'api', 'format', 'out']);
@@ -206,11 +209,11 @@ export function parseKeysRevoke(keyId: string | undefined, f: DataFlags, env: No
 }
 
 /** The SDK's market parameter of a venue. */
-const marketParam = (venue: Venue, m: string) => (venue === 'exchange-a' ? { conditionId: m } : { ticker: m });
+const marketParam = (venue: Venue, m: string) => ({ [VENUE_SHAPES[venue].marketParam]: m });
 const timeParams = (w: Window) => ('date' in w ? { date: w.date } : { from: w.from, to: w.to });
 
 async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): Promise<number> {
-  const v = (venue: Venue) => (venue === 'exchange-a' ? client.exchangeA : client.exchangeB);
+  const v = (venue: Venue) => client[VENUE_SHAPES[venue].sdk] as BooktapeClient['exchangeA'];
   const list = async (items: AsyncIterable<unknown> | Iterable<unknown>) => {
     const w = new RecordWriter(out, cmd.format);
     for await (const r of items) await w.add(r);
@@ -218,7 +221,7 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
   };
   switch (cmd.what) {
     case 'markets': {
-      const name = cmd.venue === 'exchange-a' ? 'condition_id' : 'ticker';
+      const name = VENUE_SHAPES[cmd.venue].marketField;
       const ids = v(cmd.venue).markets(cmd.prefix !== undefined ? { prefix: cmd.prefix } : {});
       return list((async function* () {
         for await (const id of ids) yield { [name]: id };
@@ -254,7 +257,7 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
         return 1;
       }
       // In CSV, the levels: one row per price level, its side first (bid/ask on A, yes/no on B).
-      const sides = cmd.venue === 'exchange-a' ? (['bids', 'asks'] as const) : (['yes', 'no'] as const);
+      const sides = VENUE_SHAPES[cmd.venue].bookSides;
       const rows = sides.flatMap((side) => ((book[side] ?? []) as Array<{ price: string; size: string }>).map((l) => ({ side, price: l.price, size: l.size })));
       const w = new RecordWriter(out, 'csv');
       if (rows.length === 0) await out.write('side,price,size\n');
