@@ -4,7 +4,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import cliProgress from 'cli-progress';
 import { BooktapeClient } from '@booktape/client';
-import { parseDateArg, parseMarketArg, parseTextArg, parseVenueArg } from '../args.ts';
+import { parseDateArg, parseMarketArg, parseTextArg, parseVenueArg, VENUE_SHAPES } from '../args.ts';
 import { failure, resolveSlug, SlugError, type SlugRef } from './data.ts';
 import { apiBase } from './outage.ts';
 
@@ -62,7 +62,7 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
   try {
     venue = parseVenueArg(f.venue);
     if (f.slug !== undefined) {
-      if (venue !== 'exchange-a') throw new Error('--slug names an exchange A (polymarket) market; exchange B markets are named by --market TICKER');
+      if (!VENUE_SHAPES[venue].tokens) throw new Error(`--slug names an exchange A (polymarket) market; ${VENUE_SHAPES[venue].label} names a market by --market`);
       if (f.market !== undefined) throw new Error('give --slug or --market, not both');
       if (f.outcome !== undefined && f.asset !== undefined) throw new Error('give --outcome or --asset, not both');
       if (f.outcome !== undefined && f.kind !== 'summary') throw new Error('--outcome is for --kind summary (a raw export holds every outcome)');
@@ -93,7 +93,7 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
     if (!Number.isInteger(resolution) || resolution < 1 || resolution > 3600) throw new ExportUsageError(`--resolution must be seconds from 1 to 3600, got ${JSON.stringify(f.resolution)}`);
     if (kind !== 'summary') throw new ExportUsageError('--resolution is for --kind summary');
   }
-  if (f.asset !== undefined && (venue !== 'exchange-a' || kind !== 'summary')) throw new ExportUsageError('--asset is for exchange A summary exports');
+  if (f.asset !== undefined && (!VENUE_SHAPES[venue].tokens || kind !== 'summary')) throw new ExportUsageError('--asset is for exchange A summary exports');
   if (f.asset !== undefined && !/^[0-9A-Za-z]{1,128}$/.test(f.asset)) throw new ExportUsageError(`--asset ${JSON.stringify(f.asset)} is not an outcome token id (1 to 128 letters or digits)`);
   if (f.out === undefined || f.out === '') throw new ExportUsageError('export needs --out FILE');
   const key = f.key ?? env.BOOKTAPE_API_KEY;
@@ -122,7 +122,7 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
 }
 
 export function exportUrl(o: ExportOptions): string {
-  const q = new URLSearchParams({ [o.venue === 'exchange-a' ? 'condition_id' : 'ticker']: o.market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
+  const q = new URLSearchParams({ [VENUE_SHAPES[o.venue].marketField]: o.market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
   if (o.resolution !== undefined) q.set('resolution', String(o.resolution));
   if (o.asset !== undefined) q.set('asset_id', o.asset);
   return `${o.api}/api/v1/${o.venue}/market/export?${q}`;
