@@ -57,10 +57,10 @@ describe('booktape command line', () => {
     expect(out).not.toMatch(/\n\s+at .*\(.*:\d+:\d+\)/);
   });
 
-  it('rejects unknown commands and bad options with usage help', () => {
+  it('rejects unknown commands and bad options in one line and the hint to --help', () => {
     const r = run(['frobnicate']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('unknown command');
+    expect(r.stderr).toBe("booktape: unknown command: frobnicate\nRun 'booktape --help' for usage.\n");
     expect(run(['replay']).status).toBe(2);
     expect(run(['simulate', '--rate', 'fast']).stderr).toContain('--rate must be a positive integer');
   });
@@ -129,8 +129,31 @@ describe('booktape command line', () => {
       expect(bad.stderr).toContain('--from 2026-05-04 is after --to 2026-05-01');
       expect(run(['rollup', '--venue', 'a', '--market', 'nope', '--from', '2026-05-01', '--to', '2026-05-01'], env).stderr).toContain('is not a condition id');
 
+      expect(run(['rollup', '--venue', 'a', '--market', '0xabc', '--from', '2026-05-01', '--to', '2026-05-01'], env).stderr).toContain('"0xabc" is not a condition id (0x + 64 hex digits)');
+
+      // --dry-run: the job, where it would go, the asset-days; nothing enqueued.
+      const backfills = async () => (await worker.queue!.queue.getJobs(['waiting', 'active', 'completed', 'delayed', 'failed'])).filter((j) => j.name === 'backfill').length;
+      const dry = await runAsync(['rollup', '--venue', 'kalshi', '--market', 'kxfill-1', '--from', '2026-05-01', '--to', '2026-05-03', '--dry-run'], env);
+      expect(dry.status).toBe(0);
+      expect(await backfills()).toBe(0);
+      // Which Redis, and why that one: the project's own port when REDIS_URL is unset (nothing is contacted in a dry run).
+      const projectPort: Record<string, string> = { ...(process.env as Record<string, string>), LOG_LEVEL: 'warn', ...env, BOOKTAPE_REDIS_PORT: '16999' };
+      delete projectPort.REDIS_URL;
+      const dryOut = spawnSync(process.execPath, [BIN, 'rollup', '--venue', 'b', '--market', 'KXFILL-1', '--from', '2026-05-01', '--to', '2026-05-02', '--dry-run'], { env: projectPort, encoding: 'utf8' });
+      expect(dryOut.status).toBe(0);
+      expect(dryOut.stdout.split('\n')).toEqual([
+        `dry run, nothing enqueued: would enqueue on Redis redis://127.0.0.1:16999 (the project's own Redis, BOOKTAPE_REDIS_PORT=16999), queue prefix ${queuePrefix}`,
+        'back-fill {"kind":"backfill","venue":"exchange-b","market":"KXFILL-1","from":"2026-05-01","to":"2026-05-02"}',
+        'asset-days: up to 2 (asset KXFILL-1 × 2 day(s)); the worker rebuilds those with stored data, then later days whose carried state changed',
+        'KXFILL-1 2026-05-01',
+        'KXFILL-1 2026-05-02',
+        '',
+      ]);
+
       const r = await runAsync(['rollup', '--venue', 'b', '--market', 'kxfill-1', '--from', '2026-05-01', '--to', '2026-05-03', '--wait', '--timeout', '60'], env);
+      expect(r.stderr).toContain(`rollup: Redis ${requireEnv('REDIS_URL')} (REDIS_URL), queue prefix ${queuePrefix}`);
       expect(r.stderr).toContain('back-fill done: 2 asset-days over 1 asset(s)');
+      expect(await backfills()).toBe(1);
       expect(r.status).toBe(0);
       const summaries = new SummariesRepository(t.ch);
       const key = { venue: 'exchange-b' as const, market: 'KXFILL-1', asset: 'KXFILL-1' };
@@ -322,7 +345,7 @@ describe('booktape export', () => {
       const key = await api.newKey();
       const address = await api.app.listen({ host: '127.0.0.1', port: 0 });
       const out = path.join(dir, 'export.csv.gz');
-      const args = ['export', '--venue', 'b', '--market', ticker.toLowerCase(), '--from', '2026-03-05', '--to', '2026-03-05', '--out', out, '--api', address];
+      const args = ['export', '--venue', 'kalshi', '--market', ticker.toLowerCase(), '--from', '2026-03-05', '--to', '2026-03-05', '--out', out, '--api', address];
       const ok = await runAsync(args, { BOOKTAPE_API_KEY: key });
       expect(ok.status, ok.stderr).toBe(0);
       expect(ok.stderr).toMatch(/wrote .*export\.csv\.gz .*1 days/);
@@ -343,7 +366,8 @@ describe('booktape export', () => {
 
   it('checks its arguments before any request (exit 2)', () => {
     for (const [args, message] of [
-      [['export', '--venue', 'c', '--market', 'X', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--venue must be a/],
+      [['export', '--venue', 'c', '--market', 'X', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--venue must be one of a, b, exchange-a, exchange-b, polymarket, kalshi/],
+      [['export', '--venue', 'a', '--market', '0xabc', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--market "0xabc" is not a condition id \(0x \+ 64 hex digits\)/],
       [['export', '--venue', 'b', '--market', 'X', '--from', '2026-3-1', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--from must be a UTC date/],
       [['export', '--venue', 'b', '--market', 'X', '--from', '2026-03-01', '--to', '2026-03-01', '--key', 'k'], /needs --out/],
       [['export', '--venue', 'b', '--market', 'X', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--resolution', '60', '--key', 'k'], /--resolution is for --kind summary/],

@@ -32,6 +32,10 @@ async function run(inv: Invocation): Promise<number> {
       const { runExport } = await import('./commands/export.ts');
       return runExport(inv.options);
     }
+    case 'data': {
+      const { runDataCommand } = await import('./commands/data.ts');
+      return runDataCommand(inv.options);
+    }
     case 'ingest': {
       const { runIngest } = await import('@booktape/ingestor');
       return runIngest();
@@ -49,13 +53,19 @@ async function run(inv: Invocation): Promise<number> {
   }
 }
 
+// `booktape raw … | head`: the reader went away; what it wanted it has. Stop, without a stack.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
+
 try {
   const parsed = await parseCommandLine(process.argv.slice(2));
   if (parsed.kind === 'print') {
     process.stdout.write(parsed.text);
     process.exitCode = 0;
   } else if (parsed.kind === 'usage') {
-    console.error(`booktape: ${parsed.message}\n\n${parsed.usage}`);
+    console.error(`booktape: ${parsed.message}\n${parsed.hint}`);
     process.exitCode = 2;
   } else {
     process.exitCode = await run(parsed.invocation);

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { normaliseConditionId, normaliseTicker } from '@booktape/domain';
 import type { BackfillRequest } from '@booktape/messaging';
+import { UsageError, VENUE_CHOICES, parseAssetArg, parseDateArg, parseMarketArg, parseVenueArg, TIME_RULE } from './args.ts';
+import type { DataCommand, DataFlags } from './commands/data.ts';
 import type { StartOptions } from './commands/start.ts';
 import type { SimulateOptions } from './commands/simulate.ts';
 import type { ReplayOptions } from './commands/replay.ts';
@@ -24,6 +25,7 @@ export type Invocation =
   | { command: 'rollup'; options: RollupOptions }
   | { command: 'outage'; options: OutageCommand }
   | { command: 'export'; options: ExportOptions }
+  | { command: 'data'; options: DataCommand }
   | { command: 'ingest' }
   | { command: 'migrate' }
   | { command: 'services'; args: string[] };
@@ -32,10 +34,20 @@ export type ParsedCommandLine =
   | { kind: 'run'; invocation: Invocation }
   /** --help or --version: print `text` on stdout, exit 0. */
   | { kind: 'print'; text: string }
-  /** Bad usage: print the message and the usage of the command concerned on stderr, exit 2. */
-  | { kind: 'usage'; message: string; usage: string };
+  /**
+   * Bad usage: on stderr the message (one line) and where the usage of the command concerned
+   * is (`hint`), exit 2. The whole usage text buried the one line that said what was wrong.
+   */
+  | { kind: 'usage'; message: string; hint: string };
 
-export class UsageError extends Error {}
+export { UsageError };
+
+/** The line after a usage error: where the usage of the command concerned is. */
+export function usageHint(command: Command): string {
+  const words: string[] = [];
+  for (let c: Command | null = command; c !== null && c.parent !== null; c = c.parent) words.unshift(c.name());
+  return `Run 'booktape ${[...words, '--help'].join(' ')}' for usage.`;
+}
 
 export function cliVersion(): string {
   return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -54,9 +66,9 @@ export async function parseCommandLine(argv: string[]): Promise<ParsedCommandLin
   } catch (e) {
     if (e instanceof CommanderError) {
       if (e.exitCode === 0) return { kind: 'print', text: out.text };
-      return { kind: 'usage', message: commanderMessage(e, argv), usage: current.helpInformation() };
+      return { kind: 'usage', message: commanderMessage(e, argv), hint: usageHint(current) };
     }
-    if (e instanceof UsageError) return { kind: 'usage', message: e.message, usage: current.helpInformation() };
+    if (e instanceof UsageError) return { kind: 'usage', message: e.message, hint: usageHint(current) };
     throw e;
   }
   if (invocation === undefined) throw new Error(`no command ran for ${JSON.stringify(argv)}`);
@@ -72,7 +84,8 @@ export function commandLineProgram(): Command {
 function commanderMessage(e: CommanderError, argv: string[]): string {
   // `help <name>` for a command that does not exist: commander only shows the overview.
   if (e.code === 'commander.help') return `unknown command: ${argv[argv.indexOf('help') + 1] ?? ''}`;
-  const m = e.message.replace(/^error: /, '');
+  // One line: commander puts its suggestion (`(Did you mean --help?)`) on a line of its own.
+  const m = e.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
   if (e.code === 'commander.unknownCommand') return m.replace(/^unknown command '([^']*)'/, 'unknown command: $1');
   if (e.code === 'commander.unknownOption') return m.replace(/^unknown option/, 'Unknown option');
   return m;
@@ -137,20 +150,24 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .summary('re-derive the summaries of a date range (back-fill)')
     .description(
       'Enqueues a back-fill for the running rollup workers: the summaries of every data day in the range are rebuilt from ' +
-        'raw events, then the later days whose carried state changed. Talks to Redis only. Exit status with --wait: ' +
-        '0 done, 1 failed, 4 still running at the timeout.',
+        'raw events, then the later days whose carried state changed. Talks to Redis only, and only to the one it names: ' +
+        "REDIS_URL when set, else the project's own Redis at redis://127.0.0.1:$BOOKTAPE_REDIS_PORT (default 16379); " +
+        'it prints which before enqueueing. --dry-run prints the job and the asset-days it covers and enqueues nothing. ' +
+        'Exit status with --wait: 0 done, 1 failed, 4 still running at the timeout.',
     )
-    .usage('--venue a|b --market M [--asset T] --from DATE --to DATE [--wait] [--timeout S]')
-    .option('--venue <a|b>', 'exchange-a (a) or exchange-b (b); required')
-    .option('--market <M>', 'a condition id (exchange A) or a ticker (exchange B); required')
+    .usage(`--venue ${VENUE_CHOICES} --market M [--asset T] --from DATE --to DATE [--dry-run | --wait [--timeout S]]`)
+    .option(`--venue <${VENUE_CHOICES}>`, 'exchange-a (a, polymarket) or exchange-b (b, kalshi); required')
+    .option('--market <M>', 'a condition id (exchange A, 0x + 64 hex digits) or a ticker (exchange B); required')
     .option('--asset <T>', 'exchange A only: one outcome token id (default: every outcome of the market)')
     .option('--from <DATE>', 'first day, YYYY-MM-DD (UTC); required')
     .option('--to <DATE>', 'last day, YYYY-MM-DD (UTC), included; required')
+    .option('--dry-run', 'print what would be enqueued (the job, the Redis and queue, the asset-days) and enqueue nothing')
     .option('--wait', 'follow the job with a progress bar until it is done')
     .addOption(new Option('--timeout <s>', 'with --wait: give up after this many seconds').argParser(positive('--timeout')).default(3600))
-    .action((o: { venue?: string; market?: string; asset?: string; from?: string; to?: string; wait?: boolean; timeout: number }) =>
-      run({ command: 'rollup', options: { request: backfillRequest(o), wait: o.wait ?? false, timeoutMs: o.timeout * 1000 } }),
-    );
+    .action((o: { venue?: string; market?: string; asset?: string; from?: string; to?: string; dryRun?: boolean; wait?: boolean; timeout: number }) => {
+      if (o.dryRun && o.wait) throw new UsageError('--dry-run enqueues nothing, so there is nothing to --wait for');
+      run({ command: 'rollup', options: { request: backfillRequest(o), dryRun: o.dryRun ?? false, wait: o.wait ?? false, timeoutMs: o.timeout * 1000 } });
+    });
 
   const outage = program
     .command('outage')
@@ -165,13 +182,14 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     // `outage` alone or with an unknown action: the action list, as a usage error.
     .allowExcessArguments(true)
     .action(async (_o: unknown, cmd: Command) => run({ command: 'outage', options: await outageCommand({ positionals: cmd.args }) }));
-  const api = () =>
-    new Option('--api <url>', 'the running API (default http://$HOST:$PORT, so http://127.0.0.1:8080 when they are unset); ADMIN_TOKEN, when set, is sent as X-Admin-Token');
+  /** `admin`: the command is an operator's, sending ADMIN_TOKEN (the user commands never send it). */
+  const api = (admin = true) =>
+    new Option('--api <url>', `the running API (default http://$HOST:$PORT, so http://127.0.0.1:8080 when they are unset)${admin ? '; ADMIN_TOKEN, when set, is sent as X-Admin-Token' : ''}`);
   outage
     .command('add')
     .summary('declare an outage')
     .description('Declares an outage: the venue\'s data between --from and --to is known to be missing.')
-    .option('--venue <a|b>', 'exchange-a (a) or exchange-b (b); required')
+    .option(`--venue <${VENUE_CHOICES}>`, 'exchange-a (a, polymarket) or exchange-b (b, kalshi); required')
     .option('--from <T>', `start (${T}); required`)
     .option('--to <T>', `end, excluded (${T}); required`)
     .option('--reason <text>', 'why, shown with the outage; required')
@@ -181,7 +199,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .command('list')
     .summary('list the declared outages')
     .description('Lists the declared outages.')
-    .option('--venue <a|b>', 'only this venue')
+    .option(`--venue <${VENUE_CHOICES}>`, 'only this venue')
     .option('--json', 'print JSON instead of one line per outage')
     .addOption(api())
     .action(async (o: OutageFlags) => run({ command: 'outage', options: await outageCommand({ positionals: ['list'], ...o }) }));
@@ -200,15 +218,18 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .summary('download one market\'s bulk export (raw or summaries, csv.gz or parquet) from the running API')
     .description(
       'Downloads GET /api/v1/{venue}/market/export into --out, with a progress bar: one market, up to 31 UTC days. ' +
-        'The key comes from --key or BOOKTAPE_API_KEY. Exit status: 0 done, 1 the API refused or the download broke off, 2 bad arguments.',
+        'The key comes from --key or BOOKTAPE_API_KEY. Exit status: 0 done, 1 the API refused or the download broke off, 2 bad arguments ' +
+        '(or a --slug / --outcome that names no single market).',
     )
-    .option('--venue <a|b>', 'exchange-a (a) or exchange-b (b); required')
-    .option('--market <id>', 'condition id (a) or ticker (b); required')
+    .option(`--venue <${VENUE_CHOICES}>`, 'exchange-a (a, polymarket) or exchange-b (b, kalshi); required')
+    .option('--market <id>', 'condition id (exchange A, 0x + 64 hex digits) or ticker (exchange B); required unless --slug')
     .option('--from <YYYY-MM-DD>', 'first UTC date; required')
     .option('--to <YYYY-MM-DD>', 'last UTC date, inclusive; required')
     .option('--kind <raw|summary>', 'raw records (default) or summary buckets')
     .option('--resolution <seconds>', 'summary bucket size, 1 to 3600 (default 60)')
     .option('--asset <id>', 'exchange A summaries: one outcome token (default every token)')
+    .option('--slug <slug>', "exchange A: the market by its slug or polymarket.com URL instead of --market (resolved by the API's slug lookup)")
+    .option('--outcome <name>', 'with --slug and --kind summary: the outcome token by its name instead of --asset')
     .option('--format <csv|parquet>', 'csv (a .csv.gz file) or parquet; default from --out\'s name, else csv')
     .option('--out <file>', 'where to write; required')
     .option('--key <key>', 'API key (default BOOKTAPE_API_KEY)')
@@ -223,6 +244,143 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
         throw e;
       }
     });
+
+  // The user commands: the running API through the SDK, written as json, ndjson or csv.
+  const USER_EXIT =
+    'Exit status: 0 written, 1 the API refused or cannot be reached (its message is printed; --out is left untouched), ' +
+    '2 bad arguments (checked before any request), or a --slug / --outcome that names no single market.';
+  const output = (c: Command, key: boolean) => {
+    c.option('--format <json|ndjson|csv>', 'json (default: one document), ndjson (a JSON record a line) or csv (a header row, then a row per record)')
+      .option('--out <file>', 'write here instead of stdout; the file appears under its name only once complete')
+      .addOption(api(c.parent?.name() === 'keys'));
+    if (key) c.option('--key <key>', 'API key (default BOOKTAPE_API_KEY)');
+    return c;
+  };
+  const marketOptions = (c: Command) =>
+    c
+      .option(`--venue <${VENUE_CHOICES}>`, 'exchange-a (a, polymarket) or exchange-b (b, kalshi); required')
+      .option('--condition-id <id>', 'exchange A: the market, 0x + 64 hex digits')
+      .option('--ticker <ticker>', 'exchange B: the market')
+      .option('--market <id>', 'either of the two, for the venue given')
+      .option('--slug <slug>', "exchange A: the market by its slug or polymarket.com URL instead of its condition id (resolved by the API's slug lookup; the ids are printed on stderr)")
+      .option('--outcome <name>', 'with --slug: the outcome token by its name (Yes, No, …) instead of --asset-id');
+  const data = (what: DataCommand['what']) => async (o: DataFlags) => {
+    const { parseDataCommand } = await import('./commands/data.ts');
+    run({ command: 'data', options: parseDataCommand(what, o) });
+  };
+  const TIMES = `Times (--from, --to): ${TIME_RULE}. --to is included and covers the whole unit given: a date its whole day, Unix seconds their whole second.`;
+
+  output(
+    program
+      .command('markets')
+      .summary('list the markets with data of a venue')
+      .description(`Lists the markets with data of a venue (GET /api/v1/{venue}/market/list, every page). ${USER_EXIT}`)
+      .usage(`--venue ${VENUE_CHOICES} [--prefix P] [--format F] [--out FILE]`)
+      .option(`--venue <${VENUE_CHOICES}>`, 'exchange-a (a, polymarket) or exchange-b (b, kalshi); required')
+      .option('--prefix <P>', 'only ids that start with this (hex for exchange A, ticker characters for exchange B)'),
+    true,
+  ).action(data('markets'));
+
+  output(
+    marketOptions(
+      program
+        .command('raw')
+        .summary("a market's raw records in a time window or on a date")
+        .description(
+          `A market's raw records as stored (GET /api/v1/{venue}/market/data/range following its cursors, or /market/data for --date). ` +
+            `csv is the API's own long CSV (a row per price level change). ${TIMES} ${USER_EXIT}`,
+        )
+        .usage(`--venue V (--condition-id ID | --slug S | --ticker T) (--from T --to T | --date D) [--format F] [--out FILE]`),
+    )
+      .option('--from <T>', 'window start')
+      .option('--to <T>', 'window end, included')
+      .option('--date <YYYY-MM-DD>', 'one UTC date instead of a window'),
+    true,
+  ).action(data('raw'));
+
+  output(
+    marketOptions(
+      program
+        .command('summary')
+        .summary('order-book summary buckets (OHLC of best bid, ask, mid, spread)')
+        .description(`Order-book summary buckets of a market (an outcome token on exchange A) (GET /api/v1/{venue}/market/orderbook-summary). ${TIMES} ${USER_EXIT}`)
+        .usage(`--venue V (--condition-id ID --asset-id T | --slug S --outcome O | --ticker T) (--from T --to T | --date D) [--resolution S] [--format F] [--out FILE]`),
+    )
+      .option('--asset-id <T>', 'exchange A: the outcome token; required there')
+      .option('--from <T>', 'window start')
+      .option('--to <T>', 'window end, included')
+      .option('--date <YYYY-MM-DD>', 'one UTC date instead of a window')
+      .option('--resolution <seconds>', 'bucket size, 1 to 3600 (default 60)'),
+    true,
+  ).action(data('summary'));
+
+  output(
+    marketOptions(
+      program
+        .command('book')
+        .summary('the full order book at an instant')
+        .description(
+          `The book after every record at or before --at (GET /api/v1/{venue}/market/book). In csv, a row per level: side (bids/asks on exchange A, yes/no on B), price, size. ` +
+            `--at: ${TIME_RULE} (seconds: the second's first millisecond, as the API reads it). ${USER_EXIT}`,
+        )
+        .usage(`--venue V (--asset-id T [--condition-id ID] | --slug S --outcome O | --ticker T) --at T [--depth N] [--format F] [--out FILE]`),
+    )
+      .option('--asset-id <T>', 'exchange A: the outcome token; required there')
+      .option('--at <T>', 'the instant; required')
+      .option('--depth <n>', 'levels a side, 1 to 500 (default 10)'),
+    true,
+  ).action(data('book'));
+
+  output(
+    program
+      .command('status')
+      .summary('the service status: venues, Kafka lag, sink, rollup backlog, stores')
+      .description(`The service's status (GET /api/v1/monitoring/status; no key). In csv, one row with dotted column names. ${USER_EXIT}`)
+      .option(`--venue <${VENUE_CHOICES}>`, 'only this venue in the venues list'),
+    false,
+  ).action(data('status'));
+
+  const keys = program
+    .command('keys')
+    .usage('create|list|revoke [options]')
+    .summary("users' API keys (create, list, revoke) through the running API")
+    .description(
+      "Users' API keys, through the running API's operator routes (/api/v1/keys); ADMIN_TOKEN, when set, is sent as X-Admin-Token. " + USER_EXIT,
+    )
+    .helpCommand('help [command]', 'print the usage of a subcommand')
+    .allowExcessArguments(true)
+    .action((_o: unknown, cmd: Command) => {
+      throw new UsageError(`keys needs create, list or revoke${cmd.args[0] === undefined ? '' : `, got ${JSON.stringify(cmd.args[0])}`}`);
+    });
+  output(
+    keys
+      .command('create')
+      .summary('make a key for a user (the key is shown once)')
+      .description('Makes an API key for a user; the full key (api_key) is in this answer only.')
+      .option('--user-id <id>', 'the user the key is for (1 to 128 characters); required')
+      .option('--name <text>', 'a label for the key (1 to 100 characters); required'),
+    false,
+  ).action(data('keys-create'));
+  output(
+    keys
+      .command('list')
+      .summary("list a user's active keys")
+      .description("Lists a user's active keys (ids, names, last use; never the keys).")
+      .option('--user-id <id>', 'the user; required'),
+    false,
+  ).action(data('keys-list'));
+  output(
+    keys
+      .command('revoke')
+      .summary("revoke one of a user's keys")
+      .description('Revokes a key: the API refuses it from then on (403). Revoking again answers as the first time.')
+      .argument('[key_id]', 'the key id (key_ + 24 hex digits, see keys list)')
+      .option('--user-id <id>', 'the user the key belongs to; required'),
+    false,
+  ).action(async (keyId: string | undefined, o: DataFlags) => {
+    const { parseKeysRevoke } = await import('./commands/data.ts');
+    run({ command: 'data', options: parseKeysRevoke(keyId, o) });
+  });
 
   program
     .command('ingest')
@@ -273,20 +431,14 @@ async function outageCommand(a: OutageFlags & { positionals: string[] }): Promis
 
 /** The back-fill a `rollup` command asks for, checked: venue, market id, an ordered date range. */
 export function backfillRequest(v: { venue?: string | undefined; market?: string | undefined; asset?: string | undefined; from?: string | undefined; to?: string | undefined }): BackfillRequest {
-  const venue = v.venue === 'a' || v.venue === 'exchange-a' ? 'exchange-a' : v.venue === 'b' || v.venue === 'exchange-b' ? 'exchange-b' : null;
-  if (venue === null) throw new UsageError(`--venue must be a (exchange-a) or b (exchange-b), got ${JSON.stringify(v.venue ?? '')}`);
-  if (v.market === undefined) throw new UsageError('--market is required (a condition id for exchange A, a ticker for exchange B)');
-  const market = venue === 'exchange-a' ? normaliseConditionId(v.market) : normaliseTicker(v.market);
-  if (market === null) throw new UsageError(`--market ${JSON.stringify(v.market)} is not ${venue === 'exchange-a' ? 'a condition id (0x + 64 hex digits)' : 'a ticker'}`);
+  const venue = parseVenueArg(v.venue);
+  const market = parseMarketArg(venue, v.market, '--market');
   if (v.asset !== undefined && venue === 'exchange-b') throw new UsageError('--asset is for exchange A only (an exchange B ticker is its own book)');
-  if (v.asset !== undefined && !/^[0-9A-Za-z]{1,128}$/.test(v.asset)) throw new UsageError(`--asset ${JSON.stringify(v.asset)} is not an outcome token id`);
-  for (const [name, d] of [['--from', v.from], ['--to', v.to]] as const) {
-    if (d === undefined) throw new UsageError(`${name} is required (YYYY-MM-DD)`);
-    const t = Date.parse(`${d}T00:00:00Z`);
-    if (!/^\d{4}-\d{2}-\d{2}$/.test(d) || Number.isNaN(t) || new Date(t).toISOString().slice(0, 10) !== d) throw new UsageError(`${name} must be a date YYYY-MM-DD, got ${JSON.stringify(d)}`);
-  }
-  if (v.from! > v.to!) throw new UsageError(`--from ${v.from} is after --to ${v.to}`);
-  return { venue, market, ...(v.asset !== undefined ? { asset: v.asset } : {}), from: v.from!, to: v.to! };
+  const asset = v.asset === undefined ? undefined : parseAssetArg(v.asset, '--asset');
+  const from = parseDateArg(v.from, '--from');
+  const to = parseDateArg(v.to, '--to');
+  if (from > to) throw new UsageError(`--from ${from} is after --to ${to}`);
+  return { venue, market, ...(asset !== undefined ? { asset } : {}), from, to };
 }
 
 /** An option's value parser: a positive integer, or a usage error naming the option. */

@@ -26,3 +26,23 @@ export function withLocalServicePorts(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv
   if (redis !== null && !env.REDIS_URL) out.REDIS_URL = `redis://127.0.0.1:${redis}`;
   return out;
 }
+
+/** The Redis a command that writes to it (`rollup`) uses, and why that one, in words for its output. */
+export interface ChosenRedis {
+  url: string;
+  source: string;
+}
+
+export const PROJECT_REDIS_PORT = 16379;
+
+/**
+ * REDIS_URL when it is set; else the project's own Redis on 127.0.0.1 at
+ * BOOKTAPE_REDIS_PORT (scripts/services.mjs, default 16379). Nothing else: no other port
+ * or host is tried, so work is never enqueued on a Redis that merely happens to listen.
+ */
+export function chooseRedis(env: NodeJS.ProcessEnv): ChosenRedis {
+  const withPorts = withLocalServicePorts(env);
+  if (env.REDIS_URL) return { url: env.REDIS_URL, source: 'REDIS_URL' };
+  if (env.BOOKTAPE_REDIS_PORT) return { url: withPorts.REDIS_URL!, source: `the project's own Redis, BOOKTAPE_REDIS_PORT=${env.BOOKTAPE_REDIS_PORT}` };
+  return { url: `redis://127.0.0.1:${PROJECT_REDIS_PORT}`, source: `the project's own Redis, default port ${PROJECT_REDIS_PORT} (REDIS_URL and BOOKTAPE_REDIS_PORT unset)` };
+}

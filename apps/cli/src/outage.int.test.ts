@@ -33,7 +33,7 @@ afterAll(async () => t?.close());
 
 describe('booktape outage', () => {
   it('add, list, remove through the API with the admin token', async () => {
-    const add = await cli(['outage', 'add', '--api', api, '--venue', 'b', '--from', '2026-03-01T10:00:00Z', '--to', '2026-03-01T12:30:00Z', '--reason', 'Kalshi API incident']);
+    const add = await cli(['outage', 'add', '--api', api, '--venue', 'kalshi', '--from', '2026-03-01T10:00:00Z', '--to', '2026-03-01T12:30:00Z', '--reason', 'Kalshi API incident']);
     expect(add.stderr).toBe('');
     expect(add.status).toBe(0);
     const id = /declared (out_[0-9a-f]{16})/.exec(add.stdout)?.[1];
@@ -69,7 +69,7 @@ describe('booktape outage', () => {
   it('bad arguments exit 2 with a clear message, before any request', async () => {
     const cases: Array<[string[], string]> = [
       [['outage'], 'outage needs add, list or remove'],
-      [['outage', 'add', '--venue', 'c', '--from', '2026-03-01', '--to', '2026-03-02', '--reason', 'r'], '--venue must be a (exchange-a) or b (exchange-b)'],
+      [['outage', 'add', '--venue', 'c', '--from', '2026-03-01', '--to', '2026-03-02', '--reason', 'r'], '--venue must be one of a, b, exchange-a, exchange-b, polymarket, kalshi, got "c"'],
       [['outage', 'add', '--venue', 'a', '--to', '2026-03-02', '--reason', 'r'], 'outage add needs --from'],
       [['outage', 'add', '--venue', 'a', '--from', 'tomorrow', '--to', '2026-03-02', '--reason', 'r'], '--from must be an ISO 8601 time'],
       [['outage', 'add', '--venue', 'a', '--from', '2026-03-02', '--to', '2026-03-01', '--reason', 'r'], 'must be after --from'],
@@ -82,6 +82,9 @@ describe('booktape outage', () => {
       const r = await cli([...args]);
       expect(r.status, args.join(' ')).toBe(2);
       expect(r.stderr, args.join(' ')).toContain(msg);
+      // One line saying what was wrong, then where the usage is; never the whole help.
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(2);
+      expect(r.stderr).toMatch(/\nRun 'booktape outage( add| list| remove)? --help' for usage\.\n$/);
     }
   });
 

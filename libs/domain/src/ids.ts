@@ -55,3 +55,28 @@ export function receiveTimeError(field: string, v: unknown): string | null {
 export function utcDate(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
+
+/**
+ * A full exchange A condition id, normalised (`0x` + 64 lower-case hex digits, the 32-byte
+ * hash the venue uses), or null. The API accepts any hex length so that stored data under
+ * any id stays reachable; a command that acts on a market (a back-fill) or names one a user
+ * typed wants the real thing, and its error text says so.
+ */
+export function normaliseFullConditionId(raw: string): string | null {
+  const id = normaliseConditionId(raw);
+  return id !== null && id.length === 66 ? id : null;
+}
+
+/** The names a venue goes by: the interface's (`exchange-a`) and the venue's own (`polymarket`). */
+export const VENUE_NAMES = {
+  'exchange-a': 'exchange-a',
+  polymarket: 'exchange-a',
+  'exchange-b': 'exchange-b',
+  kalshi: 'exchange-b',
+} as const satisfies Record<string, 'exchange-a' | 'exchange-b'>;
+
+/** `exchange-a` / `polymarket` → `exchange-a`, `exchange-b` / `kalshi` → `exchange-b` (any case), else null. */
+export function venueFromName(raw: string): 'exchange-a' | 'exchange-b' | null {
+  const v = raw.trim().toLowerCase();
+  return Object.hasOwn(VENUE_NAMES, v) ? VENUE_NAMES[v as keyof typeof VENUE_NAMES] : null;
+}

@@ -210,6 +210,24 @@ describe('public endpoints and usage', () => {
     expect(miss).toMatchObject({ status: 404, code: 'not_found', parameter: 'slug' });
   });
 
+  it('monitoringStatus() needs no key; keys.create(), list() and revoke() go to the operator routes with the admin token', async () => {
+    const anon = new BooktapeClient({ baseUrl });
+    expect((await anon.monitoringStatus()).status).toMatch(/^(ok|degraded|down)$/);
+    const admin = 'admin-token-for-sdk-keys-tests';
+    const app = await t.another({ adminToken: admin });
+    const url = await listen(app);
+    const op = new BooktapeClient({ baseUrl: url, headers: { 'x-admin-token': admin } });
+    const made = await op.keys.create({ userId: 'sdk-keys', name: 'laptop' });
+    expect(made.data).toMatchObject({ user_id: 'sdk-keys', name: 'laptop', key_id: expect.stringMatching(/^key_[0-9a-f]{24}$/) });
+    // The new key works at once.
+    expect(await new BooktapeClient({ baseUrl: url, apiKey: made.data.api_key }).exchangeA.dateRange({ conditionId: MARKET })).toMatchObject({ available_date_count: 2 });
+    expect((await op.keys.list({ userId: 'sdk-keys' })).api_keys.map((k) => k.id)).toEqual([made.data.key_id]);
+    expect((await op.keys.revoke({ userId: 'sdk-keys', keyId: made.data.key_id })).data).toMatchObject({ key_id: made.data.key_id, status: 'revoked' });
+    expect((await op.keys.list({ userId: 'sdk-keys' })).api_keys).toEqual([]);
+    // Without the token: the API's 401, thrown.
+    expect(await caught(new BooktapeClient({ baseUrl: url }).keys.list({ userId: 'sdk-keys' }))).toMatchObject({ status: 401 });
+  });
+
   it('usage: the plan and count, the request history counted, by day, and walked newest first', async () => {
     // A user of its own, so the numbers are this test's whatever ran before.
     const c = client({ apiKey: await t.newKey('sdk-usage') });
@@ -323,7 +341,7 @@ describe('this file', () => {
     const text = readFileSync(new URL(import.meta.url), 'utf8');
     const c = client();
     const methods = (o: object) => Object.getOwnPropertyNames(Object.getPrototypeOf(o)).filter((n) => n !== 'constructor' && typeof (o as Record<string, unknown>)[n] === 'function');
-    const all = new Set([...methods(c), ...methods(c.exchangeA), ...methods(Object.getPrototypeOf(c.exchangeA)), ...methods(c.exchangeB), ...methods(c.usage)]);
+    const all = new Set([...methods(c), ...methods(c.exchangeA), ...methods(Object.getPrototypeOf(c.exchangeA)), ...methods(c.exchangeB), ...methods(c.usage), ...methods(c.keys)]);
     const protectedOnes = new Set(['path', 'get', 'fetchJson', 'userPath']);
     const missing = [...all].filter((m) => !protectedOnes.has(m) && !text.includes(`.${m}(`));
     expect(missing).toEqual([]);

@@ -60,6 +60,8 @@ export interface ExportFile {
 }
 
 type Json<P extends keyof paths> = ApiJson<P>;
+/** The JSON body of a 200 to `METHOD path` (ApiJson is GET's). */
+type OpJson<P extends keyof paths, M extends 'post' | 'delete'> = paths[P][M] extends { responses: { 200: { content: { 'application/json': infer R } } } } ? R : never;
 
 /** One venue's historical data. Methods named `…Page` are one request; the others walk every page. */
 export class VenueClient<V extends Venue> {
@@ -253,6 +255,30 @@ export class UsageClient {
 }
 
 /**
+ * The operator's API keys (`/keys`): a dashboard backend's, or `booktape keys`. When the
+ * service has ADMIN_TOKEN set, pass it as `headers: { 'x-admin-token': … }`. Writes are
+ * never retried: a create that reached the API may have made a key.
+ */
+export class KeysClient {
+  constructor(private readonly t: Transport) {}
+
+  /** A new key for a user; the full key (`api_key`) is in this answer only. */
+  create(params: { userId: string; name: string }, o?: CallOptions): Promise<OpJson<'/api/v1/keys', 'post'>> {
+    return this.t.json(this.t.url('/api/v1/keys', toQuery(params)), { ...o, method: 'POST' });
+  }
+
+  /** A user's active keys (never the keys themselves). */
+  list(params: { userId: string }, o?: CallOptions): Promise<Json<'/api/v1/keys'>> {
+    return this.t.json(this.t.url('/api/v1/keys', toQuery(params)), o);
+  }
+
+  /** Revokes a user's key; revoking again answers as the first time. */
+  revoke(params: { userId: string; keyId: string }, o?: CallOptions): Promise<OpJson<'/api/v1/keys/{key_id}', 'delete'>> {
+    return this.t.json(this.t.url(`/api/v1/keys/${encodeURIComponent(params.keyId)}`, toQuery({ userId: params.userId })), { ...o, method: 'DELETE' });
+  }
+}
+
+/**
  * The booktape API from TypeScript, in Node (>= 20) and browsers: only fetch, URL and
  * AbortSignal. Retries 429 and 503 as the API asks (Retry-After), throws BooktapeError
  * with the API's code otherwise.
@@ -261,6 +287,8 @@ export class BooktapeClient {
   readonly exchangeA: ExchangeAClient;
   readonly exchangeB: VenueClient<'exchange-b'>;
   readonly usage: UsageClient;
+  /** Operator routes: API keys. */
+  readonly keys: KeysClient;
   private readonly t: Transport;
 
   constructor(options: BooktapeClientOptions) {
@@ -273,6 +301,12 @@ export class BooktapeClient {
     this.exchangeA = new ExchangeAClient(this.t, 'exchange-a');
     this.exchangeB = new VenueClient(this.t, 'exchange-b');
     this.usage = new UsageClient(this.t);
+    this.keys = new KeysClient(this.t);
+  }
+
+  /** Infrastructure status (venues, Kafka lag, sink, rollup backlog, stores); public, always answered. */
+  monitoringStatus(o?: CallOptions): Promise<Json<'/api/v1/monitoring/status'>> {
+    return this.t.json(this.t.url('/api/v1/monitoring/status'), o);
   }
 
   /** Health of the API and its stores. A degraded service (503) is an answer here, not an error. */

@@ -1,4 +1,4 @@
-export { BooktapeClient, ExchangeAClient, UsageClient, VenueClient, type BooktapeClientOptions, type CallOptions, type ExportFile, type PageSize } from './client.ts';
+export { BooktapeClient, ExchangeAClient, KeysClient, UsageClient, VenueClient, type BooktapeClientOptions, type CallOptions, type ExportFile, type PageSize } from './client.ts';
 export { BooktapeError, type ApiErrorCode, type QuotaInfo } from './errors.ts';
 export { parseRetryAfter, retryDelay, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
 export { toQuery, type DateInput, type TimeInput, type SdkQuery } from './query.ts';

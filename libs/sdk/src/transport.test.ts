@@ -25,6 +25,18 @@ describe('Transport', () => {
     expect(s.asked[0]).toEqual({ url: 'http://api.test:8080/api/v1/health', headers: { accept: 'application/json', authorization: 'Bearer bt_live_k', 'accept-encoding': 'gzip, br' } });
   });
 
+  it('never sends a write twice: a POST or DELETE answered 503, or not answered, is thrown at once', async () => {
+    const methods: string[] = [];
+    const s = scripted([unavailable, json(200, { ok: 1 })]);
+    const t = new Transport({ baseUrl: 'http://api.test', fetch: (u, init) => (methods.push(String(init.method)), s.fetch(u, init)), retry });
+    expect(await t.json(t.url('/api/v1/keys'), { method: 'POST' }).catch((e: unknown) => e)).toMatchObject({ status: 503, code: 'service_unavailable' });
+    expect(methods).toEqual(['POST']);
+    let calls = 0;
+    const down = new Transport({ baseUrl: 'http://api.test', fetch: async () => (calls++, Promise.reject(new TypeError('fetch failed'))), retry });
+    await expect(down.json(down.url('/api/v1/keys/key_1'), { method: 'DELETE' })).rejects.toThrow('fetch failed');
+    expect(calls).toBe(1);
+  });
+
   it('retries a 503 as Retry-After says, then answers', async () => {
     const s = scripted([unavailable, unavailable, json(200, { ok: 1 })]);
     const t = new Transport({ baseUrl: 'http://api.test', fetch: s.fetch, retry });

@@ -20,6 +20,8 @@ export interface RequestOptions {
   okStatuses?: readonly number[];
   /** Follow no retries (health checks want the answer as it is). */
   noRetry?: boolean;
+  /** GET unless said; anything else is never retried (a POST that reached the API may have acted). */
+  method?: 'GET' | 'POST' | 'DELETE';
 }
 
 /**
@@ -81,24 +83,27 @@ export class Transport {
   async request(url: URL, ro: RequestOptions = {}): Promise<Response> {
     const { signal, done } = eitherSignal(this.opts.signal, ro.signal);
     const headers: Record<string, string> = { accept: ro.accept ?? 'application/json', ...this.opts.headers };
+    const method = ro.method ?? 'GET';
+    // A write that reached the API may have happened: it is not sent twice.
+    const noRetry = ro.noRetry || method !== 'GET';
     if (this.opts.apiKey) headers.authorization = `Bearer ${this.opts.apiKey}`;
     if (IS_NODE) headers['accept-encoding'] = 'gzip, br';
     try {
       for (let attempt = 0; ; attempt++) {
         let res: Response;
         try {
-          res = await this.fetchFn(url.toString(), { method: 'GET', headers, ...(signal ? { signal } : {}) });
+          res = await this.fetchFn(url.toString(), { method, headers, ...(signal ? { signal } : {}) });
         } catch (e) {
-          // No answer at all (connection refused or reset, DNS): every call here is a read,
-          // so it is tried again like a 503 without Retry-After. An abort is the caller's.
-          const wait = signal?.aborted || ro.noRetry ? undefined : retryDelay(this.opts.retry, attempt, undefined);
+          // No answer at all (connection refused or reset, DNS): a read is tried again like
+          // a 503 without Retry-After. An abort is the caller's.
+          const wait = signal?.aborted || noRetry ? undefined : retryDelay(this.opts.retry, attempt, undefined);
           if (wait === undefined) throw e;
           await sleep(wait, signal);
           continue;
         }
         if (res.ok || ro.okStatuses?.includes(res.status)) return res;
         const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
-        const wait = !ro.noRetry && RETRY_STATUSES.has(res.status) ? retryDelay(this.opts.retry, attempt, retryAfterMs) : undefined;
+        const wait = !noRetry && RETRY_STATUSES.has(res.status) ? retryDelay(this.opts.retry, attempt, retryAfterMs) : undefined;
         const text = await res.text().catch(() => '');
         if (wait === undefined) throw errorFromResponse(res.status, text, retryAfterMs);
         await sleep(wait, signal);

@@ -3,7 +3,9 @@ import { rename, rm } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import cliProgress from 'cli-progress';
-import { normaliseConditionId, normaliseTicker } from '@booktape/domain';
+import { BooktapeClient } from '@booktape/client';
+import { parseDateArg, parseMarketArg, parseTextArg, parseVenueArg, VENUE_SHAPES } from '../args.ts';
+import { failure, resolveSlug, SlugError, type SlugRef } from './data.ts';
 import { apiBase } from './outage.ts';
 
 /**
@@ -29,6 +31,8 @@ export interface ExportOptions {
   asset?: string;
   out: string;
   progress: boolean;
+  /** The market (and, for summaries, the token) by slug and outcome name; `market` is filled from it before the request. */
+  slug?: SlugRef;
 }
 
 export interface ExportFlags {
@@ -44,18 +48,40 @@ export interface ExportFlags {
   api?: string;
   key?: string;
   progress?: boolean;
+  slug?: string;
+  outcome?: string;
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** Checks the flags of `export` (pure): what to ask for, or a usage error. */
 export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = process.env): ExportOptions {
-  const venue = f.venue === 'a' || f.venue === 'exchange-a' ? 'exchange-a' : f.venue === 'b' || f.venue === 'exchange-b' ? 'exchange-b' : null;
-  if (venue === null) throw new ExportUsageError(`--venue must be a (exchange-a) or b (exchange-b), got ${JSON.stringify(f.venue ?? '')}`);
-  const market = f.market === undefined ? null : venue === 'exchange-a' ? normaliseConditionId(f.market) : normaliseTicker(f.market);
-  if (!market) throw new ExportUsageError(`--market must be a ${venue === 'exchange-a' ? 'condition id (hex)' : 'ticker'}, got ${JSON.stringify(f.market ?? '')}`);
+  let venue: 'exchange-a' | 'exchange-b';
+  let market: string;
+  let slug: SlugRef | undefined;
+  try {
+    venue = parseVenueArg(f.venue);
+    if (f.slug !== undefined) {
+      if (!VENUE_SHAPES[venue].tokens) throw new Error(`--slug names an exchange A (polymarket) market; ${VENUE_SHAPES[venue].label} names a market by --market`);
+      if (f.market !== undefined) throw new Error('give --slug or --market, not both');
+      if (f.outcome !== undefined && f.asset !== undefined) throw new Error('give --outcome or --asset, not both');
+      if (f.outcome !== undefined && f.kind !== 'summary') throw new Error('--outcome is for --kind summary (a raw export holds every outcome)');
+      slug = { slug: parseTextArg(f.slug, '--slug', 2048), outcome: f.outcome === undefined ? undefined : parseTextArg(f.outcome, '--outcome', 256) };
+      market = '';
+    } else {
+      if (f.outcome !== undefined) throw new Error('--outcome names an outcome of the market given by --slug');
+      market = parseMarketArg(venue, f.market, '--market');
+    }
+  } catch (e) {
+    throw new ExportUsageError((e as Error).message);
+  }
   for (const [name, v] of [['--from', f.from], ['--to', f.to]] as const) {
-    if (v === undefined || !DATE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`))) throw new ExportUsageError(`${name} must be a UTC date YYYY-MM-DD, got ${JSON.stringify(v ?? '')}`);
+    try {
+      if (v === undefined || !DATE.test(v)) throw new Error();
+      parseDateArg(v, name);
+    } catch {
+      throw new ExportUsageError(`${name} must be a UTC date YYYY-MM-DD, got ${JSON.stringify(v ?? '')}`);
+    }
   }
   const kind = f.kind ?? 'raw';
   if (kind !== 'raw' && kind !== 'summary') throw new ExportUsageError(`--kind must be raw or summary, got ${JSON.stringify(kind)}`);
@@ -67,7 +93,8 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
     if (!Number.isInteger(resolution) || resolution < 1 || resolution > 3600) throw new ExportUsageError(`--resolution must be seconds from 1 to 3600, got ${JSON.stringify(f.resolution)}`);
     if (kind !== 'summary') throw new ExportUsageError('--resolution is for --kind summary');
   }
-  if (f.asset !== undefined && (venue !== 'exchange-a' || kind !== 'summary')) throw new ExportUsageError('--asset is for exchange A summary exports');
+  if (f.asset !== undefined && (!VENUE_SHAPES[venue].tokens || kind !== 'summary')) throw new ExportUsageError('--asset is for exchange A summary exports');
+  if (f.asset !== undefined && !/^[0-9A-Za-z]{1,128}$/.test(f.asset)) throw new ExportUsageError(`--asset ${JSON.stringify(f.asset)} is not an outcome token id (1 to 128 letters or digits)`);
   if (f.out === undefined || f.out === '') throw new ExportUsageError('export needs --out FILE');
   const key = f.key ?? env.BOOKTAPE_API_KEY;
   if (!key) throw new ExportUsageError('export needs an API key: --key or BOOKTAPE_API_KEY');
@@ -90,11 +117,12 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
     ...(f.asset !== undefined ? { asset: f.asset } : {}),
     out: f.out,
     progress: f.progress ?? true,
+    ...(slug !== undefined ? { slug } : {}),
   };
 }
 
 export function exportUrl(o: ExportOptions): string {
-  const q = new URLSearchParams({ [o.venue === 'exchange-a' ? 'condition_id' : 'ticker']: o.market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
+  const q = new URLSearchParams({ [VENUE_SHAPES[o.venue].marketField]: o.market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
   if (o.resolution !== undefined) q.set('resolution', String(o.resolution));
   if (o.asset !== undefined) q.set('asset_id', o.asset);
   return `${o.api}/api/v1/${o.venue}/market/export?${q}`;
@@ -102,7 +130,18 @@ export function exportUrl(o: ExportOptions): string {
 
 const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
 
-export async function runExport(o: ExportOptions): Promise<number> {
+export async function runExport(opts: ExportOptions): Promise<number> {
+  let o = opts;
+  if (o.slug !== undefined) {
+    try {
+      const r = await resolveSlug(new BooktapeClient({ baseUrl: o.api, maxRetries: 2 }), o.slug);
+      o = { ...o, market: r.conditionId, ...(r.assetId !== undefined ? { asset: r.assetId } : {}) };
+      process.stderr.write(`booktape: ${o.slug!.slug}${r.outcome !== undefined ? ` outcome ${JSON.stringify(r.outcome)}` : ''} is condition_id ${r.conditionId}${r.assetId !== undefined ? `, asset_id ${r.assetId}` : ''}\n`);
+    } catch (e) {
+      process.stderr.write(`booktape: ${e instanceof SlugError ? e.message : failure(e, o.api)}\n`);
+      return e instanceof SlugError ? 2 : 1;
+    }
+  }
   const url = exportUrl(o);
   let res: Response;
   try {

@@ -1,4 +1,5 @@
-import { parseInstant, parseReason, parseVenue } from '@booktape/api/outage-params';
+import { parseInstant, parseReason } from '@booktape/api/outage-params';
+import { parseVenueArg } from '../args.ts';
 
 /**
  * `booktape outage add|list|remove`: declared outages. The running service holds the
@@ -46,14 +47,16 @@ export function parseOutageCommand(a: OutageArgs, env: NodeJS.ProcessEnv = proce
   const [action, ...rest] = a.positionals;
   const api = apiBase(a.api, env);
   const venue = (v: string | undefined) => {
-    const r = parseVenue(v ?? '');
-    if (!r.ok) throw new OutageUsageError(`--venue must be a (exchange-a) or b (exchange-b), got ${JSON.stringify(v ?? '')}`);
-    return r.value;
+    try {
+      return parseVenueArg(v);
+    } catch (e) {
+      throw new OutageUsageError((e as Error).message);
+    }
   };
   switch (action) {
     case 'add': {
       if (rest.length > 0) throw new OutageUsageError(`outage add takes no positional arguments, got ${JSON.stringify(rest.join(' '))}`);
-      if (a.venue === undefined) throw new OutageUsageError('outage add needs --venue a|b');
+      if (a.venue === undefined) throw new OutageUsageError('outage add needs --venue (a, b, exchange-a, exchange-b, polymarket or kalshi)');
       const v = venue(a.venue);
       const times: number[] = [];
       for (const [name, raw] of [['--from', a.from], ['--to', a.to]] as const) {

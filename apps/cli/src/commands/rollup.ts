@@ -1,12 +1,14 @@
 import cliProgress from 'cli-progress';
 import { parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
 import { RollupQueue, type BackfillProgress, type BackfillRequest } from '@booktape/messaging';
-import { withLocalServicePorts } from '../local-services.ts';
+import { chooseRedis } from '../local-services.ts';
 
 const ENQUEUE_TIMEOUT_MS = 30_000;
 
 export interface RollupOptions {
   request: BackfillRequest;
+  /** Print the job, where it would go and the asset-days it covers; enqueue nothing. */
+  dryRun: boolean;
   wait: boolean;
   timeoutMs: number;
 }
@@ -18,9 +20,15 @@ export interface RollupOptions {
  * store. With --wait it shows the job's progress and returns when it is done: 0 done,
  * 1 failed, 4 still running at the timeout.
  */
-export async function runRollup(opts: RollupOptions): Promise<number> {
-  // The same local-service ports as replay (BOOKTAPE_REDIS_PORT) when REDIS_URL is unset.
-  const platform = platformConfig(parseEnv(platformEnvSchema, withLocalServicePorts(process.env)));
+export async function runRollup(opts: RollupOptions, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const redis = chooseRedis(env);
+  const platform = platformConfig(parseEnv(platformEnvSchema, { ...env, REDIS_URL: redis.url }));
+  const where = `Redis ${redactUrl(redis.url)} (${redis.source}), queue prefix ${platform.rollup.queuePrefix}`;
+  if (opts.dryRun) {
+    process.stdout.write(dryRunText(opts.request, where));
+    return 0;
+  }
+  process.stderr.write(`rollup: ${where}\n`);
   const queue = new RollupQueue({ redisUrl: platform.redisUrl, prefix: platform.rollup.queuePrefix });
   try {
     // The Redis client queues commands while it cannot connect: an unreachable Redis is an
@@ -82,4 +90,31 @@ export async function runRollup(opts: RollupOptions): Promise<number> {
     // Closing waits for nothing that an unreachable Redis could withhold for long.
     await Promise.race([queue.close(), new Promise((r) => setTimeout(r, 2_000).unref())]);
   }
+}
+
+/** Every UTC date from `from` to `to`, both included (YYYY-MM-DD, checked and ordered by the caller). */
+export function datesOf(from: string, to: string): string[] {
+  const out: string[] = [];
+  for (let t = Date.parse(`${from}T00:00:00Z`), end = Date.parse(`${to}T00:00:00Z`); t <= end; t += 86_400_000) out.push(new Date(t).toISOString().slice(0, 10));
+  return out;
+}
+
+/**
+ * What `--dry-run` prints: the job as it would be enqueued, where, and the asset-days it
+ * covers, one a line. The worker rebuilds those of them with stored data (it reads the
+ * store, which the running service holds, so the CLI lists the candidates: every date of
+ * the range, for the one book of a ticker or token, or every outcome token with data).
+ */
+export function dryRunText(req: BackfillRequest, where: string): string {
+  const dates = datesOf(req.from, req.to);
+  const asset = req.asset ?? (req.venue === 'exchange-b' ? req.market : null);
+  const lines = [
+    `dry run, nothing enqueued: would enqueue on ${where}`,
+    `back-fill ${JSON.stringify({ kind: 'backfill', ...req })}`,
+    asset !== null
+      ? `asset-days: up to ${dates.length} (asset ${asset} × ${dates.length} day(s)); the worker rebuilds those with stored data, then later days whose carried state changed`
+      : `asset-days: up to ${dates.length} per outcome token of ${req.market} with data in the range (${dates.length} day(s)); the worker rebuilds those with stored data, then later days whose carried state changed`,
+    ...dates.map((d) => `${asset ?? '*'} ${d}`),
+  ];
+  return `${lines.join('\n')}\n`;
 }
