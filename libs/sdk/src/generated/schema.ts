@@ -1093,6 +1093,58 @@ export interface components {
                 end: string;
                 reason: string;
             }[];
+            /** @description What the stored data costs: rows and bytes of the active parts of each ClickHouse table (system.parts), read at most every 30 s. Never makes the status fail or wait: unreadable figures are `unavailable`. */
+            footprint: {
+                /**
+                 * @description unavailable: the figures cannot be read now (see detail); the rest of the status is not affected
+                 * @enum {string}
+                 */
+                state: "ok" | "unavailable";
+                detail: string;
+                /** @description database: the whole database of a single ClickHouse node; this_node (CLICKHOUSE_CLUSTER set): this node's `_local` tables only, not the cluster's total; null when unavailable */
+                scope: ("database" | "this_node") | null;
+                /** @description When the figures were read (they are reused for 30 s); null when unavailable */
+                measured_at: string | null;
+                /** @description Every MergeTree table of the database, by name (empty tables as 0) */
+                tables: {
+                    table: string;
+                    /** @description One of the raw tables (one per venue): the stored events */
+                    raw: boolean;
+                    /** @description Rows in the active parts (copies a ReplacingMergeTree has not merged away yet included) */
+                    rows: number;
+                    /** @description Bytes on disk of the active parts: data, marks, indexes */
+                    bytes_on_disk: number;
+                    /** @description The same columns uncompressed */
+                    data_uncompressed_bytes: number;
+                    /** @description Active parts */
+                    parts: number;
+                    /** @description bytes_on_disk / rows, for the raw tables: what one stored event costs; null for other tables and when empty */
+                    bytes_per_row: number | null;
+                }[];
+                /** @description All the tables together; null when unavailable */
+                total: {
+                    /** @description Rows in the active parts (copies a ReplacingMergeTree has not merged away yet included) */
+                    rows: number;
+                    /** @description Bytes on disk of the active parts: data, marks, indexes */
+                    bytes_on_disk: number;
+                    /** @description The same columns uncompressed */
+                    data_uncompressed_bytes: number;
+                    /** @description Active parts */
+                    parts: number;
+                } | null;
+                /** @description The raw tables together: bytes_per_row is what one stored event costs on disk; null when unavailable */
+                raw: {
+                    /** @description Rows in the active parts (copies a ReplacingMergeTree has not merged away yet included) */
+                    rows: number;
+                    /** @description Bytes on disk of the active parts: data, marks, indexes */
+                    bytes_on_disk: number;
+                    /** @description The same columns uncompressed */
+                    data_uncompressed_bytes: number;
+                    /** @description Active parts */
+                    parts: number;
+                    bytes_per_row: number | null;
+                } | null;
+            };
         };
         SummaryBucket: {
             /** @description Bucket start, Unix milliseconds. */
