@@ -700,7 +700,7 @@ export interface paths {
         };
         /**
          * Infrastructure status for the public status page
-         * @description Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes. No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second.
+         * @description Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes; the storage footprint (rows and bytes on disk per table). No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second, the footprint at most every 30 s.
          */
         get: operations["getMonitoringStatus"];
         put?: never;
@@ -737,7 +737,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics (text exposition format)
-         * @description HTTP requests and latency by route pattern, the monitoring status as gauges, process metrics. Needs the admin token when ADMIN_TOKEN is set.
+         * @description HTTP requests and latency by route pattern, the monitoring status as gauges (the storage footprint per table included), process metrics. Needs the admin token when ADMIN_TOKEN is set.
          */
         get: operations["getMetrics"];
         put?: never;
