@@ -38,8 +38,6 @@ export class FootprintMonitor {
   private readonly now: () => number;
   private last: FootprintReading | undefined;
   private inFlight: Promise<void> | undefined;
-  /** Tells a read given up apart from the current one, whose answer alone is kept. */
-  private generation = 0;
 
   constructor(private readonly deps: FootprintMonitorDeps) {
     this.cacheMs = deps.cacheMs ?? 30_000;
@@ -61,17 +59,19 @@ export class FootprintMonitor {
   }
 
   private start(): Promise<void> {
-    const gen = ++this.generation;
     let timer: NodeJS.Timeout | undefined;
-    const giveUp = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new GaveUp(`no answer within ${this.giveUpMs} ms`)), this.giveUpMs)));
-    const read = Promise.race([this.deps.reader.read(), giveUp])
+    const giveUp = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new GaveUp(`no answer within ${this.giveUpMs} ms`)), this.giveUpMs);
+      // A hung read must not keep a stopping process alive.
+      timer.unref();
+    });
+    // Only one read at a time: a new one starts after this one settled, answered or given up.
+    const read = Promise.race([Promise.resolve().then(() => this.deps.reader.read()), giveUp])
       .then(
         (footprint) => {
-          if (gen !== this.generation) return;
           this.last = { ok: true, at: this.now(), footprint };
         },
         (err: unknown) => {
-          if (gen !== this.generation) return;
           const slow = err instanceof GaveUp;
           this.deps.log.warn({ err: (err as Error)?.message ?? String(err) }, 'cannot read the storage footprint');
           this.last = { ok: false, at: this.now(), reason: slow ? `the footprint query did not answer within ${this.giveUpMs >= 1000 ? `${Math.round(this.giveUpMs / 1000)} s` : `${this.giveUpMs} ms`}` : 'the footprint query failed' };
@@ -79,7 +79,7 @@ export class FootprintMonitor {
       )
       .finally(() => {
         clearTimeout(timer);
-        if (gen === this.generation) this.inFlight = undefined;
+        this.inFlight = undefined;
       });
     this.inFlight = read;
     return read;

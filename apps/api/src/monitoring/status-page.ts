@@ -129,8 +129,8 @@ function storeRows(s: MonitoringStatus): string {
 function footprintRows(s: MonitoringStatus): string {
   const f = s.footprint;
   if (f.state !== 'ok') return `<tr><td colspan="6" class="mute">Not available: ${esc(f.detail)}.</td></tr>`;
-  const row = (cls: string, name: string, x: { rows: number; bytes_on_disk: number; data_uncompressed_bytes: number; parts: number }, perRow: number | null) => `
-      <tr class="${cls}" data-table="${esc(name)}">
+  const row = (attr: string, name: string, x: { rows: number; bytes_on_disk: number; data_uncompressed_bytes: number; parts: number }, perRow: number | null) => `
+      <tr ${attr}>
         <th scope="row">${esc(name)}</th>
         <td class="num">${esc(int(x.rows))}</td>
         <td class="num">${esc(formatBytes(x.bytes_on_disk))}</td>
@@ -139,9 +139,9 @@ function footprintRows(s: MonitoringStatus): string {
         <td class="num">${perRow === null ? '–' : esc(dec(perRow))}</td>
       </tr>`;
   return (
-    f.tables.map((t) => row('table', t.table, t, t.bytes_per_row)).join('') +
-    row('total', 'all tables', f.total!, null) +
-    row('total raw', 'raw events', f.raw!, f.raw!.bytes_per_row)
+    f.tables.map((t) => row(`class="table" data-table="${esc(t.table)}"`, t.table, t, t.bytes_per_row)).join('') +
+    row('class="total" data-total="all"', 'All tables', f.total!, null) +
+    row('class="total" data-total="raw"', 'Raw events', f.raw!, f.raw!.bytes_per_row)
   );
 }
 
@@ -200,6 +200,7 @@ tbody th { font-weight: 600; white-space: nowrap; }
 .badge.mute { background: var(--mute-bg); color: var(--mute); }
 .mute { color: var(--mute); }
 .small { font-size: 13px; color: var(--mute); }
+tr.total th, tr.total td { background: #f8f9fa; font-weight: 600; }
 footer { margin-top: 28px; font-size: 13px; color: var(--mute); }
 `;
 
