@@ -86,7 +86,7 @@ export function buildServices(deps: ApiDeps): Composition {
     coverage: new CoverageRepository(ch),
     outages,
     checks: summariesRepo,
-    monitoring: createMonitoring({ ch, redis, log, config, outages, streamPool }),
+    monitoring: createMonitoring({ ch, redis, log, config, outages, streamPool, footprint: deps.footprint }),
     health: {
       probes: {
         clickhouse: async () => (await ch.client.ping()).success,

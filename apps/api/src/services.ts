@@ -19,6 +19,7 @@ import type { MarketChecksSource } from './coverage/coverage.ts';
 import type { KeyService } from './keys/keys.service.ts';
 import type { SlugLookupService } from './lookup/lookup.service.ts';
 import type { Monitoring } from './monitoring/index.ts';
+import type { FootprintReader } from './monitoring/footprint.ts';
 import type { QuotaService } from './usage/quota.service.ts';
 import type { RequestLogWriter } from './usage/request-log.ts';
 
@@ -36,6 +37,8 @@ export interface ApiDeps {
   config: ApiConfig;
   /** Extra health probes of the process this API runs in (Kafka, capture…). */
   probes?: Record<string, Probe>;
+  /** Reads the storage footprint for the status; absent: system.parts through `ch` (tests put a failing one here). */
+  footprint?: FootprintReader;
 }
 
 /** A probe's answer: up or not, optionally with its state and why (shown in /health's `details`). */

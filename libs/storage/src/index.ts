@@ -14,3 +14,4 @@ export * from './summaries.repository.ts';
 export * from './request-log.repository.ts';
 export * from './outages.repository.ts';
 export * from './coverage.repository.ts';
+export * from './footprint.repository.ts';

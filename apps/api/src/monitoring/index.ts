@@ -4,10 +4,12 @@ import type { ClickHouse, OutagesRepository, StreamPoolStats } from '@booktape/s
 import type { ApiConfig } from '../config.ts';
 import { ApiMetrics } from './metrics.ts';
 import { StatusMonitor } from './monitor.ts';
+import type { FootprintReader } from './footprint.ts';
 
 export { ApiMetrics, UNMATCHED_ROUTE, statusRegistry } from './metrics.ts';
 export { StatusMonitor } from './monitor.ts';
-export { aggregateStatus, formatAge, monitoringStatusSchema, DEFAULT_THRESHOLDS, type MonitoringStatus, type Thresholds } from './status.ts';
+export { FootprintMonitor, type FootprintReader, type FootprintReading } from './footprint.ts';
+export { aggregateStatus, footprintStatus, formatAge, formatBytes, monitoringStatusSchema, DEFAULT_THRESHOLDS, type MonitoringStatus, type Thresholds } from './status.ts';
 export { renderStatusPage, esc } from './status-page.ts';
 export { readIngestorReports } from './reports.ts';
 export { readRollupBacklog, type RollupBacklog } from './rollup-backlog.ts';
@@ -18,7 +20,15 @@ export interface Monitoring {
 }
 
 /** The status monitor and the metrics of one API app. */
-export function createMonitoring(deps: { ch: ClickHouse; redis: Redis; log: Logger; config: ApiConfig; outages: Pick<OutagesRepository, 'list'>; streamPool: () => StreamPoolStats | null }): Monitoring {
+export function createMonitoring(deps: {
+  ch: ClickHouse;
+  redis: Redis;
+  log: Logger;
+  config: ApiConfig;
+  outages: Pick<OutagesRepository, 'list'>;
+  streamPool: () => StreamPoolStats | null;
+  footprint?: FootprintReader | undefined;
+}): Monitoring {
   return {
     monitor: new StatusMonitor({
       ch: deps.ch,
@@ -28,6 +38,7 @@ export function createMonitoring(deps: { ch: ClickHouse; redis: Redis; log: Logg
       queuePrefix: deps.config.rollupQueuePrefix,
       thresholds: deps.config.monitoring,
       streamPool: deps.streamPool,
+      ...(deps.footprint ? { footprint: deps.footprint } : {}),
     }),
     metrics: new ApiMetrics(),
   };

@@ -93,6 +93,24 @@ export function statusRegistry(s: MonitoringStatus): Registry {
     if (h.latency_ms !== null) storeLatency.set({ store }, h.latency_ms / 1000);
   }
 
+  // Storage footprint: left out (not 0) while it cannot be read; booktape_footprint_up says so.
+  const f = s.footprint;
+  gauge('booktape_footprint_up', 'Whether the storage footprint (system.parts) could be read (1) or not (0)').set(f.state === 'ok' ? 1 : 0);
+  if (f.state === 'ok') {
+    const rows = gauge('booktape_table_rows', 'Rows in the active parts of each ClickHouse table (unmerged duplicates included)', ['table']);
+    const disk = gauge('booktape_table_bytes_on_disk', 'Bytes on disk of the active parts of each ClickHouse table', ['table']);
+    const raw = gauge('booktape_table_uncompressed_bytes', 'Uncompressed bytes of the active parts of each ClickHouse table', ['table']);
+    const parts = gauge('booktape_table_parts', 'Active parts of each ClickHouse table', ['table']);
+    const perRow = gauge('booktape_table_bytes_per_row', 'Bytes on disk per row of each raw table (what one stored event costs)', ['table']);
+    for (const t of f.tables) {
+      rows.set({ table: t.table }, t.rows);
+      disk.set({ table: t.table }, t.bytes_on_disk);
+      raw.set({ table: t.table }, t.data_uncompressed_bytes);
+      parts.set({ table: t.table }, t.parts);
+      if (t.bytes_per_row !== null) perRow.set({ table: t.table }, t.bytes_per_row);
+    }
+  }
+
   const processes = gauge('booktape_ingestor_processes', 'Ingestor processes with a report, by whether they are reporting now', ['live']);
   const live = s.processes.filter((p) => p.live).length;
   processes.set({ live: 'true' }, live);

@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
-import type { ClickHouse, OutagesRepository, StreamPoolStats } from '@booktape/storage';
+import { FootprintRepository, type ClickHouse, type OutagesRepository, type StreamPoolStats } from '@booktape/storage';
 import type { IngestorReport } from '@booktape/messaging';
+import { FootprintMonitor, type FootprintReader } from './footprint.ts';
 import { readIngestorReports } from './reports.ts';
 import { readRollupBacklog, type RollupBacklog } from './rollup-backlog.ts';
 import { DEFAULT_THRESHOLDS, RECENT_OUTAGE_DAYS, aggregateStatus, type MonitoringStatus, type OutageInput, type Thresholds } from './status.ts';
@@ -23,13 +24,19 @@ export interface StatusMonitorDeps {
   now?: () => number;
   /** This instance's embedded stream pool (streamPoolStats); absent or null: no pool. */
   streamPool?: () => StreamPoolStats | null;
+  /** Reads the storage footprint; absent: FootprintRepository on `ch`. */
+  footprint?: FootprintReader;
+  /** The footprint is read at most this often (30 s). */
+  footprintCacheMs?: number;
+  /** The status that starts a footprint read waits this long for it (1 s, at most the check timeout). */
+  footprintWaitMs?: number;
 }
 
 class TimeoutError extends Error {}
 
 /**
- * Gathers the status: ClickHouse `SELECT 1`, Redis PING, the ingestors' reports and the
- * rollup backlog, each bounded by a timeout, so the answer comes within about
+ * Gathers the status: ClickHouse `SELECT 1`, Redis PING, the ingestors' reports, the
+ * rollup backlog and the storage footprint (FootprintMonitor: cached 30 s), each bounded by a timeout, so the answer comes within about
  * `checkTimeoutMs` even when every backing service is gone; that is when it is needed. A
  * check still running from an earlier request is joined rather than started again, so a
  * hung store cannot pile up probes. Never throws.
@@ -42,6 +49,7 @@ export class StatusMonitor {
   private cached: { at: number; status: MonitoringStatus } | undefined;
   private computing: Promise<MonitoringStatus> | undefined;
   private readonly inFlight = new Map<string, Promise<unknown>>();
+  private readonly footprint: FootprintMonitor;
 
   constructor(private readonly deps: StatusMonitorDeps) {
     this.thresholds = deps.thresholds ?? DEFAULT_THRESHOLDS;
@@ -49,6 +57,13 @@ export class StatusMonitor {
     // Generous: a busy embedded engine can take a second for SELECT 1, and a false "down" is worse than a slower page.
     this.timeoutMs = deps.checkTimeoutMs ?? 2500;
     this.now = deps.now ?? Date.now;
+    this.footprint = new FootprintMonitor({
+      reader: deps.footprint ?? new FootprintRepository(deps.ch),
+      log: deps.log,
+      cacheMs: deps.footprintCacheMs,
+      waitMs: Math.min(deps.footprintWaitMs ?? 1000, this.timeoutMs),
+      now: this.now,
+    });
   }
 
   async status(): Promise<MonitoringStatus> {
@@ -118,10 +133,12 @@ export class StatusMonitor {
     let unreadableReports = 0;
     let rollup: RollupBacklog | null = null;
     let outages: OutageInput[] | null = null;
-    const [r, b, o] = await Promise.allSettled([
+    // The footprint beside them: it bounds its own wait (shorter than the check's) and never throws.
+    const [r, b, o, footprint] = await Promise.allSettled([
       redisHealth.ok ? this.check('reports', () => readIngestorReports(redis, queuePrefix)) : null,
       redisHealth.ok ? this.check('rollup', () => readRollupBacklog(redis, queuePrefix)) : null,
       clickhouse.ok ? this.check('outages', () => declared.list({ fromMs: this.now() - RECENT_OUTAGE_DAYS * 86_400_000, limit: 200 })) : null,
+      this.footprint.current({ clickhouseUp: clickhouse.ok }),
     ]);
     // A store that is down was not read (null): its reason is already in the status.
     if (r.status === 'fulfilled') ({ reports, unreadable: unreadableReports } = r.value ?? { reports: null, unreadable: 0 });
@@ -132,6 +149,16 @@ export class StatusMonitor {
     else this.deps.log.warn({ err: (o.reason as Error).message }, 'cannot read the declared outages');
     const now = this.now();
     const streamPool = this.deps.streamPool?.() ?? null;
-    return aggregateStatus({ now, stores: { clickhouse, redis: redisHealth }, reports, unreadableReports, rollup, thresholds: this.thresholds, outages, streamPool });
+    return aggregateStatus({
+      now,
+      stores: { clickhouse, redis: redisHealth },
+      reports,
+      unreadableReports,
+      rollup,
+      thresholds: this.thresholds,
+      outages,
+      streamPool,
+      footprint: footprint.status === 'fulfilled' ? footprint.value : undefined,
+    });
   }
 }

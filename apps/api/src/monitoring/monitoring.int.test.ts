@@ -10,7 +10,7 @@ import { createRollupWorker } from '@booktape/rollup-worker';
 import { createApp } from '../api.ts';
 import { readRollupBacklog, type MonitoringStatus } from './index.ts';
 import { createRedis, type Redis } from '../redis.ts';
-import { deleteRedisPrefix, startTestApi, type TestApi } from '../testing.ts';
+import { aMessage, bMessage, conditionId, deleteRedisPrefix, startTestApi, type TestApi } from '../testing.ts';
 
 /**
  * /api/v1/monitoring/status, /status and /metrics against the real Redis, Kafka and
@@ -297,6 +297,101 @@ describe('/metrics', () => {
   });
 });
 
+describe('storage footprint', () => {
+  /** The status once the footprint has been read (the first status may not wait for it). */
+  async function measured(app: FastifyInstance): Promise<MonitoringStatus> {
+    return (await waitFor('the footprint', async () => {
+      const x = await status(app);
+      return x.footprint.state === 'ok' ? x : null;
+    }))!;
+  }
+  const tableOf = (s: MonitoringStatus, name: string) => s.footprint.tables.find((x) => x.table === name);
+
+  it('stored rows are counted per table, with bytes on disk and per row; the page and /metrics show them', async () => {
+    const before = await measured(await fresh());
+    expect(before.footprint.scope).toBe('database');
+    const a0 = tableOf(before, 'raw_exchange_a')!;
+    const b0 = tableOf(before, 'raw_exchange_b')!;
+    // Every MergeTree table is listed, an empty one as 0; the views hold no parts and are not.
+    expect(before.footprint.tables.map((x) => x.table)).toEqual(expect.arrayContaining(['raw_exchange_a', 'raw_exchange_b', 'summary_days', 'book_checkpoints', 'schema_migrations']));
+    expect(before.footprint.tables.map((x) => x.table)).not.toContain('market_dates_exchange_a_mv');
+    expect(tableOf(before, 'schema_migrations')!.rows).toBeGreaterThan(0);
+
+    const ts = Date.UTC(2026, 2, 3, 10);
+    await t.filler.insert('exchange-a', Array.from({ length: 7 }, (_, i) => aMessage({ market: conditionId(4242), ts: ts + i, hash: `0xfootprint${i}`, kind: i === 0 ? 'book' : 'price_change' })));
+    await t.filler.insert('exchange-b', Array.from({ length: 3 }, (_, i) => bMessage({ ticker: 'KXFOOTPRINT', ms: ts + i, seq: i + 1 })));
+
+    const app = await fresh();
+    const s = await measured(app);
+    const a = tableOf(s, 'raw_exchange_a')!;
+    const b = tableOf(s, 'raw_exchange_b')!;
+    expect(a.rows - a0.rows).toBe(7);
+    expect(b.rows - b0.rows).toBe(3);
+    for (const [x, x0] of [[a, a0], [b, b0]] as const) {
+      expect(x.raw).toBe(true);
+      expect(x.bytes_on_disk).toBeGreaterThan(x0.bytes_on_disk);
+      expect(x.data_uncompressed_bytes).toBeGreaterThan(x0.data_uncompressed_bytes);
+      expect(x.parts).toBeGreaterThanOrEqual(1);
+      expect(x.bytes_per_row).toBe(Math.round((x.bytes_on_disk / x.rows) * 10) / 10);
+    }
+    expect(tableOf(s, 'summary_days')).toMatchObject({ raw: false, bytes_per_row: null });
+    expect(s.footprint.raw).toMatchObject({ rows: a.rows + b.rows, bytes_on_disk: a.bytes_on_disk + b.bytes_on_disk });
+    expect(s.footprint.total!.bytes_on_disk).toBe(s.footprint.tables.reduce((n, x) => n + x.bytes_on_disk, 0));
+    // The footprint does not make the status worse or better.
+    expect(s.reasons.join()).not.toMatch(/footprint/i);
+
+    const metrics = (await app.inject({ url: '/metrics' })).body;
+    expect(metrics).toMatch(/^booktape_footprint_up 1$/m);
+    expect(metrics).toContain(`booktape_table_rows{table="raw_exchange_a"} ${a.rows}`);
+    expect(metrics).toContain(`booktape_table_bytes_on_disk{table="raw_exchange_b"} ${b.bytes_on_disk}`);
+    expect(metrics).toContain(`booktape_table_bytes_per_row{table="raw_exchange_a"} ${a.bytes_per_row}`);
+    expect(metrics).not.toMatch(/^booktape_table_bytes_per_row\{table="summary_days"\}/m);
+    const page = (await app.inject({ url: '/status' })).body;
+    expect(page).toContain('<table id="footprint" data-state="ok">');
+    expect(page).toMatch(new RegExp(`data-table="raw_exchange_a">\\s*<th scope="row">raw_exchange_a</th>\\s*<td class="num">${a.rows.toLocaleString('en-US')}</td>`));
+  });
+
+  it('a footprint read that fails: status still 200 with everything else, the footprint unavailable with a reason (no error text)', async () => {
+    const failing = await createApp({
+      ch: t.ch,
+      log: silentLogger(),
+      redis: t.redis,
+      config: { ...t.config, rollupQueuePrefix: queuePrefix },
+      footprint: { read: () => Promise.reject(new Error('Code: 497. DB::Exception: secret-host.internal: not enough privileges')) },
+    });
+    try {
+      const s = await status(failing);
+      expect(s.footprint).toEqual({ state: 'unavailable', detail: 'the footprint query failed', scope: null, measured_at: null, tables: [], total: null, raw: null });
+      expect(s.stores.clickhouse.ok).toBe(true);
+      expect(s.rollup.state).toBe('ok');
+      expect(JSON.stringify(s)).not.toContain('secret-host');
+      const metrics = await failing.inject({ url: '/metrics' });
+      expect(metrics.statusCode).toBe(200);
+      expect(metrics.body).toMatch(/^booktape_footprint_up 0$/m);
+      expect(metrics.body).not.toContain('booktape_table_rows');
+      const page = await failing.inject({ url: '/status' });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain('Not available: the footprint query failed.');
+    } finally {
+      await failing.close();
+    }
+  });
+
+  it('a footprint read that never answers: status answers without waiting for it', async () => {
+    const hung = await createApp({ ch: t.ch, log: silentLogger(), redis: t.redis, config: { ...t.config, rollupQueuePrefix: queuePrefix }, footprint: { read: () => new Promise(() => undefined) } });
+    try {
+      const started = Date.now();
+      const s = await status(hung);
+      // The check's own bound is 2.5 s; the footprint waits 1 s of it at most, in parallel.
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(s.footprint).toMatchObject({ state: 'unavailable', detail: 'the footprint is being measured (the query is slow to answer)' });
+      expect(s.stores.clickhouse.ok).toBe(true);
+    } finally {
+      await hung.close();
+    }
+  });
+});
+
 describe('backing services down: answers, never a 500', () => {
   let deadRedis: Redis;
   beforeAll(() => {
@@ -336,6 +431,7 @@ describe('backing services down: answers, never a 500', () => {
       expect(s.stores.redis.ok).toBe(true);
       expect(s.rollup.state).toBe('ok');
       expect(s.reasons[0]).toMatch(/^ClickHouse is not reachable/);
+      expect(s.footprint).toMatchObject({ state: 'unavailable', detail: 'ClickHouse is not reachable', tables: [] });
       expect((await app.inject({ url: '/status' })).statusCode).toBe(200);
       expect((await app.inject({ url: '/metrics' })).body).toContain('booktape_store_up{store="clickhouse"} 0');
     } finally {

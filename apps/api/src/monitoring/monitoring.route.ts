@@ -43,7 +43,7 @@ export const monitoringRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       schema: {
         summary: 'Infrastructure status for the public status page',
         description:
-          'Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes. No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second.',
+          'Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes; the storage footprint (rows and bytes on disk per table). No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second, the footprint at most every 30 s.',
         tags: ['service'],
         security: PUBLIC_SECURITY,
         querystring: z.object({}),
@@ -85,7 +85,7 @@ export const monitoringRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       onRequest: metricsGuard(adminToken),
       schema: {
         summary: 'Prometheus metrics (text exposition format)',
-        description: 'HTTP requests and latency by route pattern, the monitoring status as gauges, process metrics. Needs the admin token when ADMIN_TOKEN is set.',
+        description: 'HTTP requests and latency by route pattern, the monitoring status as gauges (the storage footprint per table included), process metrics. Needs the admin token when ADMIN_TOKEN is set.',
         tags: ['service'],
         // With a token: in X-Admin-Token, or as a Bearer token (Prometheus's scrape setting).
         security: adminToken ? [{ adminToken: [] }, { adminBearer: [] }] : PUBLIC_SECURITY,

@@ -1,4 +1,4 @@
-import { VENUE_NAMES, formatAge, type MonitoringStatus, type VenueState } from './status.ts';
+import { VENUE_NAMES, formatAge, formatBytes, type MonitoringStatus, type VenueState } from './status.ts';
 
 /**
  * The public status page: one self-contained HTML document rendered from the status (no
@@ -126,6 +126,25 @@ function storeRows(s: MonitoringStatus): string {
     .join('');
 }
 
+function footprintRows(s: MonitoringStatus): string {
+  const f = s.footprint;
+  if (f.state !== 'ok') return `<tr><td colspan="6" class="mute">Not available: ${esc(f.detail)}.</td></tr>`;
+  const row = (attr: string, name: string, x: { rows: number; bytes_on_disk: number; data_uncompressed_bytes: number; parts: number }, perRow: number | null) => `
+      <tr ${attr}>
+        <th scope="row">${esc(name)}</th>
+        <td class="num">${esc(int(x.rows))}</td>
+        <td class="num">${esc(formatBytes(x.bytes_on_disk))}</td>
+        <td class="num">${esc(formatBytes(x.data_uncompressed_bytes))}</td>
+        <td class="num">${esc(int(x.parts))}</td>
+        <td class="num">${perRow === null ? '–' : esc(dec(perRow))}</td>
+      </tr>`;
+  return (
+    f.tables.map((t) => row(`class="table" data-table="${esc(t.table)}"`, t.table, t, t.bytes_per_row)).join('') +
+    row('class="total" data-total="all"', 'All tables', f.total!, null) +
+    row('class="total" data-total="raw"', 'Raw events', f.raw!, f.raw!.bytes_per_row)
+  );
+}
+
 function processRows(s: MonitoringStatus): string {
   if (s.processes.length === 0) return '<tr><td colspan="3" class="mute">No ingestor process has reported.</td></tr>';
   return s.processes
@@ -181,6 +200,7 @@ tbody th { font-weight: 600; white-space: nowrap; }
 .badge.mute { background: var(--mute-bg); color: var(--mute); }
 .mute { color: var(--mute); }
 .small { font-size: 13px; color: var(--mute); }
+tr.total th, tr.total td { background: #f8f9fa; font-weight: 600; }
 footer { margin-top: 28px; font-size: 13px; color: var(--mute); }
 `;
 
@@ -221,6 +241,14 @@ export function renderStatusPage(s: MonitoringStatus, opts: { jsonUrl: string })
     <tbody>${storeRows(s)}
     </tbody>
   </table>
+
+  <h2>Storage</h2>
+  <table id="footprint" data-state="${esc(s.footprint.state)}">
+    <thead><tr><th>Table</th><th class="num">Rows</th><th class="num">On disk</th><th class="num">Uncompressed</th><th class="num">Parts</th><th class="num">Bytes/row</th></tr></thead>
+    <tbody>${footprintRows(s)}
+    </tbody>
+  </table>
+  <p class="small">${esc(s.footprint.state === 'ok' ? `Active parts${s.footprint.scope === 'this_node' ? " of this ClickHouse node's tables only (a cluster's other shards and replicas are not counted)" : ''}, measured ${s.footprint.measured_at!.slice(11, 19)} UTC.` : '')}</p>
 
   <h2>Declared outages</h2>
   <table id="outages">

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { VENUES, type Venue } from '@booktape/domain';
 import { EXHAUSTED_AFTER_TIMEOUT_MS, streamPoolExhausted, type StreamPoolStats } from '@booktape/storage';
 import type { IngestorReport } from '@booktape/messaging';
+import type { FootprintReading } from './footprint.ts';
 import { reportIsLive } from './reports.ts';
 import type { RollupBacklog } from './rollup-backlog.ts';
 
@@ -41,6 +42,40 @@ const OFF_DETAIL: Record<OffReason, string> = {
 export type VenueState = (typeof venueStates)[number];
 
 const storeHealth = z.object({ ok: z.boolean(), latency_ms: z.number().int().nullable() });
+
+const footprintFigures = {
+  rows: z.number().int().describe('Rows in the active parts (copies a ReplacingMergeTree has not merged away yet included)'),
+  bytes_on_disk: z.number().int().describe('Bytes on disk of the active parts: data, marks, indexes'),
+  data_uncompressed_bytes: z.number().int().describe('The same columns uncompressed'),
+  parts: z.number().int().describe('Active parts'),
+};
+
+const footprintSchema = z
+  .object({
+    state: z.enum(['ok', 'unavailable']).describe('unavailable: the figures cannot be read now (see detail); the rest of the status is not affected'),
+    detail: z.string(),
+    scope: z
+      .enum(['database', 'this_node'])
+      .nullable()
+      .describe("database: the whole database of a single ClickHouse node; this_node (CLICKHOUSE_CLUSTER set): this node's `_local` tables only, not the cluster's total; null when unavailable"),
+    measured_at: z.string().nullable().describe('When the figures were read (they are reused for 30 s); null when unavailable'),
+    tables: z
+      .array(
+        z.object({
+          table: z.string(),
+          raw: z.boolean().describe('One of the raw tables (one per venue): the stored events'),
+          ...footprintFigures,
+          bytes_per_row: z.number().nullable().describe('bytes_on_disk / rows, for the raw tables: what one stored event costs; null for other tables and when empty'),
+        }),
+      )
+      .describe('Every MergeTree table of the database, by name (empty tables as 0)'),
+    total: z.object(footprintFigures).nullable().describe('All the tables together; null when unavailable'),
+    raw: z
+      .object({ ...footprintFigures, bytes_per_row: z.number().nullable() })
+      .nullable()
+      .describe('The raw tables together: bytes_per_row is what one stored event costs on disk; null when unavailable'),
+  })
+  .describe('What the stored data costs: rows and bytes of the active parts of each ClickHouse table (system.parts), read at most every 30 s. Never makes the status fail or wait: unreadable figures are `unavailable`.');
 
 export const monitoringStatusSchema = z
   .object({
@@ -156,6 +191,7 @@ export const monitoringStatusSchema = z
         }),
       )
       .describe(`Outages declared by the operator (GET /api/v1/outages): active, upcoming, and ended in the last ${RECENT_OUTAGE_DAYS} days, newest first`),
+    footprint: footprintSchema,
   })
   .meta({ id: 'MonitoringStatus', description: 'The status now (always 200: `status` says ok, degraded or down).' });
 
@@ -187,6 +223,63 @@ export interface StatusInput {
   outages?: OutageInput[] | null;
   /** The API's embedded stream pool (null or absent: a server connection, no pool). */
   streamPool?: StreamPoolStats | null;
+  /** The storage footprint (absent: not read, shown as unavailable). */
+  footprint?: FootprintReading;
+}
+
+const perRow = (bytes: number, rows: number) => (rows > 0 ? Math.round((bytes / rows) * 10) / 10 : null);
+
+function sumFigures(ts: Array<{ rows: number; bytes_on_disk: number; data_uncompressed_bytes: number; parts: number }>) {
+  const t = { rows: 0, bytes_on_disk: 0, data_uncompressed_bytes: 0, parts: 0 };
+  for (const x of ts) {
+    t.rows += x.rows;
+    t.bytes_on_disk += x.bytes_on_disk;
+    t.data_uncompressed_bytes += x.data_uncompressed_bytes;
+    t.parts += x.parts;
+  }
+  return t;
+}
+
+/** "1.2 GB": sizes for details and the page (decimal units, as disks are sold). */
+export function formatBytes(n: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i += 1;
+  }
+  return i === 0 ? `${v} B` : `${v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)} ${units[i]}`;
+}
+
+/** The footprint as the status shows it. */
+export function footprintStatus(r: FootprintReading | undefined): MonitoringStatus['footprint'] {
+  if (!r || !r.ok) return { state: 'unavailable', detail: r?.reason ?? 'not measured', scope: null, measured_at: null, tables: [], total: null, raw: null };
+  const tables = r.footprint.tables.map((t) => ({
+    table: t.table,
+    raw: t.raw,
+    rows: t.rows,
+    bytes_on_disk: t.bytesOnDisk,
+    data_uncompressed_bytes: t.uncompressedBytes,
+    parts: t.parts,
+    bytes_per_row: t.raw ? perRow(t.bytesOnDisk, t.rows) : null,
+  }));
+  const total = sumFigures(tables);
+  const raw = sumFigures(tables.filter((t) => t.raw));
+  const rawPerRow = perRow(raw.bytes_on_disk, raw.rows);
+  const scope = r.footprint.scope;
+  return {
+    state: 'ok',
+    detail:
+      `${formatBytes(total.bytes_on_disk)} on disk in ${tables.length} table${tables.length === 1 ? '' : 's'}` +
+      (rawPerRow === null ? '' : `; raw events ${rawPerRow} bytes each`) +
+      (scope === 'this_node' ? " (this node's tables only)" : ''),
+    scope,
+    measured_at: new Date(r.at).toISOString(),
+    tables,
+    total,
+    raw: { ...raw, bytes_per_row: rawPerRow },
+  };
 }
 
 /** A stream pool's figures as the status and /health show them. */
@@ -529,5 +622,6 @@ export function aggregateStatus(input: StatusInput): MonitoringStatus {
     },
     processes,
     outages,
+    footprint: footprintStatus(input.footprint),
   };
 }

@@ -700,7 +700,7 @@ export interface paths {
         };
         /**
          * Infrastructure status for the public status page
-         * @description Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes. No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second.
+         * @description Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes; the storage footprint (rows and bytes on disk per table). No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second, the footprint at most every 30 s.
          */
         get: operations["getMonitoringStatus"];
         put?: never;
@@ -737,7 +737,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics (text exposition format)
-         * @description HTTP requests and latency by route pattern, the monitoring status as gauges, process metrics. Needs the admin token when ADMIN_TOKEN is set.
+         * @description HTTP requests and latency by route pattern, the monitoring status as gauges (the storage footprint per table included), process metrics. Needs the admin token when ADMIN_TOKEN is set.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -1093,6 +1093,58 @@ export interface components {
                 end: string;
                 reason: string;
             }[];
+            /** @description What the stored data costs: rows and bytes of the active parts of each ClickHouse table (system.parts), read at most every 30 s. Never makes the status fail or wait: unreadable figures are `unavailable`. */
+            footprint: {
+                /**
+                 * @description unavailable: the figures cannot be read now (see detail); the rest of the status is not affected
+                 * @enum {string}
+                 */
+                state: "ok" | "unavailable";
+                detail: string;
+                /** @description database: the whole database of a single ClickHouse node; this_node (CLICKHOUSE_CLUSTER set): this node's `_local` tables only, not the cluster's total; null when unavailable */
+                scope: ("database" | "this_node") | null;
+                /** @description When the figures were read (they are reused for 30 s); null when unavailable */
+                measured_at: string | null;
+                /** @description Every MergeTree table of the database, by name (empty tables as 0) */
+                tables: {
+                    table: string;
+                    /** @description One of the raw tables (one per venue): the stored events */
+                    raw: boolean;
+                    /** @description Rows in the active parts (copies a ReplacingMergeTree has not merged away yet included) */
+                    rows: number;
+                    /** @description Bytes on disk of the active parts: data, marks, indexes */
+                    bytes_on_disk: number;
+                    /** @description The same columns uncompressed */
+                    data_uncompressed_bytes: number;
+                    /** @description Active parts */
+                    parts: number;
+                    /** @description bytes_on_disk / rows, for the raw tables: what one stored event costs; null for other tables and when empty */
+                    bytes_per_row: number | null;
+                }[];
+                /** @description All the tables together; null when unavailable */
+                total: {
+                    /** @description Rows in the active parts (copies a ReplacingMergeTree has not merged away yet included) */
+                    rows: number;
+                    /** @description Bytes on disk of the active parts: data, marks, indexes */
+                    bytes_on_disk: number;
+                    /** @description The same columns uncompressed */
+                    data_uncompressed_bytes: number;
+                    /** @description Active parts */
+                    parts: number;
+                } | null;
+                /** @description The raw tables together: bytes_per_row is what one stored event costs on disk; null when unavailable */
+                raw: {
+                    /** @description Rows in the active parts (copies a ReplacingMergeTree has not merged away yet included) */
+                    rows: number;
+                    /** @description Bytes on disk of the active parts: data, marks, indexes */
+                    bytes_on_disk: number;
+                    /** @description The same columns uncompressed */
+                    data_uncompressed_bytes: number;
+                    /** @description Active parts */
+                    parts: number;
+                    bytes_per_row: number | null;
+                } | null;
+            };
         };
         SummaryBucket: {
             /** @description Bucket start, Unix milliseconds. */
