@@ -18,6 +18,8 @@ describe('footprint repository (embedded ClickHouse)', () => {
     expect(names).toEqual([...names].sort());
     expect(names).toEqual(expect.arrayContaining([...Object.values(RAW_TABLE), 'capture_gaps', 'summary_chunks', 'outages']));
     expect(names.some((n) => n.endsWith('_mv'))).toBe(false);
+    // The status is public: the tables of customers and billing are not shown.
+    for (const hidden of ['api_keys', 'api_key_usage', 'subscriptions', 'stripe_events', 'request_log']) expect(names).not.toContain(hidden);
     expect(before.tables.filter((x) => x.raw).map((x) => x.table).sort()).toEqual(Object.values(RAW_TABLE).sort());
     expect(before.tables.find((x) => x.table === 'outages')).toMatchObject({ rows: 0, bytesOnDisk: 0, uncompressedBytes: 0, parts: 0 });
 

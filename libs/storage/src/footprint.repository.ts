@@ -62,9 +62,16 @@ LEFT JOIN
     WHERE database = {db:String} AND active
     GROUP BY table
 ) AS p ON p.table = t.name
-WHERE t.database = {db:String} AND t.engine LIKE '%MergeTree'
+WHERE t.database = {db:String} AND t.engine LIKE '%MergeTree' AND t.name NOT IN {private:Array(String)}
 ORDER BY table
 SETTINGS max_execution_time = ${maxExecutionSeconds}`;
+
+/**
+ * The tables of customers and billing: left out, because the status that shows the footprint
+ * is public, and their row counts (keys, subscriptions, requests) are the operator's
+ * business, not what the stored data costs.
+ */
+const PRIVATE_TABLES = ['api_keys', 'api_key_usage', 'subscriptions', 'stripe_events', 'request_log'];
 
 export class FootprintRepository {
   constructor(
@@ -78,7 +85,8 @@ export class FootprintRepository {
     // On a cluster the rows live in `<name>_local`; the Distributed front table has no parts.
     const raw = new Set(Object.values(RAW_TABLE).map((t) => (onCluster ? `${t}_local` : t)));
     // A setting takes no bound parameter: the limit is this class's own integer, never outside input.
-    const rows = await queryRows<Row>(this.ch, query(Math.max(1, Math.ceil(this.maxExecutionSeconds))), { db: this.ch.database });
+    const hidden = PRIVATE_TABLES.flatMap((t) => [t, `${t}_local`]);
+    const rows = await queryRows<Row>(this.ch, query(Math.max(1, Math.ceil(this.maxExecutionSeconds))), { db: this.ch.database, private: hidden });
     return {
       scope: onCluster ? 'this_node' : 'database',
       tables: rows.map((r) => ({
