@@ -1,10 +1,9 @@
 import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
+import { BOOK_ROW_SETTINGS, BOOK_ROW_SQL, bookRecordOf, type BookRecordOf, type BookVenue } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
 import { openLines, streamLines, streamQuery } from './stream.ts';
 
-type BookRecordOf = ExchangeAEvent | ExchangeBRecord;
-type BookVenue = 'exchange-a' | 'exchange-b';
 
 /** One book's rows (exchange A: an outcome token; exchange B: the ticker), its snapshots, and the record types a book answer reads. */
 const BOOK_OF: Record<BookVenue, string> = { 'exchange-a': 'market = {m:String} AND asset_id = {a:String}', 'exchange-b': 'ticker = {m:String}' };
@@ -44,12 +43,16 @@ export class BookEventsRepository {
         ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
       { m: market, a: asset, t: fromMs },
     )) ?? 0;
-    return this.payloads<ExchangeAEvent>(
-      `SELECT payload FROM ${table} FINAL
+    return this.books<ExchangeAEvent>(
+      'exchange-a',
+      market,
+      asset,
+      `SELECT ${BOOK_ROW_SQL['exchange-a']} AS row FROM ${table} FINAL
         WHERE market = {m:String} AND asset_id = {a:String} AND event_type IN ('book', 'price_change')
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id`,
+        ORDER BY event_ts, ingest_seq, dedup_id
+        SETTINGS ${BOOK_ROW_SETTINGS}`,
       { m: market, a: asset, from: anchor, to: toMs },
     );
   }
@@ -63,12 +66,16 @@ export class BookEventsRepository {
         ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
       { m: ticker, t: fromMs },
     )) ?? 0;
-    return this.payloads<ExchangeBRecord>(
-      `SELECT payload FROM ${table} FINAL
+    return this.books<ExchangeBRecord>(
+      'exchange-b',
+      ticker,
+      '',
+      `SELECT ${BOOK_ROW_SQL['exchange-b']} AS row FROM ${table} FINAL
         WHERE ticker = {m:String}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id`,
+        ORDER BY event_ts, ingest_seq, dedup_id
+        SETTINGS ${BOOK_ROW_SETTINGS}`,
       { m: ticker, from: anchor, to: toMs },
     );
   }
@@ -120,14 +127,14 @@ export class BookEventsRepository {
   private async span(venue: BookVenue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean): Promise<Omit<BookHistory, 'anchorMs'>> {
     const params = { m: market, a: asset, from: fromMs, to: untilMs };
     const count = counted ? await this.count(venue, market, asset, fromMs, untilMs) : null;
-    // payload is JSON text written by the sink: no raw tab or newline, one line each.
-    const lines = streamLines(streamQuery(this.ch, { query: `SELECT payload ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`, query_params: params, format: 'TabSeparatedRaw' }));
+    // A book row is JSON text (toJSONString): no raw tab or newline, one line each.
+    const lines = streamLines(streamQuery(this.ch, { query: `SELECT ${BOOK_ROW_SQL[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id SETTINGS ${BOOK_ROW_SETTINGS}`, query_params: params, format: 'TabSeparatedRaw' }));
     const { first, close } = await openLines(lines);
     async function* records(): AsyncGenerator<BookRecordOf> {
       try {
         if (first.done === true) return;
-        yield JSON.parse(first.value) as BookRecordOf;
-        for await (const line of lines) yield JSON.parse(line) as BookRecordOf;
+        yield bookRecordOf(venue, first.value, market, asset);
+        for await (const line of lines) yield bookRecordOf(venue, line, market, asset);
       } finally {
         await close();
       }
@@ -142,8 +149,8 @@ export class BookEventsRepository {
     return row === undefined ? null : Number(row.t);
   }
 
-  private async payloads<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
+  private async books<T extends BookRecordOf>(venue: BookVenue, market: string, asset: string, query: string, params: Record<string, unknown>): Promise<T[]> {
     const rs = await this.ch.client.query({ query, query_params: params, format: 'JSONEachRow' });
-    return (await rs.json<{ payload: string }>()).map((r) => JSON.parse(r.payload) as T);
+    return (await rs.json<{ row: string }>()).map((r) => bookRecordOf(venue, r.row, market, asset) as T);
   }
 }

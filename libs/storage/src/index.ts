@@ -15,3 +15,4 @@ export * from './request-log.repository.ts';
 export * from './outages.repository.ts';
 export * from './coverage.repository.ts';
 export * from './footprint.repository.ts';
+export * from './book-rows.ts';

@@ -1,6 +1,7 @@
 // Type only: storage does not load the book engine.
 import type { ChecksState } from '@booktape/book';
 import type { Venue } from '@booktape/domain';
+import { BOOK_ROW_SETTINGS, BOOK_ROW_SQL } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { openLines, streamLines, streamQuery } from './stream.ts';
 
@@ -88,7 +89,7 @@ export interface BookEventsFacts {
 
 export interface BookEventsRead {
   facts: BookEventsFacts;
-  /** Payload JSON texts in serving order. */
+  /** Book rows (book-rows.ts BOOK_ROW_SQL, read with `bookRecordOf`) in serving order. */
   events: AsyncGenerator<string>;
   /** Ends the read early (frees its stream session); harmless after the end. */
   close(): Promise<void>;
@@ -483,7 +484,7 @@ export class SummariesRepository {
   /**
    * What a rollup run reads, in one engine round trip (a round trip, not the work, is what
    * a run mostly pays for on an engine busy with inserts): the date's book events with
-   * event_ts in [fromMs, toMs) in serving order, as payload JSON texts, streamed (a busy
+   * event_ts in [fromMs, toMs) in serving order, as book rows (book-rows.ts), streamed (a busy
    * asset-day holds millions), together with the facts the run decides by (`facts`).
    *
    * The facts ride on every row as two leading columns (scalar subqueries, evaluated once)
@@ -504,9 +505,10 @@ export class SummariesRepository {
       nextDataDate: nextDate === '' ? null : nextDate,
     });
     const lines = streamLines(streamQuery(this.ch, {
-      query: `SELECT ${count} AS counted, ${next} AS next, payload FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+      query: `SELECT ${count} AS counted, ${next} AS next, ${BOOK_ROW_SQL[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id`,
+        ORDER BY event_ts, ingest_seq, dedup_id
+        SETTINGS ${BOOK_ROW_SETTINGS}`,
       query_params: params,
       format: 'TabSeparatedRaw',
     }));
@@ -515,7 +517,7 @@ export class SummariesRepository {
       const [r] = await this.rows<{ counted: string | number; next: string }>(`SELECT ${count} AS counted, ${next} AS next`, params);
       return { facts: factsOf(String(r!.counted), r!.next), events: (async function* () {})(), close };
     }
-    // payload is JSON text written by the sink: it holds no raw tab (nor newline).
+    // A book row is JSON text (toJSONString): it holds no raw tab (nor newline).
     const payloadOf = (line: string) => line.slice(line.indexOf('\t', line.indexOf('\t') + 1) + 1);
     const head = first.value;
     const t1 = head.indexOf('\t');
@@ -528,15 +530,16 @@ export class SummariesRepository {
   }
 
   /**
-   * A date's book events with event_ts in [fromMs, toMs), in serving order, as payload JSON
-   * texts, streamed (a busy asset-day holds millions).
+   * A date's book events with event_ts in [fromMs, toMs), in serving order, as book rows
+   * (book-rows.ts, read with `bookRecordOf`), streamed (a busy asset-day holds millions).
    */
   async *bookEvents(key: SummaryKey, date: string, fromMs: number, toMs: number): AsyncGenerator<string> {
     const { table, where } = this.bookFilter(key);
     yield* streamLines(streamQuery(this.ch, {
-      query: `SELECT payload FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+      query: `SELECT ${BOOK_ROW_SQL[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id`,
+        ORDER BY event_ts, ingest_seq, dedup_id
+        SETTINGS ${BOOK_ROW_SETTINGS}`,
       query_params: { market: key.market, asset: key.asset, date, from: fromMs, to: toMs },
       format: 'TabSeparatedRaw',
     }));

@@ -16,7 +16,7 @@ import {
   type ExactBucket,
 } from '@booktape/book';
 import type { Logger } from '@booktape/config';
-import type { BookCheckpoint, SummariesRepository, SummaryChunk, SummaryDay, SummaryKey } from '@booktape/storage';
+import { bookRecordOf, type BookCheckpoint, type SummariesRepository, type SummaryChunk, type SummaryDay, type SummaryKey } from '@booktape/storage';
 import { eventTs, isBookRecord } from './book-at.ts';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 
@@ -241,7 +241,7 @@ export class Roller {
     const { nextDataDate } = read.facts;
     try {
       for await (const text of read.events) {
-        const rec = JSON.parse(text) as BookRecord;
+        const rec: BookRecord = bookRecordOf(key.venue, text, key.market, key.asset);
         const ts = eventTs(rec);
         if (ts !== heldTs) {
           applyHeld();
