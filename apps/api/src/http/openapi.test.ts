@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../openapi-document.ts';
 import { testConfig } from '../testing.ts';
@@ -15,6 +18,7 @@ interface Operation {
   responses: Record<string, { description: string; content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
 }
 interface Doc {
+  info: { license?: { name: string; identifier?: string } };
   servers: Array<{ url: string }>;
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
@@ -203,5 +207,25 @@ describe('components and servers', () => {
     expect(serverUrl({ host: '127.0.0.1', port: 8080, publicUrl: 'https://api.example.com/' })).toBe('https://api.example.com');
     const proxied = (await openApiDocument(testConfig({ publicUrl: 'https://data.example.com' }))) as unknown as Doc;
     expect(proxied.servers.map((s) => s.url)).toEqual(['https://data.example.com']);
+  });
+});
+
+describe('licence', () => {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
+
+  it('the document, the LICENSE file and every workspace package name the same licence: Apache-2.0', () => {
+    expect(doc.info.license).toEqual({ name: 'Apache-2.0', identifier: 'Apache-2.0' });
+    expect(fs.readFileSync(path.join(root, 'LICENSE'), 'utf8')).toMatch(/Apache License\s+Version 2\.0, January 2004/);
+    const rootPkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { license?: string; workspaces: string[] };
+    expect(rootPkg.license).toBe('Apache-2.0');
+    const dirs = rootPkg.workspaces.flatMap((w) => {
+      const parent = path.join(root, w.replace(/\/\*$/, ''));
+      return fs.readdirSync(parent).map((d) => path.join(parent, d)).filter((d) => fs.existsSync(path.join(d, 'package.json')));
+    });
+    expect(dirs.length).toBeGreaterThan(10);
+    for (const dir of dirs) {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { license?: string };
+      expect(pkg.license, path.relative(root, dir)).toBe('Apache-2.0');
+    }
   });
 });

@@ -32,6 +32,8 @@ export async function registerOpenApi(app: FastifyInstance, config: ApiConfig): 
         title: 'booktape historical order-book data',
         description: 'Raw order-book events and availability for exchange A (condition ids) and exchange B (tickers). See docs/api.md.',
         version: '1.0.0',
+        // The repository's LICENSE: clients generated from this document may say what they may do with it.
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
       servers: [{ url: serverUrl(config), description: config.publicUrl ? 'PUBLIC_URL' : 'The configured HOST and PORT' }],
       components: {
