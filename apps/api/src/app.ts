@@ -9,6 +9,8 @@ import { outagesRoutes } from './coverage/outages.route.ts';
 import { etagCodingOnRoute } from './http/caching.ts';
 import { setErrorHandlers } from './http/error-handler.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { registerCors } from './http/cors.ts';
+import { REQUEST_ID_LOG_LABEL, genRequestId, requestIdHook } from './http/request-id.ts';
 import { API_PREFIX } from './http/prefix.ts';
 import { keysRoutes } from './keys/keys.route.ts';
 import { lookupRoutes } from './lookup/lookup.route.ts';
@@ -48,18 +50,24 @@ const FEATURES = [
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: services.log as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: true }),
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     trustProxy: true,
     // Bodies are tiny here (POST /keys takes none): refuse anything large early.
     bodyLimit: 64 * 1024,
     // A client that stops reading a streamed page would hold a store session for good:
     // after a minute without any socket progress the connection is dropped.
     connectionTimeout: 60_000,
+    // X-Request-Id: the client's well-formed one or a UUID, on every answer and log line (http/request-id.ts).
+    requestIdHeader: false,
+    genReqId: genRequestId,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   setErrorHandlers(app as unknown as FastifyInstance);
+  app.addHook('onRequest', requestIdHook);
+  // Browsers only from the origins CORS_ORIGINS lists; off when it is unset.
+  await registerCors(app as unknown as FastifyInstance, services.config.corsOrigins);
 
   // Every response is counted by route pattern (Prometheus metrics).
   const { metrics } = services.monitoring;
