@@ -161,6 +161,26 @@ describe('responses', () => {
     expect(media('get', '/api/v1/exchange-a/market/list')).toEqual(['application/json']);
   });
 
+  it('response fields: X-Request-Id everywhere; Cache-Control and RateLimit on keyed answers; paging and file fields where sent', () => {
+    const RL = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+    for (const { method, path, op } of ops) {
+      const keyed = JSON.stringify(op.security) === JSON.stringify([{ bearerAuth: [] }]);
+      for (const [status, r] of Object.entries(op.responses)) {
+        const where = `${method} ${path} ${status}`;
+        const names = Object.keys(r.headers ?? {});
+        expect(names, where).toContain('X-Request-Id');
+        if (keyed) expect(names, where).toContain('Cache-Control');
+        const withUser = keyed && !['401', '403'].includes(status) && Number(status) < 500;
+        for (const h of RL) expect(names.includes(h), `${where} ${h}`).toBe(withUser);
+      }
+    }
+    const h200 = (path: string) => Object.keys(find('get', path).responses['200']!.headers ?? {});
+    for (const path of ['/api/v1/exchange-a/market/data', '/api/v1/exchange-b/market/data', '/api/v1/market/data']) expect(h200(path)).toEqual(expect.arrayContaining(['Link', 'X-Total-Count']));
+    for (const path of ['/api/v1/exchange-a/market/data/range', '/api/v1/exchange-b/market/data/range']) expect(h200(path)).toContain('Link');
+    for (const path of ['/api/v1/exchange-a/market/export', '/api/v1/exchange-b/market/export']) expect(h200(path)).toEqual(expect.arrayContaining(['Content-Disposition', 'X-Export-Days']));
+    expect(h200('/api/v1/exchange-a/market/list')).not.toContain('Link');
+  });
+
   it('304 without a body where answers carry ETags', () => {
     const with304 = ops.filter((o) => o.op.responses['304']).map((o) => o.path).sort();
     expect(with304).toEqual(

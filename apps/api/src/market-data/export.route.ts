@@ -78,6 +78,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
           tags: [v.venue],
           security: KEY_SECURITY,
           produces: EXPORT_MEDIA_TYPES,
+          answerHeaders: ['Content-Disposition', 'X-Export-Days'],
           querystring: query,
           response: { 200: z.string().describe('The file, as an attachment (Content-Disposition names it; X-Export-Days says how many days it covers and counted).'), ...errors },
         },
