@@ -177,8 +177,8 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
             answerHeaders: ['Link'],
             querystring: z.object({
               [v.marketParam]: v.market(),
-              start_timestamp: q.timestamp('Range start'),
-              end_timestamp: q.timestamp('Range end'),
+              start_timestamp: q.timestamp('Range start', 'start'),
+              end_timestamp: q.timestamp('Range end', 'end'),
               cursor: q.cursor(),
               limit: q.rawLimit(),
               format: formatField(),

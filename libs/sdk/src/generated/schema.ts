@@ -1745,10 +1745,10 @@ export interface operations {
             query: {
                 /** @description Market condition id, hex, with or without 0x, any case. */
                 condition_id: string;
-                /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Range start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description The next_cursor of the previous page, unchanged. */
                 cursor?: string;
                 /** @description Records per page, 1 to 100000. Default 10000. */
@@ -1891,10 +1891,10 @@ export interface operations {
             query: {
                 /** @description Market condition id, hex, with or without 0x, any case. */
                 condition_id: string;
-                /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Range start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description The next_cursor of the previous page, unchanged. */
                 cursor?: string;
                 /** @description Records per page, 1 to 100000. Default 10000. */
@@ -2181,10 +2181,10 @@ export interface operations {
             query: {
                 /** @description Market ticker (upper-cased). */
                 ticker: string;
-                /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Range start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description The next_cursor of the previous page, unchanged. */
                 cursor?: string;
                 /** @description Records per page, 1 to 100000. Default 10000. */
@@ -2814,10 +2814,10 @@ export interface operations {
                 asset_id: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                start_timestamp?: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                end_timestamp?: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
+                start_timestamp?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
+                end_timestamp?: number | string;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
                 resolution?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
@@ -2963,10 +2963,10 @@ export interface operations {
                 asset_id: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                start_timestamp?: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                end_timestamp?: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
+                start_timestamp?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
+                end_timestamp?: number | string;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
                 resolution?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
@@ -3110,10 +3110,10 @@ export interface operations {
                 ticker: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                start_timestamp?: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                end_timestamp?: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
+                start_timestamp?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
+                end_timestamp?: number | string;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
                 resolution?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
@@ -3256,8 +3256,8 @@ export interface operations {
                 asset_id: string;
                 /** @description Market condition id of the token; found from the rollups when left out. */
                 condition_id?: string;
-                /** @description The instant, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                timestamp: number;
+                /** @description The instant, the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                timestamp: number | string;
                 /** @description Levels per side, 1 to 500. Default 10. */
                 depth?: number;
             };
@@ -3400,10 +3400,10 @@ export interface operations {
                 asset_id: string;
                 /** @description Market condition id of the token; found from the rollups when left out. */
                 condition_id?: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description Seconds between snapshots, 1 to 86400. Default 60. */
                 interval?: number;
                 /** @description Levels per side, 1 to 500. Default 10. */
@@ -3553,8 +3553,8 @@ export interface operations {
             query: {
                 /** @description Market ticker (upper-cased). */
                 ticker: string;
-                /** @description The instant, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                timestamp: number;
+                /** @description The instant, the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                timestamp: number | string;
                 /** @description Levels per side, 1 to 500. Default 10. */
                 depth?: number;
             };
@@ -3695,10 +3695,10 @@ export interface operations {
             query: {
                 /** @description Market ticker (upper-cased). */
                 ticker: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description Seconds between snapshots, 1 to 86400. Default 60. */
                 interval?: number;
                 /** @description Levels per side, 1 to 500. Default 10. */
