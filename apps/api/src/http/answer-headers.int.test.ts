@@ -92,6 +92,14 @@ describe('RateLimit fields', () => {
       expect(rl(r.headers), url).toMatchObject({ limit: '10', remaining: '9' });
     }
     expect(rl((await app.inject({ url: LIST, headers: bearer(key) })).headers).remaining).toBe('8');
+    // A 304 holds a reservation while it is handled and gives it back: the fields say so.
+    const DATA = '/api/v1/exchange-b/market/data?ticker=KX-HDR&date=2026-03-01';
+    const full = await app.inject({ url: DATA, headers: bearer(key) });
+    expect(rl(full.headers).remaining).toBe('7');
+    const same = await app.inject({ url: DATA, headers: { ...bearer(key), 'if-none-match': full.headers.etag as string } });
+    expect(same.statusCode).toBe(304);
+    expect(rl(same.headers)).toMatchObject({ limit: '10', remaining: '7' });
+    expect(rl((await app.inject({ url: LIST, headers: bearer(key) })).headers).remaining).toBe('6');
   });
 
   it('describe the burst window when it is the closer limit, and its 429 says 0 and 1 s', async () => {

@@ -33,7 +33,7 @@ const UNIX = /^\d{1,16}$/;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:\d{2})?$/;
 
-export const TIME_FORMS = 'Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD';
+export const TIME_FORMS = 'an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD';
 
 const showRaw = (raw: unknown): string => {
   if (typeof raw !== 'string') return JSON.stringify(raw) ?? 'nothing';

@@ -116,6 +116,8 @@ interface TrackState {
   result: ReserveResult | null;
   /** The response closed (the row is written): a reservation arriving later is given back at once. */
   closed: boolean;
+  /** Where the user stood after the reservation (the RateLimit fields), until the answer is sent. */
+  standing: LimitState | null;
 }
 
 export function billableRoutes(deps: BillableDeps) {
@@ -130,7 +132,7 @@ export function billableRoutes(deps: BillableDeps) {
     // The request log's id is the answer's X-Request-Id when the server made it; a client's
     // own id may repeat, and the quota rebuild counts rows by id, so it gets a fresh one.
     const requestId = isServerRequestId(req) ? req.id : randomUUID();
-    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false };
+    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false, standing: null };
     states.set(req, state);
     const body = countBodyBytes(reply);
     reply.raw.once('close', () => {
@@ -187,6 +189,7 @@ export function billableRoutes(deps: BillableDeps) {
     const standing: LimitState = r.ok
       ? { limit, period: r.reservation.period, monthlyUsed: r.used, secondUsed: r.secondUsed, nowMs: now }
       : { limit, period: periodOf(now), monthlyUsed: r.exceeded.limit === 'monthly' ? r.exceeded.used : 0, secondUsed: r.exceeded.limit === 'per_second' ? r.exceeded.used : 0, nowMs: now };
+    state.standing = r.ok ? standing : null;
     setRateLimit(reply, rateLimitFields(standing, r.ok ? undefined : r.exceeded.limit));
     if (!r.ok) {
       const e = r.exceeded;
@@ -199,7 +202,22 @@ export function billableRoutes(deps: BillableDeps) {
   const keyedAnswer: onSendHookHandler = async function (req, reply, payload) {
     reply.header('cache-control', privateCacheControl(reply.getHeader('cache-control')));
     const key = req.apiKey;
-    if (!key || reply.hasHeader('ratelimit-limit')) return payload;
+    if (!key) return payload;
+    if (reply.statusCode >= 500) {
+      // A 5xx may be Redis itself failing: no second wait on it for advisory fields, and none
+      // from a reservation that is given back (the document declares none on 5xx).
+      for (const h of RATE_LIMIT_FIELDS) reply.removeHeader(h);
+      return payload;
+    }
+    const standing = states.get(req)?.standing;
+    if (standing && (reply.statusCode < 200 || reply.statusCode >= 300)) {
+      // Reserved, but not a success (a 304, a 4xx from the handler): the reservation is given
+      // back when the answer closes, so the fields say what remains after that.
+      const units = states.get(req)!.units;
+      setRateLimit(reply, rateLimitFields({ ...standing, monthlyUsed: standing.monthlyUsed - units }));
+      return payload;
+    }
+    if (reply.hasHeader('ratelimit-limit')) return payload;
     try {
       const plan = await deps.subscriptions.planOf(key.user_id);
       const now = Date.now();
@@ -232,6 +250,8 @@ export function billableRoutes(deps: BillableDeps) {
     },
   };
 }
+
+const RATE_LIMIT_FIELDS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy'];
 
 function setRateLimit(reply: FastifyReply, fields: Record<string, string> | null): void {
   if (fields) for (const [name, value] of Object.entries(fields)) reply.header(name, value);
