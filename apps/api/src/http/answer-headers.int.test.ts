@@ -142,6 +142,18 @@ describe('X-Request-Id', () => {
       const r = await t.app.inject({ url, headers });
       expect(r.headers['x-request-id'], url).toMatch(UUID);
     }
+    // Refused before any route runs: a malformed URL, a body too large, an unknown method.
+    for (const req of [
+      { method: 'GET' as const, url: '/api/v1/exchange-b/market/list?limit=%zz' },
+      { method: 'GET' as const, url: '/api/v1/%zz' },
+      { method: 'POST' as const, url: '/api/v1/outages', payload: 'x'.repeat(70 * 1024), headers: { 'content-type': 'application/json' } },
+      { method: 'PATCH' as const, url: '/api/v1/keys' },
+    ]) {
+      const r = await t.app.inject(req);
+      expect(r.statusCode, req.url).toBeGreaterThanOrEqual(400);
+      expect(String(r.headers['x-request-id']), `${req.method} ${req.url} ${r.statusCode}`).toMatch(UUID);
+      expect(r.json().error.code, req.url).toEqual(expect.any(String));
+    }
     const ids = new Set(await Promise.all(Array.from({ length: 20 }, async () => (await t.app.inject({ url: '/api/v1/health' })).headers['x-request-id'])));
     expect(ids.size).toBe(20);
     expect((await t.app.inject({ url: LIST, headers: { ...bearer(key), 'x-request-id': 'client-trace:42/a' } })).headers['x-request-id']).toBe('client-trace:42/a');
