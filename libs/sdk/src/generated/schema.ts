@@ -1745,9 +1745,9 @@ export interface operations {
             query: {
                 /** @description Market condition id, hex, with or without 0x, any case. */
                 condition_id: string;
-                /** @description Range start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Range start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 start_timestamp: number | string;
-                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 end_timestamp: number | string;
                 /** @description The next_cursor of the previous page, unchanged. */
                 cursor?: string;
@@ -1891,9 +1891,9 @@ export interface operations {
             query: {
                 /** @description Market condition id, hex, with or without 0x, any case. */
                 condition_id: string;
-                /** @description Range start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Range start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 start_timestamp: number | string;
-                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 end_timestamp: number | string;
                 /** @description The next_cursor of the previous page, unchanged. */
                 cursor?: string;
@@ -2181,9 +2181,9 @@ export interface operations {
             query: {
                 /** @description Market ticker (upper-cased). */
                 ticker: string;
-                /** @description Range start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Range start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 start_timestamp: number | string;
-                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 end_timestamp: number | string;
                 /** @description The next_cursor of the previous page, unchanged. */
                 cursor?: string;
@@ -2814,9 +2814,9 @@ export interface operations {
                 asset_id: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
-                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
                 start_timestamp?: number | string;
-                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
                 end_timestamp?: number | string;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
                 resolution?: number;
@@ -2963,9 +2963,9 @@ export interface operations {
                 asset_id: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
-                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
                 start_timestamp?: number | string;
-                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
                 end_timestamp?: number | string;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
                 resolution?: number;
@@ -3110,9 +3110,9 @@ export interface operations {
                 ticker: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
-                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
                 start_timestamp?: number | string;
-                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
                 end_timestamp?: number | string;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
                 resolution?: number;
@@ -3256,7 +3256,7 @@ export interface operations {
                 asset_id: string;
                 /** @description Market condition id of the token; found from the rollups when left out. */
                 condition_id?: string;
-                /** @description The instant, the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description The instant, the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 timestamp: number | string;
                 /** @description Levels per side, 1 to 500. Default 10. */
                 depth?: number;
@@ -3400,9 +3400,9 @@ export interface operations {
                 asset_id: string;
                 /** @description Market condition id of the token; found from the rollups when left out. */
                 condition_id?: string;
-                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 start_timestamp: number | string;
-                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 end_timestamp: number | string;
                 /** @description Seconds between snapshots, 1 to 86400. Default 60. */
                 interval?: number;
@@ -3553,7 +3553,7 @@ export interface operations {
             query: {
                 /** @description Market ticker (upper-cased). */
                 ticker: string;
-                /** @description The instant, the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description The instant, the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 timestamp: number | string;
                 /** @description Levels per side, 1 to 500. Default 10. */
                 depth?: number;
@@ -3695,9 +3695,9 @@ export interface operations {
             query: {
                 /** @description Market ticker (upper-cased). */
                 ticker: string;
-                /** @description Window start, inclusive, from the first millisecond of the unit given. Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 start_timestamp: number | string;
-                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). Unix seconds or milliseconds (below 10^11 = seconds), an ISO 8601 date-time with a zone (2026-03-01T12:00:00Z) or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 end_timestamp: number | string;
                 /** @description Seconds between snapshots, 1 to 86400. Default 60. */
                 interval?: number;
