@@ -25,7 +25,6 @@ const EXPORT_MAX_DAYS = 31;
 /** The UTC days from start_date to end_date inclusive (valid dates, start first: 1 or more). */
 const daysOf = (q: { start_date: string; end_date: string }): number => (Date.parse(`${q.end_date}T00:00:00Z`) - Date.parse(`${q.start_date}T00:00:00Z`)) / DAY_MS + 1;
 
-/** A summary bucket as a Parquet row (numbers as Float64; docs/api.md). */
 /** A bucket as a row of the Parquet temp table: the decimals as their exact text (written as Decimal(38, 18)). */
 function bucketRow(lead: Record<string, string>, b: ExactBucket): Record<string, unknown> {
   const n = (v: string | null) => v;
