@@ -4884,10 +4884,10 @@ export interface operations {
     getUserByUserIdRequestsCount: {
         parameters: {
             query?: {
-                /** @description Window start, inclusive: YYYY-MM-DD (UTC), an ISO 8601 date-time, or Unix seconds / ms. Default: the start of this month (UTC). */
-                from?: string;
-                /** @description Window end, inclusive (a date means its whole day). Default: now. */
-                to?: string;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: the start of this month (UTC). */
+                from?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: now. */
+                to?: number | string;
                 /** @description Only requests to this endpoint, e.g. /exchange-a/market/data (the /api/v1 prefix is optional). */
                 endpoint?: string;
                 /** @description Only requests answered with this status (e.g. 200, 429) or class (2xx, 4xx, 5xx). */
@@ -4969,10 +4969,10 @@ export interface operations {
     getUserByUserIdRequestsTimeframe: {
         parameters: {
             query?: {
-                /** @description Window start, inclusive: YYYY-MM-DD (UTC), an ISO 8601 date-time, or Unix seconds / ms. Default: the start of this month (UTC). */
-                from?: string;
-                /** @description Window end, inclusive (a date means its whole day). Default: now. */
-                to?: string;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: the start of this month (UTC). */
+                from?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: now. */
+                to?: number | string;
                 /** @description Bucket size. Default day. */
                 interval?: "hour" | "day";
                 /** @description Only requests to this endpoint, e.g. /exchange-a/market/data (the /api/v1 prefix is optional). */
@@ -5137,10 +5137,10 @@ export interface operations {
     getStats: {
         parameters: {
             query?: {
-                /** @description Window start (YYYY-MM-DD, ISO 8601 date-time, or Unix s / ms). Default: start of this month (UTC). */
-                from?: string;
-                /** @description Window end, inclusive. Default: now. */
-                to?: string;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: start of this month (UTC). */
+                from?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: now. */
+                to?: number | string;
             };
             header?: never;
             path?: never;
