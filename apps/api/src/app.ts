@@ -1,5 +1,5 @@
 import fastifyCompress from '@fastify/compress';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { stripeWebhookRoutes } from './billing/stripe-webhook.route.ts';
@@ -8,7 +8,10 @@ import { coverageRoutes } from './coverage/coverage.route.ts';
 import { outagesRoutes } from './coverage/outages.route.ts';
 import { etagCodingOnRoute } from './http/caching.ts';
 import { setErrorHandlers } from './http/error-handler.ts';
+import { codeForStatus, errorBody } from './http/errors.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { registerCors } from './http/cors.ts';
+import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, genRequestId, requestIdHook } from './http/request-id.ts';
 import { API_PREFIX } from './http/prefix.ts';
 import { keysRoutes } from './keys/keys.route.ts';
 import { lookupRoutes } from './lookup/lookup.route.ts';
@@ -48,18 +51,34 @@ const FEATURES = [
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: services.log as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: true }),
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     trustProxy: true,
     // Bodies are tiny here (POST /keys takes none): refuse anything large early.
     bodyLimit: 64 * 1024,
     // A client that stops reading a streamed page would hold a store session for good:
     // after a minute without any socket progress the connection is dropped.
     connectionTimeout: 60_000,
+    // X-Request-Id: the client's well-formed one or a UUID, on every answer and log line (http/request-id.ts).
+    requestIdHeader: false,
+    genReqId: genRequestId,
+    // What the router refuses before any hook runs (a path that is not valid percent-encoding,
+    // an overlong parameter) answers like every other error, with its request id.
+    frameworkErrors: (err, req, res) => {
+      const status = err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+      void (res as unknown as FastifyReply)
+        .header(REQUEST_ID_HEADER, req.id)
+        .header('cache-control', 'no-store')
+        .code(status)
+        .send(errorBody(codeForStatus(status), status === 500 ? 'internal error' : err.message));
+    },
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   setErrorHandlers(app as unknown as FastifyInstance);
+  app.addHook('onRequest', requestIdHook);
+  // Browsers only from the origins CORS_ORIGINS lists; off when it is unset.
+  await registerCors(app as unknown as FastifyInstance, services.config.corsOrigins);
 
   // Every response is counted by route pattern (Prometheus metrics).
   const { metrics } = services.monitoring;

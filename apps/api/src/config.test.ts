@@ -79,3 +79,28 @@ describe('data floors (EXCHANGE_*_DATA_FLOOR)', () => {
     }
   });
 });
+
+describe('CORS_ORIGINS', () => {
+  it('is off when unset or empty; * or a list of exact origins otherwise', () => {
+    expect(configOf({}).corsOrigins).toBeUndefined();
+    expect(configOf({ CORS_ORIGINS: '' }).corsOrigins).toBeUndefined();
+    expect(configOf({ CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
+    expect(configOf({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,https://app.example.com' }).corsOrigins).toEqual([
+      'https://app.example.com',
+      'http://localhost:5173',
+    ]);
+  });
+
+  it('refuses anything that is not an origin as a browser sends it, naming the variable', () => {
+    for (const bad of ['app.example.com', 'https://app.example.com/', 'https://app.example.com/path', 'ftp://x.example', 'https://APP.example.com', 'https://x.example:443', '*,https://a.example', 'https://a.example,,']) {
+      expect(() => configOf({ CORS_ORIGINS: bad }), bad).toThrow(/CORS_ORIGINS/);
+    }
+  });
+
+  it('a bad value stops the API process with exit 2 naming it', () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, CORS_ORIGINS: 'example.com', BOOKTAPE_DATA_DIR: dataDir };
+    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'apps/api/src/main.ts')], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(2);
+    expect(r.stdout + r.stderr).toContain('CORS_ORIGINS');
+  });
+});

@@ -6,6 +6,7 @@ import type { Venue } from '@booktape/domain';
 import { ConfigError, envBool, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
 import type { BillingConfig } from './billing/stripe-client.ts';
 import type { CachePolicy } from './http/caching.ts';
+import { parseCorsOrigins, type CorsOrigins } from './http/cors.ts';
 import { isCalendarDate } from './http/params.ts';
 import { DEFAULT_THRESHOLDS, type Thresholds } from './monitoring/status.ts';
 import { DEFAULT_PLAN_LIMITS, parseLimit, type PlanLimits } from './usage/limits.ts';
@@ -55,6 +56,23 @@ const envDataFloor = () =>
       }),
   ) as unknown as z.ZodType<string | null | undefined>;
 
+/** CORS_ORIGINS: `*` or comma-separated origins; unset or empty = CORS off (http/cors.ts). */
+const envCorsOrigins = () =>
+  z.preprocess(
+    unsetEmpty,
+    z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        const r = parseCorsOrigins(v);
+        if (!r.ok) {
+          ctx.addIssue({ code: 'custom', message: r.message });
+          return z.NEVER;
+        }
+        return r.value;
+      }),
+  ) as unknown as z.ZodType<CorsOrigins | undefined>;
+
 export const apiEnvSchema = platformEnvSchema.extend({
   HOST: envString('127.0.0.1'),
   PORT: envInt(8080, 0, 65535),
@@ -64,6 +82,8 @@ export const apiEnvSchema = platformEnvSchema.extend({
   ADMIN_TOKEN: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
   /** Serve the operator routes without ADMIN_TOKEN on a non-loopback HOST (refused otherwise). */
   BOOKTAPE_ALLOW_OPEN: envBool(false),
+  /** Origins whose pages may call the API from a browser (CORS); unset: none. */
+  CORS_ORIGINS: envCorsOrigins(),
   /** Signs pagination cursors; unset: a secret generated once and kept under the data dir. */
   CURSOR_SECRET: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
   /** The first UTC date served per venue (earlier data is refused), or `none`. */
@@ -83,7 +103,7 @@ export const apiEnvSchema = platformEnvSchema.extend({
   API_USAGE_FLUSH_MS: envInt(5000, 100, 600_000),
   /**
    * Caching: a UTC day is finalised this long after its end; answers about finalised days get
-   * a strong ETag and `Cache-Control: public, max-age=API_IMMUTABLE_MAX_AGE_S, immutable`.
+   * a strong ETag and `Cache-Control: private, max-age=API_IMMUTABLE_MAX_AGE_S, immutable`.
    */
   API_FINALISED_AFTER_MS: envInt(3_600_000, 0, 30 * 86_400_000),
   API_IMMUTABLE_MAX_AGE_S: envInt(86_400, 0, 31_536_000),
@@ -134,6 +154,8 @@ export interface ApiConfig {
   /** PUBLIC_URL: the OpenAPI document's server; unset: http://HOST:PORT. */
   publicUrl: string | undefined;
   adminToken: string | undefined;
+  /** CORS_ORIGINS: origins allowed to call from a browser (`*`: any); undefined: CORS off. */
+  corsOrigins: CorsOrigins | undefined;
   cursorSecret: Buffer;
   /** Per venue, the first UTC date served (YYYY-MM-DD; earlier dates are refused), or null: no floor. */
   dataFloors: DataFloors;
@@ -241,6 +263,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     port: env.PORT,
     publicUrl: env.PUBLIC_URL,
     adminToken: env.ADMIN_TOKEN,
+    corsOrigins: env.CORS_ORIGINS,
     cursorSecret: env.CURSOR_SECRET ? Buffer.from(env.CURSOR_SECRET, 'utf8') : loadOrCreateSecret(secretFile),
     dataFloors: {
       'exchange-a': firstSet(env.EXCHANGE_A_DATA_FLOOR, env.EXCHANGE_A_EARLIEST_DATE, DEFAULT_DATA_FLOORS['exchange-a']),

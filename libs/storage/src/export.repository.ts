@@ -10,14 +10,26 @@ import { RAW_TABLE } from './raw-events.repository.ts';
 
 /**
  * Bulk exports as Parquet, written by the engine's own Parquet output with typed columns
- * (docs/api.md, "Bulk export"). Raw records come in the long format of the CSV pages, one
- * row per price level change; prices, sizes and deltas are Float64 (null where the row has
- * none), times Int64 Unix ms.
+ * (docs/api.md, "Bulk export", "Parquet columns"). Raw records come in the long format of
+ * the CSV pages, one row per price level change. Exact and typed:
+ * - prices, sizes and deltas: DECIMAL(38, 18) (FIXED_LEN_BYTE_ARRAY(16)), null where the
+ *   row has none: the venues' decimal strings exactly (20 integer digits, 18 decimals), where
+ *   Float64 turned 0.1 into 0.1000000000000000055…;
+ * - times: TIMESTAMP(MILLIS, isAdjustedToUTC = true), i.e. timestamp[ms, UTC], where Int64
+ *   left every reader to guess the unit and the zone;
+ * - ZSTD-compressed (DECIMAL_PRECISION and the rest below).
  *
  * The embedded engine writes the file itself (`INTO OUTFILE` into a temp file: its streamed
  * Parquet output is one file per chunk, not one file), which is then streamed and removed;
  * a server streams it over HTTP.
  */
+
+/** Scale of the decimal columns: far more decimals than the venues send (a few). */
+export const DECIMAL_SCALE = 18;
+/** A decimal string (or '' / null) → Decimal(38, 18), null when empty. */
+export const decimalOf = (e: string) => `toDecimal128OrNull(${e}, ${DECIMAL_SCALE})`;
+/** Unix ms (Int64) → timestamp[ms, UTC]. */
+export const timestampOfMs = (e: string) => `fromUnixTimestamp64Milli(${e}, 'UTC')`;
 
 const A_LEVELS = `arrayConcat(
     arrayMap(x -> ('bid', JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(payload, 'bids')),
@@ -30,22 +42,22 @@ const B_LEVELS = `if(record_type = 'delta',
       arrayMap(x -> ('yes', JSONExtractString(x, 1), JSONExtractString(x, 2), ''), JSONExtractArrayRaw(payload, 'yes')),
       arrayMap(x -> ('no', JSONExtractString(x, 1), JSONExtractString(x, 2), ''), JSONExtractArrayRaw(payload, 'no'))))`;
 
-const num = (e: string) => `toFloat64OrNull(${e})`;
+const num = decimalOf;
 
 function rawSql(ch: ClickHouse, venue: Venue): string {
   const where = `WHERE ${venue === 'exchange-a' ? 'market' : 'ticker'} = {market:String} AND event_date >= {from:Date} AND event_date <= {to:Date}`;
   if (venue === 'exchange-a') {
-    return `SELECT toUnixTimestamp64Milli(event_ts) AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, hash,
-        toUnixTimestamp64Milli(received_at) AS received_at
+    return `SELECT event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, hash,
+        received_at
       FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, hash, received_at, ${A_LEVELS} AS l0,
               if(empty(l0), [('', '', '')], l0) AS levels
             FROM ${ch.table(RAW_TABLE['exchange-a'])} FINAL ${where})
       ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
       ORDER BY event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, li`;
   }
-  return `SELECT toUnixTimestamp64Milli(event_ts) AS timestamp, ticker, record_type AS type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, ${num('lv.4')} AS delta,
+  return `SELECT event_ts AS timestamp, ticker, record_type AS type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, ${num('lv.4')} AS delta,
       JSONExtract(payload, 'seq', 'Nullable(Int64)') AS seq, JSONExtract(payload, 'sid', 'Nullable(Int64)') AS sid,
-      JSONExtract(payload, 'expected_seq', 'Nullable(Int64)') AS expected_seq, toUnixTimestamp64Milli(received_at) AS received_at,
+      JSONExtract(payload, 'expected_seq', 'Nullable(Int64)') AS expected_seq, received_at,
       if(JSONHas(payload, 'data'), JSONExtractRaw(payload, 'data'), '') AS data
     FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, ticker, record_type, received_at, payload, ${B_LEVELS} AS l0,
             if(empty(l0), [('', '', '', '')], l0) AS levels
@@ -55,12 +67,13 @@ function rawSql(ch: ClickHouse, venue: Venue): string {
 }
 
 /**
- * Snappy: the codec every Parquet reader has (pandas, polars, DuckDB, Spark, and the small
- * JavaScript readers without optional codecs). Row groups of 100,000 rows: the writer holds
- * one whole row group in memory (the default, 1,000,000 rows, held a day's export at once);
- * one thread, since a market's ordered read is one stream anyway.
+ * ZSTD: smaller than Snappy at similar read speed, and what the anchors' own archives use;
+ * pyarrow, polars, DuckDB, Spark read it (hyparquet with hyparquet-compressors). Row groups
+ * of 100,000 rows: the writer holds one whole row group in memory (the default, 1,000,000
+ * rows, held a day's export at once); one thread, since a market's ordered read is one
+ * stream anyway.
  */
-const PARQUET_SETTINGS = "output_format_parquet_compression_method = 'snappy', output_format_parquet_row_group_size = 100000, max_threads = 1";
+const PARQUET_SETTINGS = "output_format_parquet_compression_method = 'zstd', output_format_parquet_row_group_size = 100000, max_threads = 1";
 
 /** The temp files `parquet` writes: `booktape-export-<pid>-<hex>.parquet`. */
 const TEMP_FILE = /^booktape-export-(\d+)-[0-9a-f]{16}\.parquet$/;
@@ -112,8 +125,10 @@ export class ExportRepository {
   /**
    * Rows (JSON objects of `columns`, in order, typed by `types`) as a Parquet file: they are
    * written to a temporary table in batches, so the engine makes the file, then dropped.
+   * A column's `out` is the expression it is written as (default: itself), e.g.
+   * `decimalOf(name)` for a decimal kept as text in the table.
    */
-  async rowsParquet(columns: ReadonlyArray<{ name: string; type: string }>, batches: AsyncIterable<Record<string, unknown>[]>): Promise<Readable> {
+  async rowsParquet(columns: ReadonlyArray<{ name: string; type: string; out?: string }>, batches: AsyncIterable<Record<string, unknown>[]>): Promise<Readable> {
     const table = this.ch.table(`export_tmp_${randomBytes(6).toString('hex')}`);
     await this.ch.client.command({ query: `CREATE TABLE ${table} (${columns.map((c) => `${c.name} ${c.type}`).join(', ')}, _n UInt64) ENGINE = MergeTree ORDER BY _n` });
     const drop = () => this.ch.client.command({ query: `DROP TABLE IF EXISTS ${table}` }).then(() => undefined);
@@ -123,7 +138,7 @@ export class ExportRepository {
         if (rows.length === 0) continue;
         await this.ch.client.insert({ table, values: rows.map((r) => ({ ...r, _n: n++ })), format: 'JSONEachRow' });
       }
-      const out = await this.parquet(`SELECT ${columns.map((c) => c.name).join(', ')} FROM ${table} ORDER BY _n`, {});
+      const out = await this.parquet(`SELECT ${columns.map((c) => (c.out ? `${c.out} AS ${c.name}` : c.name)).join(', ')} FROM ${table} ORDER BY _n`, {});
       out.once('close', () => void drop().catch(() => undefined));
       return out;
     } catch (e) {

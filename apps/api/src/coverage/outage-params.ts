@@ -1,5 +1,6 @@
 import type { Venue } from '@booktape/domain';
-import { MAX_TIMESTAMP_MS, isCalendarDate, show, toMilliseconds, type Parsed } from '../http/params.ts';
+import { show, type Parsed } from '../http/params.ts';
+import { parseTime } from '../http/time.ts';
 
 /**
  * Input rules of declared outages, shared by the API (POST /outages) and the CLI
@@ -16,28 +17,14 @@ export function parseVenue(raw: unknown): Parsed<Venue> {
   return { ok: false, message: `must be exchange-a (a) or exchange-b (b), got ${typeof raw === 'string' ? show(raw) : JSON.stringify(raw) ?? 'nothing'}` };
 }
 
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/;
-
 /**
- * An instant: Unix seconds or milliseconds (number or digits; below 10^11 = seconds), a UTC
- * date YYYY-MM-DD (its midnight), or an ISO 8601 time WITH a zone (Z or ±hh:mm: a time
- * without one would depend on the machine's zone).
+ * An outage bound: an instant by the API's one time model (http/time.ts): Unix seconds or
+ * milliseconds (number or digits; below 10^11 = seconds), an ISO 8601 time WITH a zone, or
+ * a UTC date (its midnight). Both bounds are read as instants (their first millisecond):
+ * `to` is exclusive.
  */
 export function parseInstant(raw: unknown): Parsed<number> {
-  let ms: number;
-  if (typeof raw === 'number' || (typeof raw === 'string' && /^\d{1,16}$/.test(raw.trim()))) {
-    const n = typeof raw === 'number' ? raw : Number(raw.trim());
-    if (!Number.isSafeInteger(n) || n < 0) return { ok: false, message: `must be a non-negative whole number of seconds or milliseconds, got ${String(raw)}` };
-    ms = toMilliseconds(n);
-  } else if (typeof raw === 'string' && isCalendarDate(raw.trim())) {
-    ms = Date.parse(`${raw.trim()}T00:00:00Z`);
-  } else if (typeof raw === 'string' && ISO_TIME.test(raw.trim()) && !Number.isNaN(Date.parse(raw.trim())) && isCalendarDate(raw.trim().slice(0, 10))) {
-    ms = Date.parse(raw.trim());
-  } else {
-    return { ok: false, message: `must be an ISO 8601 time with a zone (2026-03-01T12:00:00Z), a date YYYY-MM-DD, or Unix seconds / milliseconds, got ${typeof raw === 'string' ? show(raw) : (JSON.stringify(raw) ?? 'nothing')}` };
-  }
-  if (ms < 0 || ms > MAX_TIMESTAMP_MS) return { ok: false, message: 'must lie between 1970 and 2149-06-06' };
-  return { ok: true, value: ms };
+  return parseTime(raw, 'instant');
 }
 
 export function parseReason(raw: unknown): Parsed<string> {

@@ -8,8 +8,8 @@ import { DAY_MS } from '@booktape/book';
  *
  * An answer about a finalised past UTC day (every instant it covers lies in a UTC day that
  * ended at least `finalisedAfterMs` ago) gets a strong ETag and
- * `Cache-Control: public, max-age=…, immutable`, and a request whose `If-None-Match` holds
- * that tag is answered 304 without a body. Any other data answer gets `no-cache`.
+ * `Cache-Control: private, max-age=…, immutable`, and a request whose `If-None-Match` holds
+ * that tag is answered 304 without a body. Any other data answer gets `private, no-cache`.
  *
  * The tag names the exact bytes: a digest of the answer itself where it is built whole
  * (summaries), else of the request's normalised parameters and the stored data's version
@@ -70,10 +70,11 @@ export function matchingTag(ifNoneMatch: string | undefined, etag: string): stri
 export function cacheHeaders(req: FastifyRequest, reply: FastifyReply, etag: string | null, policy: CachePolicy): boolean {
   reply.header('vary', 'accept-encoding');
   if (etag === null) {
-    reply.header('cache-control', 'no-cache');
+    reply.header('cache-control', 'private, no-cache');
     return false;
   }
-  reply.header('cache-control', `public, max-age=${policy.maxAgeSeconds}, immutable`);
+  // private: the answer was paid for with a key; a shared cache (a CDN) must not hand it to others.
+  reply.header('cache-control', `private, max-age=${policy.maxAgeSeconds}, immutable`);
   const match = matchingTag(req.headers['if-none-match'], etag);
   // A 304 repeats the tag the client holds (with its content coding), as the 200 had it.
   reply.header('etag', match === null || match === etag ? etag : match.replace(/^W\//, ''));

@@ -60,6 +60,19 @@ describe('cursor codec', () => {
     for (const o of others) expect(() => decodeCursor(secret, c, o, position.length)).toThrow(/another query/);
   });
 
+  it('a cursor issued when an end in seconds stopped at .000 stays valid for that query, now ending at .999', () => {
+    fc.assert(
+      fc.property(arbScope, fc.integer({ min: 0, max: 5_662_310_399 }), arbPosition, (s, endS, p) => {
+        const legacy = encodeCursor(secret, { ...s, end: endS * 1000 }, p);
+        // The same query today: end_timestamp=endS normalises to the second's last millisecond.
+        expect(decodeCursor(secret, legacy, { ...s, end: endS * 1000 + 999 }, p.length)).toEqual(p);
+        // Only that: any other end is still another query.
+        for (const other of [endS * 1000 + 998, endS * 1000 + 1999, endS * 1000 + 1]) expect(() => decodeCursor(secret, legacy, { ...s, end: other }, p.length)).toThrow(/another query/);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('refuses cursors signed with another secret, or forged bodies', () => {
     const c = encodeCursor(randomBytes(32), scope, position);
     expect(() => decodeCursor(secret, c, scope, position.length)).toThrow(CursorError);

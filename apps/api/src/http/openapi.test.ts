@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../openapi-document.ts';
 import { testConfig } from '../testing.ts';
@@ -15,6 +18,7 @@ interface Operation {
   responses: Record<string, { description: string; content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
 }
 interface Doc {
+  info: { license?: { name: string; identifier?: string } };
   servers: Array<{ url: string }>;
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
@@ -157,6 +161,26 @@ describe('responses', () => {
     expect(media('get', '/api/v1/exchange-a/market/list')).toEqual(['application/json']);
   });
 
+  it('response fields: X-Request-Id everywhere; Cache-Control and RateLimit on keyed answers; paging and file fields where sent', () => {
+    const RL = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+    for (const { method, path, op } of ops) {
+      const keyed = JSON.stringify(op.security) === JSON.stringify([{ bearerAuth: [] }]);
+      for (const [status, r] of Object.entries(op.responses)) {
+        const where = `${method} ${path} ${status}`;
+        const names = Object.keys(r.headers ?? {});
+        expect(names, where).toContain('X-Request-Id');
+        if (keyed) expect(names, where).toContain('Cache-Control');
+        const withUser = keyed && !['401', '403'].includes(status) && Number(status) < 500;
+        for (const h of RL) expect(names.includes(h), `${where} ${h}`).toBe(withUser);
+      }
+    }
+    const h200 = (path: string) => Object.keys(find('get', path).responses['200']!.headers ?? {});
+    for (const path of ['/api/v1/exchange-a/market/data', '/api/v1/exchange-b/market/data', '/api/v1/market/data']) expect(h200(path)).toEqual(expect.arrayContaining(['Link', 'X-Total-Count']));
+    for (const path of ['/api/v1/exchange-a/market/data/range', '/api/v1/exchange-b/market/data/range']) expect(h200(path)).toContain('Link');
+    for (const path of ['/api/v1/exchange-a/market/export', '/api/v1/exchange-b/market/export']) expect(h200(path)).toEqual(expect.arrayContaining(['Content-Disposition', 'X-Export-Days']));
+    expect(h200('/api/v1/exchange-a/market/list')).not.toContain('Link');
+  });
+
   it('304 without a body where answers carry ETags', () => {
     const with304 = ops.filter((o) => o.op.responses['304']).map((o) => o.path).sort();
     expect(with304).toEqual(
@@ -203,5 +227,25 @@ describe('components and servers', () => {
     expect(serverUrl({ host: '127.0.0.1', port: 8080, publicUrl: 'https://api.example.com/' })).toBe('https://api.example.com');
     const proxied = (await openApiDocument(testConfig({ publicUrl: 'https://data.example.com' }))) as unknown as Doc;
     expect(proxied.servers.map((s) => s.url)).toEqual(['https://data.example.com']);
+  });
+});
+
+describe('licence', () => {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
+
+  it('the document, the LICENSE file and every workspace package name the same licence: Apache-2.0', () => {
+    expect(doc.info.license).toEqual({ name: 'Apache-2.0', identifier: 'Apache-2.0' });
+    expect(fs.readFileSync(path.join(root, 'LICENSE'), 'utf8')).toMatch(/Apache License\s+Version 2\.0, January 2004/);
+    const rootPkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { license?: string; workspaces: string[] };
+    expect(rootPkg.license).toBe('Apache-2.0');
+    const dirs = rootPkg.workspaces.flatMap((w) => {
+      const parent = path.join(root, w.replace(/\/\*$/, ''));
+      return fs.readdirSync(parent).map((d) => path.join(parent, d)).filter((d) => fs.existsSync(path.join(d, 'package.json')));
+    });
+    expect(dirs.length).toBeGreaterThan(10);
+    for (const dir of dirs) {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { license?: string };
+      expect(pkg.license, path.relative(root, dir)).toBe('Apache-2.0');
+    }
   });
 });

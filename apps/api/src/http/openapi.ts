@@ -4,9 +4,16 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import type { ApiConfig } from '../config.ts';
-import type { Security } from './auth.ts';
+import { KEY_SECURITY, type Security } from './auth.ts';
 import { errorSchema } from './errors.ts';
 import { API_PREFIX } from './prefix.ts';
+
+declare module 'fastify' {
+  interface FastifySchema {
+    /** Fields the route's 200 carries beyond those every answer of its kind has (OpenAPI only): keys of ANSWER_HEADERS. */
+    answerHeaders?: readonly AnswerHeader[];
+  }
+}
 
 /**
  * The OpenAPI document, built from the routes' zod schemas, and its browsable UI. Must be
@@ -19,8 +26,11 @@ import { API_PREFIX } from './prefix.ts';
  * - a response description for every status: an error's from its status and the route's
  *   security, any other from the description of its zod schema (a route that leaves one
  *   out fails the document: app.swagger() throws, and the OpenAPI tests with it);
- * - the media types of each answer (the route's `produces`, JSON by default), with
- *   ETag / Cache-Control beside a 304 and Retry-After on 429 and 503;
+ * - the media types of each answer (the route's `produces`, JSON by default);
+ * - the response fields each answer carries (docs/api.md, "Answer fields"): X-Request-Id on
+ *   every answer; on keyed routes Cache-Control and the RateLimit fields; ETag beside a
+ *   304; Retry-After on 429 and 503; and what the route names in `schema.answerHeaders`
+ *   (Link, X-Total-Count, Content-Disposition, X-Export-Days);
  * and to the document: the servers entry from the config, and only the component schemas
  * that something references.
  */
@@ -32,6 +42,8 @@ export async function registerOpenApi(app: FastifyInstance, config: ApiConfig): 
         title: 'booktape historical order-book data',
         description: 'Raw order-book events and availability for exchange A (condition ids) and exchange B (tickers). See docs/api.md.',
         version: '1.0.0',
+        // The repository's LICENSE: clients generated from this document may say what they may do with it.
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
       servers: [{ url: serverUrl(config), description: config.publicUrl ? 'PUBLIC_URL' : 'The configured HOST and PORT' }],
       components: {
@@ -94,7 +106,36 @@ const MEDIA_SCHEMAS: Record<string, Record<string, unknown>> = {
   'text/plain': { type: 'string', description: 'Plain text.' },
 };
 
+type HeaderSpec = { type: 'string' | 'integer'; description: string };
+
+/** Response fields the API sends, as the document declares them. */
+const ANSWER_HEADERS = {
+  'X-Request-Id': {
+    type: 'string',
+    description: "The request's id: the client's own X-Request-Id when well-formed (1-128 of A-Z a-z 0-9 . _ : @ / + = -), else a UUID; in the service's log lines as request_id.",
+  },
+  'RateLimit-Limit': { type: 'integer', description: 'The limit closest to refusing (burst: requests per second; monthly: quota units per month) (draft-ietf-httpapi-ratelimit-headers-06; absent for a plan without limits).' },
+  'RateLimit-Remaining': { type: 'integer', description: 'What remains of that limit after this request (burst: in this second; monthly: this calendar month, UTC).' },
+  'RateLimit-Reset': { type: 'integer', description: 'Seconds until that limit resets (1 for the burst window; until 00:00 UTC on the 1st for the monthly quota).' },
+  'RateLimit-Policy': { type: 'string', description: 'Every limit of the plan, `<quota>;w=<window seconds>`: the burst (`w=1`) and the monthly quota (`w` = seconds in this month).' },
+  'Cache-Control': { type: 'string', description: 'Always `private` on a keyed answer (no shared cache may keep it): `private, max-age=…, immutable` for finalised days, else `private, no-cache` (`private, no-store` for errors and exports).' },
+  ETag: { type: 'string', description: 'Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304.' },
+  Link: { type: 'string', description: '`<url>; rel="next"`: the next page, when there is one (offset pages; cursor pages in ndjson and csv).' },
+  'X-Total-Count': { type: 'integer', description: 'Records of the date in all pages together.' },
+  'Content-Disposition': { type: 'string', description: '`attachment; filename="<market>_<from>_<to>_<kind>….csv.gz|parquet"`: the file name.' },
+  'X-Export-Days': { type: 'integer', description: 'UTC days the file covers: the quota units the request counted.' },
+} satisfies Record<string, HeaderSpec>;
+
+export type AnswerHeader = keyof typeof ANSWER_HEADERS;
+
+const RATE_LIMIT_HEADERS: readonly AnswerHeader[] = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+
+const pickHeaders = (names: readonly AnswerHeader[]): Record<string, HeaderSpec> => Object.fromEntries(names.map((n) => [n, ANSWER_HEADERS[n]]));
+
 const retryAfter = (what: string) => ({ 'Retry-After': { type: 'integer', description: what } });
+
+/** A route behind requireKey: its security is exactly the Bearer key. */
+const isKeyed = (security: unknown): boolean => JSON.stringify(security) === JSON.stringify(KEY_SECURITY);
 
 /** Error answers (the `Error` body, or `QuotaExceeded` for 429): what each status means here. */
 function errorDescription(status: number, security: Security | undefined): string | undefined {
@@ -136,17 +177,35 @@ const documentRoute: SwaggerTransform = (input) => {
   if (!schema || (out.schema as { hide?: boolean }).hide) return out;
   const method = Array.isArray(route.method) ? route.method[0]! : route.method;
   const where = `${method} ${url}`;
-  const { produces, ...rest } = out.schema as FastifySchema & { response?: Record<string, JsonSchema> };
+  const { produces, answerHeaders, ...rest } = out.schema as FastifySchema & { response?: Record<string, JsonSchema> };
   const zodResponses = (schema.response ?? {}) as Record<string, z.ZodType>;
   const etags = '304' in zodResponses;
+  const keyed = isKeyed(schema.security);
   const responses: Record<string, JsonSchema> = {};
   for (const [status, json] of Object.entries(rest.response ?? {})) {
     const code = Number(status);
     const zodSchema = zodResponses[status];
     const description = zodSchema === errorSchema || code === 429 ? errorDescription(code, schema.security as Security | undefined) : zodSchema?.description;
     if (!description) throw new Error(`OpenAPI: ${where}: the ${status} answer has no description (describe its zod schema)`);
+    // Keyed answers with a user (not 401/403: no key; not 5xx: Redis may be what failed) say where the user stands.
+    const rateLimited = keyed && code !== 401 && code !== 403 && code < 500;
+    const names: AnswerHeader[] = [
+      'X-Request-Id',
+      ...(keyed ? (['Cache-Control'] as const) : []),
+      ...(rateLimited ? RATE_LIMIT_HEADERS : []),
+      ...(etags && (code === 304 || (code >= 200 && code < 300)) ? (['ETag'] as const) : []),
+      ...(code >= 200 && code < 300 ? (answerHeaders ?? []) : []),
+    ];
+    const headers: Record<string, unknown> = {
+      ...pickHeaders(names),
+      ...(code === 429
+        ? retryAfter('Seconds until the limit that refused the request allows it again.')
+        : code === 503 && zodSchema === errorSchema
+          ? retryAfter('Seconds to wait before retrying (1).')
+          : {}),
+    };
     if (code === 304) {
-      responses[status] = { type: 'null', description, headers: { ETag: { type: 'string', description: 'The tag the copy holds.' } } };
+      responses[status] = { type: 'null', description, headers };
       continue;
     }
     const media = code < 300 && produces && produces.length > 0 ? produces : ['application/json'];
@@ -156,18 +215,7 @@ const documentRoute: SwaggerTransform = (input) => {
       if (type !== 'application/json' && !other) throw new Error(`OpenAPI: ${where}: no schema for media type ${type} (add it to MEDIA_SCHEMAS)`);
       content[type] = { schema: type === 'application/json' ? json : other! };
     }
-    const headers =
-      code === 429
-        ? retryAfter('Seconds until the limit that refused the request allows it again.')
-        : code === 503 && zodSchema === errorSchema
-          ? retryAfter('Seconds to wait before retrying (1).')
-          : code < 300 && etags
-            ? {
-                ETag: { type: 'string', description: 'Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304.' },
-                'Cache-Control': { type: 'string', description: '`public, max-age=…, immutable` for finalised days, else `no-cache`.' },
-              }
-            : undefined;
-    responses[status] = { description, ...(headers ? { headers } : {}), content };
+    responses[status] = { description, headers, content };
   }
   return {
     url: out.url,
@@ -204,5 +252,26 @@ const documentObject: SwaggerTransformObject = (input) => {
   };
   visit(doc.paths);
   const kept = Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)));
-  return { ...doc, components: { ...doc.components, schemas: kept } } as ReturnType<SwaggerTransformObject>;
+  return { ...doc, components: { ...doc.components, schemas: kept, headers: shareHeaders(doc.paths) } } as ReturnType<SwaggerTransformObject>;
 };
+
+/**
+ * The answer fields of ANSWER_HEADERS once, in `components.headers`, referenced from every
+ * response that carries them (in place: the paths are the document's own copy). Written out
+ * on each of ~250 responses they made up most of the document.
+ */
+function shareHeaders(paths: unknown): Record<string, unknown> {
+  const shared: Record<string, unknown> = {};
+  for (const methods of Object.values((paths ?? {}) as Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>>)) {
+    for (const op of Object.values(methods)) {
+      for (const r of Object.values(op.responses ?? {})) {
+        for (const name of Object.keys(r.headers ?? {})) {
+          if (!(name in ANSWER_HEADERS)) continue;
+          shared[name] ??= r.headers![name];
+          r.headers![name] = { $ref: `#/components/headers/${name}` };
+        }
+      }
+    }
+  }
+  return Object.fromEntries(Object.keys(shared).sort().map((n) => [n, shared[n]]));
+}

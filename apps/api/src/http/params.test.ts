@@ -76,27 +76,29 @@ describe('identifier normalisation', () => {
   });
 });
 
-describe('timestamps: seconds or milliseconds', () => {
-  it('a value below 10^11 is seconds, from 10^11 on milliseconds', () => {
+describe('timestamps: seconds or milliseconds (the query field; the full model in time.test.ts)', () => {
+  it('a value below 10^11 is seconds, from 10^11 on milliseconds; an end in seconds covers its whole second', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: SECONDS_THRESHOLD - 1 }), (s) => {
-        const r = parseTimestamp(String(s));
+        const r = parseTimestamp('start')(String(s));
         // Seconds that land after the last storable instant are refused, the rest scaled.
-        expect(r).toEqual(s * 1000 <= MAX_TIMESTAMP_MS ? { ok: true, value: s * 1000 } : { ok: false, message: expect.stringContaining('must not be after') });
+        expect(r).toEqual(s * 1000 <= MAX_TIMESTAMP_MS ? { ok: true, value: s * 1000 } : { ok: false, message: expect.stringContaining('must lie between') });
+        if (r.ok) expect(parseTimestamp('end')(String(s))).toEqual({ ok: true, value: s * 1000 + 999 });
       }),
     );
     fc.assert(
       fc.property(fc.integer({ min: SECONDS_THRESHOLD, max: MAX_TIMESTAMP_MS }), (ms) => {
-        expect(parseTimestamp(String(ms))).toEqual({ ok: true, value: ms });
+        expect(parseTimestamp('start')(String(ms))).toEqual({ ok: true, value: ms });
+        expect(parseTimestamp('end')(String(ms))).toEqual({ ok: true, value: ms });
       }),
     );
   });
 
-  it('the same instant in seconds and in milliseconds normalises alike', () => {
+  it('the same instant in seconds and in milliseconds starts alike', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 99_999_999 }), (s) => {
-        const a = parseTimestamp(String(s));
-        const b = parseTimestamp(String(s * 1000));
+        const a = parseTimestamp('start')(String(s));
+        const b = parseTimestamp('start')(String(s * 1000));
         // Below 10^8 seconds the millisecond form is itself below 10^11 and reads as seconds.
         if (s * 1000 >= SECONDS_THRESHOLD) expect(a).toEqual(b);
         expect(toMilliseconds(s)).toBe(s * 1000);
@@ -105,9 +107,9 @@ describe('timestamps: seconds or milliseconds', () => {
   });
 
   it('negative, fractional, non-numeric and too large values are refused', () => {
-    expect(parseTimestamp(String(MAX_TIMESTAMP_MS))).toEqual({ ok: true, value: MAX_TIMESTAMP_MS });
-    for (const bad of ['-1', '1.5', '1e12', '', ' 1', '0x10', String(MAX_TIMESTAMP_MS + 1), '253402300799999', '99999999999999999', '１２３']) {
-      expect(parseTimestamp(bad).ok, bad).toBe(false);
+    expect(parseTimestamp('end')(String(MAX_TIMESTAMP_MS))).toEqual({ ok: true, value: MAX_TIMESTAMP_MS });
+    for (const bad of ['-1', '1.5', '1e12', '', '0x10', String(MAX_TIMESTAMP_MS + 1), '253402300799999', '99999999999999999', '１２３']) {
+      expect(parseTimestamp('start')(bad).ok, bad).toBe(false);
     }
   });
 });

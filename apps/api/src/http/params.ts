@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { MAX_EVENT_DATE, MAX_EVENT_MS, normaliseConditionId, normaliseTicker } from '@booktape/domain';
+import { SECONDS_THRESHOLD, TIME_FORMS, parseTime, type TimeEdge } from './time.ts';
+
+export { SECONDS_THRESHOLD } from './time.ts';
 
 /**
  * Request parameters: pure rules, used by the routes' zod schemas and tested by properties.
@@ -18,8 +21,6 @@ export const LIMITS = {
   idMaxLength: 128,
 } as const;
 
-/** Unix seconds below this, milliseconds from it (docs/rules/data.md). */
-export const SECONDS_THRESHOLD = 1e11;
 /**
  * The last date and instant the store can hold (ClickHouse `Date` ends on 2149-06-06);
  * later values would wrap around inside the engine, so they are refused here.
@@ -88,12 +89,13 @@ export function parseInteger(raw: string, min: number, max: number): Parsed<numb
   return { ok: true, value: n };
 }
 
-/** A timestamp parameter: Unix seconds or milliseconds → milliseconds. */
-export function parseTimestamp(raw: string): Parsed<number> {
-  if (!/^\d{1,16}$/.test(raw)) return { ok: false, message: `must be a Unix timestamp in seconds or milliseconds, got ${show(raw)}` };
-  const ms = toMilliseconds(Number(raw));
-  if (ms > MAX_TIMESTAMP_MS) return { ok: false, message: `must not be after ${MAX_DATE}T23:59:59.999Z (${MAX_TIMESTAMP_MS} ms)` };
-  return { ok: true, value: ms };
+/**
+ * A time parameter → milliseconds, by the API's one time model (http/time.ts, docs/api.md
+ * "Time"): Unix seconds or ms, ISO 8601 with a zone, or a UTC date; an inclusive `end`
+ * covers the whole unit given (a second given in seconds ends at its .999).
+ */
+export function parseTimestamp(edge: TimeEdge): (raw: string) => Parsed<number> {
+  return (raw) => parseTime(raw, edge);
 }
 
 /** Start of the earliest accepted UTC date, in ms. */
@@ -141,7 +143,28 @@ function parsed<T>(parse: (raw: string) => Parsed<T>) {
 }
 
 /** OpenAPI hints: a query value is text on the wire, but documents what it must hold. */
-type Doc = { description: string; example?: string | number; type?: 'integer'; minimum?: number; maximum?: number; enum?: string[] };
+type Doc = { description: string; example?: string | number; type?: 'integer'; minimum?: number; maximum?: number; enum?: string[]; anyOf?: readonly unknown[] };
+
+/** A time parameter in the document: Unix seconds or ms as an integer, or ISO 8601 / a date as text. */
+export const TIME_SCHEMA = {
+  // No type of its own (the wire's string would override the integer alternative).
+  type: undefined,
+  anyOf: [
+    { type: 'integer', minimum: 0, maximum: MAX_EVENT_MS },
+    { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}([Tt]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?([Zz]|[+-]\\d{2}:\\d{2}))?$' },
+  ],
+} as const;
+
+const EDGE_WORDS: Record<TimeEdge, string> = {
+  start: 'inclusive, from the first millisecond of the unit given',
+  end: 'inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999)',
+  instant: 'the first millisecond of the unit given',
+};
+
+/** The OpenAPI description of a time parameter. */
+export function timeDescription(what: string, edge: TimeEdge): string {
+  return `${what}, ${EDGE_WORDS[edge]}. ${TIME_FORMS}. See docs/api.md, "Time".`;
+}
 
 /** A required query field read by a pure parser, documented for OpenAPI. */
 export function requiredField<T>(parse: (raw: string) => Parsed<T>, description: string, example?: string | number, extra: Omit<Doc, 'description' | 'example'> = {}) {
@@ -164,8 +187,8 @@ export const q = {
   conditionId: () => requiredField(parseConditionId, 'Market condition id, hex, with or without 0x, any case.', '0x5f65177b394277fd294cd75650044e32ba009a95022d88a0c1d565897d72f8f1'),
   ticker: () => requiredField(parseTicker, 'Market ticker (upper-cased).', 'KXBTCD-26MAR0117-T84999.99'),
   date: () => requiredField(parseDate, 'UTC date YYYY-MM-DD.', '2026-03-01'),
-  timestamp: (what: string) =>
-    requiredField(parseTimestamp, `${what}, inclusive; Unix seconds or milliseconds (below 10^11 = seconds).`, 1772323200000, { type: 'integer', minimum: 0, maximum: MAX_TIMESTAMP_MS }),
+  /** A time parameter (docs/api.md, "Time"); `edge` says which millisecond of the unit given it means. */
+  timestamp: (what: string, edge: TimeEdge) => requiredField(parseTimestamp(edge), timeDescription(what, edge), 1772323200000, TIME_SCHEMA),
   offset: () => optional((r) => parseInteger(r, 0, LIMITS.offsetMax), 'Records to skip. Default 0.', 0, { type: 'integer', minimum: 0, maximum: LIMITS.offsetMax }),
   rawLimit: () =>
     optional((r) => parseInteger(r, 1, LIMITS.rawLimitMax), `Records per page, 1 to ${LIMITS.rawLimitMax}. Default ${LIMITS.rawLimitDefault}.`, LIMITS.rawLimitDefault as number, {

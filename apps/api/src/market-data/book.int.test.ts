@@ -206,7 +206,13 @@ describe('book at any instant', () => {
     }
     expect((await get(`/exchange-b/market/book?ticker=${ticker}`)).body.error).toMatchObject({ code: 'missing_parameter', param: 'timestamp' });
     const series = `/exchange-b/market/book-snapshots?ticker=${ticker}&start_timestamp=${ms}`;
-    expect((await get(`${series}&end_timestamp=${ms + 86_400_001}`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'end_timestamp' });
+    expect((await get(`${series}&end_timestamp=${ms + 86_401_000}`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'end_timestamp' });
+    // A day in seconds, midnight to midnight, ends at the closing second's .999 and is still one day.
+    const s0 = Math.floor(ms / 86_400_000) * 86_400;
+    const day = await get(`/exchange-b/market/book-snapshots?ticker=${ticker}&start_timestamp=${s0}&end_timestamp=${s0 + 86_400}&interval=3600`);
+    expect(day.status, JSON.stringify(day.body).slice(0, 300)).toBe(200);
+    expect(day.body.end_timestamp).toBe((s0 + 86_400) * 1000 + 999);
+    expect(day.body.data).toHaveLength(25);
     expect((await get(`${series}&end_timestamp=${ms + 10_000_000}&interval=1`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'interval' });
     expect((await get(`${series}&end_timestamp=${ms - 1}`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'start_timestamp' });
     // A window holding no multiple of the interval: no snapshot, nothing read.

@@ -44,7 +44,7 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
   const { config, requireKey, books, assetMarkets } = services;
   const depth = () =>
     optionalField((r) => parseInteger(r, 1, DEPTH_MAX), `Levels per side, 1 to ${DEPTH_MAX}. Default ${DEPTH_DEFAULT}.`, { type: 'integer', minimum: 1, maximum: DEPTH_MAX });
-  const timestamp = () => q.timestamp('The instant');
+  const timestamp = () => q.timestamp('The instant', 'instant');
 
   for (const v of VENUES) {
     const a = v.asset !== undefined;
@@ -105,8 +105,8 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
     const [firstName, secondName] = a ? ['bids', 'asks'] : ['yes', 'no'];
     const seriesQuery = {
       ...ids(),
-      start_timestamp: q.timestamp('Window start'),
-      end_timestamp: q.timestamp('Window end'),
+      start_timestamp: q.timestamp('Window start', 'start'),
+      end_timestamp: q.timestamp('Window end', 'end'),
       interval: optionalField((r) => parseInteger(r, 1, INTERVAL_MAX), `Seconds between snapshots, 1 to ${INTERVAL_MAX}. Default ${INTERVAL_DEFAULT}.`, { type: 'integer', minimum: 1, maximum: INTERVAL_MAX }),
       depth: depth(),
       format: formatField(),
@@ -142,7 +142,8 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         const qs = req.query as Ids & { start_timestamp: number; end_timestamp: number; interval?: number; depth?: number; format?: Format };
         const { start_timestamp: start, end_timestamp: end } = qs;
         if (start > end) throw invalidParameter('start_timestamp', 'start_timestamp must not be after end_timestamp');
-        if (end - start > SNAPSHOT_WINDOW_MAX_MS) throw invalidParameter('end_timestamp', 'a window spans at most one day: ask day by day');
+        // + 999: a day given in seconds (00:00:00 to the next 00:00:00) ends at that second's .999 (docs/api.md, "Time").
+        if (end - start > SNAPSHOT_WINDOW_MAX_MS + 999) throw invalidParameter('end_timestamp', 'a window spans at most one day: ask day by day');
         const floor = dataFloor(v, config);
         if (floor !== undefined && start < earliestMs(floor)) throw invalidParameter('start_timestamp', `${venueName(v)} data is served from ${floor} on`);
         const interval = qs.interval ?? INTERVAL_DEFAULT;

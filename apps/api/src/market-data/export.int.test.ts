@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gunzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
-import { parquetReadObjects } from 'hyparquet';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import type { ExchangeBMessage, RawMessage } from '@booktape/domain';
 import { aMessage, bMessage, bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
 import { aCsv, bCsv } from './long-format.test-support.ts';
@@ -50,11 +51,36 @@ async function get(url: string) {
   return { status: res.statusCode, headers: res.headers, raw: res.rawPayload, json: () => JSON.parse(res.body) as Record<string, any> };
 }
 
-const readParquet = async (buf: Buffer) => (await parquetReadObjects({ file: buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer })) as Array<Record<string, unknown>>;
+const arrayBuffer = (buf: Buffer) => buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
+const readParquet = async (buf: Buffer) => (await parquetReadObjects({ file: arrayBuffer(buf), compressors })) as Array<Record<string, unknown>>;
 /** Parquet rows with Int64 read as numbers (hyparquet gives bigints), absent values as null. */
 const typed = (rows: Array<Record<string, unknown>>) => rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === undefined ? null : typeof v === 'bigint' ? Number(v) : v])));
-/** A CSV field as its Parquet column holds it: Float64 or Int64, null where the CSV is empty. */
-const numOrNull = (v: string): number | null => (v === '' ? null : Number(v));
+/** A CSV integer field as its Int64 column holds it, null where the CSV is empty. */
+const numOrNull = (v: string | null | undefined): number | null => (v === '' || v === null || v === undefined ? null : Number(v));
+/**
+ * A decimal text as hyparquet reads a DECIMAL(38, 18) column: the stored unscaled integer
+ * (exactly text × 10^18, computed here in BigInt from the exact text) times 10^-18, the
+ * reader's own formula. Null where the CSV is empty.
+ */
+function decimalRead(v: string | null | undefined): number | null {
+  if (v === '' || v === null || v === undefined) return null;
+  const [int, frac = ''] = v.replace(/^-/, '').split('.');
+  const unscaled = BigInt(int! + frac.padEnd(18, '0')) * (v.startsWith('-') ? -1n : 1n);
+  return Number(unscaled) * 10 ** -18;
+}
+/** Every column's Parquet type as hyparquet reports it, and every column chunk's codec. */
+function layout(buf: Buffer): { columns: Record<string, string>; codecs: Set<string> } {
+  const md = parquetMetadata(arrayBuffer(buf));
+  const columns: Record<string, string> = {};
+  for (const e of md.schema.slice(1)) {
+    const lt = e.logical_type as { type: string; unit?: string; isAdjustedToUTC?: boolean; precision?: number; scale?: number } | undefined;
+    columns[e.name] =
+      lt?.type === 'TIMESTAMP' ? `timestamp[${lt.unit}${lt.isAdjustedToUTC ? ', UTC' : ''}]` : lt?.type === 'DECIMAL' ? `decimal(${lt.precision}, ${lt.scale})` : lt?.type === 'STRING' ? 'string' : String(e.type);
+  }
+  return { columns, codecs: new Set(md.row_groups.flatMap((g) => g.columns.map((c) => String(c.meta_data?.codec)))) };
+}
+const TS = 'timestamp[MILLIS, UTC]';
+const DEC = 'decimal(38, 18)';
 
 describe('bulk export', () => {
   it('exchange A raw: gzipped CSV and Parquet hold the reference records, long format, two days', async () => {
@@ -69,18 +95,22 @@ describe('bulk export', () => {
     const pq = await get(`/exchange-a/market/export?condition_id=${MA}&start_date=2026-03-01&end_date=2026-03-02&format=parquet`);
     expect(pq.status).toBe(200);
     expect(pq.headers['content-type']).toBe('application/vnd.apache.parquet');
+    expect(layout(pq.raw)).toEqual({
+      columns: { timestamp: TS, asset_id: 'string', event_type: 'string', side: 'string', price: DEC, size: DEC, hash: 'string', received_at: TS },
+      codecs: new Set(['ZSTD']),
+    });
     const rows = await readParquet(pq.raw);
     expect(rows.length).toBe(expected.length);
     expect(typed(rows)).toEqual(
       expected.map((e) => ({
-        timestamp: Number(e.timestamp),
+        timestamp: new Date(Number(e.timestamp)),
         asset_id: e.asset_id,
         event_type: e.event_type,
         side: e.side,
-        price: numOrNull(e.price!),
-        size: numOrNull(e.size!),
+        price: decimalRead(e.price),
+        size: decimalRead(e.size),
         hash: e.hash,
-        received_at: Date.parse(e.received_at!),
+        received_at: new Date(e.received_at!),
       })),
     );
     // One day only.
@@ -92,20 +122,22 @@ describe('bulk export', () => {
     const expected = t.filler.expected('exchange-b', TB).flatMap(bCsv);
     const csv = await get(`/exchange-b/market/export?ticker=${TB}&start_date=2026-03-01&end_date=2026-03-02&format=csv&kind=raw`);
     expect(parse(gunzipSync(csv.raw), { columns: true })).toEqual(expected);
-    const rows = await readParquet((await get(`/exchange-b/market/export?ticker=${TB}&start_date=2026-03-01&end_date=2026-03-02&format=parquet`)).raw);
+    const file = (await get(`/exchange-b/market/export?ticker=${TB}&start_date=2026-03-01&end_date=2026-03-02&format=parquet`)).raw;
+    expect(layout(file).columns).toMatchObject({ timestamp: TS, price: DEC, size: DEC, delta: DEC, seq: 'INT64', received_at: TS });
+    const rows = await readParquet(file);
     expect(typed(rows)).toEqual(
       expected.map((e) => ({
-        timestamp: Number(e.timestamp),
+        timestamp: new Date(Number(e.timestamp)),
         ticker: e.ticker,
         type: e.type,
         side: e.side,
-        price: numOrNull(e.price!),
-        size: numOrNull(e.size!),
-        delta: numOrNull(e.delta!),
-        seq: numOrNull(e.seq!),
-        sid: numOrNull(e.sid!),
-        expected_seq: numOrNull(e.expected_seq!),
-        received_at: Date.parse(e.received_at!),
+        price: decimalRead(e.price),
+        size: decimalRead(e.size),
+        delta: decimalRead(e.delta),
+        seq: numOrNull(e.seq),
+        sid: numOrNull(e.sid),
+        expected_seq: numOrNull(e.expected_seq),
+        received_at: new Date(e.received_at!),
         data: e.data,
       })),
     );
@@ -129,8 +161,27 @@ describe('bulk export', () => {
     const cast = (v: string, ctx: { header: boolean; column: string | number }) => (ctx.header ? v : v === '' ? null : v === 'true' ? true : v === 'false' ? false : ctx.column === 'asset_id' ? v : Number(v));
     const csvRows = parse(gunzipSync((await get(base)).raw), { columns: true, cast });
     expect(csvRows).toEqual(flat);
-    const pq = await readParquet((await get(`${base}&format=parquet`)).raw);
-    expect(typed(pq)).toEqual(flat);
+    const file = (await get(`${base}&format=parquet`)).raw;
+    const cols = layout(file);
+    expect(cols.codecs).toEqual(new Set(['ZSTD']));
+    expect(cols.columns).toMatchObject({ asset_id: 'string', timestamp: TS, quote_count: 'INT32', is_forward_filled: 'BOOLEAN', best_bid: DEC, spread: DEC, mid_price_close: DEC });
+    const pq = await readParquet(file);
+    // The JSON answer's exact decimals, as the reader reads the decimal columns.
+    const exactJson: Array<Record<string, unknown>> = [];
+    for (const asset of ASSETS) {
+      for (const date of ['2026-03-01', '2026-03-02']) {
+        const r = await get(`/exchange-a/market/orderbook-summary?condition_id=${MA}&asset_id=${asset}&date=${date}&resolution=900&format=csv`);
+        exactJson.push(...(parse(r.raw, { columns: true }) as Array<Record<string, string>>).map((row) => ({ asset_id: asset, ...row })));
+      }
+    }
+    expect(typed(pq)).toEqual(
+      flat.map((f, i) => {
+        const exact = exactJson[i] as Record<string, string>;
+        const o: Record<string, unknown> = { ...f, timestamp: new Date(f.timestamp as number) };
+        for (const k of Object.keys(f)) if (!['asset_id', 'timestamp', 'quote_count', 'is_forward_filled'].includes(k)) o[k] = decimalRead(exact[k]);
+        return o;
+      }),
+    );
     const one = parse(gunzipSync((await get(`${base}&asset_id=${ASSETS[1]}`)).raw), { columns: true, cast });
     expect(one).toEqual(flat.filter((r) => r.asset_id === ASSETS[1]));
   });

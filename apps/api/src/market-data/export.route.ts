@@ -3,6 +3,7 @@ import { createGzip } from 'node:zlib';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { DAY_MS, SUMMARY_CSV_COLUMNS, summaryBucketsCsvBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { decimalOf, timestampOfMs } from '@booktape/storage';
 import { planSummary } from '@booktape/summaries';
 import { datesBetween } from '../coverage/coverage.ts';
 import { KEY_SECURITY } from '../http/auth.ts';
@@ -24,9 +25,9 @@ const EXPORT_MAX_DAYS = 31;
 /** The UTC days from start_date to end_date inclusive (valid dates, start first: 1 or more). */
 const daysOf = (q: { start_date: string; end_date: string }): number => (Date.parse(`${q.end_date}T00:00:00Z`) - Date.parse(`${q.start_date}T00:00:00Z`)) / DAY_MS + 1;
 
-/** A summary bucket as a Parquet row (numbers as Float64; docs/api.md). */
+/** A bucket as a row of the Parquet temp table: the decimals as their exact text (written as Decimal(38, 18)). */
 function bucketRow(lead: Record<string, string>, b: ExactBucket): Record<string, unknown> {
-  const n = (v: string | null) => (v === null ? null : Number(v));
+  const n = (v: string | null) => v;
   const row: Record<string, unknown> = { ...lead, timestamp: b.timestamp, quote_count: b.quote_count, is_forward_filled: b.is_forward_filled, best_bid: n(b.best_bid), best_bid_size: n(b.best_bid_size), best_ask: n(b.best_ask), best_ask_size: n(b.best_ask_size), mid_price: n(b.mid_price), spread: n(b.spread) };
   for (const [name, o] of [['best_bid', b.best_bid_ohlc], ['best_ask', b.best_ask_ohlc], ['mid_price', b.mid_price_ohlc], ['spread', b.spread_ohlc]] as const) {
     row[`${name}_open`] = n(o && o.open);
@@ -37,7 +38,13 @@ function bucketRow(lead: Record<string, string>, b: ExactBucket): Record<string,
   return row;
 }
 
-const SUMMARY_TYPES: Record<string, string> = { timestamp: 'Int64', quote_count: 'UInt32', is_forward_filled: 'Bool' };
+/** Summary columns in the Parquet file (docs/api.md, "Parquet columns"): the rest are decimals kept as text, written as Decimal(38, 18). */
+const SUMMARY_TYPES: Record<string, { type: string; out?: string }> = {
+  timestamp: { type: 'Int64', out: timestampOfMs('timestamp') },
+  quote_count: { type: 'UInt32' },
+  is_forward_filled: { type: 'Bool' },
+};
+const summaryColumn = (name: string) => SUMMARY_TYPES[name] ?? { type: 'Nullable(String)', out: decimalOf(name) };
 
 /**
  * Bulk export (issue 12): one market's whole date range, up to 31 UTC days, raw records or
@@ -78,6 +85,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
           tags: [v.venue],
           security: KEY_SECURITY,
           produces: EXPORT_MEDIA_TYPES,
+          answerHeaders: ['Content-Disposition', 'X-Export-Days'],
           querystring: query,
           response: { 200: z.string().describe('The file, as an attachment (Content-Disposition names it; X-Export-Days says how many days it covers and counted).'), ...errors },
         },
@@ -122,7 +130,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
               ? await guard('ClickHouse', () => exports.rawParquet(v.venue, market, from, to))
               : await guard('ClickHouse', async () =>
                   exports.rowsParquet(
-                    [...lead.map((name) => ({ name, type: 'String' })), ...SUMMARY_CSV_COLUMNS.map((name) => ({ name, type: SUMMARY_TYPES[name] ?? 'Nullable(Float64)' }))],
+                    [...lead.map((name) => ({ name, type: 'String' })), ...SUMMARY_CSV_COLUMNS.map((name) => ({ name, ...summaryColumn(name) }))],
                     (async function* () {
                       for await (const { asset, exact } of summaryDays(await assets())) yield exact.map((b) => bucketRow(v.asset ? { [v.asset.param]: asset } : {}, b));
                     })(),

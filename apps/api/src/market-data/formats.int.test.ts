@@ -148,7 +148,7 @@ describe('formats: every page walked by its Link header holds the reference reco
     const r = await get(`/exchange-a/market/data?condition_id=${MA}&date=2026-03-01&format=xml`);
     expect(r.status).toBe(400);
     expect(JSON.parse(r.text)).toMatchObject({ error: { code: 'invalid_parameter', param: 'format' } });
-    expect(r.headers['cache-control']).toBe('no-store');
+    expect(r.headers['cache-control']).toBe('private, no-store');
     expect(r.headers.etag).toBeUndefined();
   });
 });
@@ -197,7 +197,7 @@ describe('caching', () => {
     for (const url of [dateUrl, rangeUrl, summaryUrl]) {
       const r = await get(url);
       expect(r.headers.etag, url).toMatch(/^"[0-9a-f]{32}"$/);
-      expect(r.headers['cache-control']).toBe('public, max-age=86400, immutable');
+      expect(r.headers['cache-control']).toBe('private, max-age=86400, immutable');
       const again = await get(url, { 'if-none-match': r.headers.etag as string });
       expect(again.status).toBe(304);
       expect(again.raw.length).toBe(0);
@@ -237,7 +237,7 @@ describe('caching', () => {
     ]) {
       const r = await get(url);
       expect(r.status, r.text).toBe(200);
-      expect(r.headers['cache-control']).toBe('no-cache');
+      expect(r.headers['cache-control']).toBe('private, no-cache');
       expect(r.headers.etag).toBeUndefined();
       expect((await get(url, { 'if-none-match': '*' })).status).toBe(200);
     }

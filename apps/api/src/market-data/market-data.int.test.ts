@@ -213,11 +213,15 @@ describe('raw data by range', () => {
     for (const r of body.data) expectARecordTypes(r);
     expect(body.data).toEqual(expected);
 
-    // Whole seconds: 2026-03-01T00:00:00Z .. 2026-03-02T00:00:00Z.
+    // Whole seconds: 2026-03-01T00:00:00.000Z .. 2026-03-02T00:00:00.999Z (an end in seconds covers its second).
     const s = await get(`/exchange-a/market/data/range?condition_id=${MA}&start_timestamp=${DAY / 1000}&end_timestamp=${NEXT / 1000}`);
     expect(s.body.start_timestamp).toBe(DAY);
-    expect(s.body.end_timestamp).toBe(NEXT);
-    expect(s.body.data).toEqual(t.filler.expected('exchange-a', MA, (ts) => ts >= DAY && ts <= NEXT));
+    expect(s.body.end_timestamp).toBe(NEXT + 999);
+    expect(s.body.data).toEqual(t.filler.expected('exchange-a', MA, (ts) => ts >= DAY && ts <= NEXT + 999));
+    // The same window in ISO 8601, in another zone: the same answer.
+    const iso = await get(`/exchange-a/market/data/range?condition_id=${MA}&start_timestamp=2026-02-28T19:00:00-05:00&end_timestamp=2026-03-02T01:00:00%2B01:00`);
+    expect(iso.body).toEqual(s.body);
+    expect((await get(`/exchange-a/market/data/range?condition_id=${MA}&start_timestamp=2026-03-01T00:00:00&end_timestamp=${NEXT}`)).body.error).toMatchObject({ code: 'invalid_parameter', param: 'start_timestamp' });
   });
 
   it('the legacy alias /market/data/range answers the same, cursors included', async () => {
@@ -310,7 +314,9 @@ describe('raw data by range', () => {
     // Another venue.
     const rb = await get(`/exchange-b/market/data/range?ticker=${TB}&start_timestamp=${DAY}&end_timestamp=${NEXT}&limit=10&cursor=${cursor}`);
     expect(rb.body.error.code).toBe('invalid_cursor');
-    // Only the limit may change between pages, and the same bounds in seconds are the same range.
+    // Only the limit may change between pages. A cursor issued for an end at a second's
+    // .000 (as an end in seconds read before the one time model) continues with the end given
+    // in seconds, which now covers the whole second: a superset, nothing repeated or skipped.
     const ok = await get(`/exchange-a/market/data/range?condition_id=${MA.toUpperCase().replace('0X', '')}&start_timestamp=${DAY / 1000}&end_timestamp=${NEXT / 1000}&limit=7&cursor=${cursor}`);
     expect(ok.status).toBe(200);
     expect(ok.body.data).toEqual(t.filler.expected('exchange-a', MA, (ts) => ts >= DAY && ts <= NEXT).slice(10, 17));

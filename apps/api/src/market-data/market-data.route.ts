@@ -148,6 +148,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
             security: KEY_SECURITY,
             deprecated: alias,
             produces: FORMAT_MEDIA_TYPES,
+            answerHeaders: ['X-Total-Count', 'Link'],
             querystring: z.object({ [v.marketParam]: v.market(), date: q.date(), offset: q.offset(), limit: q.rawLimit(), format: formatField() }),
             response: {
               200: datePageSchema(v.marketField, v.record).describe(`One page of the date's ${v.recordNoun} in serving order (offset pages; the total in X-Total-Count, the next page in Link).`),
@@ -173,10 +174,11 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
             security: KEY_SECURITY,
             deprecated: alias,
             produces: FORMAT_MEDIA_TYPES,
+            answerHeaders: ['Link'],
             querystring: z.object({
               [v.marketParam]: v.market(),
-              start_timestamp: q.timestamp('Range start'),
-              end_timestamp: q.timestamp('Range end'),
+              start_timestamp: q.timestamp('Range start', 'start'),
+              end_timestamp: q.timestamp('Range end', 'end'),
               cursor: q.cursor(),
               limit: q.rawLimit(),
               format: formatField(),

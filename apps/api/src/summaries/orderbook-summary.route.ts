@@ -6,7 +6,7 @@ import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
 import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, type Format } from '../http/formats.ts';
-import { MAX_TIMESTAMP_MS, earliestMs, optionalField, parseInteger, parseTimestamp, q } from '../http/params.ts';
+import { TIME_SCHEMA, earliestMs, optionalField, parseInteger, parseTimestamp, q, timeDescription } from '../http/params.ts';
 import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from '../market-data/venues.ts';
 import type { Services } from '../services.ts';
 import { summaryCommon } from './orderbook-summary.schemas.ts';
@@ -18,13 +18,12 @@ import { summaryCommon } from './orderbook-summary.schemas.ts';
  */
 const plainJson = () => (data: unknown) => (typeof data === 'string' ? data : JSON.stringify(data));
 
-const TIMESTAMP_DOC = { type: 'integer', minimum: 0, maximum: MAX_TIMESTAMP_MS } as const;
 
 const windowQuery = {
   date: z.string().optional().meta({ description: 'UTC date YYYY-MM-DD; required unless both timestamps are given.' }),
-  // Integers in the document (generated clients send numbers), read by the shared parsers.
-  start_timestamp: optionalField(parseTimestamp, 'Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp.', TIMESTAMP_DOC),
-  end_timestamp: optionalField(parseTimestamp, 'Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp.', TIMESTAMP_DOC),
+  // Read by the API's one time parser (docs/api.md, "Time").
+  start_timestamp: optionalField(parseTimestamp('start'), `${timeDescription('Window start', 'start')} Together with end_timestamp.`, TIME_SCHEMA),
+  end_timestamp: optionalField(parseTimestamp('end'), `${timeDescription('Window end', 'end')} Together with start_timestamp.`, TIME_SCHEMA),
   resolution: optionalField((r) => parseInteger(r, 1, 3600), 'Bucket size in seconds, 1 to 3600. Default 60.', { type: 'integer', minimum: 1, maximum: 3600 }),
   format: formatField(),
 };

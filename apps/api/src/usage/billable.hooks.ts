@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify';
+import { isServerRequestId } from '../http/request-id.ts';
 import type { Plan } from '../billing/plans.ts';
 import type { SubscriptionService } from '../billing/subscription.service.ts';
 import type { RequestLogWriter } from './request-log.ts';
-import { quotaExceededBody } from './limits.ts';
+import { periodOf, quotaExceededBody, rateLimitFields, type LimitState } from './limits.ts';
 import type { QuotaService, ReserveResult } from './quota.service.ts';
 import { quotaExceededSchema } from './schemas.ts';
 
@@ -22,6 +23,11 @@ import { quotaExceededSchema } from './schemas.ts';
  *   and the limit in the body when refused). So over the quota a malformed request still
  *   gets its 400, and authentication (401/403) comes before both.
  * - the 429 answer in the route's OpenAPI responses.
+ *
+ * And on every route behind `requireKey`, billed or not, an onSend hook: the answer is
+ * `Cache-Control: private` (it was paid for with a key: no shared cache may keep it), and
+ * it carries the RateLimit fields of the key's user (from the reservation, or read without
+ * counting anything where there was none: the coverage map, a 400, a 304).
  *
  * Routes of the API that need no key (health, lookup, keys, usage, stats) are not billed,
  * nor is a route behind `requireKey` whose config says `billable: false` (the coverage map).
@@ -110,6 +116,8 @@ interface TrackState {
   result: ReserveResult | null;
   /** The response closed (the row is written): a reservation arriving later is given back at once. */
   closed: boolean;
+  /** Where the user stood after the reservation (the RateLimit fields), until the answer is sent. */
+  standing: LimitState | null;
 }
 
 export function billableRoutes(deps: BillableDeps) {
@@ -121,8 +129,10 @@ export function billableRoutes(deps: BillableDeps) {
     const key = req.apiKey;
     if (!key) return; // requireKey refused the request already
     const ts = Date.now();
-    const requestId = randomUUID();
-    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false };
+    // The request log's id is the answer's X-Request-Id when the server made it; a client's
+    // own id may repeat, and the quota rebuild counts rows by id, so it gets a fresh one.
+    const requestId = isServerRequestId(req) ? req.id : randomUUID();
+    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false, standing: null };
     states.set(req, state);
     const body = countBodyBytes(reply);
     reply.raw.once('close', () => {
@@ -173,11 +183,51 @@ export function billableRoutes(deps: BillableDeps) {
       if (state.result.ok) deps.quota.settle(state.result.reservation, false);
       return;
     }
-    if (!state.result.ok) {
-      const e = state.result.exceeded;
+    const now = Date.now();
+    const r = state.result;
+    const limit = deps.quota.limits[plan];
+    const standing: LimitState = r.ok
+      ? { limit, period: r.reservation.period, monthlyUsed: r.used, secondUsed: r.secondUsed, nowMs: now }
+      : { limit, period: periodOf(now), monthlyUsed: r.exceeded.limit === 'monthly' ? r.exceeded.used : 0, secondUsed: r.exceeded.limit === 'per_second' ? r.exceeded.used : 0, nowMs: now };
+    state.standing = r.ok ? standing : null;
+    setRateLimit(reply, rateLimitFields(standing, r.ok ? undefined : r.exceeded.limit));
+    if (!r.ok) {
+      const e = r.exceeded;
       reply.header('retry-after', String(e.retryAfterS));
       return reply.code(429).send(quotaExceededBody(e));
     }
+  };
+
+  /** onSend of every keyed route: private caching, and the RateLimit fields where the reservation gave none. */
+  const keyedAnswer: onSendHookHandler = async function (req, reply, payload) {
+    reply.header('cache-control', privateCacheControl(reply.getHeader('cache-control')));
+    const key = req.apiKey;
+    if (!key) return payload;
+    if (reply.statusCode >= 500) {
+      // A 5xx may be Redis itself failing: no second wait on it for advisory fields, and none
+      // from a reservation that is given back (the document declares none on 5xx).
+      for (const h of RATE_LIMIT_FIELDS) reply.removeHeader(h);
+      return payload;
+    }
+    const standing = states.get(req)?.standing;
+    if (standing && (reply.statusCode < 200 || reply.statusCode >= 300)) {
+      // Reserved, but not a success (a 304, a 4xx from the handler): the reservation is given
+      // back when the answer closes, so the fields say what remains after that.
+      const units = states.get(req)!.units;
+      setRateLimit(reply, rateLimitFields({ ...standing, monthlyUsed: standing.monthlyUsed - units }));
+      return payload;
+    }
+    if (reply.hasHeader('ratelimit-limit')) return payload;
+    try {
+      const plan = await deps.subscriptions.planOf(key.user_id);
+      const now = Date.now();
+      const p = await deps.quota.peek(key.user_id, now);
+      setRateLimit(reply, rateLimitFields({ limit: deps.quota.limits[plan], period: p.period, monthlyUsed: p.monthlyUsed, secondUsed: p.secondUsed, nowMs: now }));
+    } catch (err) {
+      // Advisory fields: an answer is not failed for want of them (Redis down answers 503 elsewhere).
+      req.log.debug({ err }, 'RateLimit fields left out');
+    }
+    return payload;
   };
 
   const list = <T>(h: T | T[] | undefined): T[] => (h === undefined ? [] : Array.isArray(h) ? h : [h]);
@@ -188,7 +238,9 @@ export function billableRoutes(deps: BillableDeps) {
     onRoute(route: RouteOptions): void {
       const hooks = list(route.onRequest);
       // HEAD twins of GET routes may arrive here with the hooks already added.
-      if (route.config?.billable === false || !hooks.includes(deps.requireKey as never) || hooks.includes(track)) return;
+      if (!hooks.includes(deps.requireKey as never)) return;
+      if (!list(route.onSend).includes(keyedAnswer)) route.onSend = [keyedAnswer, ...list(route.onSend)];
+      if (route.config?.billable === false || hooks.includes(track)) return;
       urls.add(endpointOf(route.url, deps.prefix));
       route.onRequest = [...hooks, track];
       route.preHandler = [...list(route.preHandler), reserve];
@@ -197,4 +249,23 @@ export function billableRoutes(deps: BillableDeps) {
       }
     },
   };
+}
+
+const RATE_LIMIT_FIELDS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy'];
+
+function setRateLimit(reply: FastifyReply, fields: Record<string, string> | null): void {
+  if (fields) for (const [name, value] of Object.entries(fields)) reply.header(name, value);
+}
+
+/**
+ * The Cache-Control of an answer to a keyed request: `private` first, `public` dropped;
+ * `private, no-cache` when the route set none. ETags and 304s work the same with a private
+ * cache (the client's own).
+ */
+export function privateCacheControl(current: unknown): string {
+  const directives = (typeof current === 'string' ? current : Array.isArray(current) ? current.join(',') : '')
+    .split(',')
+    .map((d) => d.trim())
+    .filter((d) => d !== '' && !/^(?:public|private)$/i.test(d));
+  return ['private', ...(directives.length > 0 ? directives : ['no-cache'])].join(', ');
 }

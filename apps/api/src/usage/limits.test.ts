@@ -3,8 +3,8 @@ import fc from 'fast-check';
 import { parseEnv } from '@booktape/config';
 import { apiConfigFromEnv, apiEnvSchema } from '../config.ts';
 import { quotaExceededSchema } from './schemas.ts';
-import { DEFAULT_PLAN_LIMITS, dayStart, parseLimit, periodOf, quotaExceededBody, retryAfterSeconds } from './limits.ts';
-import { endpointOf, marketOf, paramsJson, venueOf } from './billable.hooks.ts';
+import { DEFAULT_PLAN_LIMITS, dayStart, parseLimit, periodOf, quotaExceededBody, rateLimitFields, retryAfterSeconds } from './limits.ts';
+import { endpointOf, marketOf, paramsJson, privateCacheControl, venueOf } from './billable.hooks.ts';
 
 const MAX_MS = Date.UTC(2149, 5, 6);
 
@@ -113,5 +113,57 @@ describe('request log fields', () => {
     expect(marketOf({ ticker: 'KX-1' })).toBe('KX-1');
     expect(marketOf({ prefix: '0x' })).toBe('');
     expect(marketOf(undefined)).toBe('');
+  });
+});
+
+describe('RateLimit fields (draft-ietf-httpapi-ratelimit-headers-06)', () => {
+  const limitArb = fc.option(fc.integer({ min: 1, max: 1_000_000 }), { nil: null });
+  const at = (nowMs: number) => periodOf(nowMs);
+
+  it('describe the limit closest to refusing: the fewest remaining, a tie to the later reset; Policy lists every limit', () => {
+    fc.assert(
+      fc.property(limitArb, limitArb, fc.nat(2_000_000), fc.nat(2_000), fc.integer({ min: 0, max: MAX_MS }), (monthly, perSecond, monthlyUsed, secondUsed, nowMs) => {
+        const period = at(nowMs);
+        const f = rateLimitFields({ limit: { monthly, perSecond }, period, monthlyUsed, secondUsed, nowMs });
+        if (monthly === null && perSecond === null) {
+          expect(f).toBeNull();
+          return;
+        }
+        const monthRemaining = monthly === null ? Infinity : Math.max(0, monthly - monthlyUsed);
+        const secondRemaining = perSecond === null ? Infinity : Math.max(0, perSecond - secondUsed);
+        const monthlyWins = monthRemaining <= secondRemaining;
+        const monthReset = retryAfterSeconds(period.endMs, nowMs);
+        expect(f).toEqual({
+          'ratelimit-limit': String(monthlyWins ? monthly : perSecond),
+          'ratelimit-remaining': String(Math.min(monthRemaining, secondRemaining)),
+          'ratelimit-reset': String(monthlyWins ? monthReset : 1),
+          'ratelimit-policy': [perSecond === null ? '' : `${perSecond};w=1`, monthly === null ? '' : `${monthly};w=${(period.endMs - period.startMs) / 1000}`].filter(Boolean).join(', '),
+        });
+        expect(Number(f!['ratelimit-reset'])).toBeGreaterThanOrEqual(1);
+      }),
+    );
+  });
+
+  it('a 429 describes the limit that refused it, whatever the other says', () => {
+    const nowMs = Date.UTC(2026, 4, 31, 23, 59, 59, 500);
+    const period = at(nowMs);
+    const limit = { monthly: 1000, perSecond: 5 };
+    expect(rateLimitFields({ limit, period, monthlyUsed: 990, secondUsed: 0, nowMs }, 'monthly')).toMatchObject({
+      'ratelimit-limit': '1000',
+      'ratelimit-remaining': '10',
+      'ratelimit-reset': '1',
+      'ratelimit-policy': '5;w=1, 1000;w=2678400',
+    });
+    expect(rateLimitFields({ limit, period, monthlyUsed: 0, secondUsed: 5, nowMs: Date.UTC(2026, 4, 2) }, 'per_second')).toMatchObject({ 'ratelimit-limit': '5', 'ratelimit-remaining': '0', 'ratelimit-reset': '1' });
+  });
+});
+
+describe('Cache-Control of keyed answers', () => {
+  it('is private: public dropped, the other directives kept, private, no-cache when none was set', () => {
+    expect(privateCacheControl('public, max-age=86400, immutable')).toBe('private, max-age=86400, immutable');
+    expect(privateCacheControl('private, max-age=60')).toBe('private, max-age=60');
+    expect(privateCacheControl('no-store')).toBe('private, no-store');
+    expect(privateCacheControl(undefined)).toBe('private, no-cache');
+    expect(privateCacheControl('Public')).toBe('private, no-cache');
   });
 });

@@ -114,3 +114,53 @@ export function quotaExceededBody(e: Exceeded) {
     },
   };
 }
+
+/**
+ * Where a user stands against the limits of a plan at one instant, as the RateLimit headers
+ * say it. `monthlyUsed`: quota units counted this period; `secondUsed`: requests let through
+ * in the current one-second window (the Redis clock's second).
+ */
+export interface LimitState {
+  limit: PlanLimit;
+  period: Period;
+  monthlyUsed: number;
+  secondUsed: number;
+  nowMs: number;
+}
+
+/**
+ * The RateLimit response fields (draft-ietf-httpapi-ratelimit-headers-06: `RateLimit-Limit`,
+ * `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy`), or null for a plan without
+ * limits.
+ *
+ * Limit / Remaining / Reset describe ONE policy, the one closest to refusing: the one with
+ * the fewest units remaining (a tie goes to the one that resets later, the longer wait).
+ * Reset is delta-seconds: 1 for the one-second window, whole seconds until the month ends
+ * for the monthly quota (at least 1). Policy lists every limit of the plan, `<quota>;w=<window
+ * seconds>`, the burst first; the monthly window is the length of the current month.
+ * A 429 (`refusedBy`) describes the limit that refused it.
+ */
+export function rateLimitFields(s: LimitState, refusedBy?: LimitName): Record<string, string> | null {
+  const policies: Array<{ name: LimitName; limit: number; remaining: number; reset: number; window: number }> = [];
+  if (s.limit.perSecond !== null) {
+    policies.push({ name: 'per_second', limit: s.limit.perSecond, remaining: Math.max(0, s.limit.perSecond - s.secondUsed), reset: 1, window: 1 });
+  }
+  if (s.limit.monthly !== null) {
+    policies.push({
+      name: 'monthly',
+      limit: s.limit.monthly,
+      remaining: Math.max(0, s.limit.monthly - s.monthlyUsed),
+      reset: retryAfterSeconds(s.period.endMs, s.nowMs),
+      window: Math.round((s.period.endMs - s.period.startMs) / 1000),
+    });
+  }
+  if (policies.length === 0) return null;
+  const refusing = policies.find((p) => p.name === refusedBy);
+  const pick = refusing ?? policies.reduce((a, b) => (b.remaining < a.remaining || (b.remaining === a.remaining && b.reset > a.reset) ? b : a));
+  return {
+    'ratelimit-limit': String(pick.limit),
+    'ratelimit-remaining': String(pick.remaining),
+    'ratelimit-reset': String(pick.reset),
+    'ratelimit-policy': policies.map((p) => `${p.limit};w=${p.window}`).join(', '),
+  };
+}

@@ -50,7 +50,15 @@ if burst > 0 and n >= burst then return {2, n, tonumber(sec)} end
 redis.call('HINCRBY', KEYS[1], 'n', units)
 redis.call('HSET', KEYS[2], 's', sec, 'n', n + 1)
 redis.call('EXPIRE', KEYS[2], 2)
-return {0, used + units, redis.call('HGET', KEYS[1], 'g') or ''}
+return {0, used + units, redis.call('HGET', KEYS[1], 'g') or '', n + 1}
+`;
+
+// Where a user stands, counting nothing: the month's units (-1: no counter) and this second's requests.
+const PEEK = `
+local t = redis.call('TIME')
+local n = 0
+if redis.call('HGET', KEYS[2], 's') == t[1] then n = tonumber(redis.call('HGET', KEYS[2], 'n') or '0') end
+return {tonumber(redis.call('HGET', KEYS[1], 'n') or '-1'), n}
 `;
 
 const RELEASE = `
@@ -87,6 +95,7 @@ class Script {
 const reserveScript = new Script(RESERVE);
 const releaseScript = new Script(RELEASE);
 const rebuildScript = new Script(REBUILD);
+const peekScript = new Script(PEEK);
 
 /** A reserved request, until it is settled. */
 export interface Reservation {
@@ -100,7 +109,8 @@ export interface Reservation {
   state: 'open' | 'succeeded' | 'failed';
 }
 
-export type ReserveResult = { ok: true; reservation: Reservation; used: number } | { ok: false; exceeded: Exceeded };
+/** `used`: the month's units with this request; `secondUsed`: requests let through in this second, this one included. */
+export type ReserveResult = { ok: true; reservation: Reservation; used: number; secondUsed: number } | { ok: false; exceeded: Exceeded };
 
 /** What this process knows that the request log in ClickHouse may not show yet. */
 export interface PendingRequests {
@@ -157,7 +167,7 @@ export class QuotaService {
     const limit = this.deps.limits[plan];
     const keys = [this.monthlyKey(userId, period), this.burstKey(userId)];
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = (await this.redisCall((redis) => reserveScript.run(redis, keys, [limit.monthly ?? 0, limit.perSecond ?? 0, units]))) as [number, number?, (number | string)?];
+      const r = (await this.redisCall((redis) => reserveScript.run(redis, keys, [limit.monthly ?? 0, limit.perSecond ?? 0, units]))) as [number, number?, (number | string)?, number?];
       const kind = Number(r[0]);
       if (kind === -1) {
         await this.ensureCounter(userId, period);
@@ -182,7 +192,7 @@ export class QuotaService {
       let set = this.open.get(k);
       if (!set) this.open.set(k, (set = new Set()));
       set.add(reservation);
-      return { ok: true, reservation, used: Number(r[1]) };
+      return { ok: true, reservation, used: Number(r[1]), secondUsed: Number(r[3] ?? 1) };
     }
     // The counter vanished again right after each rebuild: Redis is flushing or evicting.
     throw new UnavailableError('the quota counter (Redis keeps losing it)');
@@ -216,6 +226,22 @@ export class QuotaService {
     for (let attempt = 0; attempt < 3; attempt++) {
       const n = await this.redisCall((r) => r.hget(key, 'n'));
       if (n !== null) return { used: Math.max(0, Number(n)), period };
+      await this.ensureCounter(userId, period);
+    }
+    throw new UnavailableError('the quota counter (Redis keeps losing it)');
+  }
+
+  /**
+   * Where `userId` stands now, counting nothing (the RateLimit headers of answers that hold
+   * no reservation): units used this period (the counter rebuilt when missing) and requests
+   * in the current one-second window.
+   */
+  async peek(userId: string, now = Date.now()): Promise<{ monthlyUsed: number; secondUsed: number; period: Period }> {
+    const period = periodOf(now);
+    const keys = [this.monthlyKey(userId, period), this.burstKey(userId)];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const [m, n] = (await this.redisCall((r) => peekScript.run(r, keys, []))) as [number, number];
+      if (Number(m) >= 0) return { monthlyUsed: Number(m), secondUsed: Number(n), period };
       await this.ensureCounter(userId, period);
     }
     throw new UnavailableError('the quota counter (Redis keeps losing it)');

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { adminSecurity } from '../http/auth.ts';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
-import { optionalField, parseInteger } from '../http/params.ts';
+import { TIME_SCHEMA, optionalField, parseInteger, timeDescription } from '../http/params.ts';
 import type { Services } from '../services.ts';
 import { usageAccess } from './access.ts';
 import { dayStart, periodOf } from './limits.ts';
@@ -50,8 +50,8 @@ export const statsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
         tags: ['usage'],
         security,
         querystring: z.object({
-          from: optionalField((r) => parseInstant(r, 'start'), 'Window start (YYYY-MM-DD, ISO 8601 date-time, or Unix s / ms). Default: start of this month (UTC).'),
-          to: optionalField((r) => parseInstant(r, 'end'), 'Window end, inclusive. Default: now.'),
+          from: optionalField((r) => parseInstant(r, 'start'), `${timeDescription('Window start', 'start')} Default: start of this month (UTC).`, TIME_SCHEMA),
+          to: optionalField((r) => parseInstant(r, 'end'), `${timeDescription('Window end', 'end')} Default: now.`, TIME_SCHEMA),
         }),
         response: { 200: statsSchema, ...errors },
       },

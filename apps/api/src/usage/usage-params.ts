@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { MAX_TIMESTAMP_MS, isCalendarDate, show, toMilliseconds, type Parsed } from '../http/params.ts';
+import { show, type Parsed } from '../http/params.ts';
+import { parseTime } from '../http/time.ts';
 
 /**
  * Parameters of the usage and statistics endpoints: pure rules, no I/O, no clock (the
@@ -17,30 +18,14 @@ export const USAGE_LIMITS = {
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
-
 /**
- * A point in time: `YYYY-MM-DD` (UTC; as a lower bound its first millisecond, as an upper
- * bound its last, so `from=2026-05-01&to=2026-05-31` is all of May), an ISO 8601 date-time
- * with `Z` or an offset, or Unix seconds or milliseconds (below 10^11 = seconds).
+ * A window bound of the usage and statistics endpoints, by the API's one time model
+ * (http/time.ts): `from` is read as a start, `to` as an inclusive end, so
+ * `from=2026-05-01&to=2026-05-31` is all of May and `to=1780271999` includes that second's
+ * last millisecond.
  */
 export function parseInstant(raw: string, edge: 'start' | 'end'): Parsed<number> {
-  const s = raw.trim();
-  let ms: number;
-  if (/^\d{4}-\d{2}-\d{2}$/.test(s)) {
-    if (!isCalendarDate(s)) return { ok: false, message: `must be a real calendar date, got ${show(raw)}` };
-    ms = Date.parse(`${s}T00:00:00Z`) + (edge === 'end' ? DAY_MS - 1 : 0);
-  } else if (/^\d{1,16}$/.test(s)) {
-    ms = toMilliseconds(Number(s));
-  } else if (ISO_DATE_TIME.test(s)) {
-    // Date.parse takes 2026-02-30T00:00Z as 2 March: the date part must be a real one.
-    ms = Date.parse(s);
-    if (!Number.isFinite(ms) || !isCalendarDate(s.slice(0, 10))) return { ok: false, message: `must be a valid date-time, got ${show(raw)}` };
-  } else {
-    return { ok: false, message: `must be a date YYYY-MM-DD, an ISO 8601 date-time with Z or an offset, or Unix seconds or milliseconds, got ${show(raw)}` };
-  }
-  if (ms < 0 || ms > MAX_TIMESTAMP_MS) return { ok: false, message: `must be from 1970-01-01 to 2149-06-06` };
-  return { ok: true, value: ms };
+  return parseTime(raw, edge);
 }
 
 export interface StatusFilter {

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RequestCounts } from '@booktape/storage';
 import { KEY_SECURITY, type Security } from '../http/auth.ts';
 import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
-import { optionalField, parseInteger, q } from '../http/params.ts';
+import { TIME_SCHEMA, optionalField, parseInteger, q, timeDescription } from '../http/params.ts';
 import { API_PREFIX } from '../http/prefix.ts';
 import type { Services } from '../services.ts';
 import { usageAccess } from './access.ts';
@@ -42,8 +42,8 @@ export const usageRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
   const userParams = z.object({ user_id: userId() });
 
   const windowFields = {
-    from: optionalField((r) => parseInstant(r, 'start'), 'Window start, inclusive: YYYY-MM-DD (UTC), an ISO 8601 date-time, or Unix seconds / ms. Default: the start of this month (UTC).'),
-    to: optionalField((r) => parseInstant(r, 'end'), 'Window end, inclusive (a date means its whole day). Default: now.'),
+    from: optionalField((r) => parseInstant(r, 'start'), `${timeDescription('Window start', 'start')} Default: the start of this month (UTC).`, TIME_SCHEMA),
+    to: optionalField((r) => parseInstant(r, 'end'), `${timeDescription('Window end', 'end')} Default: now.`, TIME_SCHEMA),
   };
   const filterFields = {
     endpoint: optionalField(

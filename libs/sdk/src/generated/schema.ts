@@ -1397,7 +1397,30 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Always `private` on a keyed answer (no shared cache may keep it): `private, max-age=…, immutable` for finalised days, else `private, no-cache` (`private, no-store` for errors and exports). */
+        "Cache-Control": string;
+        /** @description `attachment; filename="<market>_<from>_<to>_<kind>….csv.gz|parquet"`: the file name. */
+        "Content-Disposition": string;
+        /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
+        ETag: string;
+        /** @description `<url>; rel="next"`: the next page, when there is one (offset pages; cursor pages in ndjson and csv). */
+        Link: string;
+        /** @description The limit closest to refusing (burst: requests per second; monthly: quota units per month) (draft-ietf-httpapi-ratelimit-headers-06; absent for a plan without limits). */
+        "RateLimit-Limit": number;
+        /** @description Every limit of the plan, `<quota>;w=<window seconds>`: the burst (`w=1`) and the monthly quota (`w` = seconds in this month). */
+        "RateLimit-Policy": string;
+        /** @description What remains of that limit after this request (burst: in this second; monthly: this calendar month, UTC). */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until that limit resets (1 for the burst window; until 00:00 UTC on the 1st for the monthly quota). */
+        "RateLimit-Reset": number;
+        /** @description UTC days the file covers: the quota units the request counted. */
+        "X-Export-Days": number;
+        /** @description The request's id: the client's own X-Request-Id when well-formed (1-128 of A-Z a-z 0-9 . _ : @ / + = -), else a UUID; in the service's log lines as request_id. */
+        "X-Request-Id": string;
+        /** @description Records of the date in all pages together. */
+        "X-Total-Count": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1414,6 +1437,7 @@ export interface operations {
             /** @description Every check passed: status ok. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1447,6 +1471,7 @@ export interface operations {
             /** @description A check failed (status degraded): `checks` says which, `details` why. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1502,10 +1527,15 @@ export interface operations {
             /** @description One page of the date's events in serving order (offset pages; the total in X-Total-Count, the next page in Link). */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1523,8 +1553,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1532,6 +1567,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1541,6 +1582,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1550,6 +1593,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1559,6 +1604,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1568,6 +1619,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1579,6 +1636,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1612,10 +1671,15 @@ export interface operations {
             /** @description One page of the date's events in serving order (offset pages; the total in X-Total-Count, the next page in Link). */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1633,8 +1697,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1642,6 +1711,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1651,6 +1726,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1660,6 +1737,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1669,6 +1748,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1678,6 +1763,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1689,6 +1780,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1704,10 +1797,10 @@ export interface operations {
             query: {
                 /** @description Market condition id, hex, with or without 0x, any case. */
                 condition_id: string;
-                /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Range start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description The next_cursor of the previous page, unchanged. */
                 cursor?: string;
                 /** @description Records per page, 1 to 100000. Default 10000. */
@@ -1724,10 +1817,14 @@ export interface operations {
             /** @description One page of the range's events in serving order (cursor pages: pagination.next_cursor, or the Link header for ndjson and csv). */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1746,8 +1843,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1755,6 +1857,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1764,6 +1872,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1773,6 +1883,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1782,6 +1894,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1791,6 +1909,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1802,6 +1926,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1817,10 +1943,10 @@ export interface operations {
             query: {
                 /** @description Market condition id, hex, with or without 0x, any case. */
                 condition_id: string;
-                /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Range start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description The next_cursor of the previous page, unchanged. */
                 cursor?: string;
                 /** @description Records per page, 1 to 100000. Default 10000. */
@@ -1837,10 +1963,14 @@ export interface operations {
             /** @description One page of the range's events in serving order (cursor pages: pagination.next_cursor, or the Link header for ndjson and csv). */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1859,8 +1989,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1868,6 +2003,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1877,6 +2018,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1886,6 +2029,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1895,6 +2040,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1904,6 +2055,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1915,6 +2072,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1948,10 +2107,15 @@ export interface operations {
             /** @description One page of the date's records in serving order (offset pages; the total in X-Total-Count, the next page in Link). */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1969,8 +2133,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1978,6 +2147,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1987,6 +2162,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1996,6 +2173,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2005,6 +2184,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2014,6 +2199,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2025,6 +2216,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2040,10 +2233,10 @@ export interface operations {
             query: {
                 /** @description Market ticker (upper-cased). */
                 ticker: string;
-                /** @description Range start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Range end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Range start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description The next_cursor of the previous page, unchanged. */
                 cursor?: string;
                 /** @description Records per page, 1 to 100000. Default 10000. */
@@ -2060,10 +2253,14 @@ export interface operations {
             /** @description One page of the range's records in serving order (cursor pages: pagination.next_cursor, or the Link header for ndjson and csv). */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2082,8 +2279,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2091,6 +2293,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2100,6 +2308,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2109,6 +2319,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2118,6 +2330,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2127,6 +2345,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2138,6 +2362,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2163,6 +2389,12 @@ export interface operations {
             /** @description The first and last stored UTC dates of the market and how many dates hold data (has_data false: none). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2178,6 +2410,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2187,6 +2425,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2196,6 +2436,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2205,6 +2447,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2214,6 +2462,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2225,6 +2479,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2254,6 +2510,12 @@ export interface operations {
             /** @description One page of the markets with stored data, in id order. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2276,6 +2538,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2285,6 +2553,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2294,6 +2564,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2303,6 +2575,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2312,6 +2590,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2323,6 +2607,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2348,6 +2634,12 @@ export interface operations {
             /** @description The first and last stored UTC dates of the market and how many dates hold data (has_data false: none). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2363,6 +2655,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2372,6 +2670,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2381,6 +2681,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2390,6 +2692,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2399,6 +2707,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2410,6 +2724,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2439,6 +2755,12 @@ export interface operations {
             /** @description One page of the markets with stored data, in id order. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2454,6 +2776,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2463,6 +2791,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2472,6 +2802,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2481,6 +2813,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2490,6 +2828,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2501,6 +2845,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2520,10 +2866,10 @@ export interface operations {
                 asset_id: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                start_timestamp?: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                end_timestamp?: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
+                start_timestamp?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
+                end_timestamp?: number | string;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
                 resolution?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
@@ -2538,10 +2884,13 @@ export interface operations {
             /** @description The buckets of the window at the resolution, forward-filled (docs/rules/summaries.md). */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2562,8 +2911,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2571,6 +2925,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2580,6 +2940,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2589,6 +2951,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2598,6 +2962,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2607,6 +2977,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2618,6 +2994,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2637,10 +3015,10 @@ export interface operations {
                 asset_id: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                start_timestamp?: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                end_timestamp?: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
+                start_timestamp?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
+                end_timestamp?: number | string;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
                 resolution?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
@@ -2655,10 +3033,13 @@ export interface operations {
             /** @description The buckets of the window at the resolution, forward-filled (docs/rules/summaries.md). */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2679,8 +3060,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2688,6 +3074,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2697,6 +3089,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2706,6 +3100,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2715,6 +3111,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2724,6 +3126,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2735,6 +3143,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2752,10 +3162,10 @@ export interface operations {
                 ticker: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds. Together with end_timestamp. */
-                start_timestamp?: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds. Together with start_timestamp. */
-                end_timestamp?: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
+                start_timestamp?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with start_timestamp. */
+                end_timestamp?: number | string;
                 /** @description Bucket size in seconds, 1 to 3600. Default 60. */
                 resolution?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
@@ -2770,10 +3180,13 @@ export interface operations {
             /** @description The buckets of the window at the resolution, forward-filled (docs/rules/summaries.md). */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2793,8 +3206,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2802,6 +3220,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2811,6 +3235,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2820,6 +3246,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2829,6 +3257,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2838,6 +3272,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2849,6 +3289,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2866,8 +3308,8 @@ export interface operations {
                 asset_id: string;
                 /** @description Market condition id of the token; found from the rollups when left out. */
                 condition_id?: string;
-                /** @description The instant, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                timestamp: number;
+                /** @description The instant, the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                timestamp: number | string;
                 /** @description Levels per side, 1 to 500. Default 10. */
                 depth?: number;
             };
@@ -2880,10 +3322,13 @@ export interface operations {
             /** @description The book after every record at or before the instant, `depth` levels a side. */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2905,8 +3350,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2914,6 +3364,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2923,6 +3379,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2932,6 +3390,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2941,6 +3401,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2950,6 +3416,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2961,6 +3433,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2978,10 +3452,10 @@ export interface operations {
                 asset_id: string;
                 /** @description Market condition id of the token; found from the rollups when left out. */
                 condition_id?: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description Seconds between snapshots, 1 to 86400. Default 60. */
                 interval?: number;
                 /** @description Levels per side, 1 to 500. Default 10. */
@@ -2998,10 +3472,13 @@ export interface operations {
             /** @description The book at every multiple of the interval in the window (csv: one row per level), streamed. */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3028,8 +3505,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3037,6 +3519,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3046,6 +3534,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3055,6 +3545,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3064,6 +3556,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3073,6 +3571,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3084,6 +3588,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3099,8 +3605,8 @@ export interface operations {
             query: {
                 /** @description Market ticker (upper-cased). */
                 ticker: string;
-                /** @description The instant, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                timestamp: number;
+                /** @description The instant, the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                timestamp: number | string;
                 /** @description Levels per side, 1 to 500. Default 10. */
                 depth?: number;
             };
@@ -3113,10 +3619,13 @@ export interface operations {
             /** @description The book after every record at or before the instant, `depth` levels a side. */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3138,8 +3647,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3147,6 +3661,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3156,6 +3676,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3165,6 +3687,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3174,6 +3698,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3183,6 +3713,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3194,6 +3730,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3209,10 +3747,10 @@ export interface operations {
             query: {
                 /** @description Market ticker (upper-cased). */
                 ticker: string;
-                /** @description Window start, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                start_timestamp: number;
-                /** @description Window end, inclusive; Unix seconds or milliseconds (below 10^11 = seconds). */
-                end_timestamp: number;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                start_timestamp: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                end_timestamp: number | string;
                 /** @description Seconds between snapshots, 1 to 86400. Default 60. */
                 interval?: number;
                 /** @description Levels per side, 1 to 500. Default 10. */
@@ -3229,10 +3767,13 @@ export interface operations {
             /** @description The book at every multiple of the interval in the window (csv: one row per level), streamed. */
             200: {
                 headers: {
-                    /** @description Answers about finalised UTC days only (docs/api.md, "Caching"): send it back in If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description `public, max-age=…, immutable` for finalised days, else `no-cache`. */
-                    "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3259,8 +3800,13 @@ export interface operations {
             /** @description Not modified: the copy whose tag was sent in If-None-Match is current (no body). */
             304: {
                 headers: {
-                    /** @description The tag the copy holds. */
-                    ETag?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3268,6 +3814,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3277,6 +3829,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3286,6 +3840,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3295,6 +3851,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3304,6 +3866,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3315,6 +3883,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3352,6 +3922,14 @@ export interface operations {
             /** @description The file, as an attachment (Content-Disposition names it; X-Export-Days says how many days it covers and counted). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    "X-Export-Days": components["headers"]["X-Export-Days"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3362,6 +3940,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3371,6 +3955,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3380,6 +3966,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3389,6 +3977,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3398,6 +3992,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3409,6 +4009,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3444,6 +4046,14 @@ export interface operations {
             /** @description The file, as an attachment (Content-Disposition names it; X-Export-Days says how many days it covers and counted). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    "X-Export-Days": components["headers"]["X-Export-Days"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3454,6 +4064,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3463,6 +4079,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3472,6 +4090,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3481,6 +4101,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3490,6 +4116,12 @@ export interface operations {
             /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     /** @description Seconds until the limit that refused the request allows it again. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3501,6 +4133,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3526,6 +4160,7 @@ export interface operations {
             /** @description The user's active keys (never the keys themselves). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3546,6 +4181,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3555,6 +4191,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3564,6 +4201,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3573,6 +4211,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3582,6 +4221,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3609,6 +4249,7 @@ export interface operations {
             /** @description The key was created: `data.api_key` is the full key, shown only here. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3628,6 +4269,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3637,6 +4279,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3646,6 +4289,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3655,6 +4299,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3664,6 +4309,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3692,6 +4338,7 @@ export interface operations {
             /** @description The key is revoked: requests with it get 403 from now on. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3709,6 +4356,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3718,6 +4366,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3727,6 +4376,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3736,6 +4386,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3745,6 +4396,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3770,6 +4422,7 @@ export interface operations {
             /** @description The event or market the slug names, with its markets. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3779,6 +4432,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3788,6 +4442,7 @@ export interface operations {
             /** @description No event or market matches the slug. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3797,6 +4452,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3822,6 +4478,7 @@ export interface operations {
             /** @description The event or market the slug names, with its markets. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3831,6 +4488,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3840,6 +4498,7 @@ export interface operations {
             /** @description No event or market matches the slug. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3849,6 +4508,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3893,6 +4553,7 @@ export interface operations {
             /** @description The Checkout session was created. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3905,6 +4566,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3914,6 +4576,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3923,6 +4586,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3932,6 +4596,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3941,6 +4606,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3972,6 +4638,7 @@ export interface operations {
             /** @description The portal session was created. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3984,6 +4651,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3993,6 +4661,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4002,6 +4671,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4011,6 +4681,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4020,6 +4691,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4045,6 +4717,7 @@ export interface operations {
             /** @description The plan in force and the subscription behind it. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4054,6 +4727,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4063,6 +4737,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4072,6 +4747,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4081,6 +4757,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4090,6 +4767,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4120,6 +4798,7 @@ export interface operations {
             /** @description The event was handled (or had been, or is of no use here): Stripe stops delivering it. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4137,6 +4816,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4146,6 +4826,7 @@ export interface operations {
             /** @description Body too large (`payload_too_large`). */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4155,6 +4836,7 @@ export interface operations {
             /** @description Body of an unsupported media type (`unsupported_media_type`). */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4164,6 +4846,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4189,6 +4872,7 @@ export interface operations {
             /** @description The user's plan, and the quota used and left this period. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4198,6 +4882,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4207,6 +4892,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`) or the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4216,6 +4902,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4225,6 +4912,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4234,6 +4922,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4247,10 +4936,10 @@ export interface operations {
     getUserByUserIdRequestsCount: {
         parameters: {
             query?: {
-                /** @description Window start, inclusive: YYYY-MM-DD (UTC), an ISO 8601 date-time, or Unix seconds / ms. Default: the start of this month (UTC). */
-                from?: string;
-                /** @description Window end, inclusive (a date means its whole day). Default: now. */
-                to?: string;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: the start of this month (UTC). */
+                from?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: now. */
+                to?: number | string;
                 /** @description Only requests to this endpoint, e.g. /exchange-a/market/data (the /api/v1 prefix is optional). */
                 endpoint?: string;
                 /** @description Only requests answered with this status (e.g. 200, 429) or class (2xx, 4xx, 5xx). */
@@ -4268,6 +4957,7 @@ export interface operations {
             /** @description The requests matching the filters in the window, by outcome. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4277,6 +4967,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4286,6 +4977,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`) or the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4295,6 +4987,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4304,6 +4997,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4313,6 +5007,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4326,10 +5021,10 @@ export interface operations {
     getUserByUserIdRequestsTimeframe: {
         parameters: {
             query?: {
-                /** @description Window start, inclusive: YYYY-MM-DD (UTC), an ISO 8601 date-time, or Unix seconds / ms. Default: the start of this month (UTC). */
-                from?: string;
-                /** @description Window end, inclusive (a date means its whole day). Default: now. */
-                to?: string;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: the start of this month (UTC). */
+                from?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: now. */
+                to?: number | string;
                 /** @description Bucket size. Default day. */
                 interval?: "hour" | "day";
                 /** @description Only requests to this endpoint, e.g. /exchange-a/market/data (the /api/v1 prefix is optional). */
@@ -4349,6 +5044,7 @@ export interface operations {
             /** @description Requests per bucket of the window, zeros included. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4358,6 +5054,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4367,6 +5064,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`) or the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4376,6 +5074,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4385,6 +5084,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4394,6 +5094,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4424,6 +5125,7 @@ export interface operations {
             /** @description One page of the most recent requests, newest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4433,6 +5135,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4442,6 +5145,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`) or the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4451,6 +5155,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4460,6 +5165,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4469,6 +5175,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4482,10 +5189,10 @@ export interface operations {
     getStats: {
         parameters: {
             query?: {
-                /** @description Window start (YYYY-MM-DD, ISO 8601 date-time, or Unix s / ms). Default: start of this month (UTC). */
-                from?: string;
-                /** @description Window end, inclusive. Default: now. */
-                to?: string;
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: start of this month (UTC). */
+                from?: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Default: now. */
+                to?: number | string;
             };
             header?: never;
             path?: never;
@@ -4496,6 +5203,7 @@ export interface operations {
             /** @description Service-wide request statistics. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4505,6 +5213,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4514,6 +5223,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4523,6 +5233,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4532,6 +5243,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4541,6 +5253,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4570,6 +5283,7 @@ export interface operations {
             /** @description The markets asked for most in the period, most first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4579,6 +5293,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4588,6 +5303,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4597,6 +5313,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4606,6 +5323,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4615,6 +5333,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4644,6 +5363,12 @@ export interface operations {
             /** @description Per UTC day: records, gaps and cross-checks of the market. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4658,6 +5383,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4667,6 +5398,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4676,6 +5409,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4685,6 +5420,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4694,6 +5435,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4723,6 +5466,12 @@ export interface operations {
             /** @description Per UTC day: records, gaps and cross-checks of the market. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4737,6 +5486,12 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4746,6 +5501,8 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4755,6 +5512,8 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4764,6 +5523,12 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4773,6 +5538,8 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4798,6 +5565,7 @@ export interface operations {
             /** @description The declared outages, by start. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4810,6 +5578,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4819,6 +5588,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4866,6 +5636,7 @@ export interface operations {
             /** @description The outage as declared, with its id. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4878,6 +5649,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4887,6 +5659,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4896,6 +5669,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4905,6 +5679,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4914,6 +5689,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4939,6 +5715,7 @@ export interface operations {
             /** @description The outage that was removed. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4951,6 +5728,7 @@ export interface operations {
             /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4960,6 +5738,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`); it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4969,6 +5748,7 @@ export interface operations {
             /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4978,6 +5758,7 @@ export interface operations {
             /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4987,6 +5768,7 @@ export interface operations {
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5009,6 +5791,7 @@ export interface operations {
             /** @description The status now (always 200: `status` says ok, degraded or down). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5029,6 +5812,7 @@ export interface operations {
             /** @description The status page: the same status as GET /api/v1/monitoring/status, for people. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5049,6 +5833,7 @@ export interface operations {
             /** @description The metrics in the Prometheus text exposition format (text/plain; version=0.0.4). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5058,6 +5843,7 @@ export interface operations {
             /** @description Not authenticated (`unauthorized`): the request needs the admin token (`X-Admin-Token`) or the admin token as `Authorization: Bearer <token>`; it was missing, malformed or wrong. */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
