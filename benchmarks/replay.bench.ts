@@ -4,7 +4,7 @@
  * capture-gen.ts) end to end, stored and summaries rebuilt (replay-run.ts measures one run).
  *
  * The same capture is replayed by the baseline commit (BENCH_BASELINE, default the commit
- * issue 10's work started from; `none` skips it) and by this tree, one after the other in
+ * the storage core's work started from; `none` skips it) and by this tree, one after the other in
  * this run, and the ratio is printed: these machines are noisy, so only a comparison made in
  * one run means much. The baseline tree is `git archive` of that commit beside this one,
  * sharing this tree's node_modules except the workspace packages, which point at its own.
@@ -24,10 +24,17 @@ import { writeCapture } from './capture-gen.ts';
 import { ratio, runJson, sideBySide } from './baseline-tree.ts';
 import { intEnv } from './bench-env.ts';
 
-/** The last commit before issue 10's work: what the ratio is taken against. */
-const ISSUE_10_START = '9c5e327';
+/**
+ * What the ratio is taken against: the commit the storage core (typed raw tables, issue 23)
+ * started from. (Issue 10's figures were taken against 9c5e327.)
+ */
+const STORAGE_CORE_START = 'c1a169f';
 const frames = intEnv('BENCH_REPLAY_FRAMES', 1_000_000, 1000);
-const baseline = process.env.BENCH_BASELINE ?? ISSUE_10_START;
+// The bench capture: 30 exchange A markets (60 tokens) and 20 tickers, 80 books. A
+// many-asset capture (the issue's other figure): BENCH_REPLAY_MARKETS_A=60 (140 books).
+const marketsA = intEnv('BENCH_REPLAY_MARKETS_A', 30, 1);
+const tickersB = intEnv('BENCH_REPLAY_TICKERS_B', 20, 1);
+const baseline = process.env.BENCH_BASELINE ?? STORAGE_CORE_START;
 const GEN_VERSION = 2;
 
 async function gzipSize(file: string): Promise<number> {
@@ -39,11 +46,12 @@ async function gzipSize(file: string): Promise<number> {
 // The capture, generated once per size and kept under data/bench (it is deterministic).
 const benchDir = path.join(REPO_ROOT, 'data', 'bench');
 mkdirSync(benchDir, { recursive: true });
-const file = path.join(benchDir, `replay-${frames}-v${GEN_VERSION}.ndjson`);
+const shape = marketsA === 30 && tickersB === 20 ? '' : `-a${marketsA}-b${tickersB}`;
+const file = path.join(benchDir, `replay-${frames}${shape}-v${GEN_VERSION}.ndjson`);
 if (!existsSync(file)) {
   const t0 = Date.now();
   const tmp = `${file}.part`;
-  await writeCapture(tmp, { frames, marketsA: 30, tickersB: 20, seed: 10, startMs: Date.parse('2026-03-01T08:00:00Z') });
+  await writeCapture(tmp, { frames, marketsA, tickersB, seed: 10, startMs: Date.parse('2026-03-01T08:00:00Z') });
   renameSync(tmp, file);
   console.log(`generated ${file} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
@@ -69,6 +77,7 @@ const measure = (root: string, label: string) =>
 const { now, base, baseError } = await sideBySide(baseline, ['benchmarks/replay-run.ts'], measure);
 const result = {
   frames,
+  books: marketsA * 2 + tickersB,
   capture_bytes: captureBytes,
   capture_gzip6_bytes: captureGzipBytes,
   gzip6_bytes_per_event: Math.round((captureGzipBytes / now.stored_rows) * 10) / 10,
