@@ -62,8 +62,15 @@ export const apiEnvSchema = platformEnvSchema.extend({
   PUBLIC_URL: envUrl(undefined, ['http', 'https']),
   /** When set, `/keys` and `/subscriptions/*` require it in `X-Admin-Token`. */
   ADMIN_TOKEN: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
-  /** Serve the operator routes without ADMIN_TOKEN on a non-loopback HOST (refused otherwise). */
-  BOOKTAPE_ALLOW_OPEN: envBool(false),
+  /**
+   * `1`: serve the operator routes without ADMIN_TOKEN on a non-loopback HOST (refused
+   * otherwise). Exactly `1`: opening the service to anyone must not follow from a value
+   * that only looks like yes (`true`, `yes`, `on`), so anything else is a malformed variable.
+   */
+  BOOKTAPE_ALLOW_OPEN: z.preprocess(
+    unsetEmpty,
+    z.literal('1', { message: 'must be 1 to serve the operator routes open, or unset' }).optional().transform((v) => v === '1'),
+  ) as unknown as z.ZodType<boolean>,
   /** Signs pagination cursors; unset: a secret generated once and kept under the data dir. */
   CURSOR_SECRET: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
   /** The first UTC date served per venue (earlier data is refused), or `none`. */
@@ -134,6 +141,8 @@ export interface ApiConfig {
   /** PUBLIC_URL: the OpenAPI document's server; unset: http://HOST:PORT. */
   publicUrl: string | undefined;
   adminToken: string | undefined;
+  /** Set when the operator routes are open on a non-loopback HOST: logged at start, shown on the status. */
+  openServiceWarning: string | undefined;
   cursorSecret: Buffer;
   /** Per venue, the first UTC date served (YYYY-MM-DD; earlier dates are refused), or null: no floor. */
   dataFloors: DataFloors;
@@ -228,6 +237,15 @@ export function openServiceRefusal(host: string, adminToken: string | undefined,
   return `ADMIN_TOKEN: required when HOST is not a loopback address (HOST=${host}): without it anyone who can reach the API can create and list keys and read usage and billing. Set ADMIN_TOKEN (16 characters or more), or BOOKTAPE_ALLOW_OPEN=1 to serve an open API on purpose`;
 }
 
+/**
+ * The warning an open service logs at start and shows on its status, or undefined: no
+ * ADMIN_TOKEN on a HOST others can reach (only possible with BOOKTAPE_ALLOW_OPEN=1).
+ */
+export function openServiceWarning(host: string, adminToken: string | undefined): string | undefined {
+  if (adminToken !== undefined || isLoopbackHost(host)) return undefined;
+  return `Open service: HOST=${host} is not a loopback address and ADMIN_TOKEN is unset (BOOKTAPE_ALLOW_OPEN=1): anyone who reaches the port can create, list and revoke keys and read every user's usage and billing`;
+}
+
 /** The first value that was set (null, `none`, counts as set). */
 const firstSet = <T>(...values: Array<T | undefined>): T => values.find((v) => v !== undefined) as T;
 
@@ -241,6 +259,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     port: env.PORT,
     publicUrl: env.PUBLIC_URL,
     adminToken: env.ADMIN_TOKEN,
+    openServiceWarning: openServiceWarning(env.HOST, env.ADMIN_TOKEN),
     cursorSecret: env.CURSOR_SECRET ? Buffer.from(env.CURSOR_SECRET, 'utf8') : loadOrCreateSecret(secretFile),
     dataFloors: {
       'exchange-a': firstSet(env.EXCHANGE_A_DATA_FLOOR, env.EXCHANGE_A_EARLIEST_DATE, DEFAULT_DATA_FLOORS['exchange-a']),

@@ -130,6 +130,7 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     port: 0,
     publicUrl: undefined,
     adminToken: undefined,
+    openServiceWarning: undefined,
     cursorSecret: randomBytes(32),
     dataFloors: { ...DEFAULT_DATA_FLOORS },
     redisKeyPrefix: `${uniqueId('bt-api-test')}:`,

@@ -28,6 +28,7 @@ export function createMonitoring(deps: { ch: ClickHouse; redis: Redis; log: Logg
       queuePrefix: deps.config.rollupQueuePrefix,
       thresholds: deps.config.monitoring,
       streamPool: deps.streamPool,
+      warnings: deps.config.openServiceWarning === undefined ? [] : [deps.config.openServiceWarning],
     }),
     metrics: new ApiMetrics(),
   };

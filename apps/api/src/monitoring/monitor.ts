@@ -23,6 +23,8 @@ export interface StatusMonitorDeps {
   now?: () => number;
   /** This instance's embedded stream pool (streamPoolStats); absent or null: no pool. */
   streamPool?: () => StreamPoolStats | null;
+  /** Configuration warnings to show on every status (an open service). */
+  warnings?: string[];
 }
 
 class TimeoutError extends Error {}
@@ -132,6 +134,6 @@ export class StatusMonitor {
     else this.deps.log.warn({ err: (o.reason as Error).message }, 'cannot read the declared outages');
     const now = this.now();
     const streamPool = this.deps.streamPool?.() ?? null;
-    return aggregateStatus({ now, stores: { clickhouse, redis: redisHealth }, reports, unreadableReports, rollup, thresholds: this.thresholds, outages, streamPool });
+    return aggregateStatus({ now, stores: { clickhouse, redis: redisHealth }, reports, unreadableReports, rollup, thresholds: this.thresholds, outages, streamPool, warnings: this.deps.warnings ?? [] });
   }
 }

@@ -1074,6 +1074,8 @@ export interface components {
                     latency_ms: number | null;
                 };
             };
+            /** @description How this instance is configured that its operator should know, e.g. operator routes open to anyone on a non-loopback address (BOOKTAPE_ALLOW_OPEN=1). They do not change `status` */
+            warnings: string[];
             /** @description Ingestor processes that reported recently; live = reporting now */
             processes: {
                 worker_id: number;
