@@ -123,6 +123,8 @@ export function buildServices(deps: ApiDeps): Composition {
         clearInterval(sweeper);
         await requestLog.stop();
         await keys.stop();
+        // Give-backs still being retried stop with the Redis client (a month-end-bounded overcount, logged).
+        quota.close();
         closeStreamSessions(ch);
       })()),
   };

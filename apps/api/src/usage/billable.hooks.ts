@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
+import { Stream } from 'node:stream';
+import type { FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import type { Plan } from '../billing/plans.ts';
 import type { SubscriptionService } from '../billing/subscription.service.ts';
 import type { RequestLogWriter } from './request-log.ts';
@@ -14,10 +15,12 @@ import { quotaExceededSchema } from './schemas.ts';
  *
  * - onRequest, after the key check: tracking. On the response's `close` (which also fires
  *   when the client goes away mid-stream, when Fastify's onResponse does not) the
- *   request-log row is written, then the reservation (if any) settled. A 2xx status line
- *   means the call counts, also for a streamed page that broke off later; a client gone
- *   before the status line is logged as 499 and not billed. Requests refused for their
+ *   request-log row is written, then the reservation (if any) settled. The call counts only
+ *   when the client got a 2xx answer whole: a 2xx whose body was cut is logged as 499 when
+ *   the client went away, as 500 when the answer's stream failed, and neither is billed; a
+ *   client gone before the status line is logged as 499. Requests refused for their
  *   parameters (400) are logged too, but hold no reservation.
+ * - onSend: notes a streamed body that fails after the status line (the 500 above).
  * - preHandler, after parameter validation: the quota reservation (429 with Retry-After
  *   and the limit in the body when refused). So over the quota a malformed request still
  *   gets its 400, and authentication (401/403) comes before both.
@@ -110,6 +113,16 @@ interface TrackState {
   result: ReserveResult | null;
   /** The response closed (the row is written): a reservation arriving later is given back at once. */
   closed: boolean;
+  /** The body stream failed (after the status line, the answer is then cut by the server). */
+  bodyFailed: boolean;
+}
+
+/** The status a request is logged with: what the client got, a cut 2xx answer not being a 2xx. */
+export function loggedStatus(r: { headersSent: boolean; statusCode: number; finished: boolean; bodyFailed: boolean }): number {
+  if (!r.headersSent) return 499;
+  const success = r.statusCode >= 200 && r.statusCode < 300;
+  if (success && !r.finished) return r.bodyFailed ? 500 : 499;
+  return r.statusCode;
 }
 
 export function billableRoutes(deps: BillableDeps) {
@@ -122,13 +135,16 @@ export function billableRoutes(deps: BillableDeps) {
     if (!key) return; // requireKey refused the request already
     const ts = Date.now();
     const requestId = randomUUID();
-    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false };
+    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false, bodyFailed: false };
     states.set(req, state);
     const body = countBodyBytes(reply);
+    // 'finish': the whole body was handed to the socket; not emitted when the client left
+    // mid-body or the body's stream failed and Fastify destroyed the response.
+    let finished = false;
+    reply.raw.once('finish', () => (finished = true));
     reply.raw.once('close', () => {
       state.closed = true;
-      const sent = reply.raw.headersSent;
-      const status = sent ? reply.raw.statusCode : 499;
+      const status = loggedStatus({ headersSent: reply.raw.headersSent, statusCode: reply.raw.statusCode, finished: finished || reply.raw.writableFinished, bodyFailed: state.bodyFailed });
       const reserved = state.result?.ok ? state.result.reservation : null;
       const ok = reserved !== null && status >= 200 && status < 300;
       const endpoint = endpointOf(req.routeOptions.url ?? req.url.split('?')[0]!, deps.prefix);
@@ -180,6 +196,13 @@ export function billableRoutes(deps: BillableDeps) {
     }
   };
 
+  /** onSend: a streamed body that fails is an answer cut by the server (logged 500, not billed). */
+  const watchBody: onSendHookHandler = async function (req, _reply, payload) {
+    const state = states.get(req);
+    if (state && payload instanceof Stream) payload.once('error', () => (state.bodyFailed = true));
+    return payload;
+  };
+
   const list = <T>(h: T | T[] | undefined): T[] => (h === undefined ? [] : Array.isArray(h) ? h : [h]);
 
   return {
@@ -192,6 +215,7 @@ export function billableRoutes(deps: BillableDeps) {
       urls.add(endpointOf(route.url, deps.prefix));
       route.onRequest = [...hooks, track];
       route.preHandler = [...list(route.preHandler), reserve];
+      route.onSend = [...list(route.onSend), watchBody];
       if (route.schema) {
         route.schema = { ...route.schema, response: { ...(route.schema.response as object | undefined), 429: quotaExceededSchema } };
       }
