@@ -127,6 +127,10 @@ export const apiEnvSchema = platformEnvSchema.extend({
   PLAN_STARTER_PER_SECOND: envLimit(DEFAULT_PLAN_LIMITS.starter.perSecond),
   PLAN_PRO_MONTHLY: envLimit(DEFAULT_PLAN_LIMITS.pro.monthly),
   PLAN_PRO_PER_SECOND: envLimit(DEFAULT_PLAN_LIMITS.pro.perSecond),
+  /** Plans: requests in progress at once per API key in one API process. */
+  PLAN_FREE_CONCURRENT: envLimit(DEFAULT_PLAN_LIMITS.free.concurrent ?? null),
+  PLAN_STARTER_CONCURRENT: envLimit(DEFAULT_PLAN_LIMITS.starter.concurrent ?? null),
+  PLAN_PRO_CONCURRENT: envLimit(DEFAULT_PLAN_LIMITS.pro.concurrent ?? null),
   /** How often the request log is written to ClickHouse (also at once when 5,000 rows wait). */
   REQUEST_LOG_FLUSH_MS: envInt(2000, 50, 600_000),
 });
@@ -284,9 +288,9 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
       maxRollupDelayMs: env.MONITORING_MAX_ROLLUP_DELAY_MS,
     },
     plans: {
-      free: { monthly: env.PLAN_FREE_MONTHLY, perSecond: env.PLAN_FREE_PER_SECOND },
-      starter: { monthly: env.PLAN_STARTER_MONTHLY, perSecond: env.PLAN_STARTER_PER_SECOND },
-      pro: { monthly: env.PLAN_PRO_MONTHLY, perSecond: env.PLAN_PRO_PER_SECOND },
+      free: { monthly: env.PLAN_FREE_MONTHLY, perSecond: env.PLAN_FREE_PER_SECOND, concurrent: env.PLAN_FREE_CONCURRENT },
+      starter: { monthly: env.PLAN_STARTER_MONTHLY, perSecond: env.PLAN_STARTER_PER_SECOND, concurrent: env.PLAN_STARTER_CONCURRENT },
+      pro: { monthly: env.PLAN_PRO_MONTHLY, perSecond: env.PLAN_PRO_PER_SECOND, concurrent: env.PLAN_PRO_CONCURRENT },
     },
     requestLogFlushMs: env.REQUEST_LOG_FLUSH_MS,
   };

@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'payload_too_large',
   'unsupported_media_type',
   'rate_limited',
+  'too_many_concurrent_requests',
   'service_unavailable',
   'internal_error',
 ] as const;

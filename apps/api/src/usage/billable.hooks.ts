@@ -4,9 +4,10 @@ import type { FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, 
 import type { Plan } from '../billing/plans.ts';
 import type { SubscriptionService } from '../billing/subscription.service.ts';
 import type { RequestLogWriter } from './request-log.ts';
-import { quotaExceededBody } from './limits.ts';
+import type { ConcurrencyLimiter } from './concurrency.ts';
+import { quotaExceededBody, tooManyConcurrentBody } from './limits.ts';
 import type { QuotaService, ReserveResult } from './quota.service.ts';
-import { quotaExceededSchema } from './schemas.ts';
+import { tooManyRequestsSchema } from './schemas.ts';
 
 /**
  * Billing of the historical-data routes: every route whose onRequest hooks include
@@ -21,9 +22,11 @@ import { quotaExceededSchema } from './schemas.ts';
  *   client gone before the status line is logged as 499. Requests refused for their
  *   parameters (400) are logged too, but hold no reservation.
  * - onSend: notes a streamed body that fails after the status line (the 500 above).
- * - preHandler, after parameter validation: the quota reservation (429 with Retry-After
- *   and the limit in the body when refused). So over the quota a malformed request still
- *   gets its 400, and authentication (401/403) comes before both.
+ * - preHandler, after parameter validation: a slot among the key's requests in progress
+ *   (429 `too_many_concurrent_requests` at the plan's cap, held until the response closes),
+ *   then the quota reservation (429 with Retry-After and the limit in the body when
+ *   refused). So over the quota a malformed request still gets its 400, authentication
+ *   (401/403) comes before both, and a request refused for concurrency uses no quota.
  * - the 429 answer in the route's OpenAPI responses.
  *
  * Routes of the API that need no key (health, lookup, keys, usage, stats) are not billed,
@@ -44,6 +47,8 @@ export interface BillableDeps {
   quota: QuotaService;
   subscriptions: Pick<SubscriptionService, 'planOf'>;
   requestLog: RequestLogWriter;
+  /** Requests in progress per key in this process (the plan's `concurrent` cap). */
+  concurrency: ConcurrencyLimiter;
   /** Route prefix stripped from logged endpoints (`/api/v1`). */
   prefix: string;
 }
@@ -115,6 +120,8 @@ interface TrackState {
   closed: boolean;
   /** The body stream failed (after the status line, the answer is then cut by the server). */
   bodyFailed: boolean;
+  /** Gives the key's concurrency slot back (on close). */
+  release: (() => void) | null;
 }
 
 /** The status a request is logged with: what the client got, a cut 2xx answer not being a 2xx. */
@@ -135,7 +142,7 @@ export function billableRoutes(deps: BillableDeps) {
     if (!key) return; // requireKey refused the request already
     const ts = Date.now();
     const requestId = randomUUID();
-    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false, bodyFailed: false };
+    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false, bodyFailed: false, release: null };
     states.set(req, state);
     const body = countBodyBytes(reply);
     // 'finish': the whole body was handed to the socket; not emitted when the client left
@@ -144,6 +151,7 @@ export function billableRoutes(deps: BillableDeps) {
     reply.raw.once('finish', () => (finished = true));
     reply.raw.once('close', () => {
       state.closed = true;
+      state.release?.();
       const status = loggedStatus({ headersSent: reply.raw.headersSent, statusCode: reply.raw.statusCode, finished: finished || reply.raw.writableFinished, bodyFailed: state.bodyFailed });
       const reserved = state.result?.ok ? state.result.reservation : null;
       const ok = reserved !== null && status >= 200 && status < 300;
@@ -180,6 +188,13 @@ export function billableRoutes(deps: BillableDeps) {
     if (!state || !key) return;
     const plan = await deps.subscriptions.planOf(key.user_id);
     state.plan = plan;
+    if (state.closed) return; // the client went away meanwhile: nothing to hold a slot for
+    const cap = deps.quota.limits[plan].concurrent ?? null;
+    state.release = deps.concurrency.tryAcquire(key.key_id, cap);
+    if (state.release === null) {
+      reply.header('retry-after', '1');
+      return reply.code(429).send(tooManyConcurrentBody(plan, cap!));
+    }
     // Same id as the log row: a counter rebuild matches open reservations to stored rows by it.
     const units = req.routeOptions.config.quotaUnits?.(req.query) ?? 1;
     state.units = Number.isInteger(units) && units >= 1 ? units : 1;
@@ -217,7 +232,7 @@ export function billableRoutes(deps: BillableDeps) {
       route.preHandler = [...list(route.preHandler), reserve];
       route.onSend = [...list(route.onSend), watchBody];
       if (route.schema) {
-        route.schema = { ...route.schema, response: { ...(route.schema.response as object | undefined), 429: quotaExceededSchema } };
+        route.schema = { ...route.schema, response: { ...(route.schema.response as object | undefined), 429: tooManyRequestsSchema } };
       }
     },
   };

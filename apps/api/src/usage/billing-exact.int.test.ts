@@ -212,3 +212,62 @@ describe('only answers received whole with 2xx are billed', () => {
     }
   });
 });
+
+/** A GET whose answer is never read: the request stays in progress (the socket's back-pressure holds it). */
+function hold(port: number, path: string, key: string): { statusLine: Promise<string>; close: () => void } {
+  const s = net.connect(port, '127.0.0.1');
+  s.on('error', () => undefined);
+  s.on('connect', () => s.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nAccept-Encoding: identity\r\n\r\n`));
+  const statusLine = new Promise<string>((resolve) => {
+    s.once('data', (chunk: Buffer) => {
+      s.pause();
+      resolve(chunk.subarray(0, 12).toString('latin1'));
+    });
+  });
+  return { statusLine, close: () => s.destroy() };
+}
+
+describe('requests in progress per key', () => {
+  it('a key at its plan cap gets 429 too_many_concurrent_requests with Retry-After, not counted; other keys are served; a slot comes back when a request ends', async () => {
+    const user = uniqueId('conc-user');
+    const plans = { ...UNLIMITED_PLANS, free: { monthly: null, perSecond: null, concurrent: 2 } };
+    const app = await t.another({ plans, redisKeyPrefix: `${uniqueId('bt-conc')}:`, requestLogFlushMs: 50 });
+    const base = await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as net.AddressInfo).port;
+    try {
+      const newKey = async () => (await app.inject({ method: 'POST', url: `/api/v1/keys?name=c&user_id=${user}` })).json().data.api_key as string;
+      const [k1, k2] = [await newKey(), await newKey()];
+      const big = `/api/v1/exchange-a/market/data?condition_id=${MARKET}&date=2026-03-01&limit=100000`;
+      const small = `/api/v1/exchange-a/market/data?condition_id=${MARKET}&date=2026-03-01&limit=5`;
+      const held = [hold(port, big, k1), hold(port, big, k1)];
+      expect(await Promise.all(held.map((h) => h.statusLine))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200']);
+
+      const refused = await fetch(`${base}${small}`, { headers: bearer(k1) });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(await refused.json()).toEqual({
+        error: { code: 'too_many_concurrent_requests', message: expect.stringContaining('2 requests in progress') },
+        concurrency: { plan: 'free', allowed: 2, retry_after_seconds: 1 },
+      });
+      // Per key: the user's other key is served meanwhile.
+      expect(await whole(base, small, k2)).toBe(200);
+
+      // One held request ends: its slot is free again.
+      held[0]!.close();
+      const again = await waitFor('a slot of k1 free again', async () => ((await whole(base, small, k1)) === 200 ? true : null), 10_000, 100);
+      expect(again).toBe(true);
+      held[1]!.close();
+
+      // Billed: the 2xx answers received whole (k2's and k1's after the slot came back); the 429s and the cut pages not.
+      // (The held pages hold their reservations until the server sees their sockets close.)
+      let used = -1;
+      await waitFor('the cut pages given back', async () => {
+        used = (await app.inject({ url: `/api/v1/usage?user_id=${user}` })).json().calls_this_period as number;
+        return used <= 2 ? true : null;
+      }, 10_000, 100).catch(() => undefined);
+      expect(used).toBe(2);
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -756,7 +756,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
+                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_concurrent_requests" | "service_unavailable" | "internal_error";
                 message: string;
                 param?: string;
             };
@@ -950,7 +950,7 @@ export interface components {
             markets: components["schemas"]["SlugLookupMarket"][];
             error: {
                 /** @enum {string} */
-                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
+                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_concurrent_requests" | "service_unavailable" | "internal_error";
                 message: string;
                 param?: string;
             };
@@ -1159,6 +1159,22 @@ export interface components {
                 window: string;
                 /** @description When the window ends (ISO 8601): the first instant of the next UTC month, or the next second. */
                 resets_at: string;
+                /** @description Same value as the Retry-After header. */
+                retry_after_seconds: number;
+            };
+        };
+        /** @description The key already has as many requests in progress as its plan allows: retry once one of them has ended (Retry-After). Not counted against the quota. */
+        ConcurrencyExceeded: {
+            error: {
+                /** @constant */
+                code: "too_many_concurrent_requests";
+                message: string;
+            };
+            concurrency: {
+                /** @enum {string} */
+                plan: "free" | "starter" | "pro";
+                /** @description Requests one API key may have in progress at once on this API process (PLAN_<PLAN>_CONCURRENT). */
+                allowed: number;
                 /** @description Same value as the Retry-After header. */
                 retry_after_seconds: number;
             };
@@ -1515,7 +1531,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -1523,7 +1539,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -1625,7 +1641,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -1633,7 +1649,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -1738,7 +1754,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -1746,7 +1762,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -1851,7 +1867,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -1859,7 +1875,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -1961,7 +1977,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -1969,7 +1985,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2074,7 +2090,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -2082,7 +2098,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2161,7 +2177,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -2169,7 +2185,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2259,7 +2275,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -2267,7 +2283,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2346,7 +2362,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -2354,7 +2370,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2437,7 +2453,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -2445,7 +2461,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2554,7 +2570,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -2562,7 +2578,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2671,7 +2687,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -2679,7 +2695,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2785,7 +2801,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -2793,7 +2809,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2897,7 +2913,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -2905,7 +2921,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3020,7 +3036,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -3028,7 +3044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3130,7 +3146,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -3138,7 +3154,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3251,7 +3267,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -3259,7 +3275,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3345,7 +3361,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -3353,7 +3369,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3437,7 +3453,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows (`too_many_concurrent_requests`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds until the limit that refused the request allows it again. */
@@ -3445,7 +3461,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
