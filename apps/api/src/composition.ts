@@ -60,7 +60,7 @@ export function buildServices(deps: ApiDeps): Composition {
   const services: Services = {
     config,
     log,
-    data: new MarketDataRepository(ch, { maxStreamSessions: config.streamSessions }),
+    data: new MarketDataRepository(ch, { maxStreamSessions: config.streamSessions, maxStreamSessionsPerOwner: config.streamSessionsPerKey }),
     keys,
     cache: new ResultCache(config.resultCacheMs),
     catalogue,

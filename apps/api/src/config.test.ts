@@ -110,3 +110,13 @@ describe('data floors (EXCHANGE_*_DATA_FLOOR)', () => {
     }
   });
 });
+
+describe('stream sessions per key (API_STREAM_SESSIONS_PER_KEY)', () => {
+  it('defaults to half the pool (at least 1), takes a number up to the pool, and names itself when above', () => {
+    expect(configOf({}).streamSessionsPerKey).toBe(2);
+    expect(configOf({ API_STREAM_SESSIONS: '9' }).streamSessionsPerKey).toBe(4);
+    expect(configOf({ API_STREAM_SESSIONS: '1' }).streamSessionsPerKey).toBe(1);
+    expect(configOf({ API_STREAM_SESSIONS: '8', API_STREAM_SESSIONS_PER_KEY: '3' }).streamSessionsPerKey).toBe(3);
+    expect(() => configOf({ API_STREAM_SESSIONS: '4', API_STREAM_SESSIONS_PER_KEY: '5' })).toThrow(/API_STREAM_SESSIONS_PER_KEY: must be at most API_STREAM_SESSIONS \(4\)/);
+  });
+});

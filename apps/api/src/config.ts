@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Venue } from '@booktape/domain';
-import { ConfigError, envBool, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
+import { defaultSessionsPerOwner } from '@booktape/storage';
+import { ConfigError, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
 import type { BillingConfig } from './billing/stripe-client.ts';
 import type { CachePolicy } from './http/caching.ts';
 import { isCalendarDate } from './http/params.ts';
@@ -96,6 +97,8 @@ export const apiEnvSchema = platformEnvSchema.extend({
   API_IMMUTABLE_MAX_AGE_S: envInt(86_400, 0, 31_536_000),
   /** Embedded engine: how many raw-data pages may stream at once (one chdb session each). */
   API_STREAM_SESSIONS: envInt(4, 1, 64),
+  /** Embedded engine: of those, how many one API key may hold at once; 0 = half of them (at least 1). */
+  API_STREAM_SESSIONS_PER_KEY: envInt(0, 0, 64),
   /** Exchange A metadata API, asked by the slug lookup when the market catalogue misses. */
   EXCHANGE_A_GAMMA_URL: envUrl('https://gamma-api.polymarket.com', ['http', 'https']),
   /** How long the slug lookup waits for the metadata API; 0 = answer from the catalogue only. */
@@ -157,6 +160,8 @@ export interface ApiConfig {
   offsetContinuationMs: number;
   usageFlushMs: number;
   streamSessions: number;
+  /** Of the stream sessions, how many one API key may hold at once (a raw page holds one while it streams). */
+  streamSessionsPerKey: number;
   /** Slug lookup: the metadata API for catalogue misses (null: catalogue only) and how it is asked. */
   slugLookup: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number };
   /** Key prefix of the rollup queue (ROLLUP_QUEUE_PREFIX): summaries ask it which dates are still being rolled up. */
@@ -250,6 +255,12 @@ export function openServiceWarning(host: string, adminToken: string | undefined)
   return `Open service: HOST=${host} is not a loopback address and ADMIN_TOKEN is unset (BOOKTAPE_ALLOW_OPEN=1): anyone who reaches the port can create, list and revoke keys and read every user's usage and billing`;
 }
 
+/** API_STREAM_SESSIONS_PER_KEY: 0 = half the pool (so another key always finds one when there are two or more); never more than the pool. */
+export function streamSessionsPerKey(sessions: number, perKey: number): number {
+  if (perKey > sessions) throw new ConfigError([`API_STREAM_SESSIONS_PER_KEY: must be at most API_STREAM_SESSIONS (${sessions}), or 0 for half of them`]);
+  return perKey === 0 ? defaultSessionsPerOwner(sessions) : perKey;
+}
+
 /** The first value that was set (null, `none`, counts as set). */
 const firstSet = <T>(...values: Array<T | undefined>): T => values.find((v) => v !== undefined) as T;
 
@@ -275,6 +286,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     offsetContinuationMs: env.API_OFFSET_CONTINUATION_MS,
     usageFlushMs: env.API_USAGE_FLUSH_MS,
     streamSessions: env.API_STREAM_SESSIONS,
+    streamSessionsPerKey: streamSessionsPerKey(env.API_STREAM_SESSIONS, env.API_STREAM_SESSIONS_PER_KEY),
     slugLookup: {
       gammaUrl: env.SLUG_LOOKUP_TIMEOUT_MS > 0 ? env.EXCHANGE_A_GAMMA_URL! : null,
       timeoutMs: env.SLUG_LOOKUP_TIMEOUT_MS,

@@ -48,6 +48,25 @@ export class ApiError extends Error {
   }
 }
 
+/** What a `too_many_concurrent_requests` answer carries besides the error (ConcurrencyExceeded). */
+export interface ConcurrencyInfo {
+  /** requests: the key's requests in progress; stream_sessions: the key's share of the raw-data stream sessions. */
+  limit: 'requests' | 'stream_sessions';
+  allowed: number;
+  retry_after_seconds: number;
+}
+
+/** 429 `too_many_concurrent_requests`: the key holds its share already; the body carries `concurrency`. */
+export class TooManyConcurrentError extends ApiError {
+  constructor(
+    message: string,
+    readonly concurrency: ConcurrencyInfo,
+  ) {
+    super(429, 'too_many_concurrent_requests', message);
+    this.name = 'TooManyConcurrentError';
+  }
+}
+
 export const invalidParameter = (param: string, message: string) => new ApiError(400, 'invalid_parameter', message, param);
 export const notFound = (message: string) => new ApiError(404, 'not_found', message);
 

@@ -154,8 +154,10 @@ describe('only answers received whole with 2xx are billed', () => {
       expect((await whole(base, big.replace('limit=100000', 'limit=10'), key))).toBe(200);
       received += 1;
 
-      // Pages the client leaves after their status line: 200 sent, the answer cut.
-      const statusLines = await Promise.all(Array.from({ length: 6 }, () => dropAfter(port, big, key, 60_000)));
+      // Pages the client leaves after their status line: 200 sent, the answer cut. (Each on a
+      // key of its own, of the same user: one key may stream only two pages at once.)
+      const keys = await Promise.all(Array.from({ length: 6 }, async () => (await a.inject({ method: 'POST', url: `/api/v1/keys?name=exact&user_id=${user}` })).json().data.api_key as string));
+      const statusLines = await Promise.all(keys.map((k) => dropAfter(port, big, k, 60_000)));
       expect(statusLines.every((l) => l === 'HTTP/1.1 200')).toBe(true);
 
       // A backing read that fails: 503 after the reservation was made.
@@ -247,7 +249,7 @@ describe('requests in progress per key', () => {
       expect(refused.headers.get('retry-after')).toBe('1');
       expect(await refused.json()).toEqual({
         error: { code: 'too_many_concurrent_requests', message: expect.stringContaining('2 requests in progress') },
-        concurrency: { plan: 'free', allowed: 2, retry_after_seconds: 1 },
+        concurrency: { limit: 'requests', allowed: 2, retry_after_seconds: 1 },
       });
       // Per key: the user's other key is served meanwhile.
       expect(await whole(base, small, k2)).toBe(200);
@@ -267,6 +269,43 @@ describe('requests in progress per key', () => {
       }, 10_000, 100).catch(() => undefined);
       expect(used).toBe(2);
     } finally {
+      await app.close();
+    }
+  });
+
+  it("one key never holds every stream session: beyond its share its raw pages get 429 naming the streams, another key's page is served at once", async () => {
+    const user = uniqueId('stream-user');
+    // No cap on requests in progress here: the stream-session share is what refuses.
+    const app = await t.another({ plans: UNLIMITED_PLANS, redisKeyPrefix: `${uniqueId('bt-streams')}:`, streamSessions: 4, streamSessionsPerKey: 2 });
+    const base = await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as net.AddressInfo).port;
+    const held: Array<{ close: () => void }> = [];
+    try {
+      const newKey = async () => (await app.inject({ method: 'POST', url: `/api/v1/keys?name=s&user_id=${user}` })).json().data.api_key as string;
+      const [k1, k2] = [await newKey(), await newKey()];
+      const big = `/api/v1/exchange-a/market/data/range?condition_id=${MARKET}&start_timestamp=${DAY}&end_timestamp=${DAY + ROWS}&limit=100000`;
+      const small = `/api/v1/exchange-a/market/data?condition_id=${MARKET}&date=2026-03-01&limit=5`;
+      for (let i = 0; i < 2; i++) {
+        const h = hold(port, big, k1);
+        held.push(h);
+        expect(await h.statusLine).toBe('HTTP/1.1 200');
+      }
+      const started = Date.now();
+      const refused = await fetch(`${base}${small}`, { headers: bearer(k1) });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      const body = (await refused.json()) as { error: { code: string; message: string }; concurrency: Record<string, unknown> };
+      expect(body.error.code).toBe('too_many_concurrent_requests');
+      expect(body.error.message).toMatch(/already has 2 raw-data pages streaming.*of the 4 stream sessions/);
+      expect(body.error.message).not.toMatch(/ClickHouse/);
+      expect(body.concurrency).toEqual({ limit: 'stream_sessions', allowed: 2, retry_after_seconds: 1 });
+      expect(Date.now() - started).toBeLessThan(2_000);
+      // Another key reads a small page at once.
+      const t2 = Date.now();
+      expect(await whole(base, small, k2)).toBe(200);
+      expect(Date.now() - t2).toBeLessThan(2_000);
+    } finally {
+      for (const h of held) h.close();
       await app.close();
     }
   });

@@ -124,6 +124,6 @@ export function tooManyConcurrentBody(plan: Plan, allowed: number) {
       code: 'too_many_concurrent_requests' as const,
       message: `this API key already has ${allowed} request${allowed === 1 ? '' : 's'} in progress, the most the ${plan} plan allows at once; retry when one of them has ended`,
     },
-    concurrency: { plan, allowed, retry_after_seconds: 1 },
+    concurrency: { limit: 'requests' as const, allowed, retry_after_seconds: 1 },
   };
 }

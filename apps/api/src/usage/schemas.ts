@@ -31,12 +31,14 @@ export const concurrencyExceededSchema = z
       message: z.string(),
     }),
     concurrency: z.object({
-      plan: z.enum(PLANS),
-      allowed: z.number().int().describe('Requests one API key may have in progress at once on this API process (PLAN_<PLAN>_CONCURRENT).'),
+      limit: z
+        .enum(['requests', 'stream_sessions'])
+        .describe("Which share the key has used up: its requests in progress (PLAN_<PLAN>_CONCURRENT), or its share of this API process's raw-data stream sessions (API_STREAM_SESSIONS_PER_KEY)."),
+      allowed: z.number().int().describe('How many of them one API key may have at once on this API process.'),
       retry_after_seconds: z.number().int().describe('Same value as the Retry-After header.'),
     }),
   })
-  .describe('The key already has as many requests in progress as its plan allows: retry once one of them has ended (Retry-After). Not counted against the quota.')
+  .describe('The key already has as many requests in progress, or raw-data streams open, as it may: retry once one of them has ended (Retry-After). Not counted against the quota.')
   .meta({ id: 'ConcurrencyExceeded' });
 
 /** Every 429 of a billable route: a plan limit, or too many requests in progress. */

@@ -1163,7 +1163,7 @@ export interface components {
                 retry_after_seconds: number;
             };
         };
-        /** @description The key already has as many requests in progress as its plan allows: retry once one of them has ended (Retry-After). Not counted against the quota. */
+        /** @description The key already has as many requests in progress, or raw-data streams open, as it may: retry once one of them has ended (Retry-After). Not counted against the quota. */
         ConcurrencyExceeded: {
             error: {
                 /** @constant */
@@ -1171,9 +1171,12 @@ export interface components {
                 message: string;
             };
             concurrency: {
-                /** @enum {string} */
-                plan: "free" | "starter" | "pro";
-                /** @description Requests one API key may have in progress at once on this API process (PLAN_<PLAN>_CONCURRENT). */
+                /**
+                 * @description Which share the key has used up: its requests in progress (PLAN_<PLAN>_CONCURRENT), or its share of this API process's raw-data stream sessions (API_STREAM_SESSIONS_PER_KEY).
+                 * @enum {string}
+                 */
+                limit: "requests" | "stream_sessions";
+                /** @description How many of them one API key may have at once on this API process. */
                 allowed: number;
                 /** @description Same value as the Retry-After header. */
                 retry_after_seconds: number;
