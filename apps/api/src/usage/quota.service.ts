@@ -177,12 +177,17 @@ export class QuotaService {
     const keys = [this.monthlyKey(userId, period), this.burstKey(userId)];
     for (let attempt = 0; attempt < 3; attempt++) {
       let r: [number, number?, number?];
+      let sent = false;
       try {
-        r = (await this.redisCall((redis) => reserveScript.run(redis, keys, [limit.monthly ?? 0, limit.perSecond ?? 0, units, requestId]))) as typeof r;
+        r = (await this.redisCall((redis) => {
+          sent = true;
+          return reserveScript.run(redis, keys, [limit.monthly ?? 0, limit.perSecond ?? 0, units, requestId]);
+        })) as typeof r;
       } catch (e) {
-        // No answer (a timeout, a dropped connection): Redis may have counted it all the
-        // same. The request is not served, so whatever was counted is given back.
-        this.giveBack({ requestId, userId, period, units, state: 'failed' });
+        // Sent but no answer (a timeout, a dropped connection): Redis may have counted it
+        // all the same. The request is not served, so whatever was counted is given back.
+        // (Refused before sending, with Redis known down, nothing can have been counted.)
+        if (sent) this.giveBack({ requestId, userId, period, units, state: 'failed' });
         throw e;
       }
       const kind = Number(r[0]);
