@@ -80,6 +80,8 @@ describe('webhook signature timestamp', () => {
     expect(signatureTimeProblem(`t=${nowS - 3600},v1=abc`, nowMs)).toMatch(/3600 s old/);
     expect(signatureTimeProblem('t=100000000000000000000,v1=abc', nowMs)).toMatch(/not a Unix time/);
     expect(signatureTimeProblem(`t=${String(1e20)},v1=abc`, nowMs)).not.toBeNull();
+    // Written as 1e20, the SDK reads t=1 (parseInt): decades old, refused too.
+    expect(signatureTimeProblem('t=1e20,v1=abc', nowMs)).toMatch(/s old/);
     expect(signatureTimeProblem('t=abc,v1=abc', nowMs)).toMatch(/not a Unix time/);
     // The SDK reads the last t=: so does the check.
     expect(signatureTimeProblem(`t=${nowS},t=${nowS + 3600},v1=abc`, nowMs)).toMatch(/in the future/);
