@@ -309,4 +309,47 @@ describe('requests in progress per key', () => {
       await app.close();
     }
   });
+
+  it('a 429 too_many_concurrent_requests carries the RateLimit fields of the quota as it stands: it counts nothing, and the next success counts one', async () => {
+    const user = uniqueId('conc-rl-user');
+    const monthlyWindow = (now: number) => {
+      const d = new Date(now);
+      return (Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)) / 1000;
+    };
+    // Requests in progress refuse first (before the quota); stream sessions after it (the reservation is given back).
+    const cases = [
+      { name: 'requests', plans: { ...UNLIMITED_PLANS, free: { monthly: 100, perSecond: null, concurrent: 1 } }, perKey: 4 },
+      { name: 'stream_sessions', plans: { ...UNLIMITED_PLANS, free: { monthly: 100, perSecond: null, concurrent: null } }, perKey: 1 },
+    ];
+    for (const c of cases) {
+      const app = await t.another({ plans: c.plans, redisKeyPrefix: `${uniqueId('bt-conc-rl')}:`, streamSessions: 4, streamSessionsPerKey: c.perKey });
+      const base = await app.listen({ host: '127.0.0.1', port: 0 });
+      const port = (app.server.address() as net.AddressInfo).port;
+      let held: ReturnType<typeof hold> | undefined;
+      try {
+        const newKey = async () => (await app.inject({ method: 'POST', url: `/api/v1/keys?name=r&user_id=${user}-${c.name}` })).json().data.api_key as string;
+        const [k1, k2] = [await newKey(), await newKey()];
+        const big = `/api/v1/exchange-a/market/data?condition_id=${MARKET}&date=2026-03-01&limit=100000`;
+        const small = `/api/v1/exchange-a/market/data?condition_id=${MARKET}&date=2026-03-01&limit=5`;
+        held = hold(port, big, k1);
+        expect(await held.statusLine).toBe('HTTP/1.1 200'); // reserved: 1 of 100 used
+        const refused = await fetch(`${base}${small}`, { headers: bearer(k1) });
+        expect(refused.status, c.name).toBe(429);
+        expect(((await refused.json()) as { concurrency: { limit: string } }).concurrency.limit).toBe(c.name);
+        expect(refused.headers.get('retry-after')).toBe('1');
+        expect(refused.headers.get('ratelimit-limit'), c.name).toBe('100');
+        expect(refused.headers.get('ratelimit-remaining'), c.name).toBe('99');
+        expect(refused.headers.get('ratelimit-policy')).toBe(`100;w=${monthlyWindow(Date.now())}`);
+        expect(Number(refused.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(1);
+        // The refusal counted nothing: the other key's success is the second unit.
+        const ok = await fetch(`${base}${small}`, { headers: bearer(k2) });
+        await ok.arrayBuffer();
+        expect(ok.status).toBe(200);
+        expect(ok.headers.get('ratelimit-remaining'), c.name).toBe('98');
+      } finally {
+        held?.close();
+        await app.close();
+      }
+    }
+  });
 });
