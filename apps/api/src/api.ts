@@ -31,6 +31,8 @@ export function createApi(deps: ApiDeps, opts: ApiOptions) {
       app = await createApp(deps);
       const address = await app.listen({ host: opts.host, port: opts.port });
       deps.log.info({ address }, 'api listening');
+      // Said where the operator looks first; /status and /monitoring/status keep saying it.
+      if (deps.config.openServiceWarning !== undefined) deps.log.warn(deps.config.openServiceWarning);
       return address;
     },
     /** Stops accepting, lets running requests finish, flushes key usage. Runs once. */

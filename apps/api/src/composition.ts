@@ -23,6 +23,7 @@ import { createMonitoring } from './monitoring/index.ts';
 import type { ApiDeps, Services } from './services.ts';
 import { billableRoutes } from './usage/billable.hooks.ts';
 import { QuotaService } from './usage/quota.service.ts';
+import { ConcurrencyLimiter } from './usage/concurrency.ts';
 import { RequestLogWriter } from './usage/request-log.ts';
 
 export interface Composition {
@@ -59,7 +60,7 @@ export function buildServices(deps: ApiDeps): Composition {
   const services: Services = {
     config,
     log,
-    data: new MarketDataRepository(ch, { maxStreamSessions: config.streamSessions }),
+    data: new MarketDataRepository(ch, { maxStreamSessions: config.streamSessions, maxStreamSessionsPerOwner: config.streamSessionsPerKey }),
     keys,
     cache: new ResultCache(config.resultCacheMs),
     catalogue,
@@ -97,7 +98,7 @@ export function buildServices(deps: ApiDeps): Composition {
     },
     requireKey,
     // Every route behind requireKey is billable: quota reservation, request log, 429 in OpenAPI.
-    billable: billableRoutes({ requireKey, quota, subscriptions, requestLog, prefix: API_PREFIX }),
+    billable: billableRoutes({ requireKey, quota, subscriptions, requestLog, concurrency: new ConcurrencyLimiter(), prefix: API_PREFIX }),
   };
   keys.start();
   requestLog.start();
@@ -123,6 +124,8 @@ export function buildServices(deps: ApiDeps): Composition {
         clearInterval(sweeper);
         await requestLog.stop();
         await keys.stop();
+        // Give-backs still being retried stop with the Redis client (a month-end-bounded overcount, logged).
+        quota.close();
         closeStreamSessions(ch);
       })()),
   };

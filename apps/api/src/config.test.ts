@@ -39,11 +39,34 @@ describe('secure by default off loopback', () => {
   it('is decided by the config parse that every start of the API goes through', () => {
     expect(() => configOf({ HOST: '0.0.0.0' })).toThrow(ConfigError);
     expect(() => configOf({ HOST: '::' })).toThrow(/ADMIN_TOKEN/);
-    expect(() => configOf({ HOST: '0.0.0.0', BOOKTAPE_ALLOW_OPEN: '0' })).toThrow(/ADMIN_TOKEN/);
+    expect(() => configOf({ HOST: '0.0.0.0', BOOKTAPE_ALLOW_OPEN: '' })).toThrow(/ADMIN_TOKEN/);
     expect(configOf({ HOST: '0.0.0.0', BOOKTAPE_ALLOW_OPEN: '1' }).host).toBe('0.0.0.0');
     expect(configOf({ HOST: '192.168.1.20', ADMIN_TOKEN: TOKEN }).adminToken).toBe(TOKEN);
     expect(configOf({}).host).toBe('127.0.0.1');
-    expect(configOf({ HOST: 'localhost', BOOKTAPE_ALLOW_OPEN: '0' }).adminToken).toBeUndefined();
+    expect(configOf({ HOST: 'localhost' }).adminToken).toBeUndefined();
+  });
+
+  it('takes BOOKTAPE_ALLOW_OPEN=1 only: any other value is a malformed variable, named, on any HOST', () => {
+    for (const v of ['true', 'yes', 'on', 'TRUE', '0', 'false', 'no', ' 1', '1 ', '01', '2']) {
+      for (const host of ['0.0.0.0', '127.0.0.1']) {
+        let err: unknown;
+        try {
+          configOf({ HOST: host, BOOKTAPE_ALLOW_OPEN: v });
+        } catch (e) {
+          err = e;
+        }
+        expect(err, `${host} ${JSON.stringify(v)}`).toBeInstanceOf(ConfigError);
+        expect((err as Error).message).toMatch(/BOOKTAPE_ALLOW_OPEN: must be 1/);
+      }
+    }
+  });
+
+  it('an open service carries a warning; a closed or loopback one none', () => {
+    const open = configOf({ HOST: '0.0.0.0', BOOKTAPE_ALLOW_OPEN: '1' }).openServiceWarning;
+    expect(open).toMatch(/^Open service: HOST=0\.0\.0\.0 .*ADMIN_TOKEN is unset/);
+    expect(configOf({ HOST: '0.0.0.0', BOOKTAPE_ALLOW_OPEN: '1', ADMIN_TOKEN: TOKEN }).openServiceWarning).toBeUndefined();
+    expect(configOf({ HOST: '127.0.0.1', BOOKTAPE_ALLOW_OPEN: '1' }).openServiceWarning).toBeUndefined();
+    expect(configOf({}).openServiceWarning).toBeUndefined();
   });
 
   it('the API process exits 2 with a message naming ADMIN_TOKEN', () => {
@@ -54,6 +77,14 @@ describe('secure by default off loopback', () => {
     expect(r.status).toBe(2);
     expect(r.stdout + r.stderr).toContain('ADMIN_TOKEN');
     expect(r.stdout + r.stderr).toContain('BOOKTAPE_ALLOW_OPEN=1');
+  });
+
+  it('the API process exits 2 naming BOOKTAPE_ALLOW_OPEN when it is set to anything but 1', () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '0.0.0.0', BOOKTAPE_DATA_DIR: dataDir, BOOKTAPE_ALLOW_OPEN: 'true' };
+    delete env.ADMIN_TOKEN;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'apps/api/src/main.ts')], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(2);
+    expect(r.stdout + r.stderr).toContain('BOOKTAPE_ALLOW_OPEN: must be 1');
   });
 });
 
@@ -102,5 +133,15 @@ describe('CORS_ORIGINS', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'apps/api/src/main.ts')], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(2);
     expect(r.stdout + r.stderr).toContain('CORS_ORIGINS');
+  });
+});
+
+describe('stream sessions per key (API_STREAM_SESSIONS_PER_KEY)', () => {
+  it('defaults to half the pool (at least 1), takes a number up to the pool, and names itself when above', () => {
+    expect(configOf({}).streamSessionsPerKey).toBe(2);
+    expect(configOf({ API_STREAM_SESSIONS: '9' }).streamSessionsPerKey).toBe(4);
+    expect(configOf({ API_STREAM_SESSIONS: '1' }).streamSessionsPerKey).toBe(1);
+    expect(configOf({ API_STREAM_SESSIONS: '8', API_STREAM_SESSIONS_PER_KEY: '3' }).streamSessionsPerKey).toBe(3);
+    expect(() => configOf({ API_STREAM_SESSIONS: '4', API_STREAM_SESSIONS_PER_KEY: '5' })).toThrow(/API_STREAM_SESSIONS_PER_KEY: must be at most API_STREAM_SESSIONS \(4\)/);
   });
 });

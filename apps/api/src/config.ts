@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Venue } from '@booktape/domain';
-import { ConfigError, envBool, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
+import { defaultSessionsPerOwner } from '@booktape/storage';
+import { ConfigError, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
 import type { BillingConfig } from './billing/stripe-client.ts';
 import type { CachePolicy } from './http/caching.ts';
 import { parseCorsOrigins, type CorsOrigins } from './http/cors.ts';
@@ -80,8 +81,15 @@ export const apiEnvSchema = platformEnvSchema.extend({
   PUBLIC_URL: envUrl(undefined, ['http', 'https']),
   /** When set, `/keys` and `/subscriptions/*` require it in `X-Admin-Token`. */
   ADMIN_TOKEN: z.preprocess(unsetEmpty, z.string().min(16, 'must be at least 16 characters').optional()) as unknown as z.ZodType<string | undefined>,
-  /** Serve the operator routes without ADMIN_TOKEN on a non-loopback HOST (refused otherwise). */
-  BOOKTAPE_ALLOW_OPEN: envBool(false),
+  /**
+   * `1`: serve the operator routes without ADMIN_TOKEN on a non-loopback HOST (refused
+   * otherwise). Exactly `1`: opening the service to anyone must not follow from a value
+   * that only looks like yes (`true`, `yes`, `on`), so anything else is a malformed variable.
+   */
+  BOOKTAPE_ALLOW_OPEN: z.preprocess(
+    unsetEmpty,
+    z.literal('1', { message: 'must be 1 to serve the operator routes open, or unset' }).optional().transform((v) => v === '1'),
+  ) as unknown as z.ZodType<boolean>,
   /** Origins whose pages may call the API from a browser (CORS); unset: none. */
   CORS_ORIGINS: envCorsOrigins(),
   /** Signs pagination cursors; unset: a secret generated once and kept under the data dir. */
@@ -109,6 +117,8 @@ export const apiEnvSchema = platformEnvSchema.extend({
   API_IMMUTABLE_MAX_AGE_S: envInt(86_400, 0, 31_536_000),
   /** Embedded engine: how many raw-data pages may stream at once (one chdb session each). */
   API_STREAM_SESSIONS: envInt(4, 1, 64),
+  /** Embedded engine: of those, how many one API key may hold at once; 0 = half of them (at least 1). */
+  API_STREAM_SESSIONS_PER_KEY: envInt(0, 0, 64),
   /** Exchange A metadata API, asked by the slug lookup when the market catalogue misses. */
   EXCHANGE_A_GAMMA_URL: envUrl('https://gamma-api.polymarket.com', ['http', 'https']),
   /** How long the slug lookup waits for the metadata API; 0 = answer from the catalogue only. */
@@ -140,6 +150,10 @@ export const apiEnvSchema = platformEnvSchema.extend({
   PLAN_STARTER_PER_SECOND: envLimit(DEFAULT_PLAN_LIMITS.starter.perSecond),
   PLAN_PRO_MONTHLY: envLimit(DEFAULT_PLAN_LIMITS.pro.monthly),
   PLAN_PRO_PER_SECOND: envLimit(DEFAULT_PLAN_LIMITS.pro.perSecond),
+  /** Plans: requests in progress at once per API key in one API process. */
+  PLAN_FREE_CONCURRENT: envLimit(DEFAULT_PLAN_LIMITS.free.concurrent ?? null),
+  PLAN_STARTER_CONCURRENT: envLimit(DEFAULT_PLAN_LIMITS.starter.concurrent ?? null),
+  PLAN_PRO_CONCURRENT: envLimit(DEFAULT_PLAN_LIMITS.pro.concurrent ?? null),
   /** How often the request log is written to ClickHouse (also at once when 5,000 rows wait). */
   REQUEST_LOG_FLUSH_MS: envInt(2000, 50, 600_000),
 });
@@ -156,6 +170,8 @@ export interface ApiConfig {
   adminToken: string | undefined;
   /** CORS_ORIGINS: origins allowed to call from a browser (`*`: any); undefined: CORS off. */
   corsOrigins: CorsOrigins | undefined;
+  /** Set when the operator routes are open on a non-loopback HOST: logged at start, shown on the status. */
+  openServiceWarning: string | undefined;
   cursorSecret: Buffer;
   /** Per venue, the first UTC date served (YYYY-MM-DD; earlier dates are refused), or null: no floor. */
   dataFloors: DataFloors;
@@ -166,6 +182,8 @@ export interface ApiConfig {
   offsetContinuationMs: number;
   usageFlushMs: number;
   streamSessions: number;
+  /** Of the stream sessions, how many one API key may hold at once (a raw page holds one while it streams). */
+  streamSessionsPerKey: number;
   /** Slug lookup: the metadata API for catalogue misses (null: catalogue only) and how it is asked. */
   slugLookup: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number };
   /** Key prefix of the rollup queue (ROLLUP_QUEUE_PREFIX): summaries ask it which dates are still being rolled up. */
@@ -250,6 +268,21 @@ export function openServiceRefusal(host: string, adminToken: string | undefined,
   return `ADMIN_TOKEN: required when HOST is not a loopback address (HOST=${host}): without it anyone who can reach the API can create and list keys and read usage and billing. Set ADMIN_TOKEN (16 characters or more), or BOOKTAPE_ALLOW_OPEN=1 to serve an open API on purpose`;
 }
 
+/**
+ * The warning an open service logs at start and shows on its status, or undefined: no
+ * ADMIN_TOKEN on a HOST others can reach (only possible with BOOKTAPE_ALLOW_OPEN=1).
+ */
+export function openServiceWarning(host: string, adminToken: string | undefined): string | undefined {
+  if (adminToken !== undefined || isLoopbackHost(host)) return undefined;
+  return `Open service: HOST=${host} is not a loopback address and ADMIN_TOKEN is unset (BOOKTAPE_ALLOW_OPEN=1): anyone who reaches the port can create, list and revoke keys and read every user's usage and billing`;
+}
+
+/** API_STREAM_SESSIONS_PER_KEY: 0 = half the pool (so another key always finds one when there are two or more); never more than the pool. */
+export function streamSessionsPerKey(sessions: number, perKey: number): number {
+  if (perKey > sessions) throw new ConfigError([`API_STREAM_SESSIONS_PER_KEY: must be at most API_STREAM_SESSIONS (${sessions}), or 0 for half of them`]);
+  return perKey === 0 ? defaultSessionsPerOwner(sessions) : perKey;
+}
+
 /** The first value that was set (null, `none`, counts as set). */
 const firstSet = <T>(...values: Array<T | undefined>): T => values.find((v) => v !== undefined) as T;
 
@@ -264,6 +297,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     publicUrl: env.PUBLIC_URL,
     adminToken: env.ADMIN_TOKEN,
     corsOrigins: env.CORS_ORIGINS,
+    openServiceWarning: openServiceWarning(env.HOST, env.ADMIN_TOKEN),
     cursorSecret: env.CURSOR_SECRET ? Buffer.from(env.CURSOR_SECRET, 'utf8') : loadOrCreateSecret(secretFile),
     dataFloors: {
       'exchange-a': firstSet(env.EXCHANGE_A_DATA_FLOOR, env.EXCHANGE_A_EARLIEST_DATE, DEFAULT_DATA_FLOORS['exchange-a']),
@@ -275,6 +309,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     offsetContinuationMs: env.API_OFFSET_CONTINUATION_MS,
     usageFlushMs: env.API_USAGE_FLUSH_MS,
     streamSessions: env.API_STREAM_SESSIONS,
+    streamSessionsPerKey: streamSessionsPerKey(env.API_STREAM_SESSIONS, env.API_STREAM_SESSIONS_PER_KEY),
     slugLookup: {
       gammaUrl: env.SLUG_LOOKUP_TIMEOUT_MS > 0 ? env.EXCHANGE_A_GAMMA_URL! : null,
       timeoutMs: env.SLUG_LOOKUP_TIMEOUT_MS,
@@ -288,9 +323,9 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
       maxRollupDelayMs: env.MONITORING_MAX_ROLLUP_DELAY_MS,
     },
     plans: {
-      free: { monthly: env.PLAN_FREE_MONTHLY, perSecond: env.PLAN_FREE_PER_SECOND },
-      starter: { monthly: env.PLAN_STARTER_MONTHLY, perSecond: env.PLAN_STARTER_PER_SECOND },
-      pro: { monthly: env.PLAN_PRO_MONTHLY, perSecond: env.PLAN_PRO_PER_SECOND },
+      free: { monthly: env.PLAN_FREE_MONTHLY, perSecond: env.PLAN_FREE_PER_SECOND, concurrent: env.PLAN_FREE_CONCURRENT },
+      starter: { monthly: env.PLAN_STARTER_MONTHLY, perSecond: env.PLAN_STARTER_PER_SECOND, concurrent: env.PLAN_STARTER_CONCURRENT },
+      pro: { monthly: env.PLAN_PRO_MONTHLY, perSecond: env.PLAN_PRO_PER_SECOND, concurrent: env.PLAN_PRO_CONCURRENT },
     },
     requestLogFlushMs: env.REQUEST_LOG_FLUSH_MS,
   };

@@ -131,6 +131,7 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     publicUrl: undefined,
     adminToken: undefined,
     corsOrigins: undefined,
+    openServiceWarning: undefined,
     cursorSecret: randomBytes(32),
     dataFloors: { ...DEFAULT_DATA_FLOORS },
     redisKeyPrefix: `${uniqueId('bt-api-test')}:`,
@@ -139,6 +140,8 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     offsetContinuationMs: 60_000,
     usageFlushMs: 200,
     streamSessions: 4,
+    // As many as the pool: a test that shares the sessions out between keys says so.
+    streamSessionsPerKey: 4,
     // Catalogue only: tests never reach the venue's metadata API unless they point it at a fake.
     slugLookup: { gammaUrl: null, timeoutMs: 3000, missCacheMs: 30_000 },
     rollupQueuePrefix: 'booktape',

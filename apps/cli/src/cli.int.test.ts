@@ -233,6 +233,34 @@ describe('booktape replay edge cases', () => {
     expect(String(dl!.frame)).toContain('"0xbig"');
   });
 
+  it('exits 6 and says how many when frames were refused and dead-lettered (a timestamp out of range, a bad exchange B ts)', async () => {
+    const prefix = `${uniqueId('cli-refused')}.`;
+    const kafka = createKafka({ brokers: requireEnv('KAFKA_BROKERS').split(','), clientId: 'cli-refused' }, silentLogger());
+    const topics = topicNames(prefix);
+    await ensureTopics(kafka, topics, 1);
+    const market = '0x' + '7e'.repeat(32);
+    const ts = Date.UTC(2026, 5, 4, 10);
+    const book = (asset: string, timestamp: string) => ({ event_type: 'book', asset_id: asset, market, bids: [], asks: [], timestamp, hash: '0x' + asset });
+    const bLine = (msg: Record<string, unknown>) =>
+      JSON.stringify({ venue: 'exchange-b', received_at: new Date(ts + 9).toISOString(), frame: { type: 'orderbook_delta', sid: 1, seq: 1, msg } });
+    const file = path.join(dir, 'refused.ndjson');
+    writeFileSync(
+      file,
+      [
+        aLine(ts, [book('1', String(ts))]),
+        aLine(ts + 1, [book('2', '6000000000000')]),
+        bLine({ market_ticker: 'KXREFUSED', price: 46, delta: -50, side: 'yes', ts: 'yesterday-ish' }),
+      ].join('\n') + '\n',
+    );
+    const r = await runAsync(['replay', file], { KAFKA_TOPIC_PREFIX: prefix, KAFKA_PARTITIONS: '1' });
+    expect(r.stderr).toContain('2 frame(s) refused as bad data were NOT stored');
+    expect(r.stderr).toContain(`${file}:2 (exchange-a)`);
+    expect(r.stderr).toContain(`${file}:3 (exchange-b)`);
+    expect(r.status).toBe(6);
+    const dls = await readTopic(kafka, topics.deadLetter, 2);
+    expect(dls.map((d) => d.venue).sort()).toEqual(['exchange-a', 'exchange-b']);
+  });
+
   it('reaches the project Kafka through BOOKTAPE_KAFKA_PORT when KAFKA_BROKERS is unset', async () => {
     const [host, port] = requireEnv('KAFKA_BROKERS').split(',')[0]!.split(':');
     // A port forwarder in front of the broker: a connection to it proves the port was used.

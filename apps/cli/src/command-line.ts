@@ -138,7 +138,9 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .description(
       'Sends capture files through Kafka like live frames, with a progress bar. Exit status: 0 all sent (with --wait: ' +
         'visible to the API), 1 a missing or unreadable file or the sink timed out, 3 malformed lines, 4 rollup timeout, ' +
-        '5 records larger than Kafka accepts (dead-lettered, not stored).',
+        '5 records larger than Kafka accepts (dead-lettered, not stored), 6 frames refused as bad data (a timestamp outside ' +
+        'the dates the store holds, a bad exchange B ts, …: dead-lettered, not stored; stderr says how many, where and why). ' +
+        'With several, the first in the order 5, 4, 6, 3.',
     )
     .argument('<files...>', 'capture files (NDJSON as capture writes them, or gzipped)')
     .option('--wait', 'return once everything replayed is stored, its summaries rebuilt and visible to the API')

@@ -2,7 +2,10 @@ import type { Logger } from '@booktape/config';
 import type { CaptureBoundary, CaptureGap, DeadLetter, RawMessage, Venue } from '@booktape/domain';
 import { marketKey } from '@booktape/domain';
 import { encodeRawMessages, type BatchingProducer, type Topics } from '@booktape/messaging';
-import { ExchangeBNormaliser, Sequencer, normaliseExchangeA, type CaptureFileWriter, type NormaliseResult } from '@booktape/venues';
+import { ExchangeBNormaliser, Sequencer, normaliseExchangeA, type CaptureFileWriter } from '@booktape/venues';
+
+/** What became of one frame: records sent, a control message, or refused (dead-lettered) and why. */
+export type HandledFrame = { kind: 'records' | 'control' } | { kind: 'invalid'; reason: string };
 
 export interface VenueCounters {
   frames: number;
@@ -71,9 +74,10 @@ export class CapturePipeline {
 
   /**
    * `frame` is the websocket text (live) or the parsed JSON of a capture line (replay).
-   * Resolves once the records are buffered in the producer (back-pressure included).
+   * Resolves once the records are buffered in the producer (back-pressure included), with
+   * what became of the frame: replay names each refused frame and its reason.
    */
-  async handleFrame(venue: Venue, frame: unknown, receivedAt: Date, opts: { writeFile?: boolean } = {}): Promise<NormaliseResult<unknown>['kind']> {
+  async handleFrame(venue: Venue, frame: unknown, receivedAt: Date, opts: { writeFile?: boolean } = {}): Promise<HandledFrame> {
     const c = this.counters[venue];
     c.frames += 1;
     c.lastFrameAt = receivedAt.getTime();
@@ -86,11 +90,11 @@ export class CapturePipeline {
     if (result.kind === 'control') {
       c.controls += 1;
       if (venue === 'exchange-b' && result.name === 'subscribed') this.deps.log.info({ detail: result.detail }, 'exchange B subscribed');
-      return 'control';
+      return { kind: 'control' };
     }
     if (result.kind === 'invalid') {
       await this.deadLetter(venue, receivedAt, result.reason, frame);
-      return 'invalid';
+      return { kind: 'invalid', reason: result.reason };
     }
     const messages: RawMessage[] =
       venue === 'exchange-a'
@@ -110,7 +114,7 @@ export class CapturePipeline {
     const sends: Promise<void>[] = [];
     for (const [key, list] of byMarket) sends.push(this.deps.producer.send({ topic: this.deps.topics.raw[venue], key, value: encodeRawMessages(list) }));
     await Promise.all(sends);
-    return 'records';
+    return { kind: 'records' };
   }
 
   /**

@@ -190,7 +190,7 @@ describe('Kafka restart (broker SIGKILLed mid-stream)', () => {
           pendingFrame = [];
           const t0 = Date.now();
           try {
-            const kind = await pipeline.handleFrame(f.venue, f.text, new Date());
+            const { kind } = await pipeline.handleFrame(f.venue, f.text, new Date());
             if (kind !== 'records') failures.push(`frame not taken as records (${kind}): ${f.text.slice(0, 200)}`);
             accepted.push(...pendingFrame);
             phase.acceptedIn[phase.name] += pendingFrame.length;

@@ -1,7 +1,7 @@
 import { utcDate, type Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
-import { streamQuery, type ByteStream, type StreamQuery } from './stream.ts';
+import { leaseStreams, type ByteStream, type StreamQuery } from './stream.ts';
 
 /**
  * Reads for the API: raw records of one market (by UTC date with offset paging, or by time
@@ -161,7 +161,12 @@ export interface MarketListRow {
 export class MarketDataRepository {
   constructor(
     private readonly ch: ClickHouse,
-    private readonly opts: { maxStreamSessions?: number; /** tests: smaller sub-reads */ subReadRows?: number } = {},
+    private readonly opts: {
+      maxStreamSessions?: number;
+      /** Stream sessions one owner (an API key) may hold at once; default defaultSessionsPerOwner. */
+      maxStreamSessionsPerOwner?: number;
+      /** tests: smaller sub-reads */ subReadRows?: number;
+    } = {},
   ) {}
 
   /** Deduplicated number of records of one market on one UTC date. */
@@ -182,7 +187,7 @@ export class MarketDataRepository {
    * `after` (the key of record `offset-1`, known from the page before) the read starts
    * right after it instead of skipping `offset` records.
    */
-  streamByDate(venue: Venue, market: string, date: string, offset: number, limit: number, after: RawKey | null = null, signal?: AbortSignal): ByteStream {
+  streamByDate(venue: Venue, market: string, date: string, offset: number, limit: number, after: RawKey | null = null, signal?: AbortSignal, owner?: string): ByteStream {
     const v = COLUMNS[venue];
     return this.chained(venue, limit, after, (from, n) => {
       const k = afterSql(venue, from);
@@ -198,7 +203,7 @@ export class MarketDataRepository {
         format: 'TabSeparatedRaw',
         ...(signal ? { signal } : {}),
       };
-    });
+    }, owner);
   }
 
   /**
@@ -215,6 +220,7 @@ export class MarketDataRepository {
     limit: number,
     signal?: AbortSignal,
     upTo: RawKey | null = null,
+    owner?: string,
   ): ByteStream {
     const v = COLUMNS[venue];
     const bound = afterSql(venue, upTo, '<=', 'upto');
@@ -234,7 +240,7 @@ export class MarketDataRepository {
         format: 'TabSeparatedRaw',
         ...(signal ? { signal } : {}),
       };
-    });
+    }, owner);
   }
 
   /**
@@ -273,25 +279,32 @@ export class MarketDataRepository {
   }
 
   /** `limit` rows as a chain of sub-reads, each continuing after the last key of the one before. */
-  private chained(venue: Venue, limit: number, start: RawKey | null, build: (after: RawKey | null, n: number) => StreamQuery): ByteStream {
+  private chained(venue: Venue, limit: number, start: RawKey | null, build: (after: RawKey | null, n: number) => StreamQuery, owner: string | undefined): ByteStream {
     if (start && start.length !== rawKeyLength(venue)) throw new Error(`a ${venue} key has ${rawKeyLength(venue)} fields`);
     const ch = this.ch;
-    const opts = { maxSessions: this.opts.maxStreamSessions };
+    const opts = { maxSessions: this.opts.maxStreamSessions, maxPerOwner: this.opts.maxStreamSessionsPerOwner, owner };
     const sub = this.opts.subReadRows ?? SUB_READ_ROWS;
     return (async function* () {
-      let after = start;
-      let remaining = limit;
-      while (remaining > 0) {
-        const n = Math.min(remaining, sub);
-        const tracker = new RowTracker();
-        for await (const chunk of streamQuery(ch, build(after, n), opts)) {
-          tracker.see(chunk);
-          yield chunk;
+      // One session for the whole chain: between two sub-reads another reader (of the
+      // same owner) could otherwise take it, and the page would fail half-sent.
+      const lease = await leaseStreams(ch, opts);
+      try {
+        let after = start;
+        let remaining = limit;
+        while (remaining > 0) {
+          const n = Math.min(remaining, sub);
+          const tracker = new RowTracker();
+          for await (const chunk of lease.query(build(after, n))) {
+            tracker.see(chunk);
+            yield chunk;
+          }
+          remaining -= tracker.rows;
+          const last = tracker.lastKey();
+          if (tracker.rows < n || !last) return;
+          after = last;
         }
-        remaining -= tracker.rows;
-        const last = tracker.lastKey();
-        if (tracker.rows < n || !last) return;
-        after = last;
+      } finally {
+        lease.release();
       }
     })();
   }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
-import { StreamBusyError, closeStreamSessions, streamQuery } from './index.ts';
+import { StreamBusyError, StreamOwnerBusyError, closeStreamSessions, defaultSessionsPerOwner, leaseStreams, streamPoolStats, streamQuery } from './index.ts';
 
 describe('streamQuery (embedded engine)', () => {
   let t: TestClickHouse;
@@ -54,5 +54,47 @@ describe('streamQuery (embedded engine)', () => {
     expect((await d.next()).done).toBe(false);
     await d.return?.(undefined);
     await b.return?.(undefined);
+  });
+
+  it('one owner never holds the whole pool: beyond its share it is refused at once, others still read', async () => {
+    closeStreamSessions(t.ch);
+    const opts = { maxSessions: 4, sessionWaitMs: 5_000 };
+    const mine = { ...opts, owner: 'key-1' };
+    const held = [streamQuery(t.ch, q(200000), mine)[Symbol.asyncIterator](), streamQuery(t.ch, q(200000), mine)[Symbol.asyncIterator]()];
+    for (const h of held) await h.next();
+    // The third of the same owner: refused without waiting, naming what happened.
+    const started = Date.now();
+    const third = streamQuery(t.ch, q(10), mine)[Symbol.asyncIterator]();
+    const err = await third.next().then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(StreamOwnerBusyError);
+    expect((err as StreamOwnerBusyError).perOwner).toBe(2);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    // Another owner, and a read with no owner, find sessions.
+    const other = streamQuery(t.ch, q(10), { ...opts, owner: 'key-2' })[Symbol.asyncIterator]();
+    expect((await other.next()).done).toBe(false);
+    await other.return?.(undefined);
+    // A lease holds one session for several reads in a row, and counts once for its owner.
+    for (const h of held) await h.return?.(undefined);
+    const lease = await leaseStreams(t.ch, { ...opts, owner: 'key-1', maxPerOwner: 1 });
+    for (let i = 0; i < 3; i++) {
+      let text = '';
+      for await (const c of lease.query(q(3))) text += c.toString();
+      expect(text).toBe('0\n1\n2\n');
+    }
+    expect(streamPoolStats(t.ch, 4)!.inUse).toBe(1);
+    await expect(leaseStreams(t.ch, { ...opts, owner: 'key-1', maxPerOwner: 1 })).rejects.toBeInstanceOf(StreamOwnerBusyError);
+    lease.release();
+    lease.release();
+    expect(streamPoolStats(t.ch, 4)!.inUse).toBe(0);
+    const again = await leaseStreams(t.ch, { ...opts, owner: 'key-1', maxPerOwner: 1 });
+    again.release();
+  });
+
+  it('the default share of one owner is less than the pool whenever the pool has two or more', () => {
+    for (let max = 1; max <= 64; max++) {
+      const share = defaultSessionsPerOwner(max);
+      expect(share).toBeGreaterThanOrEqual(1);
+      if (max > 1) expect(share).toBeLessThan(max);
+    }
   });
 });

@@ -50,10 +50,35 @@ export const DEFAULT_SESSION_WAIT_MS = 10_000;
 
 /** Every stream session stayed busy for the whole wait: the store is saturated. */
 export class StreamBusyError extends Error {
-  constructor(waitedMs: number) {
-    super(`no stream session became free within ${waitedMs} ms`);
+  constructor(
+    readonly waitedMs: number,
+    readonly max: number,
+  ) {
+    super(`all ${max} stream sessions stayed busy for ${waitedMs} ms`);
     this.name = 'StreamBusyError';
   }
+}
+
+/**
+ * The read's owner (an API key) already holds, or waits for, as many stream sessions as one
+ * owner may: refused at once, so that one owner never holds the whole pool.
+ */
+export class StreamOwnerBusyError extends Error {
+  constructor(
+    readonly perOwner: number,
+    readonly max: number,
+  ) {
+    super(`this owner already holds ${perOwner} of the ${max} stream sessions, the most one owner may`);
+    this.name = 'StreamOwnerBusyError';
+  }
+}
+
+/**
+ * Sessions one owner may hold or wait for at once when the caller does not say: fewer than
+ * the pool whenever the pool has more than one, so another owner always finds one free.
+ */
+export function defaultSessionsPerOwner(max: number): number {
+  return Math.max(1, Math.floor(max / 2));
 }
 
 /**
@@ -89,6 +114,8 @@ export function streamPoolExhausted(s: StreamPoolStats, now: number): boolean {
 class SessionPool {
   private readonly idle: ChdbSession[] = [];
   private readonly waiting: Array<{ wake: (s: ChdbSession) => void; since: number }> = [];
+  /** Sessions held or waited for, per owner that said who it is. */
+  private readonly byOwner = new Map<string, number>();
   private open = 0;
   private closed = false;
   private busyTimeouts = 0;
@@ -100,8 +127,32 @@ class SessionPool {
     private readonly max: number,
   ) {}
 
-  async acquire(waitMs: number): Promise<ChdbSession> {
+  /**
+   * A session for `owner` (when given): refused at once while the owner holds or waits for
+   * `perOwner` already. Give it back with `release(session, owner)`.
+   */
+  async acquire(waitMs: number, owner?: string, perOwner?: number): Promise<ChdbSession> {
     if (this.closed) throw new Error('stream sessions are closed');
+    if (owner === undefined) return this.take(waitMs);
+    const limit = perOwner ?? defaultSessionsPerOwner(this.max);
+    const n = this.byOwner.get(owner) ?? 0;
+    if (n >= limit) throw new StreamOwnerBusyError(limit, this.max);
+    this.byOwner.set(owner, n + 1);
+    try {
+      return await this.take(waitMs);
+    } catch (e) {
+      this.forget(owner);
+      throw e;
+    }
+  }
+
+  private forget(owner: string): void {
+    const left = (this.byOwner.get(owner) ?? 1) - 1;
+    if (left <= 0) this.byOwner.delete(owner);
+    else this.byOwner.set(owner, left);
+  }
+
+  private async take(waitMs: number): Promise<ChdbSession> {
     const s = this.idle.pop();
     if (s) return s;
     if (this.open < this.max) {
@@ -122,7 +173,7 @@ class SessionPool {
         if (i >= 0) this.waiting.splice(i, 1);
         this.busyTimeouts++;
         this.lastBusyTimeoutAt = Date.now();
-        reject(new StreamBusyError(waitMs));
+        reject(new StreamBusyError(waitMs, this.max));
       }, waitMs);
       this.waiting.push(waiter);
     });
@@ -140,7 +191,8 @@ class SessionPool {
     };
   }
 
-  release(s: ChdbSession): void {
+  release(s: ChdbSession, owner?: string): void {
+    if (owner !== undefined) this.forget(owner);
     const next = this.waiting.shift();
     if (next) return next.wake(s);
     if (this.closed) {
@@ -182,9 +234,8 @@ function poolFor(ch: ClickHouse, maxSessions: number): SessionPool {
   return pool;
 }
 
-async function* embeddedStream(ch: ClickHouse, q: StreamQuery, maxSessions: number, waitMs: number): ByteStream {
-  const pool = poolFor(ch, maxSessions);
-  const session = await pool.acquire(waitMs);
+/** One read on a session the caller holds; ending or breaking off the read cancels it, the session stays held. */
+async function* sessionStream(session: ChdbSession, q: StreamQuery): ByteStream {
   let stream: ChdbQueryStream | undefined;
   try {
     stream = session.queryStreamBind(q.query, q.query_params ?? {}, { format: q.format, ...(q.signal ? { signal: q.signal } : {}) });
@@ -195,7 +246,15 @@ async function* embeddedStream(ch: ClickHouse, q: StreamQuery, maxSessions: numb
     }
   } finally {
     if (stream && !stream.closed) stream.cancel();
-    pool.release(session);
+  }
+}
+
+async function* embeddedStream(ch: ClickHouse, q: StreamQuery, o: StreamOptions): ByteStream {
+  const lease = await leaseStreams(ch, o);
+  try {
+    yield* lease.query(q);
+  } finally {
+    lease.release();
   }
 }
 
@@ -213,15 +272,52 @@ async function* serverStream(ch: ClickHouse, q: StreamQuery): ByteStream {
   }
 }
 
+export interface StreamOptions {
+  /** Embedded pool size (the pool is made with the first read's value). */
+  maxSessions?: number | undefined;
+  /** How long a read waits for a free session. */
+  sessionWaitMs?: number | undefined;
+  /** Who reads (an API key): one owner holds at most `maxPerOwner` sessions, refused at once beyond. */
+  owner?: string | undefined;
+  /** Default: defaultSessionsPerOwner(maxSessions). */
+  maxPerOwner?: number | undefined;
+}
+
 /**
  * Runs a SELECT and yields its result in `format` chunk by chunk, pulling the next chunk
  * only when the consumer asks for it (back-pressure reaches the engine). Breaking out of
  * the loop cancels the read and frees its session.
  */
-export function streamQuery(ch: ClickHouse, q: StreamQuery, opts: { maxSessions?: number | undefined; sessionWaitMs?: number | undefined } = {}): ByteStream {
-  return ch.mode === 'embedded'
-    ? embeddedStream(ch, q, opts.maxSessions ?? DEFAULT_STREAM_SESSIONS, opts.sessionWaitMs ?? DEFAULT_SESSION_WAIT_MS)
-    : serverStream(ch, q);
+export function streamQuery(ch: ClickHouse, q: StreamQuery, opts: StreamOptions = {}): ByteStream {
+  return ch.mode === 'embedded' ? embeddedStream(ch, q, opts) : serverStream(ch, q);
+}
+
+/** Reads one after another on one held session (embedded), so a chain of reads holds one session, not one per read. */
+export interface StreamLease {
+  /** One read; at most one at a time on a lease. */
+  query(q: StreamQuery): ByteStream;
+  /** Gives the session back (idempotent). */
+  release(): void;
+}
+
+/**
+ * Takes a session for several reads in a row (a page read in parts): the owner's count and
+ * the pool see one reader for the whole chain. On a server connection each read is its
+ * own HTTP request and nothing is held.
+ */
+export async function leaseStreams(ch: ClickHouse, o: StreamOptions = {}): Promise<StreamLease> {
+  if (ch.mode !== 'embedded') return { query: (q) => serverStream(ch, q), release: () => undefined };
+  const pool = poolFor(ch, o.maxSessions ?? DEFAULT_STREAM_SESSIONS);
+  const session = await pool.acquire(o.sessionWaitMs ?? DEFAULT_SESSION_WAIT_MS, o.owner, o.maxPerOwner);
+  let released = false;
+  return {
+    query: (q) => sessionStream(session, q),
+    release: () => {
+      if (released) return;
+      released = true;
+      pool.release(session, o.owner);
+    },
+  };
 }
 
 /**

@@ -311,6 +311,9 @@ describe('webhook', () => {
       't=abc,v1=zz',
       signer.webhooks.generateTestHeaderString({ payload, secret: 'whsec_someone_else' }),
       signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET, timestamp: now() - 3600 }),
+      // Correctly signed but dated ahead: as replayable as a stale one, so as refused.
+      signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET, timestamp: now() + 3600 }),
+      signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET, timestamp: 1e20 }),
       // Signed for different bytes: the body was altered on the way.
       signer.webhooks.generateTestHeaderString({ payload: payload.replace('active', 'trialing'), secret: WEBHOOK_SECRET }),
     ];

@@ -3,7 +3,8 @@ import Stripe from 'stripe';
 import { ConfigError, parseEnv } from '@booktape/config';
 import { apiEnvSchema, billingConfigFromEnv } from '../config.ts';
 import { ApiError } from '../http/errors.ts';
-import { billingError, stripeConnection } from './stripe-client.ts';
+import fc from 'fast-check';
+import { WEBHOOK_TOLERANCE_S, billingError, signatureTimeProblem, stripeConnection } from './stripe-client.ts';
 
 describe('stripe client', () => {
   it('derives host, port and protocol from STRIPE_API_BASE', () => {
@@ -59,5 +60,32 @@ describe('billing configuration', () => {
     expect(() => billingConfigFromEnv(env(partial))).toThrow(/STRIPE_WEBHOOK_SECRET[\s\S]*STRIPE_PRICE_PRO/);
     expect(() => billingConfigFromEnv(env({ ...full, STRIPE_PRICE_PRO: 'price_s' }))).toThrow(/must differ/);
     expect(() => env({ ...full, STRIPE_API_BASE: 'ftp://x' })).toThrow(/STRIPE_API_BASE/);
+  });
+});
+
+describe('webhook signature timestamp', () => {
+  const nowMs = Date.UTC(2026, 10, 26, 12);
+  const nowS = nowMs / 1000;
+  it('accepts exactly the timestamps within the tolerance of now, in either direction', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -10 * WEBHOOK_TOLERANCE_S, max: 10 * WEBHOOK_TOLERANCE_S }), (skew) => {
+        const problem = signatureTimeProblem(`t=${nowS + skew},v1=abc`, nowMs);
+        expect(problem === null).toBe(Math.abs(skew) <= WEBHOOK_TOLERANCE_S);
+      }),
+    );
+  });
+
+  it('refuses a far-future or absurd timestamp, saying which way it is off', () => {
+    expect(signatureTimeProblem(`t=${nowS + 3600},v1=abc`, nowMs)).toMatch(/3600 s in the future/);
+    expect(signatureTimeProblem(`t=${nowS - 3600},v1=abc`, nowMs)).toMatch(/3600 s old/);
+    expect(signatureTimeProblem('t=100000000000000000000,v1=abc', nowMs)).toMatch(/not a Unix time/);
+    expect(signatureTimeProblem(`t=${String(1e20)},v1=abc`, nowMs)).not.toBeNull();
+    // Written as 1e20, the SDK reads t=1 (parseInt): decades old, refused too.
+    expect(signatureTimeProblem('t=1e20,v1=abc', nowMs)).toMatch(/s old/);
+    expect(signatureTimeProblem('t=abc,v1=abc', nowMs)).toMatch(/not a Unix time/);
+    // The SDK reads the last t=: so does the check.
+    expect(signatureTimeProblem(`t=${nowS},t=${nowS + 3600},v1=abc`, nowMs)).toMatch(/in the future/);
+    // No t= at all: the SDK refuses it as unsigned.
+    expect(signatureTimeProblem('v1=abc', nowMs)).toBeNull();
   });
 });

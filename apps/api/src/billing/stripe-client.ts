@@ -39,6 +39,29 @@ export function createStripeClient(cfg: Pick<BillingConfig, 'secretKey' | 'apiBa
 
 export type { Stripe };
 
+/** How far, in seconds, a webhook signature's timestamp may be from now, in either direction (Stripe's default). */
+export const WEBHOOK_TOLERANCE_S = 300;
+
+/**
+ * Why a `Stripe-Signature` header's timestamp is refused, or null. The SDK refuses only a
+ * signature older than the tolerance: one dated in the future (t=now+3600, t=1e20) passed,
+ * and a captured request signed ahead of time would then be replayable until that date.
+ * The header is read the way the SDK reads it (the last `t=`, parseInt) so this checks the
+ * very timestamp the signature covers. No `t=` at all is left to the SDK's own refusal.
+ */
+export function signatureTimeProblem(header: string, nowMs: number, toleranceS: number = WEBHOOK_TOLERANCE_S): string | null {
+  let t: number | undefined;
+  for (const item of header.split(',')) {
+    const [k, v] = item.split('=');
+    if (k === 't') t = parseInt(v ?? '', 10);
+  }
+  if (t === undefined) return null;
+  if (!Number.isSafeInteger(t)) return 'its timestamp (t=) is not a Unix time in seconds';
+  const skew = t - Math.floor(nowMs / 1000);
+  if (Math.abs(skew) <= toleranceS) return null;
+  return `its timestamp (t=) is ${Math.abs(skew)} s ${skew > 0 ? 'in the future' : 'old'}, more than the ${toleranceS} s allowed either way`;
+}
+
 /** Body fields a Stripe parameter corresponds to (Stripe names the parameter it refused). */
 const PARAMS: Record<string, string> = {
   success_url: 'success_url',

@@ -4,7 +4,7 @@ import type { Logger } from '@booktape/config';
 import type { SubscriptionRow, SubscriptionsRepository } from '@booktape/storage';
 import { ApiError, UnavailableError, guard } from '../http/errors.ts';
 import { changeOf, grantsAccess, planOf, reduce, type Outcome, type Plan, type StripeEventLike, type SubscriptionState, type Tier } from './plans.ts';
-import { billingError, createStripeClient, type BillingConfig, type Stripe } from './stripe-client.ts';
+import { WEBHOOK_TOLERANCE_S, billingError, createStripeClient, signatureTimeProblem, type BillingConfig, type Stripe } from './stripe-client.ts';
 
 /**
  * Subscriptions: the plan of each user, Stripe checkout and portal sessions, and the
@@ -206,9 +206,12 @@ export class SubscriptionService {
     if (signature === undefined || signature === '') throw new ApiError(400, 'bad_request', 'missing Stripe-Signature header');
     if (Array.isArray(signature)) throw new ApiError(400, 'bad_request', 'Stripe-Signature header given more than once');
     if (rawBody.length === 0) throw new ApiError(400, 'bad_request', 'empty body');
+    // Checked first, whatever the signature: a date beyond the tolerance is refused either way.
+    const timeProblem = signatureTimeProblem(signature, Date.now());
+    if (timeProblem !== null) throw new ApiError(400, 'bad_request', `invalid Stripe-Signature: ${timeProblem}`);
     let event: unknown;
     try {
-      event = stripe.webhooks.constructEvent(rawBody, signature, billing.webhookSecret);
+      event = stripe.webhooks.constructEvent(rawBody, signature, billing.webhookSecret, WEBHOOK_TOLERANCE_S);
     } catch (e) {
       const type = (e as { type?: unknown }).type;
       if (type === 'StripeSignatureVerificationError') throw new ApiError(400, 'bad_request', 'invalid Stripe-Signature: the body is not signed with the webhook secret, or the signature is too old');

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { ApiError, codeForStatus, errorBody, isUnavailable, type ErrorCode } from './errors.ts';
+import { ApiError, TooManyConcurrentError, codeForStatus, errorBody, isUnavailable, type ErrorCode } from './errors.ts';
 import { MISSING } from './params.ts';
 
 /** Maps any error to the body of docs/rules/api-decisions.md. Messages are shown only below 500. */
@@ -34,6 +34,10 @@ export function setErrorHandlers(app: FastifyInstance): void {
     // error is never cached, nor does it point at a next page.
     for (const h of ['etag', 'link', 'x-total-count']) reply.removeHeader(h);
     reply.header('cache-control', 'no-store');
+    if (err instanceof TooManyConcurrentError) {
+      reply.header('retry-after', String(err.concurrency.retry_after_seconds));
+      return reply.status(429).send({ error: { code: err.code, message: err.message }, concurrency: err.concurrency });
+    }
     return reply.status(e.status).send(errorBody(e.code, e.message, e.param));
   });
   app.setNotFoundHandler((req, reply) => reply.status(404).send(errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));

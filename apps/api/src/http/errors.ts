@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'payload_too_large',
   'unsupported_media_type',
   'rate_limited',
+  'too_many_concurrent_requests',
   'service_unavailable',
   'internal_error',
 ] as const;
@@ -44,6 +45,25 @@ export class ApiError extends Error {
   ) {
     super(message);
     this.name = 'ApiError';
+  }
+}
+
+/** What a `too_many_concurrent_requests` answer carries besides the error (ConcurrencyExceeded). */
+export interface ConcurrencyInfo {
+  /** requests: the key's requests in progress; stream_sessions: the key's share of the raw-data stream sessions. */
+  limit: 'requests' | 'stream_sessions';
+  allowed: number;
+  retry_after_seconds: number;
+}
+
+/** 429 `too_many_concurrent_requests`: the key holds its share already; the body carries `concurrency`. */
+export class TooManyConcurrentError extends ApiError {
+  constructor(
+    message: string,
+    readonly concurrency: ConcurrencyInfo,
+  ) {
+    super(429, 'too_many_concurrent_requests', message);
+    this.name = 'TooManyConcurrentError';
   }
 }
 

@@ -134,12 +134,12 @@ describe('responses', () => {
     }
   });
 
-  it('errors reference the Error component, 429 the QuotaExceeded one, both with Retry-After', () => {
+  it('errors reference the Error component, 429 the QuotaExceeded or ConcurrencyExceeded one, both with Retry-After', () => {
     for (const { method, path, op } of ops) {
       for (const [status, r] of Object.entries(op.responses)) {
-        const schema = (r.content?.['application/json'] as { schema?: { $ref?: string } } | undefined)?.schema;
+        const schema = (r.content?.['application/json'] as { schema?: { $ref?: string; anyOf?: Array<{ $ref?: string }> } } | undefined)?.schema;
         if (status === '429') {
-          expect(schema?.$ref, `${method} ${path}`).toBe('#/components/schemas/QuotaExceeded');
+          expect(schema?.anyOf?.map((s) => s.$ref), `${method} ${path}`).toEqual(['#/components/schemas/QuotaExceeded', '#/components/schemas/ConcurrencyExceeded']);
           expect(r.headers?.['Retry-After'], `${method} ${path}`).toBeDefined();
         } else if (Number(status) >= 400 && !(path.includes('lookup/slug') && status === '404') && !(path.endsWith('/health') && status === '503')) {
           expect(schema?.$ref, `${method} ${path} ${status}`).toBe('#/components/schemas/Error');

@@ -145,7 +145,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         // body generator ran never enters its finally).
         let release = async (): Promise<void> => undefined;
         if (kind === 'raw') {
-          const rows = await openRows(data.streamByRange(v.venue, market, earliestMs(from), earliestMs(to) + DAY_MS - 1, null, Number.MAX_SAFE_INTEGER));
+          const rows = await openRows(data.streamByRange(v.venue, market, earliestMs(from), earliestMs(to) + DAY_MS - 1, null, Number.MAX_SAFE_INTEGER, undefined, null, req.apiKey?.key_id));
           body = (async function* () {
             try {
               yield Buffer.from(RawRowsToCsv.header(v.venue), 'utf8');

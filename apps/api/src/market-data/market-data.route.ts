@@ -53,7 +53,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
     }
     const after = offset > 0 ? (pageEnds.get(pageEndKey(venue, market, date, offset)) ?? null) : null;
     // The count and the page are independent reads: run them side by side.
-    const [total, rows] = await bothOpen(known !== undefined ? Promise.resolve(known) : count(), openRows(data.streamByDate(venue, market, date, offset, limit, after)), closeRows);
+    const [total, rows] = await bothOpen(known !== undefined ? Promise.resolve(known) : count(), openRows(data.streamByDate(venue, market, date, offset, limit, after, undefined, req.apiKey?.key_id)), closeRows);
     if (known === undefined) cacheHeaders(req, reply, finalised ? etagOf('raw-date', venue, market, date, offset, limit, format, total) : null, config.caching);
     reply.header('x-total-count', String(total));
     if (offset + limit < total) reply.header('link', nextLink(req, { offset: offset + limit }));
@@ -113,7 +113,9 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       const opened = (async () => {
         const pageEnd = await guard('ClickHouse', () => data.rangePageEnd(venue, market, start, end, after, limit));
         const rows = await openRows(
-          pageEnd.last ? data.streamByRange(venue, market, start, end, after, Number.MAX_SAFE_INTEGER, undefined, pageEnd.last) : data.streamByRange(venue, market, start, end, after, limit),
+          pageEnd.last
+            ? data.streamByRange(venue, market, start, end, after, Number.MAX_SAFE_INTEGER, undefined, pageEnd.last, req.apiKey?.key_id)
+            : data.streamByRange(venue, market, start, end, after, limit, undefined, null, req.apiKey?.key_id),
         );
         return { pageEnd, rows };
       })();
@@ -124,7 +126,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => '', CONTENT_TYPES[format]);
     }
     // One row beyond the page tells whether there is a next one.
-    const [n, rows] = await bothOpen(versionP, openRows(data.streamByRange(venue, market, start, end, after, limit + 1)), closeRows);
+    const [n, rows] = await bothOpen(versionP, openRows(data.streamByRange(venue, market, start, end, after, limit + 1, undefined, null, req.apiKey?.key_id)), closeRows);
     headers(n);
     const conv = converter(v, format, limit);
     const head = `{${JSON.stringify(marketField)}:${JSON.stringify(market)},"start_timestamp":${start},"end_timestamp":${end},"data":[`;

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import type { ByteStream } from '@booktape/storage';
-import { guard } from '../http/errors.ts';
+import { StreamBusyError, StreamOwnerBusyError, type ByteStream } from '@booktape/storage';
+import { ApiError, TooManyConcurrentError, guard } from '../http/errors.ts';
 import type { RawRows } from './raw-rows.ts';
 
 /**
@@ -16,10 +16,32 @@ export interface OpenRows {
   first: IteratorResult<Buffer>;
 }
 
+/**
+ * A stream session that could not be had, as the answer says it: the key's own share in
+ * use (429, its other pages hold them), or every session held by others for the whole wait
+ * (503); neither is ClickHouse failing.
+ */
+export function streamSessionError(e: unknown): unknown {
+  if (e instanceof StreamOwnerBusyError) {
+    return new TooManyConcurrentError(
+      `this API key already has ${e.perOwner} raw-data page${e.perOwner === 1 ? '' : 's'} streaming, the most one key may of the ${e.max} stream sessions of this API process; retry when one of them has ended`,
+      { limit: 'stream_sessions', allowed: e.perOwner, retry_after_seconds: 1 },
+    );
+  }
+  if (e instanceof StreamBusyError) {
+    return new ApiError(503, 'service_unavailable', `all ${e.max} raw-data stream sessions of this API process stayed busy for ${e.waitedMs / 1000} s (other requests are reading through them); retry later`);
+  }
+  return e;
+}
+
 export async function openRows(rows: ByteStream): Promise<OpenRows> {
   const it = rows[Symbol.asyncIterator]();
   try {
-    const first = await guard('ClickHouse', () => it.next());
+    const first = await guard('ClickHouse', () =>
+      it.next().catch((e: unknown) => {
+        throw streamSessionError(e);
+      }),
+    );
     return { it, first };
   } catch (e) {
     await it.return?.(undefined).catch(() => undefined);

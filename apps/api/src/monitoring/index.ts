@@ -39,6 +39,7 @@ export function createMonitoring(deps: {
       thresholds: deps.config.monitoring,
       streamPool: deps.streamPool,
       ...(deps.footprint ? { footprint: deps.footprint } : {}),
+      warnings: deps.config.openServiceWarning === undefined ? [] : [deps.config.openServiceWarning],
     }),
     metrics: new ApiMetrics(),
   };

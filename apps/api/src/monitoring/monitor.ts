@@ -30,6 +30,8 @@ export interface StatusMonitorDeps {
   footprintCacheMs?: number;
   /** The status that starts a footprint read waits this long for it (1 s, at most the check timeout). */
   footprintWaitMs?: number;
+  /** Configuration warnings to show on every status (an open service). */
+  warnings?: string[];
 }
 
 class TimeoutError extends Error {}
@@ -159,6 +161,7 @@ export class StatusMonitor {
       outages,
       streamPool,
       footprint: footprint.status === 'fulfilled' ? footprint.value : undefined,
+      warnings: this.deps.warnings ?? [],
     });
   }
 }

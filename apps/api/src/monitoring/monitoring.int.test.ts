@@ -1,16 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import type { FastifyInstance } from 'fastify';
-import { silentLogger } from '@booktape/config';
+import { parseEnv, silentLogger } from '@booktape/config';
 import { RollupQueue, createKafka, ensureTopics, ingestorReportKeys, removeRollupWorkerBeat, rollupWorkerKeys, topicNames, writeRollupWorkerBeat } from '@booktape/messaging';
 import type { ClickHouse } from '@booktape/storage';
 import { freePort, requireEnv, uniqueId, waitFor } from '@booktape/testkit';
 import { createStatusPublisher, type IngestorHealth } from '@booktape/ingestor';
 import { createRollupWorker } from '@booktape/rollup-worker';
-import { createApp } from '../api.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { createApi, createApp } from '../api.ts';
+import { apiConfigFromEnv, apiEnvSchema } from '../config.ts';
 import { readRollupBacklog, type MonitoringStatus } from './index.ts';
 import { createRedis, type Redis } from '../redis.ts';
-import { aMessage, bMessage, conditionId, deleteRedisPrefix, startTestApi, type TestApi } from '../testing.ts';
+import { aMessage, bMessage, conditionId, deleteRedisPrefix, startTestApi, testConfig, type TestApi } from '../testing.ts';
 
 /**
  * /api/v1/monitoring/status, /status and /metrics against the real Redis, Kafka and
@@ -22,6 +27,8 @@ let t: TestApi;
 let closedPort: number;
 const queuePrefix = uniqueId('bt-mon');
 const ADMIN = 'admin-token-0123456789';
+const dataDir = mkdtempSync(path.join(tmpdir(), 'booktape-mon-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 
 /** A fresh app on the same stores: its status cache is empty. */
@@ -282,6 +289,29 @@ describe('/metrics', () => {
     expect(text).toContain('# TYPE nodejs_heap_size_used_bytes gauge');
     // Unknown values are left out rather than reported as 0.
     expect(text).not.toMatch(/^booktape_kafka_consumer_lag_messages /m);
+  });
+
+  it('an open service (BOOKTAPE_ALLOW_OPEN=1 off loopback) warns at start and on /status and /monitoring/status', async () => {
+    const env = { HOST: '0.0.0.0', BOOKTAPE_ALLOW_OPEN: '1', BOOKTAPE_DATA_DIR: dataDir };
+    const warning = apiConfigFromEnv(parseEnv(apiEnvSchema, env), env).openServiceWarning!;
+    expect(warning).toContain('ADMIN_TOKEN is unset');
+    const app = await fresh({ openServiceWarning: warning });
+    expect((await status(app)).warnings).toEqual([warning]);
+    const page = (await app.inject({ url: '/status' })).body;
+    expect(page).toContain('Open service: HOST=0.0.0.0');
+    // The usual (loopback) service warns of nothing.
+    expect((await status(await fresh())).warnings).toEqual([]);
+    expect((await (await fresh()).inject({ url: '/status' })).body).not.toContain('Open service');
+
+    // And the log says it once the API listens (on loopback here: what is logged is the config's).
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) });
+    const api = createApi({ ch: t.ch, log, redis: t.redis, config: testConfig({ openServiceWarning: warning, redisKeyPrefix: `${uniqueId('bt-open')}:` }) }, { host: '127.0.0.1', port: 0 });
+    await api.start();
+    await api.stop();
+    const warned = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.msg === warning);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]!.level).toBe(40);
   });
 
   it('with ADMIN_TOKEN set: 401 without the token, 200 with X-Admin-Token or Bearer; status and page stay public', async () => {

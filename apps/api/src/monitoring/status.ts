@@ -168,6 +168,9 @@ export const monitoringStatusSchema = z
         `This API instance's sessions for streaming raw reads from the embedded engine. exhausted: reads are waiting for a session, or one gave up in the last ${EXHAUSTED_AFTER_TIMEOUT_MS / 1000} s; not_pooled: reads stream from a ClickHouse server`,
       ),
     stores: z.object({ clickhouse: storeHealth, redis: storeHealth }),
+    warnings: z
+      .array(z.string())
+      .describe('How this instance is configured that its operator should know, e.g. operator routes open to anyone on a non-loopback address (BOOKTAPE_ALLOW_OPEN=1). They do not change `status`'),
     processes: z
       .array(
         z.object({
@@ -225,6 +228,8 @@ export interface StatusInput {
   streamPool?: StreamPoolStats | null;
   /** The storage footprint (absent: not read, shown as unavailable). */
   footprint?: FootprintReading;
+  /** Configuration warnings shown as they are (an open service). */
+  warnings?: string[];
 }
 
 const perRow = (bytes: number, rows: number) => (rows > 0 ? Math.round((bytes / rows) * 10) / 10 : null);
@@ -620,6 +625,7 @@ export function aggregateStatus(input: StatusInput): MonitoringStatus {
       clickhouse: { ok: input.stores.clickhouse.ok, latency_ms: input.stores.clickhouse.latencyMs },
       redis: { ok: input.stores.redis.ok, latency_ms: input.stores.redis.latencyMs },
     },
+    warnings: input.warnings ?? [],
     processes,
     outages,
     footprint: footprintStatus(input.footprint),

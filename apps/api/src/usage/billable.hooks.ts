@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { Stream } from 'node:stream';
 import type { FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import { isServerRequestId } from '../http/request-id.ts';
 import type { Plan } from '../billing/plans.ts';
 import type { SubscriptionService } from '../billing/subscription.service.ts';
 import type { RequestLogWriter } from './request-log.ts';
-import { periodOf, quotaExceededBody, rateLimitFields, type LimitState } from './limits.ts';
+import type { ConcurrencyLimiter } from './concurrency.ts';
+import { periodOf, quotaExceededBody, rateLimitFields, tooManyConcurrentBody, type LimitState } from './limits.ts';
 import type { QuotaService, ReserveResult } from './quota.service.ts';
-import { quotaExceededSchema } from './schemas.ts';
+import { tooManyRequestsSchema } from './schemas.ts';
 
 /**
  * Billing of the historical-data routes: every route whose onRequest hooks include
@@ -15,19 +17,24 @@ import { quotaExceededSchema } from './schemas.ts';
  *
  * - onRequest, after the key check: tracking. On the response's `close` (which also fires
  *   when the client goes away mid-stream, when Fastify's onResponse does not) the
- *   request-log row is written, then the reservation (if any) settled. A 2xx status line
- *   means the call counts, also for a streamed page that broke off later; a client gone
- *   before the status line is logged as 499 and not billed. Requests refused for their
+ *   request-log row is written, then the reservation (if any) settled. The call counts only
+ *   when the client got a 2xx answer whole: a 2xx whose body was cut is logged as 499 when
+ *   the client went away, as 500 when the answer's stream failed, and neither is billed; a
+ *   client gone before the status line is logged as 499. Requests refused for their
  *   parameters (400) are logged too, but hold no reservation.
- * - preHandler, after parameter validation: the quota reservation (429 with Retry-After
- *   and the limit in the body when refused). So over the quota a malformed request still
- *   gets its 400, and authentication (401/403) comes before both.
+ * - onSend: notes a streamed body that fails after the status line (the 500 above).
+ * - preHandler, after parameter validation: a slot among the key's requests in progress
+ *   (429 `too_many_concurrent_requests` at the plan's cap, held until the response closes),
+ *   then the quota reservation (429 with Retry-After and the limit in the body when
+ *   refused). So over the quota a malformed request still gets its 400, authentication
+ *   (401/403) comes before both, and a request refused for concurrency uses no quota.
  * - the 429 answer in the route's OpenAPI responses.
  *
  * And on every route behind `requireKey`, billed or not, an onSend hook: the answer is
  * `Cache-Control: private` (it was paid for with a key: no shared cache may keep it), and
  * it carries the RateLimit fields of the key's user (from the reservation, or read without
- * counting anything where there was none: the coverage map, a 400, a 304).
+ * counting anything where there was none: the coverage map, a 400, a 304, a 429 for
+ * requests in progress).
  *
  * Routes of the API that need no key (health, lookup, keys, usage, stats) are not billed,
  * nor is a route behind `requireKey` whose config says `billable: false` (the coverage map).
@@ -47,6 +54,8 @@ export interface BillableDeps {
   quota: QuotaService;
   subscriptions: Pick<SubscriptionService, 'planOf'>;
   requestLog: RequestLogWriter;
+  /** Requests in progress per key in this process (the plan's `concurrent` cap). */
+  concurrency: ConcurrencyLimiter;
   /** Route prefix stripped from logged endpoints (`/api/v1`). */
   prefix: string;
 }
@@ -118,6 +127,18 @@ interface TrackState {
   closed: boolean;
   /** Where the user stood after the reservation (the RateLimit fields), until the answer is sent. */
   standing: LimitState | null;
+  /** The body stream failed (after the status line, the answer is then cut by the server). */
+  bodyFailed: boolean;
+  /** Gives the key's concurrency slot back (on close). */
+  release: (() => void) | null;
+}
+
+/** The status a request is logged with: what the client got, a cut 2xx answer not being a 2xx. */
+export function loggedStatus(r: { headersSent: boolean; statusCode: number; finished: boolean; bodyFailed: boolean }): number {
+  if (!r.headersSent) return 499;
+  const success = r.statusCode >= 200 && r.statusCode < 300;
+  if (success && !r.finished) return r.bodyFailed ? 500 : 499;
+  return r.statusCode;
 }
 
 export function billableRoutes(deps: BillableDeps) {
@@ -130,15 +151,20 @@ export function billableRoutes(deps: BillableDeps) {
     if (!key) return; // requireKey refused the request already
     const ts = Date.now();
     // The request log's id is the answer's X-Request-Id when the server made it; a client's
-    // own id may repeat, and the quota rebuild counts rows by id, so it gets a fresh one.
+    // own id may repeat, and the quota rebuild counts rows by id (and the open reservation's
+    // o:<id> field is keyed by it), so it gets a fresh one.
     const requestId = isServerRequestId(req) ? req.id : randomUUID();
-    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false, standing: null };
+    const state: TrackState = { requestId, plan: '', units: 1, result: null, closed: false, standing: null, bodyFailed: false, release: null };
     states.set(req, state);
     const body = countBodyBytes(reply);
+    // 'finish': the whole body was handed to the socket; not emitted when the client left
+    // mid-body or the body's stream failed and Fastify destroyed the response.
+    let finished = false;
+    reply.raw.once('finish', () => (finished = true));
     reply.raw.once('close', () => {
       state.closed = true;
-      const sent = reply.raw.headersSent;
-      const status = sent ? reply.raw.statusCode : 499;
+      state.release?.();
+      const status = loggedStatus({ headersSent: reply.raw.headersSent, statusCode: reply.raw.statusCode, finished: finished || reply.raw.writableFinished, bodyFailed: state.bodyFailed });
       const reserved = state.result?.ok ? state.result.reservation : null;
       const ok = reserved !== null && status >= 200 && status < 300;
       const endpoint = endpointOf(req.routeOptions.url ?? req.url.split('?')[0]!, deps.prefix);
@@ -174,6 +200,16 @@ export function billableRoutes(deps: BillableDeps) {
     if (!state || !key) return;
     const plan = await deps.subscriptions.planOf(key.user_id);
     state.plan = plan;
+    if (state.closed) return; // the client went away meanwhile: nothing to hold a slot for
+    const cap = deps.quota.limits[plan].concurrent ?? null;
+    state.release = deps.concurrency.tryAcquire(key.key_id, cap);
+    if (state.release === null) {
+      // No reservation, so the RateLimit fields come from keyedAnswer's read of the quota,
+      // counting nothing: a cap on requests in progress is no quota window the fields could
+      // describe, and Retry-After says when to come back.
+      reply.header('retry-after', '1');
+      return reply.code(429).send(tooManyConcurrentBody(plan, cap!));
+    }
     // Same id as the log row: a counter rebuild matches open reservations to stored rows by it.
     const units = req.routeOptions.config.quotaUnits?.(req.query) ?? 1;
     state.units = Number.isInteger(units) && units >= 1 ? units : 1;
@@ -230,6 +266,13 @@ export function billableRoutes(deps: BillableDeps) {
     return payload;
   };
 
+  /** onSend: a streamed body that fails is an answer cut by the server (logged 500, not billed). */
+  const watchBody: onSendHookHandler = async function (req, _reply, payload) {
+    const state = states.get(req);
+    if (state && payload instanceof Stream) payload.once('error', () => (state.bodyFailed = true));
+    return payload;
+  };
+
   const list = <T>(h: T | T[] | undefined): T[] => (h === undefined ? [] : Array.isArray(h) ? h : [h]);
 
   return {
@@ -244,8 +287,9 @@ export function billableRoutes(deps: BillableDeps) {
       urls.add(endpointOf(route.url, deps.prefix));
       route.onRequest = [...hooks, track];
       route.preHandler = [...list(route.preHandler), reserve];
+      route.onSend = [...list(route.onSend), watchBody];
       if (route.schema) {
-        route.schema = { ...route.schema, response: { ...(route.schema.response as object | undefined), 429: quotaExceededSchema } };
+        route.schema = { ...route.schema, response: { ...(route.schema.response as object | undefined), 429: tooManyRequestsSchema } };
       }
     },
   };

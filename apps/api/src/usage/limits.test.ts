@@ -66,7 +66,11 @@ describe('plan limits from the environment', () => {
     expect(cfg.requestLogFlushMs).toBe(2000);
     const env = { ...base, PLAN_FREE_MONTHLY: '50', PLAN_FREE_PER_SECOND: '0', PLAN_PRO_MONTHLY: 'unlimited', PLAN_STARTER_PER_SECOND: '9', REQUEST_LOG_FLUSH_MS: '500' };
     const c2 = apiConfigFromEnv(parseEnv(apiEnvSchema, env), env);
-    expect(c2.plans).toEqual({ free: { monthly: 50, perSecond: null }, starter: { monthly: 100_000, perSecond: 9 }, pro: { monthly: null, perSecond: 100 } });
+    expect(c2.plans).toEqual({ free: { monthly: 50, perSecond: null, concurrent: 2 }, starter: { monthly: 100_000, perSecond: 9, concurrent: 4 }, pro: { monthly: null, perSecond: 100, concurrent: 8 } });
+    const c3env = { ...base, PLAN_FREE_CONCURRENT: '1', PLAN_STARTER_CONCURRENT: 'unlimited', PLAN_PRO_CONCURRENT: '0' };
+    const c3 = apiConfigFromEnv(parseEnv(apiEnvSchema, c3env), c3env);
+    expect([c3.plans.free.concurrent, c3.plans.starter.concurrent, c3.plans.pro.concurrent]).toEqual([1, null, null]);
+    expect(() => parseEnv(apiEnvSchema, { ...base, PLAN_PRO_CONCURRENT: '-2' })).toThrow(/PLAN_PRO_CONCURRENT: must be a non-negative integer/);
     expect(c2.requestLogFlushMs).toBe(500);
     expect(() => parseEnv(apiEnvSchema, { ...base, PLAN_STARTER_MONTHLY: 'many' })).toThrow(/PLAN_STARTER_MONTHLY: must be a non-negative integer/);
   });

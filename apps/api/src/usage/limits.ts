@@ -16,15 +16,17 @@ export interface PlanLimit {
   monthly: number | null;
   /** Requests per second (per user, all keys together); null = unlimited. */
   perSecond: number | null;
+  /** Requests in progress at once per API key in one API process (usage/concurrency.ts); null or absent = no cap. */
+  concurrent?: number | null;
 }
 
 export type PlanLimits = Record<Plan, PlanLimit>;
 
 /** Defaults when PLAN_* are unset (the interface leaves quota sizes open). */
 export const DEFAULT_PLAN_LIMITS: PlanLimits = {
-  free: { monthly: 1_000, perSecond: 5 },
-  starter: { monthly: 100_000, perSecond: 20 },
-  pro: { monthly: null, perSecond: 100 },
+  free: { monthly: 1_000, perSecond: 5, concurrent: 2 },
+  starter: { monthly: 100_000, perSecond: 20, concurrent: 4 },
+  pro: { monthly: null, perSecond: 100, concurrent: 8 },
 };
 
 export const UNLIMITED_PLANS: PlanLimits = {
@@ -162,5 +164,16 @@ export function rateLimitFields(s: LimitState, refusedBy?: LimitName): Record<st
     'ratelimit-remaining': String(pick.remaining),
     'ratelimit-reset': String(pick.reset),
     'ratelimit-policy': policies.map((p) => `${p.limit};w=${p.window}`).join(', '),
+  };
+}
+
+/** The 429 body when a key has as many requests in progress as its plan allows here. */
+export function tooManyConcurrentBody(plan: Plan, allowed: number) {
+  return {
+    error: {
+      code: 'too_many_concurrent_requests' as const,
+      message: `this API key already has ${allowed} request${allowed === 1 ? '' : 's'} in progress, the most the ${plan} plan allows at once; retry when one of them has ended`,
+    },
+    concurrency: { limit: 'requests' as const, allowed, retry_after_seconds: 1 },
   };
 }

@@ -12,23 +12,33 @@ import { periodOf, retryAfterSeconds, type Exceeded, type Period, type PlanLimit
  * Exactness under concurrency: a request *reserves* before it is handled, in one Lua
  * script (check the monthly count and the burst window, then increment both), so N
  * parallel requests against a remaining quota of Q let exactly Q through. A reservation
- * whose request does not succeed (any non-2xx, or a client gone before the status line)
- * is given back; one that succeeds stays, so the counter equals the successful billable
- * requests of the period. The burst window counts every request let through, failed or
- * not (it protects the service, not the bill), and is not given back.
+ * whose request does not succeed (any non-2xx, a client gone before the status line, or
+ * an answer cut before its end) is given back; one that succeeds stays, so the counter
+ * equals the successful billable requests of the period. The burst window counts every
+ * request let through, failed or not (it protects the service, not the bill), and is not
+ * given back.
+ *
+ * Exactness when Redis answers late or not at all: every open reservation is a field
+ * `o:<request id>` = units of the monthly hash, set by the reservation itself. Giving back
+ * removes that field and subtracts its units in one script, so it is idempotent: a give-back
+ * that timed out is retried until Redis answers (it may have run already: the retry then
+ * finds no field and does nothing), and a reservation whose answer never came (a command
+ * timeout while the event loop was busy: the request answered 503) is given back the same
+ * way, whether or not Redis ran it. A success removes its field and keeps the units.
  *
  * Keys (`{user}` is a hash tag, so both keys of a user share a cluster slot):
- *   <prefix>quota:{<user>}:m:<YYYY-MM>  hash n = count, g = generation; expires a week after the month
+ *   <prefix>quota:{<user>}:m:<YYYY-MM>  hash n = count, g = generation, o:<id> = units of each
+ *                                       open reservation; expires a week after the month
  *   <prefix>quota:{<user>}:s            hash s = second (Redis clock), n = requests in it
  *
  * The reservation script never creates the monthly key. When it is missing (a new month,
  * a Redis restart or flush, an eviction) the counter is rebuilt from the request log in
  * ClickHouse: successful billable requests of the period (by request id), plus what this
  * process holds that the log does not show yet (rows not flushed, requests still being
- * handled), and written with "set if absent" so concurrent rebuilds, here or in another
- * process, cannot add up. Each rebuild gets a new generation; a reservation made under an
- * older generation is given back only if it was counted into the new one, so a failure
- * after a restart never decrements a count that did not include it.
+ * handled, whose `o:` fields the rebuild writes so they can still be given back), and
+ * written with "set if absent" so concurrent rebuilds, here or in another process, cannot
+ * add up. A reservation counted in an older counter has no field in the new one, so giving
+ * it back there changes nothing.
  *
  * Limit: requests that another API process has not flushed to the log yet (at most its
  * REQUEST_LOG_FLUSH_MS) or is still handling when Redis loses the counter are missing
@@ -48,9 +58,11 @@ local n = 0
 if redis.call('HGET', KEYS[2], 's') == sec then n = tonumber(redis.call('HGET', KEYS[2], 'n') or '0') end
 if burst > 0 and n >= burst then return {2, n, tonumber(sec)} end
 redis.call('HINCRBY', KEYS[1], 'n', units)
+redis.call('HSET', KEYS[1], 'o:' .. ARGV[4], units)
 redis.call('HSET', KEYS[2], 's', sec, 'n', n + 1)
 redis.call('EXPIRE', KEYS[2], 2)
-return {0, used + units, redis.call('HGET', KEYS[1], 'g') or '', n + 1}
+-- What the RateLimit fields of the answer need: the month's units and this second's requests, this one included.
+return {0, used + units, n + 1}
 `;
 
 // Where a user stands, counting nothing: the month's units (-1: no counter) and this second's requests.
@@ -61,17 +73,26 @@ if redis.call('HGET', KEYS[2], 's') == t[1] then n = tonumber(redis.call('HGET',
 return {tonumber(redis.call('HGET', KEYS[1], 'n') or '-1'), n}
 `;
 
+/** Gives an open reservation back, once: without its field (given back already, or never counted here) nothing changes. */
 const RELEASE = `
-if redis.call('HGET', KEYS[1], 'g') == ARGV[1] then return redis.call('HINCRBY', KEYS[1], 'n', -tonumber(ARGV[2])) end
-return -1
+local u = redis.call('HGET', KEYS[1], 'o:' .. ARGV[1])
+if not u then return -1 end
+redis.call('HDEL', KEYS[1], 'o:' .. ARGV[1])
+return redis.call('HINCRBY', KEYS[1], 'n', -tonumber(u))
 `;
 
+/** ARGV: count, generation, expiry (ms), then request id and units of each open reservation counted in. */
 const REBUILD = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'n', ARGV[1], 'g', ARGV[2])
+for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], 'o:' .. ARGV[i], ARGV[i + 1]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 return 1
 `;
+
+/** A give-back Redis did not confirm is retried this long, backing off up to RELEASE_RETRY_MAX_MS. */
+const RELEASE_RETRY_FOR_MS = 15 * 60_000;
+const RELEASE_RETRY_MAX_MS = 5_000;
 
 /** Monthly keys outlive their month a little (a late release, an operator looking). */
 const KEEP_AFTER_PERIOD_MS = 7 * 86_400_000;
@@ -102,8 +123,6 @@ export interface Reservation {
   requestId: string;
   userId: string;
   period: Period;
-  /** The counter generation the reservation was counted in. */
-  gen: string;
   /** What it counts: 1 for a call, the days covered for a bulk export. */
   units: number;
   state: 'open' | 'succeeded' | 'failed';
@@ -132,6 +151,7 @@ export class QuotaService {
   private readonly open = new Map<string, Set<Reservation>>();
   /** Rebuilds in progress in this process (one per user and period). */
   private readonly rebuilding = new Map<string, Promise<void>>();
+  private closed = false;
 
   constructor(private readonly deps: QuotaServiceDeps) {}
 
@@ -167,7 +187,20 @@ export class QuotaService {
     const limit = this.deps.limits[plan];
     const keys = [this.monthlyKey(userId, period), this.burstKey(userId)];
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = (await this.redisCall((redis) => reserveScript.run(redis, keys, [limit.monthly ?? 0, limit.perSecond ?? 0, units]))) as [number, number?, (number | string)?, number?];
+      let r: [number, number?, number?];
+      let sent = false;
+      try {
+        r = (await this.redisCall((redis) => {
+          sent = true;
+          return reserveScript.run(redis, keys, [limit.monthly ?? 0, limit.perSecond ?? 0, units, requestId]);
+        })) as typeof r;
+      } catch (e) {
+        // Sent but no answer (a timeout, a dropped connection): Redis may have counted it
+        // all the same. The request is not served, so whatever was counted is given back.
+        // (Refused before sending, with Redis known down, nothing can have been counted.)
+        if (sent) this.giveBack({ requestId, userId, period, units, state: 'failed' });
+        throw e;
+      }
       const kind = Number(r[0]);
       if (kind === -1) {
         await this.ensureCounter(userId, period);
@@ -187,12 +220,12 @@ export class QuotaService {
           exceeded: { limit: 'per_second', plan, allowed: limit.perSecond!, used: Number(r[1]), requested: 1, window: new Date(sec * 1000).toISOString(), resetsAtMs: (sec + 1) * 1000, retryAfterS: 1 },
         };
       }
-      const reservation: Reservation = { requestId, userId, period, gen: String(r[2] ?? ''), units, state: 'open' };
+      const reservation: Reservation = { requestId, userId, period, units, state: 'open' };
       const k = this.openKey(userId, period);
       let set = this.open.get(k);
       if (!set) this.open.set(k, (set = new Set()));
       set.add(reservation);
-      return { ok: true, reservation, used: Number(r[1]), secondUsed: Number(r[3] ?? 1) };
+      return { ok: true, reservation, used: Number(r[1]), secondUsed: Number(r[2] ?? 1) };
     }
     // The counter vanished again right after each rebuild: Redis is flushing or evicting.
     throw new UnavailableError('the quota counter (Redis keeps losing it)');
@@ -209,14 +242,38 @@ export class QuotaService {
     const set = this.open.get(k);
     set?.delete(res);
     if (set?.size === 0) this.open.delete(k);
-    if (!succeeded) this.giveBack(res, res.gen);
+    if (succeeded) this.keep(res);
+    else this.giveBack(res);
   }
 
-  private giveBack(res: Reservation, gen: string): void {
-    this.redisCall((redis) => releaseScript.run(redis, [this.monthlyKey(res.userId, res.period)], [gen, res.units])).catch((err: unknown) =>
-      // The request was refused or failed anyway; the count stays one too high until the month ends.
-      this.deps.log.warn({ err, user: res.userId }, 'giving back a quota reservation failed'),
+  /** A success: its units stay counted, its open-reservation field goes (a failure only leaves the field until the key expires). */
+  private keep(res: Reservation): void {
+    this.redisCall((redis) => redis.hdel(this.monthlyKey(res.userId, res.period), `o:${res.requestId}`)).catch((err: unknown) =>
+      this.deps.log.debug({ err, user: res.userId }, 'clearing a kept quota reservation failed'),
     );
+  }
+
+  /**
+   * Gives a reservation back, retrying until Redis confirms it (the script is idempotent):
+   * a Redis that timed out during a stall must not leave a failed request billed.
+   */
+  private giveBack(res: Reservation, attempt = 0, firstAt = Date.now()): void {
+    if (this.closed) return;
+    this.redisCall((redis) => releaseScript.run(redis, [this.monthlyKey(res.userId, res.period)], [res.requestId])).catch((err: unknown) => {
+      if (this.closed) return;
+      if (Date.now() - firstAt > RELEASE_RETRY_FOR_MS) {
+        // The count stays too high by these units until the month ends.
+        this.deps.log.warn({ err, user: res.userId, units: res.units }, 'giving back a quota reservation failed');
+        return;
+      }
+      const delay = Math.min(RELEASE_RETRY_MAX_MS, 100 * 2 ** attempt);
+      setTimeout(() => this.giveBack(res, attempt + 1, firstAt), delay).unref();
+    });
+  }
+
+  /** Stops retrying give-backs (the app is closing and its Redis client goes). */
+  close(): void {
+    this.closed = true;
   }
 
   /** Successful billable requests of `userId` this period (rebuilding the counter when it is missing). */
@@ -271,15 +328,15 @@ export class QuotaService {
     for (const u of held.values()) heldUnits += u;
     const count = stored + heldUnits - overlap;
     const gen = randomBytes(8).toString('hex');
-    const won = await this.redisCall((r) => rebuildScript.run(r, [this.monthlyKey(userId, period)], [count, gen, period.endMs + KEEP_AFTER_PERIOD_MS]));
+    const fields = openNow.flatMap((r) => [r.requestId, r.units]);
+    const won = await this.redisCall((r) => rebuildScript.run(r, [this.monthlyKey(userId, period)], [count, gen, period.endMs + KEEP_AFTER_PERIOD_MS, ...fields]));
     if (Number(won) !== 1) return; // someone else rebuilt it first: theirs stands
     this.deps.log.info({ user: userId, period: period.id, count }, 'quota counter rebuilt from the request log');
-    // The open reservations were counted into this generation: from now on they are given
-    // back against it, and one that failed meanwhile is given back now.
+    // The open reservations were counted in, each with its field: one that was settled
+    // meanwhile is settled again against this counter (its earlier settlement found no field).
     for (const r of openNow) {
-      const before = r.gen;
-      r.gen = gen;
-      if (r.state === 'failed' && before !== gen) this.giveBack(r, gen);
+      if (r.state === 'failed') this.giveBack(r);
+      else if (r.state === 'succeeded') this.keep(r);
     }
   }
 }

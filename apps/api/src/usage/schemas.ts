@@ -24,6 +24,26 @@ export const quotaExceededSchema = z
   .describe('A plan limit was reached. The Retry-After header says when to try again.')
   .meta({ id: 'QuotaExceeded' });
 
+export const concurrencyExceededSchema = z
+  .object({
+    error: z.object({
+      code: z.literal('too_many_concurrent_requests'),
+      message: z.string(),
+    }),
+    concurrency: z.object({
+      limit: z
+        .enum(['requests', 'stream_sessions'])
+        .describe("Which share the key has used up: its requests in progress (PLAN_<PLAN>_CONCURRENT), or its share of this API process's raw-data stream sessions (API_STREAM_SESSIONS_PER_KEY)."),
+      allowed: z.number().int().describe('How many of them one API key may have at once on this API process.'),
+      retry_after_seconds: z.number().int().describe('Same value as the Retry-After header.'),
+    }),
+  })
+  .describe('The key already has as many requests in progress, or raw-data streams open, as it may: retry once one of them has ended (Retry-After). Not counted against the quota.')
+  .meta({ id: 'ConcurrencyExceeded' });
+
+/** Every 429 of a billable route: a plan limit, or too many requests in progress. */
+export const tooManyRequestsSchema = z.union([quotaExceededSchema, concurrencyExceededSchema]);
+
 const iso = () => z.string().describe('ISO 8601, UTC, milliseconds.');
 
 export const periodSchema = z

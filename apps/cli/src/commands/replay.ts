@@ -16,6 +16,12 @@ export const EXIT_BAD_LINES = 3;
 export const EXIT_SUMMARIES_TIMEOUT = 4;
 /** Kafka refused records as too large: they are in the dead-letter topic, not stored. */
 export const EXIT_TOO_LARGE = 5;
+/**
+ * Frames the normalisers refused (bad JSON inside a frame, a timestamp outside the dates
+ * the store holds, a bad exchange B `ts`, …): dead-lettered, not stored. Distinct from 3,
+ * where the capture line itself could not be read.
+ */
+export const EXIT_FRAMES_REFUSED = 6;
 
 /**
  * The API reuses a count or availability answer for API_RESULT_CACHE_MS (apps/api
@@ -35,10 +41,14 @@ export function cacheWaitMs(storedConfirmedAt: number, now: number, cacheTtlMs: 
   return Math.max(0, storedConfirmedAt + cacheTtlMs - now);
 }
 
-/** The exit status of a replay: lost data first, then a summary timeout, then bad lines. */
-export function replayExitCode(summary: Pick<ReplaySummary, 'badLines'>, tooLargeRecords: number, summariesSettled: boolean): number {
+/**
+ * The exit status of a replay: records Kafka refused first, then a summary timeout, then
+ * frames the normalisers refused, then unreadable lines. 0 only when nothing was left out.
+ */
+export function replayExitCode(summary: Pick<ReplaySummary, 'badLines' | 'deadLetters'>, tooLargeRecords: number, summariesSettled: boolean): number {
   if (tooLargeRecords > 0) return EXIT_TOO_LARGE;
   if (!summariesSettled) return EXIT_SUMMARIES_TIMEOUT;
+  if (summary.deadLetters > 0) return EXIT_FRAMES_REFUSED;
   return summary.badLines.length > 0 ? EXIT_BAD_LINES : 0;
 }
 
@@ -143,6 +153,11 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
   );
   for (const b of summary.badLines.slice(0, 20)) process.stderr.write(`  ${b.file}:${b.lineNo}: ${b.error}\n`);
   if (summary.badLines.length > 20) process.stderr.write(`  … and ${summary.badLines.length - 20} more\n`);
+  if (summary.deadLetters > 0) {
+    process.stderr.write(`${summary.deadLetters} frame(s) refused as bad data were NOT stored: dead-lettered to ${topics.deadLetter} (reason and frame)\n`);
+    for (const f of summary.refusedFrames) process.stderr.write(`  ${f.file}:${f.lineNo} (${f.venue}): ${f.reason}\n`);
+    if (summary.deadLetters > summary.refusedFrames.length) process.stderr.write(`  … and ${summary.deadLetters - summary.refusedFrames.length} more\n`);
+  }
   if (tooLarge.messages > 0) {
     process.stderr.write(
       `${tooLarge.records} record(s) in ${tooLarge.messages} message(s) larger than Kafka accepts were NOT stored: ` +

@@ -18,9 +18,17 @@ export interface ReplaySummary {
   records: number;
   controls: number;
   deadLetters: number;
+  /**
+   * The first REFUSED_SAMPLE frames the normalisers refused (sent to the dead-letter topic,
+   * not stored), where and why; `deadLetters` counts them all. Bounded: a file of nothing
+   * but refused frames must not hold each in memory.
+   */
+  refusedFrames: Array<{ file: string; lineNo: number; venue: string; reason: string }>;
   badLines: Array<{ file: string; lineNo: number; error: string }>;
   elapsedMs: number;
 }
+
+const REFUSED_SAMPLE = 20;
 
 /**
  * Sends capture files through the capture pipeline, exactly like live frames (same
@@ -38,6 +46,7 @@ export async function replayFiles(
   for (const f of files) totalFrames += await countCaptureLines(f);
   const before = snapshot(pipeline);
   const badLines: ReplaySummary['badLines'] = [];
+  const refusedFrames: ReplaySummary['refusedFrames'] = [];
   let frames = 0;
   // Progress counts every line (countCaptureLines does); `frames` leaves out boundary and gap lines.
   let lines = 0;
@@ -64,7 +73,8 @@ export async function replayFiles(
         }
       } else {
         frames += 1;
-        await pipeline.handleFrame(entry.line.venue, entry.line.frame, new Date(entry.line.received_at), { writeFile: false });
+        const handled = await pipeline.handleFrame(entry.line.venue, entry.line.frame, new Date(entry.line.received_at), { writeFile: false });
+        if (handled.kind === 'invalid' && refusedFrames.length < REFUSED_SAMPLE) refusedFrames.push({ file, lineNo: entry.lineNo, venue: entry.line.venue, reason: handled.reason });
       }
       if (lines % 500 === 0) onProgress({ file, frames: lines, totalFrames });
     }
@@ -77,6 +87,7 @@ export async function replayFiles(
     records: after.records - before.records,
     controls: after.controls - before.controls,
     deadLetters: after.deadLetters - before.deadLetters,
+    refusedFrames,
     badLines,
     elapsedMs: Date.now() - started,
   };

@@ -756,7 +756,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
+                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_concurrent_requests" | "service_unavailable" | "internal_error";
                 message: string;
                 param?: string;
             };
@@ -950,7 +950,7 @@ export interface components {
             markets: components["schemas"]["SlugLookupMarket"][];
             error: {
                 /** @enum {string} */
-                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
+                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_concurrent_requests" | "service_unavailable" | "internal_error";
                 message: string;
                 param?: string;
             };
@@ -1074,6 +1074,8 @@ export interface components {
                     latency_ms: number | null;
                 };
             };
+            /** @description How this instance is configured that its operator should know, e.g. operator routes open to anyone on a non-loopback address (BOOKTAPE_ALLOW_OPEN=1). They do not change `status` */
+            warnings: string[];
             /** @description Ingestor processes that reported recently; live = reporting now */
             processes: {
                 worker_id: number;
@@ -1209,6 +1211,25 @@ export interface components {
                 window: string;
                 /** @description When the window ends (ISO 8601): the first instant of the next UTC month, or the next second. */
                 resets_at: string;
+                /** @description Same value as the Retry-After header. */
+                retry_after_seconds: number;
+            };
+        };
+        /** @description The key already has as many requests in progress, or raw-data streams open, as it may: retry once one of them has ended (Retry-After). Not counted against the quota. */
+        ConcurrencyExceeded: {
+            error: {
+                /** @constant */
+                code: "too_many_concurrent_requests";
+                message: string;
+            };
+            concurrency: {
+                /**
+                 * @description Which share the key has used up: its requests in progress (PLAN_<PLAN>_CONCURRENT), or its share of this API process's raw-data stream sessions (API_STREAM_SESSIONS_PER_KEY).
+                 * @enum {string}
+                 */
+                limit: "requests" | "stream_sessions";
+                /** @description How many of them one API key may have at once on this API process. */
+                allowed: number;
                 /** @description Same value as the Retry-After header. */
                 retry_after_seconds: number;
             };
@@ -1616,7 +1637,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1630,7 +1651,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -1760,7 +1781,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1774,7 +1795,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -1906,7 +1927,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1920,7 +1941,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2052,7 +2073,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2066,7 +2087,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2196,7 +2217,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2210,7 +2231,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2342,7 +2363,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2356,7 +2377,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2459,7 +2480,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2473,7 +2494,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2587,7 +2608,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2601,7 +2622,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2704,7 +2725,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2718,7 +2739,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2825,7 +2846,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2839,7 +2860,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -2974,7 +2995,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2988,7 +3009,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3123,7 +3144,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3137,7 +3158,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3269,7 +3290,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3283,7 +3304,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3413,7 +3434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3427,7 +3448,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3568,7 +3589,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3582,7 +3603,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3710,7 +3731,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3724,7 +3745,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3863,7 +3884,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3877,7 +3898,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -3989,7 +4010,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4003,7 +4024,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
@@ -4113,7 +4134,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`): `quota` says which; retry after `Retry-After` seconds. */
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4127,7 +4148,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QuotaExceeded"];
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
             /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
