@@ -1,5 +1,5 @@
 import type { ExchangeAEvent, ExchangeBRecord, PriceChange, PriceLevel } from '@booktape/domain';
-import { formatScaled, SCALE_ABSENT, SCALE_NULL } from './raw-codec.ts';
+import { A_HASH_SQL, formatScaled, SCALE_ABSENT, SCALE_NULL } from './raw-codec.ts';
 
 /**
  * What the book readers (the rollup, the book at any instant) read of a raw row: the typed
@@ -20,7 +20,7 @@ export type BookRecordOf = ExchangeAEvent | ExchangeBRecord;
 const LEVELS = (side: string) => `${side}_price, ${side}_price_scale, ${side}_size, ${side}_size_scale`;
 
 export const BOOK_ROW_SQL: Record<BookVenue, string> = {
-  'exchange-a': `toJSONString(tuple(toUnixTimestamp64Milli(event_ts), event_type, hash, residue, ${LEVELS('bid')}, ${LEVELS('ask')},
+  'exchange-a': `toJSONString(tuple(toUnixTimestamp64Milli(event_ts), event_type, ${A_HASH_SQL}, residue, ${LEVELS('bid')}, ${LEVELS('ask')},
     chg_price, chg_price_scale, CAST(chg_side AS Array(Int8)), chg_size, chg_size_scale, chg_hash,
     chg_best_bid, chg_best_bid_scale, chg_best_ask, chg_best_ask_scale))`,
   'exchange-b': `toJSONString(tuple(toUnixTimestamp64Milli(event_ts), record_type, residue, sid, seq, expected_seq,

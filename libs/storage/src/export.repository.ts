@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
+import { A_HASH_SQL } from './raw-codec.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
 
 /**
@@ -47,9 +48,9 @@ const num = decimalOf;
 function rawSql(ch: ClickHouse, venue: Venue): string {
   const where = `WHERE ${venue === 'exchange-a' ? 'market' : 'ticker'} = {market:String} AND event_date >= {from:Date} AND event_date <= {to:Date}`;
   if (venue === 'exchange-a') {
-    return `SELECT event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, hash,
+    return `SELECT event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, record_hash AS hash,
         received_at
-      FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, hash, received_at, ${A_LEVELS} AS l0,
+      FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, ${A_HASH_SQL} AS record_hash, received_at, ${A_LEVELS} AS l0,
               if(empty(l0), [('', '', '')], l0) AS levels
             FROM ${ch.table(RAW_TABLE['exchange-a'])} FINAL ${where})
       ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li

@@ -21,6 +21,9 @@ import type { RowBinaryWriter } from './row-binary.ts';
  */
 
 export const SCALE_ABSENT = 255;
+
+/** raw_exchange_a's record hash in SQL: its `hash` column is '' where it is the first change's. */
+export const A_HASH_SQL = `if(hash = '' AND notEmpty(chg_hash), chg_hash[1], hash)`;
 export const SCALE_NULL = 254;
 /** 15 digits: every mantissa is a safe JavaScript integer, so JSON numbers carry it exactly. */
 const MAX_DIGITS = 15;
@@ -114,6 +117,7 @@ export interface TypedA {
   event_ts: number;
   asset_id: string;
   event_type: string;
+  /** The venue's hash; '' where it is the first change's hash (the newer list shape), stored once. */
   hash: string;
   /** The venue fields 2.1 does not name, as JSON members without braces; '' when none. */
   extra: string;
@@ -155,7 +159,14 @@ export function typedA(m: ExchangeAMessage): TypedA {
     chg_best_ask_scale: [],
   };
   for (const c of e.changes ?? []) pushChange(t, c);
+  // A record of the price_changes list takes its hash from its first entry: stored once.
+  if (t.chg_hash.length > 0 && t.chg_hash[0] !== '' && t.hash === t.chg_hash[0]) t.hash = '';
   return t;
+}
+
+/** The record's hash from the typed columns: '' means the first change's (typedA). */
+function hashOf(t: TypedA): string {
+  return t.hash === '' && t.chg_hash.length > 0 ? t.chg_hash[0]! : t.hash;
 }
 
 function pushChange(t: TypedA, c: PriceChange): void {
@@ -197,7 +208,7 @@ export function rebuildA(t: TypedA): string {
   }
   return (
     `{${t.extra === '' ? '' : `${t.extra},`}"market":${q(t.market)},"asset_id":${q(t.asset_id)},"timestamp":${q(String(t.event_ts))}` +
-    `,"hash":${q(t.hash)},"event_type":${q(t.event_type)}${body}}`
+    `,"hash":${q(hashOf(t))},"event_type":${q(t.event_type)}${body}}`
   );
 }
 
