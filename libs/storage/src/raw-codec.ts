@@ -241,7 +241,7 @@ export function writeA(w: RowBinaryWriter, m: ExchangeAMessage, pos: KafkaPositi
   w.string(text('asset_id', t.asset_id));
   w.string(text('event_type', t.event_type));
   w.string(lineage.dedup_id);
-  w.u64Text(lineage.ingest_seq);
+  inRange('ingest_seq', () => w.u64Text(lineage.ingest_seq));
   w.string(text('hash', t.hash));
   w.string(t.extra);
   for (const c of [t.bid, t.ask]) {
@@ -366,7 +366,7 @@ export function writeB(w: RowBinaryWriter, m: ExchangeBMessage, pos: KafkaPositi
   w.i64(ts);
   w.string(text('type', t.record_type));
   w.string(lineage.dedup_id);
-  w.u64Text(lineage.ingest_seq);
+  inRange('ingest_seq', () => w.u64Text(lineage.ingest_seq));
   w.nullableI64(int64OrNull('sid', t.sid));
   w.nullableI64(int64OrNull('seq', t.seq));
   for (const [isNull, c] of [[t.yes_null, t.yes], [t.no_null, t.no]] as const) {
@@ -441,9 +441,9 @@ interface Lineage {
 
 function checkedLineage(m: ExchangeAMessage | ExchangeBMessage, pos: KafkaPosition): Lineage {
   const ingest = String(m.ingest_seq);
-  if (!UINT64.test(ingest) || BigInt(ingest) >= 2n ** 64n) refuse('CANNOT_PARSE_NUMBER', `ingest_seq: ${ingest} is not a UInt64`);
+  if (!UINT64.test(ingest)) refuse('CANNOT_PARSE_NUMBER', `ingest_seq: ${ingest} is not a UInt64`);
   const offset = String(pos.offset);
-  if (!INT64.test(offset) || BigInt(offset) >= 2n ** 63n) refuse('CANNOT_PARSE_NUMBER', `kafka_offset: ${offset} is not an Int64`);
+  if (!INT64.test(offset)) refuse('CANNOT_PARSE_NUMBER', `kafka_offset: ${offset} is not an Int64`);
   const w = m.worker_id;
   if (typeof w !== 'number' || !Number.isInteger(w) || w < 0 || w > 0xffff_ffff) refuse('CANNOT_PARSE_NUMBER', `worker_id: ${String(w)} is not a UInt32`);
   const p = pos.partition;
@@ -455,5 +455,18 @@ function writeLineage(w: RowBinaryWriter, l: Lineage): void {
   w.i64(l.received_ms);
   w.u32(l.worker_id);
   w.i32(l.partition);
-  w.i64Text(l.offset);
+  // Kafka offsets are small: a safe integer goes without BigInt.
+  const o = Number(l.offset);
+  if (Number.isSafeInteger(o)) w.i64(o);
+  else inRange('kafka_offset', () => w.i64Text(l.offset));
+}
+
+/** Runs a write whose value may not fit its column: a RangeError becomes a refusal. */
+function inRange(field: string, write: () => void): void {
+  try {
+    write();
+  } catch (e) {
+    if (e instanceof RangeError) refuse('CANNOT_PARSE_NUMBER', `${field}: out of range`);
+    throw e;
+  }
 }

@@ -80,20 +80,16 @@ export class RowBinaryWriter {
   }
 
   string(s: string): void {
-    // Most ids are ASCII: write in place, and measure only when a byte count may differ.
-    const max = s.length * 3;
-    this.room(max + 5);
-    const lenAt = this.pos;
-    if (s.length < 43) {
-      // A length below 128 bytes takes one LEB128 byte: reserve it, write, then fill it in.
-      this.pos += 1;
-      const n = this.buf.write(s, this.pos, 'utf8');
+    // Ids and decimals are short: write the bytes first, behind one reserved length byte, and
+    // measure only a string whose bytes do not fit one LEB128 byte (128 and more).
+    if (s.length < 128) {
+      this.room(s.length * 3 + 1);
+      const n = this.buf.write(s, this.pos + 1, 'utf8');
       if (n < 128) {
-        this.buf[lenAt] = n;
-        this.pos += n;
+        this.buf[this.pos] = n;
+        this.pos += n + 1;
         return;
       }
-      this.pos = lenAt;
     }
     const n = Buffer.byteLength(s, 'utf8');
     this.varint(n);

@@ -1,0 +1,46 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { RowBinaryWriter } from './row-binary.ts';
+
+/** RowBinary's String, written the plain way: LEB128 byte length, then the UTF-8 bytes. */
+function referenceString(s: string): Buffer {
+  const bytes = Buffer.from(s, 'utf8');
+  const len: number[] = [];
+  let n = bytes.length;
+  do {
+    len.push((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
+    n = Math.floor(n / 128);
+  } while (n > 0);
+  return Buffer.concat([Buffer.from(len), bytes]);
+}
+
+function referenceI64(v: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigInt64LE(BigInt(v));
+  return b;
+}
+
+describe('RowBinary writer', () => {
+  it('writes strings of any length and any characters as length and UTF-8 bytes', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ maxLength: 200 })), { maxLength: 8 }), (ss) => {
+        const w = new RowBinaryWriter(4);
+        for (const s of ss) w.string(s);
+        expect(Buffer.compare(w.bytes(), Buffer.concat(ss.map(referenceString)))).toBe(0);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('writes any safe integer as an Int64, negative ones in two’s complement', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.maxSafeInteger(), fc.integer()), { maxLength: 20 }), (vs) => {
+        const w = new RowBinaryWriter(2);
+        w.i64Array(vs);
+        const expected = Buffer.concat([referenceString('x'.repeat(vs.length)).subarray(0, vs.length < 128 ? 1 : 2), ...vs.map(referenceI64)]);
+        expect(Buffer.compare(w.bytes(), expected)).toBe(0);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
