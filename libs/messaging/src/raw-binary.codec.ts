@@ -1,0 +1,738 @@
+import type { RawMessage } from '@booktape/domain';
+
+/**
+ * The binary Kafka value of a raw topic, version 1 (docs/rules/kafka-records.md): the same
+ * records the JSON array carried, in a compact layout that costs a fraction of JSON's CPU to
+ * write and to read. A transport, not a model: every record decodes to exactly what
+ * `JSON.parse(JSON.stringify(record))` gives, key order included (the stored payload is
+ * written from it), so a record the compact layouts cannot hold that way travels as its
+ * JSON text inside the binary value.
+ *
+ *   value  = "\0BT" version:u8 count:u32le block*        (count = records in all blocks)
+ *   block  = n:varint record{n}                           (string table starts empty)
+ *   record = 0x00 json:str | 0x01 lineage event-a | 0x02 lineage record-b
+ *
+ * Blocks make merging free: the producer's coalesce concatenates the blocks of several
+ * values behind one header (only the count changes), and each block keeps its own table of
+ * repeated strings (market, asset, receive time…).
+ */
+
+export const BINARY_MAGIC = [0x00, 0x42, 0x54] as const; // "\0BT": no JSON text starts with NUL
+export const BINARY_VERSION = 1;
+const HEADER = 8;
+
+const REC_JSON = 0;
+const REC_A = 1;
+const REC_B = 2;
+
+/** Thrown inside the encoder when a record does not fit a compact layout: it goes as JSON. */
+const NO_FIT = Symbol('no-fit');
+/** Thrown inside the decoder; turned into a refusal with its reason, never escapes. */
+class Corrupt extends Error {}
+
+// ---------------------------------------------------------------------------------------
+// Writer: one growing scratch buffer, reused; each value is copied out of it.
+
+let buf = Buffer.allocUnsafe(64 * 1024);
+let pos = 0;
+
+function ensure(n: number): void {
+  if (pos + n <= buf.length) return;
+  const next = Buffer.allocUnsafe(Math.max(buf.length * 2, pos + n));
+  buf.copy(next, 0, 0, pos);
+  buf = next;
+}
+
+/** String.prototype.isWellFormed (Node 20; the project's TypeScript lib predates it). */
+const wellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+function writeVarint(v: number): void {
+  ensure(10);
+  while (v >= 0x80) {
+    buf[pos++] = (v % 0x80) | 0x80;
+    v = Math.floor(v / 0x80);
+  }
+  buf[pos++] = v;
+}
+
+/** A string as varint byte length + UTF-8. Short ASCII (most venue text) by hand. */
+function writeStr(s: string): void {
+  const n = s.length;
+  if (n < 0x80) {
+    ensure(n + 1);
+    const start = pos + 1;
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[start + i] = c;
+    }
+    if (i === n) {
+      buf[pos] = n;
+      pos = start + n;
+      return;
+    }
+  }
+  writeUtf8(s);
+}
+
+function writeUtf8(s: string): void {
+  // A lone surrogate would become U+FFFD in UTF-8, where JSON keeps it (as an escape).
+  if (!wellFormed(s)) throw NO_FIT;
+  const bytes = Buffer.byteLength(s, 'utf8');
+  writeVarint(bytes);
+  ensure(bytes);
+  pos += buf.write(s, pos, bytes, 'utf8');
+}
+
+/** varint 0 for null, else byte length + 1 and the bytes. */
+function writeNullableStr(s: unknown): void {
+  if (s === null) {
+    writeVarint(0);
+    return;
+  }
+  if (typeof s !== 'string') throw NO_FIT;
+  const n = s.length;
+  if (n < 0x7f) {
+    ensure(n + 1);
+    const start = pos + 1;
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[start + i] = c;
+    }
+    if (i === n) {
+      buf[pos] = n + 1;
+      pos = start + n;
+      return;
+    }
+  }
+  if (!wellFormed(s)) throw NO_FIT;
+  const bytes = Buffer.byteLength(s, 'utf8');
+  writeVarint(bytes + 1);
+  ensure(bytes);
+  pos += buf.write(s, pos, bytes, 'utf8');
+}
+
+const hexVal = new Int8Array(128).fill(-1);
+for (let i = 0; i < 10; i++) hexVal[0x30 + i] = i;
+for (let i = 0; i < 6; i++) hexVal[0x61 + i] = 10 + i;
+
+/**
+ * A string that is usually lower-case hex (hashes, ids): varint h, then h >> 2 raw bytes
+ * when bit 0 is set (bit 1: a "0x" prefix), else h >> 1 bytes of UTF-8 text.
+ */
+function writeHexish(s: string): void {
+  const n = s.length;
+  const prefix = n >= 2 && s.charCodeAt(0) === 0x30 && s.charCodeAt(1) === 0x78 ? 2 : 0;
+  const digits = n - prefix;
+  if (digits > 0 && digits % 2 === 0) {
+    const bytes = digits / 2;
+    const mark = pos;
+    writeVarint(bytes * 4 + (prefix ? 3 : 1));
+    ensure(bytes);
+    let ok = true;
+    for (let i = 0; i < bytes; i++) {
+      const a = s.charCodeAt(prefix + 2 * i);
+      const b = s.charCodeAt(prefix + 2 * i + 1);
+      const hi = a < 128 ? hexVal[a]! : -1;
+      const lo = b < 128 ? hexVal[b]! : -1;
+      if (hi < 0 || lo < 0) {
+        ok = false;
+        break;
+      }
+      buf[pos + i] = (hi << 4) | lo;
+    }
+    if (ok) {
+      pos += bytes;
+      return;
+    }
+    pos = mark;
+  }
+  if (!wellFormed(s)) throw NO_FIT;
+  const bytes = Buffer.byteLength(s, 'utf8');
+  writeVarint(bytes * 2);
+  ensure(bytes);
+  pos += buf.write(s, pos, bytes, 'utf8');
+}
+
+/** Strings that repeat inside a block: varint 0 and the text (which joins the table), or index + 1. */
+let table = new Map<string, number>();
+let tableList: string[] = [];
+
+function writeRef(s: unknown): void {
+  if (typeof s !== 'string') throw NO_FIT;
+  const at = table.get(s);
+  if (at !== undefined) {
+    writeVarint(at + 1);
+    return;
+  }
+  writeVarint(0);
+  writeStr(s);
+  table.set(s, tableList.length);
+  tableList.push(s);
+}
+
+function writeUint(v: unknown): void {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw NO_FIT;
+  writeVarint(v);
+}
+
+/** A safe integer below 2^52 in size (so that 2|v| + 1 stays exact), zigzag; varint 0 for null when nullable. */
+function writeInt(v: unknown, nullable: boolean): void {
+  if (v === null && nullable) {
+    writeVarint(0);
+    return;
+  }
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || Math.abs(v) >= 2 ** 52) throw NO_FIT;
+  const z = v >= 0 ? v * 2 : -v * 2 - 1;
+  writeVarint(nullable ? z + 1 : z);
+}
+
+/** JSON fields that carry what the venue sent (`extra`, `data`): their JSON text. */
+function writeJson(v: unknown): void {
+  const text = JSON.stringify(v);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  writeVarint(bytes);
+  ensure(bytes);
+  pos += buf.write(text, pos, bytes, 'utf8');
+}
+
+const MAX_U64_TEXT = '18446744073709551615';
+
+/**
+ * ingest_seq: a UInt64 as canonical decimal text ("0" or no leading zero), written as 8
+ * bytes little-endian. Exact in doubles by splitting: text = a·10^10 + b, a = ah·2^16 + al.
+ */
+function writeU64Text(s: unknown): void {
+  if (typeof s !== 'string') throw NO_FIT;
+  const n = s.length;
+  if (n === 0 || n > 20 || (n > 1 && s.charCodeAt(0) === 0x30)) throw NO_FIT;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) throw NO_FIT;
+  }
+  if (n === 20 && s > MAX_U64_TEXT) throw NO_FIT;
+  let hi: number;
+  let lo: number;
+  if (n <= 15) {
+    const v = Number(s);
+    hi = Math.floor(v / 2 ** 32);
+    lo = v - hi * 2 ** 32;
+  } else {
+    const a = Number(s.slice(0, n - 10));
+    const b = Number(s.slice(n - 10));
+    const ah = Math.floor(a / 65536);
+    const al = a - ah * 65536;
+    const x = al * 1e10 + b; // < 2^50
+    const y = ah * 1e10; // < 2^49
+    const yHi = Math.floor(y / 65536);
+    const t = (y - yHi * 65536) * 65536 + x; // < 2^51
+    const carry = Math.floor(t / 2 ** 32);
+    lo = t - carry * 2 ** 32;
+    hi = yHi + carry;
+  }
+  ensure(8);
+  buf.writeUInt32LE(lo, pos);
+  buf.writeUInt32LE(hi, pos + 4);
+  pos += 8;
+}
+
+/**
+ * Which of `fields` the object has, as a bit mask, provided its own keys are among them and
+ * in their order (JSON then writes them in that order too); undefined values count as
+ * absent, as in JSON. Anything else does not fit.
+ */
+function presence(o: unknown, fields: readonly string[]): number {
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw NO_FIT;
+  let i = 0;
+  let mask = 0;
+  for (const k in o) {
+    if (!Object.hasOwn(o, k)) throw NO_FIT;
+    if ((o as Record<string, unknown>)[k] === undefined) continue;
+    while (i < fields.length && fields[i] !== k) i++;
+    if (i === fields.length) throw NO_FIT;
+    mask |= 1 << i;
+    i++;
+  }
+  return mask;
+}
+
+const LINEAGE_A = ['venue', 'received_at', 'worker_id', 'ingest_seq', 'dedup_id', 'event'] as const;
+const LINEAGE_B = ['venue', 'received_at', 'worker_id', 'ingest_seq', 'dedup_id', 'record'] as const;
+const ALL_LINEAGE = 0b111111;
+
+function writeLineage(m: Record<string, unknown>): void {
+  writeRef(m.received_at);
+  writeUint(m.worker_id);
+  writeU64Text(m.ingest_seq);
+  if (typeof m.dedup_id !== 'string') throw NO_FIT;
+  writeHexish(m.dedup_id);
+}
+
+// Exchange A event: the normaliser's key order. Bits 0..4 are required.
+const EVENT_A = ['market', 'asset_id', 'timestamp', 'hash', 'event_type', 'bids', 'asks', 'changes', 'extra'] as const;
+const A_REQUIRED = 0b11111;
+const LEVEL = ['price', 'size'] as const;
+const CHANGE = ['price', 'side', 'size', 'hash', 'best_bid', 'best_ask'] as const;
+
+function writeLevels(v: unknown): void {
+  if (!Array.isArray(v)) throw NO_FIT;
+  writeVarint(v.length);
+  for (const l of v) {
+    if (presence(l, LEVEL) !== 0b11) throw NO_FIT;
+    const { price, size } = l as { price: unknown; size: unknown };
+    if (typeof price !== 'string' || typeof size !== 'string') throw NO_FIT;
+    writeStr(price);
+    writeStr(size);
+  }
+}
+
+/** A change: flags (bit 0 SELL, bits 1..3 hash, best_bid, best_ask present), then its strings. */
+function writeChanges(v: unknown): void {
+  if (!Array.isArray(v)) throw NO_FIT;
+  writeVarint(v.length);
+  for (const c of v) {
+    const mask = presence(c, CHANGE);
+    if ((mask & 0b111) !== 0b111) throw NO_FIT;
+    const ch = c as Record<string, unknown>;
+    const side = ch.side === 'BUY' ? 0 : ch.side === 'SELL' ? 1 : -1;
+    if (side < 0 || typeof ch.price !== 'string' || typeof ch.size !== 'string') throw NO_FIT;
+    ensure(1);
+    buf[pos++] = side | ((mask >> 2) & 0b1110);
+    writeStr(ch.price);
+    writeStr(ch.size);
+    if (mask & 0b1000) {
+      if (typeof ch.hash !== 'string') throw NO_FIT;
+      writeHexish(ch.hash);
+    }
+    if (mask & 0b10000) {
+      if (typeof ch.best_bid !== 'string') throw NO_FIT;
+      writeStr(ch.best_bid);
+    }
+    if (mask & 0b100000) {
+      if (typeof ch.best_ask !== 'string') throw NO_FIT;
+      writeStr(ch.best_ask);
+    }
+  }
+}
+
+function writeEventA(e: unknown): void {
+  const mask = presence(e, EVENT_A);
+  if ((mask & A_REQUIRED) !== A_REQUIRED) throw NO_FIT;
+  const ev = e as Record<string, unknown>;
+  if (typeof ev.hash !== 'string') throw NO_FIT;
+  writeVarint(mask >> 5);
+  writeRef(ev.market);
+  writeRef(ev.asset_id);
+  writeRef(ev.timestamp);
+  writeHexish(ev.hash);
+  writeRef(ev.event_type);
+  if (mask & (1 << 5)) writeLevels(ev.bids);
+  if (mask & (1 << 6)) writeLevels(ev.asks);
+  if (mask & (1 << 7)) writeChanges(ev.changes);
+  if (mask & (1 << 8)) writeJson(ev.extra);
+}
+
+// Exchange B record: the normaliser's key order over all its record types. Bits 0..5 required.
+const RECORD_B = ['type', 'ticker', 'timestamp', 'epoch_ms', 'sid', 'seq', 'yes', 'no', 'side', 'price', 'delta', 'venue_ts', 'market_id', 'expected_seq', 'data'] as const;
+const B_REQUIRED = 0b111111;
+
+/** Snapshot side: varint 0 for null, else count + 1, then [price, size] string pairs. */
+function writePairs(v: unknown): void {
+  if (v === null) {
+    writeVarint(0);
+    return;
+  }
+  if (!Array.isArray(v)) throw NO_FIT;
+  writeVarint(v.length + 1);
+  for (const p of v) {
+    if (!Array.isArray(p) || p.length !== 2 || typeof p[0] !== 'string' || typeof p[1] !== 'string') throw NO_FIT;
+    writeStr(p[0]);
+    writeStr(p[1]);
+  }
+}
+
+function writeRecordB(r: unknown): void {
+  const mask = presence(r, RECORD_B);
+  if ((mask & B_REQUIRED) !== B_REQUIRED) throw NO_FIT;
+  const rec = r as Record<string, unknown>;
+  writeVarint(mask >> 6);
+  writeRef(rec.type);
+  writeRef(rec.ticker);
+  writeRef(rec.timestamp);
+  writeUint(rec.epoch_ms);
+  writeInt(rec.sid, true);
+  writeInt(rec.seq, true);
+  if (mask & (1 << 6)) writePairs(rec.yes);
+  if (mask & (1 << 7)) writePairs(rec.no);
+  if (mask & (1 << 8)) {
+    ensure(1);
+    if (rec.side === 'yes') buf[pos++] = 0;
+    else if (rec.side === 'no') buf[pos++] = 1;
+    else throw NO_FIT;
+  }
+  if (mask & (1 << 9)) writeNullableStr(rec.price);
+  if (mask & (1 << 10)) writeNullableStr(rec.delta);
+  if (mask & (1 << 11)) writeNullableStr(rec.venue_ts);
+  if (mask & (1 << 12)) writeNullableStr(rec.market_id);
+  if (mask & (1 << 13)) writeInt(rec.expected_seq, false);
+  if (mask & (1 << 14)) writeJson(rec.data);
+}
+
+function writeRecord(m: RawMessage): void {
+  const mark = pos;
+  const tableMark = tableList.length;
+  try {
+    ensure(1);
+    const raw = m as unknown as Record<string, unknown>;
+    if (m.venue === 'exchange-a') {
+      if (presence(raw, LINEAGE_A) !== ALL_LINEAGE) throw NO_FIT;
+      buf[pos++] = REC_A;
+      writeLineage(raw);
+      writeEventA(raw.event);
+    } else if (m.venue === 'exchange-b') {
+      if (presence(raw, LINEAGE_B) !== ALL_LINEAGE) throw NO_FIT;
+      buf[pos++] = REC_B;
+      writeLineage(raw);
+      writeRecordB(raw.record);
+    } else throw NO_FIT;
+  } catch (e) {
+    if (e !== NO_FIT) throw e;
+    // Undo what the record wrote, its strings in the table too, and send its JSON text.
+    pos = mark;
+    for (let i = tableMark; i < tableList.length; i++) table.delete(tableList[i]!);
+    tableList.length = tableMark;
+    ensure(1);
+    buf[pos++] = REC_JSON;
+    writeJson(m);
+  }
+}
+
+/** The binary value of one frame's records of one market (one block). */
+export function encodeRawBinary(messages: readonly RawMessage[]): Buffer {
+  pos = 0;
+  ensure(HEADER);
+  buf[0] = BINARY_MAGIC[0];
+  buf[1] = BINARY_MAGIC[1];
+  buf[2] = BINARY_MAGIC[2];
+  buf[3] = BINARY_VERSION;
+  buf.writeUInt32LE(messages.length, 4);
+  pos = HEADER;
+  if (messages.length > 0) {
+    table = new Map();
+    tableList = [];
+    writeVarint(messages.length);
+    for (const m of messages) writeRecord(m);
+  }
+  const out = Buffer.allocUnsafe(pos);
+  buf.copy(out, 0, 0, pos);
+  // A burst of large values must not keep a large scratch buffer alive for good.
+  if (buf.length > 4 * 1024 * 1024) buf = Buffer.allocUnsafe(64 * 1024);
+  return out;
+}
+
+/** True when the value starts as a binary value does (any version). */
+export function isBinaryValue(value: Uint8Array): boolean {
+  return value.length >= 3 && value[0] === BINARY_MAGIC[0] && value[1] === BINARY_MAGIC[1] && value[2] === BINARY_MAGIC[2];
+}
+
+/** Records a binary value says it holds, or null when its header is not a version-1 header. */
+export function binaryRecordCount(value: Uint8Array): number | null {
+  if (value.length < HEADER || !isBinaryValue(value) || value[3] !== BINARY_VERSION) return null;
+  return (value[4]! | (value[5]! << 8) | (value[6]! << 16)) + value[7]! * 2 ** 24;
+}
+
+/** Version-1 values merged behind one header: their blocks in order, the counts summed. */
+export function concatRawBinary(values: readonly Buffer[]): Buffer {
+  let total = 0;
+  for (const v of values) {
+    const n = binaryRecordCount(v);
+    if (n === null) throw new Error('concatRawBinary: not a version-1 binary value');
+    total += n;
+  }
+  const head = Buffer.allocUnsafe(HEADER);
+  head.set(BINARY_MAGIC, 0);
+  head[3] = BINARY_VERSION;
+  head.writeUInt32LE(total, 4);
+  return Buffer.concat([head, ...values.map((v) => v.subarray(HEADER))]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reader: every length and index is checked against what is there, so a truncated or
+// corrupt value is refused (Corrupt) instead of read past its end or half-decoded.
+
+let rb: Buffer = Buffer.alloc(0);
+let rp = 0;
+let rend = 0;
+let rtable: string[] = [];
+
+function need(n: number, what: string): void {
+  if (rp + n > rend) throw new Corrupt(`truncated in ${what} at byte ${rp}`);
+}
+
+function readVarint(what: string): number {
+  let v = 0;
+  let mul = 1;
+  for (let i = 0; i < 8; i++) {
+    if (rp >= rend) throw new Corrupt(`truncated in ${what} at byte ${rp}`);
+    const b = rb[rp++]!;
+    v += (b & 0x7f) * mul;
+    if (b < 0x80) return v;
+    mul *= 0x80;
+  }
+  throw new Corrupt(`${what}: varint longer than 8 bytes at byte ${rp}`);
+}
+
+function readByte(what: string): number {
+  if (rp >= rend) throw new Corrupt(`truncated in ${what} at byte ${rp}`);
+  return rb[rp++]!;
+}
+
+/** `len` bytes of text; short ASCII by hand (the common case: prices, sizes, ids). */
+function readText(len: number, what: string): string {
+  need(len, what);
+  const start = rp;
+  rp += len;
+  if (len <= 24) {
+    let ascii = true;
+    for (let i = start; i < rp; i++) if (rb[i]! >= 0x80) ascii = false;
+    if (ascii) {
+      // String.fromCharCode with the bytes: no call into C++ for a few characters.
+      switch (len) {
+        case 0: return '';
+        case 1: return String.fromCharCode(rb[start]!);
+        case 2: return String.fromCharCode(rb[start]!, rb[start + 1]!);
+        case 3: return String.fromCharCode(rb[start]!, rb[start + 1]!, rb[start + 2]!);
+        case 4: return String.fromCharCode(rb[start]!, rb[start + 1]!, rb[start + 2]!, rb[start + 3]!);
+        default: return String.fromCharCode.apply(null, rb.subarray(start, rp) as unknown as number[]);
+      }
+    }
+  }
+  const s = rb.toString('utf8', start, rp);
+  // Bytes that are not UTF-8 would come back as U+FFFD: another text than was sent.
+  if (s.includes('\ufffd') && Buffer.byteLength(s, 'utf8') !== len) throw new Corrupt(`${what}: not UTF-8`);
+  return s;
+}
+
+function readStr(what: string): string {
+  return readText(readVarint(what), what);
+}
+
+function readNullableStr(what: string): string | null {
+  const n = readVarint(what);
+  return n === 0 ? null : readText(n - 1, what);
+}
+
+function readHexish(what: string): string {
+  const h = readVarint(what);
+  if (h & 1) {
+    const bytes = Math.floor(h / 4);
+    need(bytes, what);
+    const s = rb.toString('hex', rp, rp + bytes);
+    rp += bytes;
+    return h & 2 ? `0x${s}` : s;
+  }
+  return readText(h / 2, what);
+}
+
+function readRef(what: string): string {
+  const t = readVarint(what);
+  if (t === 0) {
+    const s = readStr(what);
+    rtable.push(s);
+    return s;
+  }
+  const s = rtable[t - 1];
+  if (s === undefined) throw new Corrupt(`${what}: string reference ${t} beyond the ${rtable.length} of its block`);
+  return s;
+}
+
+function readInt(nullable: boolean, what: string): number | null {
+  let z = readVarint(what);
+  if (nullable) {
+    if (z === 0) return null;
+    z -= 1;
+  }
+  if (z > 2 ** 53) throw new Corrupt(`${what}: integer out of range`);
+  return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+}
+
+function readJson(what: string): unknown {
+  const text = readStr(what);
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new Corrupt(`${what}: bad JSON (${(e as Error).message})`);
+  }
+}
+
+/** Inverse of writeU64Text: long division of the four 16-bit limbs by 10^10. */
+function readU64Text(): string {
+  need(8, 'ingest_seq');
+  const lo = rb.readUInt32LE(rp);
+  const hi = rb.readUInt32LE(rp + 4);
+  rp += 8;
+  if (hi < 2 ** 21) return String(hi * 2 ** 32 + lo);
+  const D = 1e10;
+  let rem = 0;
+  let q = 0;
+  for (const limb of [hi >>> 16, hi & 0xffff, lo >>> 16, lo & 0xffff]) {
+    const cur = rem * 65536 + limb;
+    const d = Math.floor(cur / D);
+    rem = cur - d * D;
+    q = q * 65536 + d;
+  }
+  return `${q}${String(rem).padStart(10, '0')}`;
+}
+
+function readLevels(what: string): Array<{ price: string; size: string }> {
+  const n = readVarint(what);
+  if (n * 2 > rend - rp) throw new Corrupt(`truncated in ${what}: ${n} levels announced`);
+  const out = new Array<{ price: string; size: string }>(n);
+  for (let i = 0; i < n; i++) out[i] = { price: readStr(what), size: readStr(what) };
+  return out;
+}
+
+function readChanges(): unknown[] {
+  const n = readVarint('changes');
+  if (n * 3 > rend - rp) throw new Corrupt(`truncated in changes: ${n} announced`);
+  const out = new Array<unknown>(n);
+  for (let i = 0; i < n; i++) {
+    const f = readByte('changes');
+    if (f > 0b1111) throw new Corrupt(`changes: bad flags ${f}`);
+    const c: Record<string, string> = { price: readStr('change price'), side: f & 1 ? 'SELL' : 'BUY', size: readStr('change size') };
+    if (f & 0b10) c.hash = readHexish('change hash');
+    if (f & 0b100) c.best_bid = readStr('change best_bid');
+    if (f & 0b1000) c.best_ask = readStr('change best_ask');
+    out[i] = c;
+  }
+  return out;
+}
+
+function readEventA(): Record<string, unknown> {
+  const mask = readVarint('event');
+  if (mask > 0b1111) throw new Corrupt(`event: bad field mask ${mask}`);
+  const e: Record<string, unknown> = {
+    market: readRef('market'),
+    asset_id: readRef('asset_id'),
+    timestamp: readRef('timestamp'),
+    hash: readHexish('hash'),
+    event_type: readRef('event_type'),
+  };
+  if (mask & 1) e.bids = readLevels('bids');
+  if (mask & 2) e.asks = readLevels('asks');
+  if (mask & 4) e.changes = readChanges();
+  if (mask & 8) e.extra = readJson('extra');
+  return e;
+}
+
+function readPairs(what: string): Array<[string, string]> | null {
+  const n = readVarint(what);
+  if (n === 0) return null;
+  if ((n - 1) * 2 > rend - rp) throw new Corrupt(`truncated in ${what}: ${n - 1} levels announced`);
+  const out = new Array<[string, string]>(n - 1);
+  for (let i = 0; i < n - 1; i++) out[i] = [readStr(what), readStr(what)];
+  return out;
+}
+
+function readRecordB(): Record<string, unknown> {
+  const mask = readVarint('record');
+  if (mask > 0b111111111) throw new Corrupt(`record: bad field mask ${mask}`);
+  const r: Record<string, unknown> = {
+    type: readRef('type'),
+    ticker: readRef('ticker'),
+    timestamp: readRef('timestamp'),
+    epoch_ms: readVarint('epoch_ms'),
+    sid: readInt(true, 'sid'),
+    seq: readInt(true, 'seq'),
+  };
+  if (mask & 1) r.yes = readPairs('yes');
+  if (mask & 2) r.no = readPairs('no');
+  if (mask & 4) {
+    const s = readByte('side');
+    if (s > 1) throw new Corrupt(`side: bad value ${s}`);
+    r.side = s === 0 ? 'yes' : 'no';
+  }
+  if (mask & 8) r.price = readNullableStr('price');
+  if (mask & 16) r.delta = readNullableStr('delta');
+  if (mask & 32) r.venue_ts = readNullableStr('venue_ts');
+  if (mask & 64) r.market_id = readNullableStr('market_id');
+  if (mask & 128) r.expected_seq = readInt(false, 'expected_seq');
+  if (mask & 256) r.data = readJson('data');
+  return r;
+}
+
+/** When set, the layout of each record read is noted (binaryRecordLayouts). */
+let layouts: Array<'json' | 'a' | 'b'> | null = null;
+
+function readRecord(): RawMessage {
+  const tag = readByte('record tag');
+  layouts?.push(tag === REC_JSON ? 'json' : tag === REC_A ? 'a' : 'b');
+  if (tag === REC_JSON) {
+    const v = readJson('JSON record');
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Corrupt('JSON record is not an object');
+    return v as RawMessage;
+  }
+  if (tag !== REC_A && tag !== REC_B) throw new Corrupt(`unknown record tag ${tag} at byte ${rp - 1}`);
+  const received_at = readRef('received_at');
+  const worker_id = readVarint('worker_id');
+  const ingest_seq = readU64Text();
+  const dedup_id = readHexish('dedup_id');
+  if (tag === REC_A) return { venue: 'exchange-a', received_at, worker_id, ingest_seq, dedup_id, event: readEventA() } as unknown as RawMessage;
+  return { venue: 'exchange-b', received_at, worker_id, ingest_seq, dedup_id, record: readRecordB() } as unknown as RawMessage;
+}
+
+export type BinaryDecoded = { ok: true; messages: RawMessage[] } | { ok: false; reason: string };
+
+/**
+ * The records of a binary value, or why it is refused: a version this reader does not know,
+ * a header that does not match, or a value cut short or corrupt anywhere. All or nothing.
+ */
+export function decodeRawBinary(value: Buffer): BinaryDecoded {
+  if (!isBinaryValue(value)) return { ok: false, reason: 'not a binary raw value' };
+  if (value.length < 4) return { ok: false, reason: 'binary value truncated in its header' };
+  if (value[3] !== BINARY_VERSION) return { ok: false, reason: `binary value of version ${value[3]}, this reader knows version ${BINARY_VERSION}` };
+  const count = binaryRecordCount(value);
+  if (count === null) return { ok: false, reason: 'binary value truncated in its header' };
+  rb = value;
+  rp = HEADER;
+  rend = value.length;
+  // Every record takes at least 2 bytes: a count beyond that is a corrupt header, not an allocation.
+  if (count * 2 > rend - rp) return { ok: false, reason: `binary value announces ${count} records in ${rend - rp} bytes` };
+  const messages = new Array<RawMessage>(count);
+  let got = 0;
+  try {
+    while (rp < rend) {
+      const n = readVarint('block count');
+      if (n === 0 || got + n > count) throw new Corrupt(`block of ${n} records at byte ${rp} exceeds the ${count} announced`);
+      rtable = [];
+      for (let i = 0; i < n; i++) messages[got++] = readRecord();
+    }
+    if (got !== count) throw new Corrupt(`truncated: ${got} of ${count} records`);
+    return { ok: true, messages };
+  } catch (e) {
+    if (e instanceof Corrupt) return { ok: false, reason: `binary value refused: ${e.message}` };
+    // Nothing above should throw otherwise; still, a bad value must never crash the sink.
+    return { ok: false, reason: `binary value refused: ${(e as Error).message}` };
+  } finally {
+    rb = Buffer.alloc(0);
+    rtable = [];
+  }
+}
+
+/**
+ * The layout each record of a value travels in (the compact one of its venue, or its JSON
+ * text): for the tests and the benchmark, which check that capture's shapes stay compact.
+ */
+export function binaryRecordLayouts(value: Buffer): Array<'json' | 'a' | 'b'> {
+  layouts = [];
+  try {
+    const d = decodeRawBinary(value);
+    if (!d.ok) throw new Error(d.reason);
+    return layouts;
+  } finally {
+    layouts = null;
+  }
+}
