@@ -32,6 +32,12 @@ class Corrupt extends Error {}
 
 // ---------------------------------------------------------------------------------------
 // Writer: one growing scratch buffer, reused; each value is copied out of it.
+//
+// BUILTINS: no String.prototype.charCodeAt on the hot path. Once any module subclasses
+// String (ioredis does: `class VerbatimString extends String`), V8 stops inlining charCodeAt
+// in the whole process, and a loop over a 40-character id costs five times as much (53 →
+// 290 ns, Node 20); every process that encodes these values loads ioredis. Buffer's
+// utf8Write / hexWrite, regular expressions and String.fromCharCode are not affected.
 
 let buf = Buffer.allocUnsafe(64 * 1024);
 let pos = 0;
@@ -55,123 +61,84 @@ function writeVarint(v: number): void {
   buf[pos++] = v;
 }
 
-/** A string as varint byte length + UTF-8. Short ASCII (most venue text) by hand. */
-function writeStr(s: string): void {
+type WriteBuffer = Buffer & { utf8Write(s: string, offset: number): number; hexWrite(s: string, offset: number): number };
+
+const varintBytes = (v: number): number => (v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x20_0000 ? 3 : v < 0x1000_0000 ? 4 : 5);
+
+/**
+ * `s` as varint (byte length · `mul` + `plus`) and its UTF-8, written by one call into C++
+ * (no charCodeAt: see BUILTINS below). The varint is reserved for the all-ASCII case and the
+ * text moved up when it was longer in UTF-8.
+ */
+function writeText(s: string, mul: number, plus: number): void {
   const n = s.length;
-  if (n < 0x80) {
-    ensure(n + 1);
-    const start = pos + 1;
-    let i = 0;
-    for (; i < n; i++) {
-      const c = s.charCodeAt(i);
-      if (c >= 0x80) break;
-      buf[start + i] = c;
-    }
-    if (i === n) {
-      buf[pos] = n;
-      pos = start + n;
-      return;
-    }
-  }
-  writeUtf8(s);
+  const reserve = varintBytes(n * mul + plus);
+  ensure(reserve + n * 3);
+  const start = pos + reserve;
+  const bytes = (buf as WriteBuffer).utf8Write(s, start);
+  // Fewer bytes than characters cannot be; more means non-ASCII, where a lone surrogate
+  // would have become U+FFFD in UTF-8 while JSON keeps it (as an escape).
+  if (bytes !== n && !wellFormed(s)) throw NO_FIT;
+  const need = varintBytes(bytes * mul + plus);
+  if (need !== reserve) buf.copyWithin(pos + need, start, start + bytes);
+  writeVarint(bytes * mul + plus);
+  pos += bytes;
 }
 
-function writeUtf8(s: string): void {
-  // A lone surrogate would become U+FFFD in UTF-8, where JSON keeps it (as an escape).
-  if (!wellFormed(s)) throw NO_FIT;
-  const bytes = Buffer.byteLength(s, 'utf8');
-  writeVarint(bytes);
-  ensure(bytes);
-  pos += buf.write(s, pos, bytes, 'utf8');
+/** A string as varint byte length + UTF-8. */
+function writeStr(s: string): void {
+  writeText(s, 1, 0);
 }
 
 /** varint 0 for null, else byte length + 1 and the bytes. */
 function writeNullableStr(s: unknown): void {
   if (s === null) {
-    writeVarint(0);
+    ensure(1);
+    buf[pos++] = 0;
     return;
   }
   if (typeof s !== 'string') throw NO_FIT;
-  const n = s.length;
-  if (n < 0x7f) {
-    ensure(n + 1);
-    const start = pos + 1;
-    let i = 0;
-    for (; i < n; i++) {
-      const c = s.charCodeAt(i);
-      if (c >= 0x80) break;
-      buf[start + i] = c;
-    }
-    if (i === n) {
-      buf[pos] = n + 1;
-      pos = start + n;
-      return;
-    }
-  }
-  if (!wellFormed(s)) throw NO_FIT;
-  const bytes = Buffer.byteLength(s, 'utf8');
-  writeVarint(bytes + 1);
-  ensure(bytes);
-  pos += buf.write(s, pos, bytes, 'utf8');
+  writeText(s, 1, 1);
 }
 
-const hexVal = new Int8Array(128).fill(-1);
-for (let i = 0; i < 10; i++) hexVal[0x30 + i] = i;
-for (let i = 0; i < 6; i++) hexVal[0x61 + i] = 10 + i;
+const HEX = /^(?:[0-9a-f]{2})+$/;
+const HEX_0X = /^0x(?:[0-9a-f]{2})+$/;
 
 /**
  * A string that is usually lower-case hex (hashes, ids): varint h, then h >> 2 raw bytes
  * when bit 0 is set (bit 1: a "0x" prefix), else h >> 1 bytes of UTF-8 text.
  */
 function writeHexish(s: string): void {
-  const n = s.length;
-  const prefix = n >= 2 && s.charCodeAt(0) === 0x30 && s.charCodeAt(1) === 0x78 ? 2 : 0;
-  const digits = n - prefix;
-  if (digits > 0 && digits % 2 === 0) {
-    const bytes = digits / 2;
-    const mark = pos;
-    writeVarint(bytes * 4 + (prefix ? 3 : 1));
+  const plain = HEX.test(s);
+  if (plain || HEX_0X.test(s)) {
+    const bytes = plain ? s.length / 2 : s.length / 2 - 1;
+    writeVarint(bytes * 4 + (plain ? 1 : 3));
     ensure(bytes);
-    let ok = true;
-    for (let i = 0; i < bytes; i++) {
-      const a = s.charCodeAt(prefix + 2 * i);
-      const b = s.charCodeAt(prefix + 2 * i + 1);
-      const hi = a < 128 ? hexVal[a]! : -1;
-      const lo = b < 128 ? hexVal[b]! : -1;
-      if (hi < 0 || lo < 0) {
-        ok = false;
-        break;
-      }
-      buf[pos + i] = (hi << 4) | lo;
-    }
-    if (ok) {
-      pos += bytes;
-      return;
-    }
-    pos = mark;
-  }
-  if (!wellFormed(s)) throw NO_FIT;
-  const bytes = Buffer.byteLength(s, 'utf8');
-  writeVarint(bytes * 2);
-  ensure(bytes);
-  pos += buf.write(s, pos, bytes, 'utf8');
-}
-
-/** Strings that repeat inside a block: varint 0 and the text (which joins the table), or index + 1. */
-let table = new Map<string, number>();
-let tableList: string[] = [];
-
-function writeRef(s: unknown): void {
-  if (typeof s !== 'string') throw NO_FIT;
-  const at = table.get(s);
-  if (at !== undefined) {
-    writeVarint(at + 1);
+    pos += (buf as WriteBuffer).hexWrite(plain ? s : s.slice(2), pos);
     return;
   }
-  writeVarint(0);
-  writeStr(s);
-  table.set(s, tableList.length);
-  tableList.push(s);
+  writeText(s, 2, 0);
+}
+
+/**
+ * Fields whose text repeats from record to record of a block (the market, the asset, the
+ * receive time of a frame…): varint 0 when the text is the one this field had in the block's
+ * previous record that has it, else byte length + 1 and the text. A slot per field.
+ */
+const SLOT = { received_at: 0, market: 1, asset_id: 2, timestamp_a: 3, event_type: 4, type: 5, ticker: 6, timestamp_b: 7 } as const;
+const SLOTS = 8;
+const prev: Array<string | undefined> = new Array<string | undefined>(SLOTS).fill(undefined);
+const prevSaved: Array<string | undefined> = new Array<string | undefined>(SLOTS).fill(undefined);
+
+function writeRef(slot: number, s: unknown): void {
+  if (typeof s !== 'string') throw NO_FIT;
+  if (prev[slot] === s) {
+    ensure(1);
+    buf[pos++] = 0;
+    return;
+  }
+  writeNullableStr(s);
+  prev[slot] = s;
 }
 
 function writeUint(v: unknown): void {
@@ -200,6 +167,8 @@ function writeJson(v: unknown): void {
 }
 
 const MAX_U64_TEXT = '18446744073709551615';
+/** Canonical: "0" or no leading zero (other spellings would not come back as sent). */
+const U64_TEXT = /^(?:0|[1-9]\d{0,19})$/;
 
 /**
  * ingest_seq: a UInt64 as canonical decimal text ("0" or no leading zero), written as 8
@@ -208,21 +177,17 @@ const MAX_U64_TEXT = '18446744073709551615';
 function writeU64Text(s: unknown): void {
   if (typeof s !== 'string') throw NO_FIT;
   const n = s.length;
-  if (n === 0 || n > 20 || (n > 1 && s.charCodeAt(0) === 0x30)) throw NO_FIT;
-  for (let i = 0; i < n; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) throw NO_FIT;
-  }
-  if (n === 20 && s > MAX_U64_TEXT) throw NO_FIT;
+  if (!U64_TEXT.test(s) || (n === 20 && s > MAX_U64_TEXT)) throw NO_FIT;
+  // The digits before the last ten, and the last ten: each exact in a double.
+  const a = n > 10 ? Number(s.slice(0, n - 10)) : 0;
+  const b = n > 10 ? Number(s.slice(n - 10)) : Number(s);
   let hi: number;
   let lo: number;
-  if (n <= 15) {
-    const v = Number(s);
+  const v = a * 1e10 + b; // exact when at most 2^53 (rounding is monotonic, so the test is too)
+  if (v <= Number.MAX_SAFE_INTEGER) {
     hi = Math.floor(v / 2 ** 32);
     lo = v - hi * 2 ** 32;
   } else {
-    const a = Number(s.slice(0, n - 10));
-    const b = Number(s.slice(n - 10));
     const ah = Math.floor(a / 65536);
     const al = a - ah * 65536;
     const x = al * 1e10 + b; // < 2^50
@@ -248,8 +213,9 @@ function presence(o: unknown, fields: readonly string[]): number {
   if (typeof o !== 'object' || o === null || Array.isArray(o)) throw NO_FIT;
   let i = 0;
   let mask = 0;
+  // for-in without an own-property test (which doubles its cost): records are plain objects
+  // from the normalisers or JSON.parse, never objects with enumerable inherited keys.
   for (const k in o) {
-    if (!Object.hasOwn(o, k)) throw NO_FIT;
     if ((o as Record<string, unknown>)[k] === undefined) continue;
     while (i < fields.length && fields[i] !== k) i++;
     if (i === fields.length) throw NO_FIT;
@@ -264,7 +230,7 @@ const LINEAGE_B = ['venue', 'received_at', 'worker_id', 'ingest_seq', 'dedup_id'
 const ALL_LINEAGE = 0b111111;
 
 function writeLineage(m: Record<string, unknown>): void {
-  writeRef(m.received_at);
+  writeRef(SLOT.received_at, m.received_at);
   writeUint(m.worker_id);
   writeU64Text(m.ingest_seq);
   if (typeof m.dedup_id !== 'string') throw NO_FIT;
@@ -324,11 +290,11 @@ function writeEventA(e: unknown): void {
   const ev = e as Record<string, unknown>;
   if (typeof ev.hash !== 'string') throw NO_FIT;
   writeVarint(mask >> 5);
-  writeRef(ev.market);
-  writeRef(ev.asset_id);
-  writeRef(ev.timestamp);
+  writeRef(SLOT.market, ev.market);
+  writeRef(SLOT.asset_id, ev.asset_id);
+  writeRef(SLOT.timestamp_a, ev.timestamp);
   writeHexish(ev.hash);
-  writeRef(ev.event_type);
+  writeRef(SLOT.event_type, ev.event_type);
   if (mask & (1 << 5)) writeLevels(ev.bids);
   if (mask & (1 << 6)) writeLevels(ev.asks);
   if (mask & (1 << 7)) writeChanges(ev.changes);
@@ -359,9 +325,9 @@ function writeRecordB(r: unknown): void {
   if ((mask & B_REQUIRED) !== B_REQUIRED) throw NO_FIT;
   const rec = r as Record<string, unknown>;
   writeVarint(mask >> 6);
-  writeRef(rec.type);
-  writeRef(rec.ticker);
-  writeRef(rec.timestamp);
+  writeRef(SLOT.type, rec.type);
+  writeRef(SLOT.ticker, rec.ticker);
+  writeRef(SLOT.timestamp_b, rec.timestamp);
   writeUint(rec.epoch_ms);
   writeInt(rec.sid, true);
   writeInt(rec.seq, true);
@@ -383,7 +349,7 @@ function writeRecordB(r: unknown): void {
 
 function writeRecord(m: RawMessage): void {
   const mark = pos;
-  const tableMark = tableList.length;
+  for (let i = 0; i < SLOTS; i++) prevSaved[i] = prev[i];
   try {
     ensure(1);
     const raw = m as unknown as Record<string, unknown>;
@@ -400,10 +366,9 @@ function writeRecord(m: RawMessage): void {
     } else throw NO_FIT;
   } catch (e) {
     if (e !== NO_FIT) throw e;
-    // Undo what the record wrote, its strings in the table too, and send its JSON text.
+    // Undo what the record wrote, its repeated-field slots too, and send its JSON text.
     pos = mark;
-    for (let i = tableMark; i < tableList.length; i++) table.delete(tableList[i]!);
-    tableList.length = tableMark;
+    for (let i = 0; i < SLOTS; i++) prev[i] = prevSaved[i];
     ensure(1);
     buf[pos++] = REC_JSON;
     writeJson(m);
@@ -421,8 +386,7 @@ export function encodeRawBinary(messages: readonly RawMessage[]): Buffer {
   buf.writeUInt32LE(messages.length, 4);
   pos = HEADER;
   if (messages.length > 0) {
-    table = new Map();
-    tableList = [];
+    prev.fill(undefined);
     writeVarint(messages.length);
     for (const m of messages) writeRecord(m);
   }
@@ -463,10 +427,11 @@ export function concatRawBinary(values: readonly Buffer[]): Buffer {
 // Reader: every length and index is checked against what is there, so a truncated or
 // corrupt value is refused (Corrupt) instead of read past its end or half-decoded.
 
-let rb: Buffer = Buffer.alloc(0);
+const EMPTY = Buffer.alloc(0);
+let rb: Buffer = EMPTY;
 let rp = 0;
 let rend = 0;
-let rtable: string[] = [];
+const rprev: Array<string | undefined> = new Array<string | undefined>(SLOTS).fill(undefined);
 
 function need(n: number, what: string): void {
   if (rp + n > rend) throw new Corrupt(`truncated in ${what} at byte ${rp}`);
@@ -490,28 +455,25 @@ function readByte(what: string): number {
   return rb[rp++]!;
 }
 
-/** `len` bytes of text; short ASCII by hand (the common case: prices, sizes, ids). */
+type SliceBuffer = Buffer & { utf8Slice(start: number, end: number): string };
+
+/** `len` bytes of text: a few ASCII bytes by hand (no call into C++), else one slice. */
 function readText(len: number, what: string): string {
   need(len, what);
   const start = rp;
-  rp += len;
-  if (len <= 24) {
-    let ascii = true;
-    for (let i = start; i < rp; i++) if (rb[i]! >= 0x80) ascii = false;
-    if (ascii) {
-      // String.fromCharCode with the bytes: no call into C++ for a few characters.
-      switch (len) {
-        case 0: return '';
-        case 1: return String.fromCharCode(rb[start]!);
-        case 2: return String.fromCharCode(rb[start]!, rb[start + 1]!);
-        case 3: return String.fromCharCode(rb[start]!, rb[start + 1]!, rb[start + 2]!);
-        case 4: return String.fromCharCode(rb[start]!, rb[start + 1]!, rb[start + 2]!, rb[start + 3]!);
-        default: return String.fromCharCode.apply(null, rb.subarray(start, rp) as unknown as number[]);
-      }
+  const end = (rp += len);
+  if (len <= 8) {
+    let s = '';
+    let i = start;
+    for (; i < end; i++) {
+      const c = rb[i]!;
+      if (c >= 0x80) break;
+      s += String.fromCharCode(c);
     }
+    if (i === end) return s;
   }
-  const s = rb.toString('utf8', start, rp);
-  // Bytes that are not UTF-8 would come back as U+FFFD: another text than was sent.
+  const s = (rb as SliceBuffer).utf8Slice(start, end);
+  // Bytes that are not UTF-8 come back as U+FFFD: another text than was sent.
   if (s.includes('\ufffd') && Buffer.byteLength(s, 'utf8') !== len) throw new Corrupt(`${what}: not UTF-8`);
   return s;
 }
@@ -537,15 +499,15 @@ function readHexish(what: string): string {
   return readText(h / 2, what);
 }
 
-function readRef(what: string): string {
-  const t = readVarint(what);
-  if (t === 0) {
-    const s = readStr(what);
-    rtable.push(s);
+function readRef(slot: number, what: string): string {
+  const n = readVarint(what);
+  if (n === 0) {
+    const s = rprev[slot];
+    if (s === undefined) throw new Corrupt(`${what}: repeats a text its block has not had`);
     return s;
   }
-  const s = rtable[t - 1];
-  if (s === undefined) throw new Corrupt(`${what}: string reference ${t} beyond the ${rtable.length} of its block`);
+  const s = readText(n - 1, what);
+  rprev[slot] = s;
   return s;
 }
 
@@ -575,17 +537,28 @@ function readU64Text(): string {
   const hi = rb.readUInt32LE(rp + 4);
   rp += 8;
   if (hi < 2 ** 21) return String(hi * 2 ** 32 + lo);
+  // Limb by limb, high first: each step's dividend stays below 10^10 · 2^16 < 2^50.
   const D = 1e10;
-  let rem = 0;
-  let q = 0;
-  for (const limb of [hi >>> 16, hi & 0xffff, lo >>> 16, lo & 0xffff]) {
-    const cur = rem * 65536 + limb;
-    const d = Math.floor(cur / D);
-    rem = cur - d * D;
-    q = q * 65536 + d;
-  }
-  return `${q}${String(rem).padStart(10, '0')}`;
+  let cur = hi >>> 16;
+  let q = Math.floor(cur / D);
+  let rem = cur - q * D;
+  cur = rem * 65536 + (hi & 0xffff);
+  let d = Math.floor(cur / D);
+  rem = cur - d * D;
+  q = q * 65536 + d;
+  cur = rem * 65536 + (lo >>> 16);
+  d = Math.floor(cur / D);
+  rem = cur - d * D;
+  q = q * 65536 + d;
+  cur = rem * 65536 + (lo & 0xffff);
+  d = Math.floor(cur / D);
+  rem = cur - d * D;
+  q = q * 65536 + d;
+  const low = String(rem);
+  return q === 0 ? low : String(q) + ZEROS[10 - low.length] + low;
 }
+
+const ZEROS = Array.from({ length: 11 }, (_, i) => '0'.repeat(i));
 
 function readLevels(what: string): Array<{ price: string; size: string }> {
   const n = readVarint(what);
@@ -615,11 +588,11 @@ function readEventA(): Record<string, unknown> {
   const mask = readVarint('event');
   if (mask > 0b1111) throw new Corrupt(`event: bad field mask ${mask}`);
   const e: Record<string, unknown> = {
-    market: readRef('market'),
-    asset_id: readRef('asset_id'),
-    timestamp: readRef('timestamp'),
+    market: readRef(SLOT.market, 'market'),
+    asset_id: readRef(SLOT.asset_id, 'asset_id'),
+    timestamp: readRef(SLOT.timestamp_a, 'timestamp'),
     hash: readHexish('hash'),
-    event_type: readRef('event_type'),
+    event_type: readRef(SLOT.event_type, 'event_type'),
   };
   if (mask & 1) e.bids = readLevels('bids');
   if (mask & 2) e.asks = readLevels('asks');
@@ -641,9 +614,9 @@ function readRecordB(): Record<string, unknown> {
   const mask = readVarint('record');
   if (mask > 0b111111111) throw new Corrupt(`record: bad field mask ${mask}`);
   const r: Record<string, unknown> = {
-    type: readRef('type'),
-    ticker: readRef('ticker'),
-    timestamp: readRef('timestamp'),
+    type: readRef(SLOT.type, 'type'),
+    ticker: readRef(SLOT.ticker, 'ticker'),
+    timestamp: readRef(SLOT.timestamp_b, 'timestamp'),
     epoch_ms: readVarint('epoch_ms'),
     sid: readInt(true, 'sid'),
     seq: readInt(true, 'seq'),
@@ -676,7 +649,7 @@ function readRecord(): RawMessage {
     return v as RawMessage;
   }
   if (tag !== REC_A && tag !== REC_B) throw new Corrupt(`unknown record tag ${tag} at byte ${rp - 1}`);
-  const received_at = readRef('received_at');
+  const received_at = readRef(SLOT.received_at, 'received_at');
   const worker_id = readVarint('worker_id');
   const ingest_seq = readU64Text();
   const dedup_id = readHexish('dedup_id');
@@ -707,7 +680,7 @@ export function decodeRawBinary(value: Buffer): BinaryDecoded {
     while (rp < rend) {
       const n = readVarint('block count');
       if (n === 0 || got + n > count) throw new Corrupt(`block of ${n} records at byte ${rp} exceeds the ${count} announced`);
-      rtable = [];
+      rprev.fill(undefined);
       for (let i = 0; i < n; i++) messages[got++] = readRecord();
     }
     if (got !== count) throw new Corrupt(`truncated: ${got} of ${count} records`);
@@ -717,8 +690,8 @@ export function decodeRawBinary(value: Buffer): BinaryDecoded {
     // Nothing above should throw otherwise; still, a bad value must never crash the sink.
     return { ok: false, reason: `binary value refused: ${(e as Error).message}` };
   } finally {
-    rb = Buffer.alloc(0);
-    rtable = [];
+    rb = EMPTY;
+    rprev.fill(undefined);
   }
 }
 
