@@ -40,8 +40,11 @@ function decodeAny(v: Buffer): RawMessage[] {
 export type Decoded = { ok: true; messages: RawMessage[] } | { ok: false; reason: string };
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
-/** ingest_seq is a UInt64: a larger number would wrap inside the engine. */
-const MAX_INGEST_SEQ = 2n ** 64n - 1n;
+/**
+ * ingest_seq is a UInt64: a larger number would wrap inside the engine. Twenty digits are
+ * compared as text (equal lengths compare as numbers do), which spares a BigInt per record.
+ */
+const MAX_INGEST_SEQ_TEXT = (2n ** 64n - 1n).toString();
 /** worker_id is a UInt32: a larger integer would wrap. */
 const MAX_WORKER_ID = 0xffff_ffff;
 /** sid and seq are Nullable(Int64): a larger integer would wrap, `true` or "5" would become a number. */
@@ -80,13 +83,19 @@ export function decodeRawMessages(venue: Venue, value: Buffer | null): Decoded {
  * worker_id, a fractional sid) is left to it: the sink then dead-letters that record alone
  * and keeps the other records of its message, where a refusal here takes the whole message.
  */
+let lastGoodReceivedAt: string | undefined;
+
 function check(venue: Venue, m: unknown): string | null {
   if (typeof m !== 'object' || m === null) return 'not an object';
   const r = m as Record<string, unknown>;
   if (r.venue !== venue) return `venue ${String(r.venue)} on the ${venue} topic`;
-  const badTime = receiveTimeError('received_at', r.received_at);
-  if (badTime) return badTime;
-  if (!isStr(r.ingest_seq) || !/^\d{1,20}$/.test(r.ingest_seq) || BigInt(r.ingest_seq) > MAX_INGEST_SEQ) return 'bad ingest_seq (a UInt64 as decimal text)';
+  // The records of a frame (and of a value's frames) share their receive time: checked once.
+  if (r.received_at !== lastGoodReceivedAt) {
+    const badTime = receiveTimeError('received_at', r.received_at);
+    if (badTime) return badTime;
+    lastGoodReceivedAt = r.received_at as string;
+  }
+  if (!isStr(r.ingest_seq) || !/^\d{1,20}$/.test(r.ingest_seq) || (r.ingest_seq.length === 20 && r.ingest_seq > MAX_INGEST_SEQ_TEXT)) return 'bad ingest_seq (a UInt64 as decimal text)';
   if (!isStr(r.dedup_id) || r.dedup_id === '') return 'bad dedup_id';
   if (typeof r.worker_id !== 'number' || (Number.isInteger(r.worker_id) && r.worker_id > MAX_WORKER_ID)) return 'bad worker_id (a UInt32)';
   if (venue === 'exchange-a') {
