@@ -228,6 +228,24 @@ describe('binary raw values: arbitrary records', () => {
     );
   });
 
+  it('values larger than a slab, and many in a row: each one handed out stays as written', () => {
+    const [a] = venueValues()[0]! as ExchangeAMessage[];
+    const big: ExchangeAMessage = { ...a!, event: { ...a!.event, bids: Array.from({ length: 30_000 }, (_, i) => ({ price: `0.${i}`, size: `${i}.25` })), extra: { note: 'é'.repeat(200_000) } } };
+    const small = venueValues().flat();
+    const values: Buffer[] = [];
+    const copies: Buffer[] = []; // taken as each value is handed out, before the next is written
+    const keep = (v: Buffer) => (values.push(v), copies.push(Buffer.from(v)));
+    keep(encodeRawBinary(small));
+    keep(encodeRawBinary([big]));
+    for (let i = 0; i < 3_000; i++) keep(encodeRawBinary([small[i % small.length]!]));
+    keep(encodeRawBinary([big, big]));
+    expect(values[1]!.length).toBeGreaterThan(256 * 1024);
+    values.forEach((v, i) => expect(v.equals(copies[i]!)).toBe(true));
+    expect(roundTrip([big])).toStrictEqual([big]);
+    expect(decodeRawBinary(values[0]!)).toStrictEqual({ ok: true, messages: small });
+    expect(decodeRawBinary(values.at(-1)!)).toStrictEqual({ ok: true, messages: [big, big] });
+  });
+
   it('merged values decode to the records of each in order', () => {
     fc.assert(
       fc.property(fc.array(fc.array(anyMessage, { maxLength: 4 }), { minLength: 1, maxLength: 5 }), (lists) => {

@@ -31,7 +31,8 @@ const NO_FIT = Symbol('no-fit');
 class Corrupt extends Error {}
 
 // ---------------------------------------------------------------------------------------
-// Writer: one growing scratch buffer, reused; each value is copied out of it.
+// Writer: values are written one after the other into a slab and handed out as views of it
+// (no copy); a value that outgrows the slab moves to a new one.
 //
 // BUILTINS: no String.prototype.charCodeAt on the hot path. Once any module subclasses
 // String (ioredis does: `class VerbatimString extends String`), V8 stops inlining charCodeAt
@@ -39,14 +40,21 @@ class Corrupt extends Error {}
 // 290 ns, Node 20); every process that encodes these values loads ioredis. Buffer's
 // utf8Write / hexWrite, regular expressions and String.fromCharCode are not affected.
 
-let buf = Buffer.allocUnsafe(64 * 1024);
+const SLAB = 256 * 1024;
+let buf = Buffer.allocUnsafeSlow(SLAB);
+/** Where the value being written starts in `buf`, and the next byte to write. */
+let base = 0;
 let pos = 0;
 
+/** Room for `n` more bytes: else the value so far moves to a new slab (earlier values keep theirs). */
 function ensure(n: number): void {
   if (pos + n <= buf.length) return;
-  const next = Buffer.allocUnsafe(Math.max(buf.length * 2, pos + n));
-  buf.copy(next, 0, 0, pos);
+  const used = pos - base;
+  const next = Buffer.allocUnsafeSlow(Math.max(SLAB, (used + n) * 2));
+  buf.copy(next, 0, base, pos);
   buf = next;
+  base = 0;
+  pos = used;
 }
 
 /** String.prototype.isWellFormed (Node 20; the project's TypeScript lib predates it). */
@@ -73,7 +81,8 @@ const varintBytes = (v: number): number => (v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 
 function writeText(s: string, mul: number, plus: number): void {
   const n = s.length;
   const reserve = varintBytes(n * mul + plus);
-  ensure(reserve + n * 3);
+  // Also room for a longer varint and writeVarint's own check: nothing may move the text.
+  ensure(reserve + n * 3 + 10);
   const start = pos + reserve;
   const bytes = (buf as WriteBuffer).utf8Write(s, start);
   // Fewer bytes than characters cannot be; more means non-ASCII, where a lone surrogate
@@ -348,7 +357,7 @@ function writeRecordB(r: unknown): void {
 }
 
 function writeRecord(m: RawMessage): void {
-  const mark = pos;
+  const mark = pos - base; // relative: the value may move to another slab meanwhile
   for (let i = 0; i < SLOTS; i++) prevSaved[i] = prev[i];
   try {
     ensure(1);
@@ -367,7 +376,7 @@ function writeRecord(m: RawMessage): void {
   } catch (e) {
     if (e !== NO_FIT) throw e;
     // Undo what the record wrote, its repeated-field slots too, and send its JSON text.
-    pos = mark;
+    pos = base + mark;
     for (let i = 0; i < SLOTS; i++) prev[i] = prevSaved[i];
     ensure(1);
     buf[pos++] = REC_JSON;
@@ -377,24 +386,25 @@ function writeRecord(m: RawMessage): void {
 
 /** The binary value of one frame's records of one market (one block). */
 export function encodeRawBinary(messages: readonly RawMessage[]): Buffer {
-  pos = 0;
+  if (buf.length - pos < 4096) {
+    buf = Buffer.allocUnsafeSlow(SLAB);
+    pos = 0;
+  }
+  base = pos;
   ensure(HEADER);
-  buf[0] = BINARY_MAGIC[0];
-  buf[1] = BINARY_MAGIC[1];
-  buf[2] = BINARY_MAGIC[2];
-  buf[3] = BINARY_VERSION;
-  buf.writeUInt32LE(messages.length, 4);
-  pos = HEADER;
+  buf[pos] = BINARY_MAGIC[0];
+  buf[pos + 1] = BINARY_MAGIC[1];
+  buf[pos + 2] = BINARY_MAGIC[2];
+  buf[pos + 3] = BINARY_VERSION;
+  buf.writeUInt32LE(messages.length, pos + 4);
+  pos += HEADER;
   if (messages.length > 0) {
     prev.fill(undefined);
     writeVarint(messages.length);
     for (const m of messages) writeRecord(m);
   }
-  const out = Buffer.allocUnsafe(pos);
-  buf.copy(out, 0, 0, pos);
-  // A burst of large values must not keep a large scratch buffer alive for good.
-  if (buf.length > 4 * 1024 * 1024) buf = Buffer.allocUnsafe(64 * 1024);
-  return out;
+  // The next value starts after this one: the view handed out is never written again.
+  return buf.subarray(base, pos);
 }
 
 /** True when the value starts as a binary value does (any version). */
@@ -555,8 +565,18 @@ function readU64Text(): string {
   rem = cur - d * D;
   q = q * 65536 + d;
   const low = String(rem);
-  return q === 0 ? low : String(q) + ZEROS[10 - low.length] + low;
+  if (q === 0) return low;
+  // Consecutive numbers share their digits above the last ten (10^10 is about 1.2 s of
+  // receive time): the text of those is kept from the previous record.
+  if (q !== lastHighQ) {
+    lastHighQ = q;
+    lastHighText = String(q);
+  }
+  return lastHighText + ZEROS[10 - low.length] + low;
 }
+
+let lastHighQ = -1;
+let lastHighText = '';
 
 const ZEROS = Array.from({ length: 11 }, (_, i) => '0'.repeat(i));
 
