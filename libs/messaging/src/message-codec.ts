@@ -2,7 +2,7 @@ import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import { BatchingProducer, type Topics } from './kafka.ts';
 import { binaryRecordCount, concatRawBinary, decodeRawBinary, encodeRawBinary, isBinaryValue } from './raw-binary.codec.ts';
-import { MAX_EVENT_DATE, MAX_EVENT_MS, parseCaptureGap, receiveTimeError, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
+import { MAX_EVENT_DATE, MAX_EVENT_MS, MAX_RECEIVED_MS, parseCaptureGap, receiveTimeError, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
 
 /**
  * Kafka value of a raw topic: the records one frame produced for one market (one message
@@ -84,17 +84,35 @@ export function decodeRawMessages(venue: Venue, value: Buffer | null): Decoded {
  * and keeps the other records of its message, where a refusal here takes the whole message.
  */
 let lastGoodReceivedAt: string | undefined;
+/** "YYYY-MM-DDTHH:MM:" of the last good receive time in capture's own spelling, when a minute from the range's end. */
+let goodMinute: string | undefined;
+const CAPTURE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:[0-5]\d\.\d{3}Z$/;
+const SAME_MINUTE_TAIL = /^.{17}[0-5]\d\.\d{3}Z$/;
+
+/**
+ * receiveTimeError, without its two Date.parse calls in the common case: the records of a
+ * frame share their receive time (checked once), and one in the same minute as a good one,
+ * spelled as capture spells it (toISOString), is good too. Every other value takes the full check.
+ */
+function receivedAtError(v: unknown): string | null {
+  if (v === lastGoodReceivedAt) return null;
+  if (typeof v === 'string' && v.length === 24 && goodMinute !== undefined && v.startsWith(goodMinute) && SAME_MINUTE_TAIL.test(v)) {
+    lastGoodReceivedAt = v;
+    return null;
+  }
+  const bad = receiveTimeError('received_at', v);
+  if (bad) return bad;
+  lastGoodReceivedAt = v as string;
+  if (CAPTURE_TIME.test(v as string) && Date.parse(v as string) < MAX_RECEIVED_MS - 60_000) goodMinute = (v as string).slice(0, 17);
+  return null;
+}
 
 function check(venue: Venue, m: unknown): string | null {
   if (typeof m !== 'object' || m === null) return 'not an object';
   const r = m as Record<string, unknown>;
   if (r.venue !== venue) return `venue ${String(r.venue)} on the ${venue} topic`;
-  // The records of a frame (and of a value's frames) share their receive time: checked once.
-  if (r.received_at !== lastGoodReceivedAt) {
-    const badTime = receiveTimeError('received_at', r.received_at);
-    if (badTime) return badTime;
-    lastGoodReceivedAt = r.received_at as string;
-  }
+  const badTime = receivedAtError(r.received_at);
+  if (badTime) return badTime;
   if (!isStr(r.ingest_seq) || !/^\d{1,20}$/.test(r.ingest_seq) || (r.ingest_seq.length === 20 && r.ingest_seq > MAX_INGEST_SEQ_TEXT)) return 'bad ingest_seq (a UInt64 as decimal text)';
   if (!isStr(r.dedup_id) || r.dedup_id === '') return 'bad dedup_id';
   if (typeof r.worker_id !== 'number' || (Number.isInteger(r.worker_id) && r.worker_id > MAX_WORKER_ID)) return 'bad worker_id (a UInt32)';
