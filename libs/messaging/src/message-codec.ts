@@ -1,7 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import { BatchingProducer, type Topics } from './kafka.ts';
-import { binaryRecordCount, concatRawBinary, decodeRawBinary, encodeRawBinary, isBinaryValue } from './raw-binary.codec.ts';
+import { binaryRecordCount, concatRawBinary, decodeRawBinary, decodeRawBinaryLayouts, encodeRawBinary, isBinaryValue } from './raw-binary.codec.ts';
 import { MAX_EVENT_DATE, MAX_EVENT_MS, MAX_RECEIVED_MS, parseCaptureGap, receiveTimeError, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
 
 /**
@@ -53,11 +53,12 @@ const fitsInt64OrNull = (v: unknown): boolean => v === null || v === undefined |
 export function decodeRawMessages(venue: Venue, value: Buffer | null): Decoded {
   if (value === null) return { ok: false, reason: 'empty message value' };
   if (isBinaryValue(value)) {
-    const d = decodeRawBinary(value);
+    const { decoded: d, layouts } = decodeRawBinaryLayouts(value);
     if (!d.ok) return d;
-    // The layout proves the types; the rules on values (times, ranges, the topic's venue) still apply.
+    // The rules on values (times, ranges, the topic's venue) apply to every record; a compact
+    // record's ingest_seq was a UInt64 on the wire, so its text needs no second look.
     for (let i = 0; i < d.messages.length; i++) {
-      const reason = check(venue, d.messages[i]);
+      const reason = check(venue, d.messages[i], layouts[i] !== 'json');
       if (reason) return { ok: false, reason: `record ${i}: ${reason}` };
     }
     return d;
@@ -107,13 +108,13 @@ function receivedAtError(v: unknown): string | null {
   return null;
 }
 
-function check(venue: Venue, m: unknown): string | null {
+function check(venue: Venue, m: unknown, u64Seq = false): string | null {
   if (typeof m !== 'object' || m === null) return 'not an object';
   const r = m as Record<string, unknown>;
   if (r.venue !== venue) return `venue ${String(r.venue)} on the ${venue} topic`;
   const badTime = receivedAtError(r.received_at);
   if (badTime) return badTime;
-  if (!isStr(r.ingest_seq) || !/^\d{1,20}$/.test(r.ingest_seq) || (r.ingest_seq.length === 20 && r.ingest_seq > MAX_INGEST_SEQ_TEXT)) return 'bad ingest_seq (a UInt64 as decimal text)';
+  if (!u64Seq && (!isStr(r.ingest_seq) || !/^\d{1,20}$/.test(r.ingest_seq) || (r.ingest_seq.length === 20 && r.ingest_seq > MAX_INGEST_SEQ_TEXT))) return 'bad ingest_seq (a UInt64 as decimal text)';
   if (!isStr(r.dedup_id) || r.dedup_id === '') return 'bad dedup_id';
   if (typeof r.worker_id !== 'number' || (Number.isInteger(r.worker_id) && r.worker_id > MAX_WORKER_ID)) return 'bad worker_id (a UInt32)';
   if (venue === 'exchange-a') {

@@ -717,15 +717,21 @@ export function decodeRawBinary(value: Buffer): BinaryDecoded {
 
 /**
  * The layout each record of a value travels in (the compact one of its venue, or its JSON
- * text): for the tests and the benchmark, which check that capture's shapes stay compact.
+ * text): for the sink's checks (a compact record's ingest_seq is a UInt64 by construction),
+ * and for the tests and the benchmark, which check that capture's shapes stay compact.
  */
-export function binaryRecordLayouts(value: Buffer): Array<'json' | 'a' | 'b'> {
-  layouts = [];
+export function decodeRawBinaryLayouts(value: Buffer): { decoded: BinaryDecoded; layouts: Array<'json' | 'a' | 'b'> } {
+  const noted: Array<'json' | 'a' | 'b'> = [];
+  layouts = noted;
   try {
-    const d = decodeRawBinary(value);
-    if (!d.ok) throw new Error(d.reason);
-    return layouts;
+    return { decoded: decodeRawBinary(value), layouts: noted };
   } finally {
     layouts = null;
   }
+}
+
+export function binaryRecordLayouts(value: Buffer): Array<'json' | 'a' | 'b'> {
+  const { decoded, layouts: noted } = decodeRawBinaryLayouts(value);
+  if (!decoded.ok) throw new Error(decoded.reason);
+  return noted;
 }
