@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '@booktape/config';
 import type { ExchangeBRecord, RawMessage } from '@booktape/domain';
-import { topicNames, type BatchingProducer } from '@booktape/messaging';
+import { decodeRawMessages, topicNames, type BatchingProducer } from '@booktape/messaging';
 import { CaptureFileWriter } from '@booktape/venues';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CapturePipeline } from './capture-pipeline.ts';
@@ -24,8 +24,8 @@ afterEach(async () => {
 });
 
 function pipeline(files?: CaptureFileWriter): { p: CapturePipeline; records: () => ExchangeBRecord[] } {
-  const sent: string[] = [];
-  const producer = { buffered: 0, send: async (m: { topic: string; value: string }) => void sent.push(m.topic === topics.raw['exchange-b'] ? m.value : '[]') };
+  const sent: Buffer[] = [];
+  const producer = { buffered: 0, send: async (m: { topic: string; value: string | Buffer }) => void (m.topic === topics.raw['exchange-b'] && sent.push(Buffer.from(m.value))) };
   const p = new CapturePipeline({
     producer: producer as unknown as BatchingProducer,
     topics,
@@ -33,7 +33,14 @@ function pipeline(files?: CaptureFileWriter): { p: CapturePipeline; records: () 
     log: silentLogger(),
     ...(files ? { files: { 'exchange-b': files } } : {}),
   });
-  return { p, records: () => sent.flatMap((v) => (JSON.parse(v) as RawMessage[]).map((m) => (m as { record: ExchangeBRecord }).record)) };
+  return { p, records: () => sent.flatMap((v) => decoded(v).map((m) => (m as { record: ExchangeBRecord }).record)) };
+}
+
+/** A raw value as the sink reads it: a value it would refuse fails the test. */
+function decoded(v: Buffer): RawMessage[] {
+  const d = decodeRawMessages('exchange-b', v);
+  if (!d.ok) throw new Error(d.reason);
+  return d.messages;
 }
 
 const topics = topicNames('t.');

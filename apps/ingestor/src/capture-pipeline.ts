@@ -1,7 +1,7 @@
 import type { Logger } from '@booktape/config';
 import type { CaptureBoundary, CaptureGap, DeadLetter, RawMessage, Venue } from '@booktape/domain';
 import { marketKey } from '@booktape/domain';
-import { encodeRawMessages, type BatchingProducer, type Topics } from '@booktape/messaging';
+import { encodeRawValue, type BatchingProducer, type Topics } from '@booktape/messaging';
 import { ExchangeBNormaliser, Sequencer, normaliseExchangeA, type CaptureFileWriter } from '@booktape/venues';
 
 /** What became of one frame: records sent, a control message, or refused (dead-lettered) and why. */
@@ -112,7 +112,7 @@ export class CapturePipeline {
     // Every message is buffered synchronously, before any await: a later frame's messages
     // can then never overtake this frame's on the same market.
     const sends: Promise<void>[] = [];
-    for (const [key, list] of byMarket) sends.push(this.deps.producer.send({ topic: this.deps.topics.raw[venue], key, value: encodeRawMessages(list) }));
+    for (const [key, list] of byMarket) sends.push(this.deps.producer.send({ topic: this.deps.topics.raw[venue], key, value: encodeRawValue(list) }));
     await Promise.all(sends);
     return { kind: 'records' };
   }

@@ -118,7 +118,8 @@ export interface ExchangeBMessage extends Lineage {
 
 /**
  * One record as capture produces it. Kafka carries the records of one market and frame
- * together, as one JSON array keyed by market (message-codec in libs/messaging).
+ * together in one value keyed by market: binary, or a JSON array before issue 23
+ * (docs/rules/kafka-records.md; message-codec in libs/messaging).
  */
 export type RawMessage = ExchangeAMessage | ExchangeBMessage;
 

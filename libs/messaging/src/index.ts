@@ -6,3 +6,4 @@ export * from './rollup-queue.ts';
 export * from './rollup-state.ts';
 export * from './status-report.ts';
 export * from './rollup-worker-liveness.ts';
+export * from './raw-binary.codec.ts';

@@ -92,7 +92,7 @@ export interface BatchingProducerOptions {
    * message per market and flush instead of per frame divides it by the batch size, and
    * a market's records keep their order inside the merged value.
    */
-  coalesce?: (values: string[]) => string;
+  coalesce?: (values: Array<string | Buffer>) => string | Buffer;
   /** The topics whose messages `coalesce` may merge (their values must suit it). */
   coalesceTopics?: ReadonlySet<string>;
   /** A message the broker refuses as too large, even alone: it is not sent again. */
@@ -107,7 +107,8 @@ function tooLarge(e: unknown): boolean {
 export interface OutgoingMessage {
   topic: string;
   key: string;
-  value: string;
+  /** Text (JSON) or bytes (the binary raw value): `length` is what the request caps count. */
+  value: string | Buffer;
 }
 
 /**
@@ -245,8 +246,8 @@ export class BatchingProducer {
   }
 
   /** Messages grouped by topic and key, each group in buffer order. */
-  private group(batch: OutgoingMessage[]): Array<[string, string, string[]]> {
-    const groups = new Map<string, [string, string, string[]]>();
+  private group(batch: OutgoingMessage[]): Array<[string, string, Array<string | Buffer>]> {
+    const groups = new Map<string, [string, string, Array<string | Buffer>]>();
     for (const m of batch) {
       const id = `${m.topic}\u0000${m.key}`;
       let g = groups.get(id);

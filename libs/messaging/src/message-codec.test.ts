@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { MAX_RECEIVED_MS, receiveTimeError } from '@booktape/domain';
+import { encodeRawValue } from './message-codec.ts';
 import { DEAD_LETTER_FRAME_CHARS, concatRawMessages, deadLetterFrame, decodeCaptureGap, decodeRawMessages, rawRecordCount, tooLargeDeadLetter } from './message-codec.ts';
 
 const b = (record: Record<string, unknown>) =>
@@ -64,6 +67,32 @@ describe('raw message decoding', () => {
     const value = (worker_id: number, sid: number) => Buffer.from(JSON.stringify([{ venue: 'exchange-b', received_at: '2026-05-01T00:00:00.000Z', worker_id, ingest_seq: '12', dedup_id: 'd', record: { ...goodB, sid } }]));
     expect(decodeRawMessages('exchange-b', value(-1, 1)).ok).toBe(true);
     expect(decodeRawMessages('exchange-b', value(1, 1.5)).ok).toBe(true);
+  });
+});
+
+describe('receive time checks', () => {
+  // The check skips its Date.parse for a time in the minute of a good one: it must still
+  // accept exactly what receiveTimeError accepts, whatever came before, in JSON and binary values.
+  const near = (ms: number) => fc.integer({ min: -120_000, max: 120_000 }).map((d) => ms + d);
+  const time = fc.oneof(near(Date.UTC(2026, 4, 1)), near(MAX_RECEIVED_MS), near(0), fc.integer({ min: -1e13, max: 1e13 })).filter((ms) => Math.abs(ms) <= 8.64e15);
+  const spelling = fc.oneof(
+    time.map((ms) => new Date(ms).toISOString()),
+    fc.tuple(time, fc.constantFrom(':60.000Z', ':59.999Z', ':5x.000Z', ':00.000+01:00', ':00.00Z', ':00Z', ':99.000Z')).map(([ms, tail]) => new Date(ms).toISOString().slice(0, 16) + tail),
+    fc.string(),
+  );
+  it('accepts exactly what receiveTimeError accepts, in any order', () => {
+    fc.assert(
+      fc.property(fc.array(spelling, { minLength: 1, maxLength: 12 }), fc.boolean(), (times, binary) => {
+        for (const received_at of times) {
+          const m = { venue: 'exchange-b', received_at, worker_id: 1, ingest_seq: '12', dedup_id: 'd', record: goodB };
+          const value = binary ? encodeRawValue([m as never]) : Buffer.from(JSON.stringify([m]));
+          const d = decodeRawMessages('exchange-b', value);
+          const expected = receiveTimeError('received_at', received_at);
+          expect(d.ok ? null : d.reason).toBe(expected === null ? null : `record 0: ${expected}`);
+        }
+      }),
+      { numRuns: 1500 },
+    );
   });
 });
 

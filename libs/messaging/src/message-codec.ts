@@ -1,27 +1,50 @@
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import { BatchingProducer, type Topics } from './kafka.ts';
-import { MAX_EVENT_DATE, MAX_EVENT_MS, parseCaptureGap, receiveTimeError, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
+import { binaryRecordCount, concatRawBinary, decodeRawBinary, decodeRawBinaryLayouts, encodeRawBinary, isBinaryValue } from './raw-binary.codec.ts';
+import { MAX_EVENT_DATE, MAX_EVENT_MS, MAX_RECEIVED_MS, parseCaptureGap, receiveTimeError, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
 
 /**
- * Kafka value of a raw topic: a JSON array of the records one frame produced for one market
- * (one message per market and frame keeps a market's order and divides the message count).
- * Decoding refuses (for the dead-letter topic) what the sink could not store as it came.
+ * Kafka value of a raw topic: the records one frame produced for one market (one message
+ * per market and frame keeps a market's order and divides the message count). Capture and
+ * replay write the binary value (raw-binary.codec.ts, docs/rules/kafka-records.md); the
+ * sink reads that and the JSON array written before it, mixed in one batch. Decoding
+ * refuses (for the dead-letter topic) what the sink could not store as it came.
  */
+export function encodeRawValue(messages: readonly RawMessage[]): Buffer {
+  return encodeRawBinary(messages);
+}
+
+/** The JSON array value (what capture wrote before the binary value; dead letters keep it as text). */
 export function encodeRawMessages(messages: RawMessage[]): string {
   return JSON.stringify(messages);
 }
 
-/** Merges encoded arrays in order: the producer's coalesce function for raw topics. */
-export function concatRawMessages(values: string[]): string {
-  return `[${values.map((v) => v.slice(1, -1)).join(',')}]`;
+/**
+ * Merges encoded values in order: the producer's coalesce function for raw topics. JSON
+ * arrays stay a JSON array; binary values become one binary value (their blocks behind one
+ * header). A JSON value among binary ones is re-encoded: only a test mixes them.
+ */
+export function concatRawMessages(values: ReadonlyArray<string | Buffer>): string | Buffer {
+  if (values.every((v) => typeof v === 'string')) return `[${(values as string[]).map((v) => v.slice(1, -1)).join(',')}]`;
+  return concatRawBinary(values.map((v) => (typeof v === 'string' ? encodeRawBinary(JSON.parse(v) as RawMessage[]) : binaryRecordCount(v) === null ? encodeRawBinary(decodeAny(v)) : v)));
+}
+
+/** A buffer value's records, for re-encoding in concat: what is not a raw value is a bug upstream. */
+function decodeAny(v: Buffer): RawMessage[] {
+  const d = isBinaryValue(v) ? decodeRawBinary(v) : { ok: true as const, messages: JSON.parse(v.toString('utf8')) as RawMessage[] };
+  if (!d.ok) throw new Error(`concatRawMessages: ${d.reason}`);
+  return d.messages;
 }
 
 export type Decoded = { ok: true; messages: RawMessage[] } | { ok: false; reason: string };
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
-/** ingest_seq is a UInt64: a larger number would wrap inside the engine. */
-const MAX_INGEST_SEQ = 2n ** 64n - 1n;
+/**
+ * ingest_seq is a UInt64: a larger number would wrap inside the engine. Twenty digits are
+ * compared as text (equal lengths compare as numbers do), which spares a BigInt per record.
+ */
+const MAX_INGEST_SEQ_TEXT = (2n ** 64n - 1n).toString();
 /** worker_id is a UInt32: a larger integer would wrap. */
 const MAX_WORKER_ID = 0xffff_ffff;
 /** sid and seq are Nullable(Int64): a larger integer would wrap, `true` or "5" would become a number. */
@@ -29,6 +52,17 @@ const fitsInt64OrNull = (v: unknown): boolean => v === null || v === undefined |
 
 export function decodeRawMessages(venue: Venue, value: Buffer | null): Decoded {
   if (value === null) return { ok: false, reason: 'empty message value' };
+  if (isBinaryValue(value)) {
+    const { decoded: d, layouts } = decodeRawBinaryLayouts(value);
+    if (!d.ok) return d;
+    // The rules on values (times, ranges, the topic's venue) apply to every record; a compact
+    // record's ingest_seq was a UInt64 on the wire, so its text needs no second look.
+    for (let i = 0; i < d.messages.length; i++) {
+      const reason = check(venue, d.messages[i], layouts[i] !== 'json');
+      if (reason) return { ok: false, reason: `record ${i}: ${reason}` };
+    }
+    return d;
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(value.toString('utf8'));
@@ -50,13 +84,37 @@ export function decodeRawMessages(venue: Venue, value: Buffer | null): Decoded {
  * worker_id, a fractional sid) is left to it: the sink then dead-letters that record alone
  * and keeps the other records of its message, where a refusal here takes the whole message.
  */
-function check(venue: Venue, m: unknown): string | null {
+let lastGoodReceivedAt: string | undefined;
+/** "YYYY-MM-DDTHH:MM:" of the last good receive time in capture's own spelling, when a minute from the range's end. */
+let goodMinute: string | undefined;
+const CAPTURE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:[0-5]\d\.\d{3}Z$/;
+const SAME_MINUTE_TAIL = /^.{17}[0-5]\d\.\d{3}Z$/;
+
+/**
+ * receiveTimeError, without its two Date.parse calls in the common case: the records of a
+ * frame share their receive time (checked once), and one in the same minute as a good one,
+ * spelled as capture spells it (toISOString), is good too. Every other value takes the full check.
+ */
+function receivedAtError(v: unknown): string | null {
+  if (v === lastGoodReceivedAt) return null;
+  if (typeof v === 'string' && v.length === 24 && goodMinute !== undefined && v.startsWith(goodMinute) && SAME_MINUTE_TAIL.test(v)) {
+    lastGoodReceivedAt = v;
+    return null;
+  }
+  const bad = receiveTimeError('received_at', v);
+  if (bad) return bad;
+  lastGoodReceivedAt = v as string;
+  if (CAPTURE_TIME.test(v as string) && Date.parse(v as string) < MAX_RECEIVED_MS - 60_000) goodMinute = (v as string).slice(0, 17);
+  return null;
+}
+
+function check(venue: Venue, m: unknown, u64Seq = false): string | null {
   if (typeof m !== 'object' || m === null) return 'not an object';
   const r = m as Record<string, unknown>;
   if (r.venue !== venue) return `venue ${String(r.venue)} on the ${venue} topic`;
-  const badTime = receiveTimeError('received_at', r.received_at);
+  const badTime = receivedAtError(r.received_at);
   if (badTime) return badTime;
-  if (!isStr(r.ingest_seq) || !/^\d{1,20}$/.test(r.ingest_seq) || BigInt(r.ingest_seq) > MAX_INGEST_SEQ) return 'bad ingest_seq (a UInt64 as decimal text)';
+  if (!u64Seq && (!isStr(r.ingest_seq) || !/^\d{1,20}$/.test(r.ingest_seq) || (r.ingest_seq.length === 20 && r.ingest_seq > MAX_INGEST_SEQ_TEXT))) return 'bad ingest_seq (a UInt64 as decimal text)';
   if (!isStr(r.dedup_id) || r.dedup_id === '') return 'bad dedup_id';
   if (typeof r.worker_id !== 'number' || (Number.isInteger(r.worker_id) && r.worker_id > MAX_WORKER_ID)) return 'bad worker_id (a UInt32)';
   if (venue === 'exchange-a') {
@@ -101,7 +159,11 @@ export function deadLetterFrame(text: string, limit = DEAD_LETTER_FRAME_CHARS): 
 }
 
 /** How many records an encoded raw-topic value holds (0 when it is not an array of them). */
-export function rawRecordCount(value: string): number {
+export function rawRecordCount(value: string | Buffer): number {
+  if (typeof value !== 'string') {
+    if (isBinaryValue(value)) return binaryRecordCount(value) ?? 0;
+    value = value.toString('utf8');
+  }
   try {
     const v: unknown = JSON.parse(value);
     return Array.isArray(v) ? v.length : 0;
@@ -114,11 +176,22 @@ export function rawRecordCount(value: string): number {
  * The dead letter for a raw-topic value the broker refused as too large (even alone): the
  * venue of its topic, the reason with its size and record count, and the head of the value.
  */
-export function tooLargeDeadLetter(venue: Venue | null, value: string, receivedAt: Date): string {
+export function tooLargeDeadLetter(venue: Venue | null, value: string | Buffer, receivedAt: Date): string {
   const records = rawRecordCount(value);
-  const { frame, truncated } = deadLetterFrame(value);
-  const reason = `kafka refused a message of ${value.length} characters (${records} record(s)) as larger than the broker accepts${truncated ? `; ${truncated}` : ''}`;
-  return JSON.stringify({ venue, received_at: receivedAt.toISOString(), reason, frame });
+  const { text, encoding } = typeof value === 'string' ? { text: value, encoding: 'utf8' as const } : deadLetterText(value);
+  const { frame, truncated } = deadLetterFrame(text);
+  const unit = typeof value === 'string' ? 'characters' : 'bytes';
+  const reason = `kafka refused a message of ${value.length} ${unit} (${records} record(s)) as larger than the broker accepts${truncated ? `; ${truncated}` : ''}`;
+  return JSON.stringify({ venue, received_at: receivedAt.toISOString(), reason, frame, ...(encoding === 'base64' ? { frame_encoding: encoding } : {}) });
+}
+
+/**
+ * The text a dead letter keeps of a Kafka value: JSON (and any other text) as it is; a
+ * binary value in base64, which its `frame_encoding` then says, since as UTF-8 it would be
+ * mangled beyond decoding.
+ */
+export function deadLetterText(value: Buffer): { text: string; encoding: 'utf8' | 'base64' } {
+  return isBinaryValue(value) ? { text: value.toString('base64'), encoding: 'base64' } : { text: value.toString('utf8'), encoding: 'utf8' };
 }
 
 /**

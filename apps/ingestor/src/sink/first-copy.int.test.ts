@@ -4,7 +4,7 @@ import { marketKey, type ExchangeAMessage, type RawMessage } from '@booktape/dom
 import { RawEventsRepository, exchangeAPayload, migrate, type ClickHouse, type StoredMessage } from '@booktape/storage';
 import { Sequencer, normaliseExchangeA } from '@booktape/venues';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
-import { concatRawMessages, decodeRawMessages, encodeRawMessages } from '@booktape/messaging';
+import { concatRawMessages, decodeRawMessages, encodeRawValue } from '@booktape/messaging';
 
 /**
  * First copy wins, end to end (issue 9 point 2), from venue frames to the stored raw order.
@@ -100,9 +100,9 @@ function arrivals(frames: GenFrame[]): Array<{ frame: unknown; receivedMs: numbe
 }
 
 /** The capture's path: normalise, stamp, one value per market and frame (in frame order). */
-function capture(arrived: Array<{ frame: unknown; receivedMs: number }>): { values: Array<{ key: string; value: string }>; messages: ExchangeAMessage[] } {
+function capture(arrived: Array<{ frame: unknown; receivedMs: number }>): { values: Array<{ key: string; value: string | Buffer }>; messages: ExchangeAMessage[] } {
   const sequencer = new Sequencer(7);
-  const values: Array<{ key: string; value: string }> = [];
+  const values: Array<{ key: string; value: string | Buffer }> = [];
   const messages: ExchangeAMessage[] = [];
   for (const a of arrived) {
     const at = new Date(a.receivedMs);
@@ -115,7 +115,7 @@ function capture(arrived: Array<{ frame: unknown; receivedMs: number }>): { valu
       const k = marketKey(m);
       byMarket.set(k, [...(byMarket.get(k) ?? []), m]);
     }
-    for (const [key, list] of byMarket) values.push({ key, value: encodeRawMessages(list) });
+    for (const [key, list] of byMarket) values.push({ key, value: encodeRawValue(list) });
   }
   return { values, messages };
 }
@@ -136,7 +136,7 @@ function cutsOf(n: number, seed: number[]): number[][] {
 interface KafkaMessage {
   partition: number;
   offset: number;
-  value: string;
+  value: string | Buffer;
 }
 
 /**
@@ -144,10 +144,10 @@ interface KafkaMessage {
  * of a key into one message, the partition log assigns offsets, the sink inserts runs of
  * consecutive messages, and (crash) re-delivers from an earlier offset with new boundaries.
  */
-async function pass(repo: RawEventsRepository, values: Array<{ key: string; value: string }>, next: Map<number, number>, partitions: number, cut: number[], crashAt: number | null): Promise<void> {
+async function pass(repo: RawEventsRepository, values: Array<{ key: string; value: string | Buffer }>, next: Map<number, number>, partitions: number, cut: number[], crashAt: number | null): Promise<void> {
   // Producer: per key, consecutive values merged into one message (a flush's coalescing).
   const log = new Map<number, KafkaMessage[]>();
-  const byKey = new Map<string, string[]>();
+  const byKey = new Map<string, Array<string | Buffer>>();
   for (const v of values) byKey.set(v.key, [...(byKey.get(v.key) ?? []), v.value]);
   for (const [key, list] of byKey) {
     const partition = MARKETS.indexOf(key) % partitions;

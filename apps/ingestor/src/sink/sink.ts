@@ -3,7 +3,7 @@ import type { Logger } from '@booktape/config';
 import type { CaptureGap, RawMessage, Venue } from '@booktape/domain';
 import { CaptureGapsRepository, RawEventsRepository, badDataRefusal, type ClickHouse, type StoredMessage } from '@booktape/storage';
 import { InsertGroup } from './insert-group.ts';
-import { deadLetterFrame, decodeCaptureGap, decodeRawMessages, encodeRawMessages, partitionsOf, type PartitionRef, type Topics } from '@booktape/messaging';
+import { deadLetterFrame, deadLetterText, decodeCaptureGap, decodeRawMessages, encodeRawMessages, partitionsOf, type PartitionRef, type Topics } from '@booktape/messaging';
 
 /** A (venue, market, asset, date) that received data: what the rollup queue needs to hear. */
 export type StoredPartition = PartitionRef;
@@ -246,14 +246,16 @@ export function createSink(deps: SinkDeps) {
     log.warn({ topic, partition, offset, reason }, 'message sent to the dead-letter topic');
     // A value near the broker's limit would not fit again once wrapped (JSON escaping
     // grows it) and its send would fail the batch forever: keep its head and say so.
-    const cut = value === null ? null : deadLetterFrame(value.toString('utf8'));
+    // A binary raw value is kept in base64 (`frame_encoding` says so): as UTF-8 it would be lost.
+    const text = value === null ? null : deadLetterText(value);
+    const cut = text === null ? null : deadLetterFrame(text.text);
     await dlqReady();
     await dlq!.send({
       topic: deps.topics.deadLetter,
       messages: [
         {
           key: `${topic}/${partition}/${offset}`,
-          value: JSON.stringify({ venue, received_at: new Date().toISOString(), reason: cut?.truncated ? `${reason}; ${cut.truncated}` : reason, frame: cut?.frame ?? null, source: { topic, partition, offset } }),
+          value: JSON.stringify({ venue, received_at: new Date().toISOString(), reason: cut?.truncated ? `${reason}; ${cut.truncated}` : reason, frame: cut?.frame ?? null, ...(text?.encoding === 'base64' ? { frame_encoding: 'base64' } : {}), source: { topic, partition, offset } }),
         },
       ],
     });
