@@ -29,20 +29,41 @@ export const BOOK_ROW_SQL: Record<BookVenue, string> = {
 
 type Scales = [number[], number[], number[], number[]];
 
+/**
+ * Decimal texts by (mantissa, scale): a book's prices and sizes repeat all day, and making
+ * the text again for every level of every row is most of what reading a row costs. Bounded:
+ * cleared when full.
+ */
+const TEXTS = new Map<number, string>();
+const TEXTS_MAX = 1 << 16;
+
+function decimalText(m: number, s: number): string {
+  // Exact as a key while |m| < 2^44 (a key is m · 512 + s); larger mantissas are not cached.
+  if (m >= 2 ** 44 || m <= -(2 ** 44)) return formatScaled(m, s);
+  const key = m * 512 + s;
+  let t = TEXTS.get(key);
+  if (t === undefined) {
+    if (TEXTS.size >= TEXTS_MAX) TEXTS.clear();
+    t = formatScaled(m, s);
+    TEXTS.set(key, t);
+  }
+  return t;
+}
+
 function levels([p, ps, z, zs]: Scales): PriceLevel[] {
   const out: PriceLevel[] = new Array(p.length);
-  for (let i = 0; i < p.length; i++) out[i] = { price: formatScaled(p[i]!, ps[i]!), size: formatScaled(z[i]!, zs[i]!) };
+  for (let i = 0; i < p.length; i++) out[i] = { price: decimalText(p[i]!, ps[i]!), size: decimalText(z[i]!, zs[i]!) };
   return out;
 }
 
 function pairs([p, ps, z, zs]: Scales): [string, string][] {
   const out: [string, string][] = new Array(p.length);
-  for (let i = 0; i < p.length; i++) out[i] = [formatScaled(p[i]!, ps[i]!), formatScaled(z[i]!, zs[i]!)];
+  for (let i = 0; i < p.length; i++) out[i] = [decimalText(p[i]!, ps[i]!), decimalText(z[i]!, zs[i]!)];
   return out;
 }
 
 function claim(m: number, s: number): string | undefined {
-  return s === SCALE_ABSENT ? undefined : formatScaled(m, s);
+  return s === SCALE_ABSENT ? undefined : decimalText(m, s);
 }
 
 const SIDES = ['', 'BUY', 'SELL'] as const;
@@ -63,7 +84,7 @@ export function exchangeABookRecord(text: string, market: string, asset: string)
     const [p, ps, sd, z, zs, h, bb, bbs, ba, bas] = r.slice(12, 22) as [number[], number[], number[], number[], number[], string[], number[], number[], number[], number[]];
     const changes: PriceChange[] = new Array(p.length);
     for (let i = 0; i < p.length; i++) {
-      const c: PriceChange = { price: formatScaled(p[i]!, ps[i]!), side: SIDES[sd[i]!] as 'BUY' | 'SELL', size: formatScaled(z[i]!, zs[i]!) };
+      const c: PriceChange = { price: decimalText(p[i]!, ps[i]!), side: SIDES[sd[i]!] as 'BUY' | 'SELL', size: decimalText(z[i]!, zs[i]!) };
       if (h[i] !== '') c.hash = h[i]!;
       const bid = claim(bb[i]!, bbs[i]!);
       if (bid !== undefined) c.best_bid = bid;
@@ -87,8 +108,8 @@ export function exchangeBBookRecord(text: string, ticker: string): ExchangeBReco
     rec.no = r[11] === 1 ? null : pairs(r.slice(12, 16) as Scales);
   } else if (rec.type === 'delta') {
     rec.side = r[16] as 'yes' | 'no';
-    rec.price = (r[18] as number) >= SCALE_NULL ? null : formatScaled(r[17] as number, r[18] as number);
-    rec.delta = (r[20] as number) >= SCALE_NULL ? null : formatScaled(r[19] as number, r[20] as number);
+    rec.price = (r[18] as number) >= SCALE_NULL ? null : decimalText(r[17] as number, r[18] as number);
+    rec.delta = (r[20] as number) >= SCALE_NULL ? null : decimalText(r[19] as number, r[20] as number);
   } else if (rec.type === 'gap' && r[5] !== null) {
     rec.expected_seq = r[5] as number;
   }
