@@ -451,21 +451,22 @@ class JsonBytes {
     this.buf = next;
   }
 
+  /** Text not written yet: joined as a string and written in large pieces (see put). */
+  private pending = '';
+
   put(text: string): void {
-    const len = text.length;
-    this.room(len);
-    const buf = this.buf;
-    const off = this.off;
-    for (let k = 0; k < len; k++) {
-      const c = text.charCodeAt(k);
-      if (c > 0x7f) {
-        this.off = off + k;
-        this.putUtf8(text.slice(k));
-        return;
-      }
-      buf[off + k] = c;
-    }
-    this.off = off + len;
+    // Joined, then written natively 64 K characters at a time, not copied by a loop over
+    // charCodeAt: a process that loads ioredis (the API) has String.prototype extended (its
+    // VerbatimString), which makes charCodeAt about four times slower everywhere; a
+    // whole-day answer at R=1 took 0.5 s instead of 0.13 s that way.
+    this.pending += text;
+    if (this.pending.length >= 65_536) this.flush();
+  }
+
+  private flush(): void {
+    if (this.pending === '') return;
+    this.putUtf8(this.pending);
+    this.pending = '';
   }
 
   private putUtf8(text: string): void {
@@ -493,6 +494,7 @@ class JsonBytes {
   }
 
   done(): Buffer {
+    this.flush();
     return this.buf.subarray(0, this.off);
   }
 }
