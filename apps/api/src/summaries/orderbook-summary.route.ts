@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { TooManyBucketsError, summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { TooManyBucketsError, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { summaryBody } from './summary-body.ts';
 import { planSummary, type SummaryPlan } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
@@ -73,7 +74,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
   }
 
   // The body as JSON bytes: the small head stringified, the buckets written from their exact decimals.
-  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: SummaryPlan, date: string | undefined): Buffer => {
+  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: SummaryPlan, date: string | undefined): Promise<Buffer> => {
     const fields = {
       ...head,
       date: date ?? null,
@@ -81,7 +82,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
       resolution_seconds: p.resolution,
       data_points: exact.length,
     };
-    return summaryBucketsJsonBytes(exact, `${JSON.stringify(fields).slice(0, -1)},"data":`, '}');
+    return summaryBody(exact, 'json', `${JSON.stringify(fields).slice(0, -1)},"data":`, '}');
   };
 
   for (const v of VENUES) {
@@ -117,11 +118,9 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           const exact = await guard('ClickHouse', () => summaries.summary({ venue: v.venue, market, asset: assetId }, p));
           const format = query.format ?? 'json';
           const body =
-            format === 'csv'
-              ? summaryBucketsCsvBytes(exact)
-              : format === 'ndjson'
-                ? summaryBucketsNdjsonBytes(exact)
-                : answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date);
+            format === 'json'
+              ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
+              : await summaryBody(exact, format);
           // The answer is whole here: its tag is its digest.
           const finalised = isFinalised(p.window.endMs, Date.now(), config.caching.finalisedAfterMs);
           if (cacheHeaders(req, reply, finalised ? etagOf('summary', format, body) : null, config.caching)) return reply.send(undefined as never);

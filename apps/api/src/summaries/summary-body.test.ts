@@ -1,0 +1,50 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, type ExactBucket } from '@booktape/book';
+import { summaryBody } from './summary-body.ts';
+
+const dec = fc.oneof(fc.constant(null), fc.constantFrom('0.5', '0.01', '12.75', '1'));
+const ohlc = fc.option(fc.record({ open: fc.constantFrom('0.5', '0.49'), high: fc.constant('0.6'), low: fc.constant('0.4'), close: fc.constant('0.55') }), { nil: null });
+const bucket: fc.Arbitrary<ExactBucket> = fc.record({
+  timestamp: fc.integer({ min: 1_700_000_000, max: 1_800_000_000 }).map((s) => s * 1000),
+  quote_count: fc.nat({ max: 50 }),
+  is_forward_filled: fc.boolean(),
+  best_bid: dec,
+  best_bid_size: dec,
+  best_ask: dec,
+  best_ask_size: dec,
+  mid_price: dec,
+  spread: dec,
+  best_bid_ohlc: ohlc,
+  best_ask_ohlc: ohlc,
+  mid_price_ohlc: ohlc,
+  spread_ohlc: ohlc,
+}) as fc.Arbitrary<ExactBucket>;
+
+describe('summary answers written a slice at a time', () => {
+  it('are byte for byte the answers written in one go, in every format and at any slice size', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(bucket, { maxLength: 40 }), fc.integer({ min: 1, max: 9 }), async (buckets, size) => {
+        expect((await summaryBody(buckets, 'json', '{"a":1,"data":', '}', size)).toString()).toBe(summaryBucketsJsonBytes(buckets, '{"a":1,"data":', '}').toString());
+        expect((await summaryBody(buckets, 'ndjson', '', '', size)).toString()).toBe(summaryBucketsNdjsonBytes(buckets).toString());
+        expect((await summaryBody(buckets, 'csv', '', '', size)).toString()).toBe(summaryBucketsCsvBytes(buckets).toString());
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('let other work of the process run between slices', async () => {
+    const buckets = fc.sample(bucket, { numRuns: 50, seed: 1 });
+    let ranBetween = false;
+    setImmediate(() => (ranBetween = true));
+    const body = summaryBody(buckets, 'json', '', '', 10);
+    expect(ranBetween).toBe(false);
+    await body;
+    expect(ranBetween).toBe(true);
+    // One slice: nothing to wait for between slices.
+    let ranSingle = false;
+    setImmediate(() => (ranSingle = true));
+    await summaryBody(buckets.slice(0, 5), 'json', '', '', 10);
+    expect(ranSingle).toBe(false);
+  });
+});
