@@ -39,6 +39,8 @@ const CATALOGUE: CatalogueMarket[] = [
   market({}),
   // An event of two markets: its slug alone is ambiguous.
   market({ conditionId: OTHER, marketId: '9042', slug: 'finals-home-wins', question: 'Home wins?', eventId: '942', eventSlug: 'finals', eventTitle: 'Finals', outcomes: ['Home', 'Away'] }),
+  // A market the catalogue knows no outcome tokens of.
+  market({ conditionId: conditionId(44), marketId: '9044', slug: 'no-tokens-known', eventId: null, eventSlug: null, eventTitle: null, tokenIds: [], outcomes: [] }),
   market({ conditionId: conditionId(43), marketId: '9043', slug: 'finals-away-wins', question: 'Away wins?', eventId: '942', eventSlug: 'finals', eventTitle: 'Finals', tokenIds: ['1', '2'], outcomes: ['yes', 'YES'] }),
 ];
 
@@ -205,6 +207,9 @@ describe('slug and outcome in place of condition_id and asset_id', () => {
     expect(await error(`${base}&outcome=Yes&${ID}`)).toMatchObject({ status: 400, body: { error: { param: 'outcome' } } });
     expect(await error(`/exchange-a/market/data?date=2026-03-01&slug=will-friendly-names-ship&outcome=Yes`)).toMatchObject({ status: 400, body: { error: { param: 'outcome' } } });
     expect(await error(`/exchange-a/market/data?date=2026-03-01&slug=a&slug=b`)).toMatchObject({ status: 400, body: { error: { code: 'invalid_parameter', param: 'slug' } } });
+    expect(await error(`${base}&slug=no-tokens-known&outcome=Yes`)).toMatchObject({ status: 404, body: { error: { code: 'not_found', param: 'outcome' } } });
+    // A raw export holds every token: an outcome is refused there as asset_id is.
+    expect(await error(`/exchange-a/market/export?${S}&outcome=Yes&start_date=2026-03-01&end_date=2026-03-01`)).toMatchObject({ status: 400, body: { error: { code: 'invalid_parameter' } } });
     // Neither slug nor id: the missing id, as before.
     expect(await error(`/exchange-a/market/data?date=2026-03-01`)).toMatchObject({ status: 400, body: { error: { code: 'missing_parameter', param: 'condition_id' } } });
     expect(await error(`${base}&${ID}`)).toMatchObject({ status: 400, body: { error: { code: 'missing_parameter', param: 'asset_id' } } });
