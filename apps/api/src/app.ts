@@ -19,6 +19,7 @@ import { bookRoutes } from './market-data/book.route.ts';
 import { exportRoutes } from './market-data/export.route.ts';
 import { marketDataRoutes } from './market-data/market-data.route.ts';
 import { marketsRoutes } from './market-data/markets.route.ts';
+import { venueAliasRewrite } from './market-data/venues.ts';
 import { healthRoutes } from './monitoring/health.route.ts';
 import { monitoringRoutes } from './monitoring/monitoring.route.ts';
 import type { Services } from './services.ts';
@@ -61,6 +62,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // X-Request-Id: the client's well-formed one or a UUID, on every answer and log line (http/request-id.ts).
     requestIdHeader: false,
     genReqId: genRequestId,
+    // polymarket / kalshi in the path: the same routes as exchange-a / exchange-b (market-data/venues.ts).
+    rewriteUrl: (req) => venueAliasRewrite(req.url ?? '/'),
     // What the router refuses before any hook runs (a path that is not valid percent-encoding,
     // an overlong parameter) answers like every other error, with its request id.
     frameworkErrors: (err, req, res) => {

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
 import { q } from '../http/params.ts';
+import { slugRoute } from '../market-data/market-by-slug.ts';
 import { dataFloor, VENUES, marketOf, venueName, type VenueApi } from '../market-data/venues.ts';
 import type { Services } from '../services.ts';
 import { coverageAnswer } from './coverage.schemas.ts';
@@ -14,7 +15,7 @@ import { COVERAGE_MAX_DAYS, DAY_MS, coverageDays, datesBetween } from './coverag
  * consults before choosing what to download.
  */
 export const coverageRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
-  const { config, coverage, outages, checks, requireKey } = services;
+  const { config, coverage, outages, checks, requireKey, lookup } = services;
   const range = { start_date: q.date(), end_date: q.date() };
 
   async function answer(v: VenueApi, market: string, start: string, end: string) {
@@ -40,6 +41,7 @@ export const coverageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
   const description = `One item per UTC day from start_date to end_date (at most ${COVERAGE_MAX_DAYS} days). Needs a key; not billed. See docs/api.md "Coverage".`;
 
   for (const v of VENUES) {
+    const bySlug = slugRoute(v, lookup, { marketRequired: true, outcome: 'none' });
     app.get(
       `/${v.venue}/market/coverage`,
       {
@@ -48,10 +50,12 @@ export const coverageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
           description,
           tags: [v.venue],
           security: KEY_SECURITY,
-          querystring: z.object({ [v.marketParam]: v.market(), ...range }),
+          answerHeaders: bySlug.answerHeaders,
+          querystring: z.object({ [v.marketParam]: v.market(), ...bySlug.fields, ...range }),
           response: { 200: coverageAnswer(v.marketField).describe('Per UTC day: records, gaps and cross-checks of the market.'), ...errors },
         },
         onRequest: requireKey,
+        ...bySlug.options,
         config: { billable: false },
       },
       async (req) => {

@@ -52,6 +52,8 @@ export const EXPOSED_HEADERS = [
   'RateLimit-Policy',
   'X-Request-Id',
   'X-Export-Days',
+  'X-Resolved-Condition-Id',
+  'X-Resolved-Asset-Id',
 ];
 
 /** Request fields a browser script may send. */

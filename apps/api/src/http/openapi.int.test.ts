@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { aMessage, bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
+import { MarketCatalogueRepository } from '@booktape/storage';
 import { UNLIMITED_PLANS } from '../usage/limits.ts';
 
 /**
@@ -38,7 +39,7 @@ describe('security in the document matches the app', () => {
 });
 
 /** Answer fields a client reads: each one an answer carries must be declared on its operation and status. */
-const WATCHED = ['link', 'x-total-count', 'content-disposition', 'x-export-days', 'etag', 'cache-control', 'retry-after', 'x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy'];
+const WATCHED = ['link', 'x-total-count', 'content-disposition', 'x-export-days', 'etag', 'cache-control', 'retry-after', 'x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'x-resolved-condition-id', 'x-resolved-asset-id'];
 
 describe('response fields in the document match the answers', () => {
   it('every watched field of a real answer is declared on its operation and status', async () => {
@@ -69,6 +70,13 @@ describe('response fields in the document match the answers', () => {
     expect((await call('/api/v1/exchange-a/market/data', `/api/v1/exchange-a/market/data?condition_id=${M}&date=2026-03-01&limit=5&format=ndjson`, { 'if-none-match': tagged.headers.etag as string })).statusCode).toBe(304);
     const file = await call('/api/v1/exchange-a/market/export', `/api/v1/exchange-a/market/export?condition_id=${M}&start_date=2026-03-01&end_date=2026-03-01`);
     expect(file.headers['content-disposition']).toBeDefined();
+    // A market named by slug and outcome: the answer says which ids it resolved to.
+    await new MarketCatalogueRepository(t.ch).upsert([
+      { conditionId: M, marketId: '26', slug: 'doc-headers-market', question: 'Doc?', active: true, closed: false, tokenIds: ['2601', '2602'], outcomes: ['Yes', 'No'], eventId: null, eventSlug: null, eventTitle: null },
+    ]);
+    const bySlug = await call('/api/v1/exchange-a/market/book', `/api/v1/exchange-a/market/book?slug=doc-headers-market&outcome=yes&timestamp=${DAY}`);
+    expect([bySlug.statusCode, bySlug.headers['x-resolved-asset-id']]).toEqual([200, '2601']);
+    await call('/api/v1/exchange-a/market/data/range', `/api/v1/exchange-a/market/data/range?slug=doc-headers-market&${range}&limit=5`);
     await call('/api/v1/exchange-a/market/list', '/api/v1/exchange-a/market/list?limit=0');
     await call('/api/v1/exchange-a/market/coverage', `/api/v1/exchange-a/market/coverage?condition_id=${M}&start_date=2026-03-01&end_date=2026-03-01`);
     await call('/api/v1/exchange-a/market/list', '/api/v1/exchange-a/market/list', { authorization: 'Bearer nope' });

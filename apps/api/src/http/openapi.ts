@@ -30,7 +30,7 @@ declare module 'fastify' {
  * - the response fields each answer carries (docs/api.md, "Answer fields"): X-Request-Id on
  *   every answer; on keyed routes Cache-Control and the RateLimit fields; ETag beside a
  *   304; Retry-After on 429 and 503; and what the route names in `schema.answerHeaders`
- *   (Link, X-Total-Count, Content-Disposition, X-Export-Days);
+ *   (Link, X-Total-Count, Content-Disposition, X-Export-Days, X-Resolved-*);
  * and to the document: the servers entry from the config, and only the component schemas
  * that something references.
  */
@@ -40,7 +40,12 @@ export async function registerOpenApi(app: FastifyInstance, config: ApiConfig): 
       openapi: '3.1.0',
       info: {
         title: 'booktape historical order-book data',
-        description: 'Raw order-book events and availability for exchange A (condition ids) and exchange B (tickers). See docs/api.md.',
+        description:
+          'Raw order-book events and availability for exchange A (condition ids) and exchange B (tickers). See docs/api.md.\n\n' +
+          'Venue names: every path under `/api/v1/exchange-a/` is also served under `/api/v1/polymarket/`, and every path under `/api/v1/exchange-b/` under `/api/v1/kalshi/`. ' +
+          'The alias is the same operation, not a copy: the same answer byte for byte, cursors valid under both spellings, billed as the canonical path. ' +
+          'This document lists the canonical paths only (docs/api.md, "Venue names").\n\n' +
+          'Exchange A markets can be named by `slug` (and outcome tokens by `outcome`) wherever `condition_id` (and `asset_id`) are taken; the ids used come back in X-Resolved-Condition-Id and X-Resolved-Asset-Id (docs/api.md, "Slug and outcome").',
         version: '1.0.0',
         // The repository's LICENSE: clients generated from this document may say what they may do with it.
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
@@ -124,6 +129,8 @@ const ANSWER_HEADERS = {
   'X-Total-Count': { type: 'integer', description: 'Records of the date in all pages together.' },
   'Content-Disposition': { type: 'string', description: '`attachment; filename="<market>_<from>_<to>_<kind>….csv.gz|parquet"`: the file name.' },
   'X-Export-Days': { type: 'integer', description: 'UTC days the file covers: the quota units the request counted.' },
+  'X-Resolved-Condition-Id': { type: 'string', description: 'Requests naming the market by `slug` only: the condition id the slug resolved to (the answer is the one that id gives).' },
+  'X-Resolved-Asset-Id': { type: 'string', description: 'Requests naming the outcome token by `outcome` only: the asset id the outcome resolved to.' },
 } satisfies Record<string, HeaderSpec>;
 
 export type AnswerHeader = keyof typeof ANSWER_HEADERS;

@@ -9,6 +9,7 @@ import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, type Format } from '../
 import { earliestMs, optionalField, parseConditionId, parseInteger, q } from '../http/params.ts';
 import { csvField } from './raw-rows.ts';
 import type { Services } from '../services.ts';
+import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, venueName } from './venues.ts';
 
 const DEPTH_DEFAULT = 10;
@@ -41,7 +42,7 @@ const common = {
  * rollups when left out). Exchange B: the ticker's YES and NO bids.
  */
 export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
-  const { config, requireKey, books, assetMarkets } = services;
+  const { config, requireKey, books, assetMarkets, lookup } = services;
   const depth = () =>
     optionalField((r) => parseInteger(r, 1, DEPTH_MAX), `Levels per side, 1 to ${DEPTH_MAX}. Default ${DEPTH_DEFAULT}.`, { type: 'integer', minimum: 1, maximum: DEPTH_MAX });
   const timestamp = () => q.timestamp('The instant', 'instant');
@@ -53,6 +54,8 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       v.asset
         ? { [v.asset.param]: q.text(v.asset.description, 128), [v.marketParam]: optionalField(parseConditionId, 'Market condition id of the token; found from the rollups when left out.') }
         : { [v.marketParam]: v.market() };
+    // Exchange A: the token by slug and outcome too (market-by-slug.ts).
+    const bySlug = slugRoute(v, lookup, { marketRequired: false, outcome: 'required' });
     type Ids = Record<string, string | undefined>;
     const seriesKey = async (qs: Ids) => {
       let market = qs[v.marketParam];
@@ -63,7 +66,7 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       }
       return { venue: v.venue, market, asset: asset ?? market };
     };
-    const query = z.object({ ...ids(), timestamp: timestamp(), depth: depth() });
+    const query = z.object({ ...ids(), ...bySlug.fields, timestamp: timestamp(), depth: depth() });
     const answer = (
       a
         ? z.object({ asset_id: z.string(), ...common, bids: levels('Bids, highest first.'), asks: levels('Asks, lowest first.') })
@@ -76,10 +79,12 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
           summary: `${v.label} full order book at an instant`,
           tags: [v.venue],
           security: KEY_SECURITY,
+          answerHeaders: bySlug.answerHeaders,
           querystring: query,
           response: { 200: answer, 304: notModified, ...errors },
         },
         onRequest: requireKey,
+        ...bySlug.options,
       },
       async (req, reply) => {
         const qs = req.query as Ids & { timestamp: number; depth?: number };
@@ -105,6 +110,7 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
     const [firstName, secondName] = a ? ['bids', 'asks'] : ['yes', 'no'];
     const seriesQuery = {
       ...ids(),
+      ...bySlug.fields,
       start_timestamp: q.timestamp('Window start', 'start'),
       end_timestamp: q.timestamp('Window end', 'end'),
       interval: optionalField((r) => parseInteger(r, 1, INTERVAL_MAX), `Seconds between snapshots, 1 to ${INTERVAL_MAX}. Default ${INTERVAL_DEFAULT}.`, { type: 'integer', minimum: 1, maximum: INTERVAL_MAX }),
@@ -120,6 +126,7 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
           tags: [v.venue],
           security: KEY_SECURITY,
           produces: FORMAT_MEDIA_TYPES,
+          answerHeaders: bySlug.answerHeaders,
           querystring: z.object(seriesQuery),
           response: {
             200: z.object({
@@ -135,6 +142,7 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
           },
         },
         onRequest: requireKey,
+        ...bySlug.options,
         // A HEAD would read and bill the whole series for nothing (fastify drains a streamed body).
         exposeHeadRoute: false,
       },

@@ -12,6 +12,7 @@ import { earliestMs, optionalField, parseDate, parseInteger, q, requiredField } 
 import type { Services } from '../services.ts';
 import { closeRows, converted, openRows } from './raw-page.ts';
 import { csvField, RawRowsToCsv } from './raw-rows.ts';
+import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, marketOf, venueName } from './venues.ts';
 
 /** What an export is sent as: format=csv, format=parquet (also its OpenAPI media types). */
@@ -51,9 +52,11 @@ const summaryColumn = (name: string) => SUMMARY_TYPES[name] ?? { type: 'Nullable
  * summary buckets, as a gzipped CSV or a Parquet file, streamed.
  */
 export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
-  const { config, requireKey, data, summaries, exports, assetMarkets } = services;
+  const { config, requireKey, data, summaries, exports, assetMarkets, lookup } = services;
   for (const v of VENUES) {
     const floor = dataFloor(v, config);
+    // The outcome (an asset_id) only with kind=summary, as asset_id; the rule below says so.
+    const bySlug = slugRoute(v, lookup, { marketRequired: true, outcome: 'optional' });
     // Every rule about the range and the options is part of the schema, so a request that
     // breaks one is a 400 before the quota is asked (an export costs its days).
     const query = z
@@ -65,6 +68,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         resolution: optionalField((r) => parseInteger(r, 1, 3600), 'kind=summary: bucket seconds, 1 to 3600. Default 60.', { type: 'integer', minimum: 1, maximum: 3600 }),
         format: q.oneOf(['csv', 'parquet'] as const, 'csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns.'),
         ...(v.asset ? { [v.asset.param]: q.optionalText(`kind=summary: one outcome token (${v.asset.description}); default every token with data in the range.`, 128) } : {}),
+        ...bySlug.fields,
       })
       .superRefine((qs, ctx) => {
         const { start_date: from, end_date: to } = qs as { start_date: string; end_date: string };
@@ -85,11 +89,12 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
           tags: [v.venue],
           security: KEY_SECURITY,
           produces: EXPORT_MEDIA_TYPES,
-          answerHeaders: ['Content-Disposition', 'X-Export-Days'],
+          answerHeaders: ['Content-Disposition', 'X-Export-Days', ...bySlug.answerHeaders],
           querystring: query,
           response: { 200: z.string().describe('The file, as an attachment (Content-Disposition names it; X-Export-Days says how many days it covers and counted).'), ...errors },
         },
         onRequest: requireKey,
+        ...bySlug.options,
         // An export counts as the days it covers (the schema has checked the range).
         config: { quotaUnits: (qs: unknown) => daysOf(qs as { start_date: string; end_date: string }) },
         // A HEAD would build and bill the whole export for nothing (fastify drains a streamed body).

@@ -14,11 +14,12 @@ import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, nextLink, type Format }
 import { bothOpen, closeRows, openRows, sendRawPage } from './raw-page.ts';
 import { RawRowsToCsv, RawRowsToJson, type RawRows } from './raw-rows.ts';
 import { datePage as datePageSchema, rangePage as rangePageSchema } from './schemas.ts';
+import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from './venues.ts';
 
 /** Raw data by UTC date (offset pages) and by time range (cursor pages), every venue. */
 export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
-  const { data, config, requireKey, cache } = services;
+  const { data, config, requireKey, cache, lookup } = services;
   /**
    * Where an offset page ended: (venue, market, date, offset + count) → key of its last
    * record. A client walking a date asks next for exactly that offset, and the read then
@@ -139,6 +140,8 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
 
   for (const v of VENUES) {
     const tags = [v.venue];
+    // Exchange A: the market by slug too (market-by-slug.ts); every token of it either way.
+    const bySlug = slugRoute(v, lookup, { marketRequired: true, outcome: 'none' });
     const title = (what: string, alias: boolean) => `${v.label} raw ${v.recordNoun} of one market ${what}${alias ? ' (legacy alias)' : ''}`;
     for (const { url, alias } of venuePaths(v, 'data')) {
       app.get(
@@ -150,8 +153,8 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
             security: KEY_SECURITY,
             deprecated: alias,
             produces: FORMAT_MEDIA_TYPES,
-            answerHeaders: ['X-Total-Count', 'Link'],
-            querystring: z.object({ [v.marketParam]: v.market(), date: q.date(), offset: q.offset(), limit: q.rawLimit(), format: formatField() }),
+            answerHeaders: ['X-Total-Count', 'Link', ...bySlug.answerHeaders],
+            querystring: z.object({ [v.marketParam]: v.market(), ...bySlug.fields, date: q.date(), offset: q.offset(), limit: q.rawLimit(), format: formatField() }),
             response: {
               200: datePageSchema(v.marketField, v.record).describe(`One page of the date's ${v.recordNoun} in serving order (offset pages; the total in X-Total-Count, the next page in Link).`),
               304: notModified,
@@ -159,6 +162,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
             },
           },
           onRequest: requireKey,
+          ...bySlug.options,
         },
         (req, reply) => {
           const { date, offset, limit, format } = req.query as { date: string; offset: number; limit: number; format?: Format };
@@ -176,9 +180,10 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
             security: KEY_SECURITY,
             deprecated: alias,
             produces: FORMAT_MEDIA_TYPES,
-            answerHeaders: ['Link'],
+            answerHeaders: ['Link', ...bySlug.answerHeaders],
             querystring: z.object({
               [v.marketParam]: v.market(),
+              ...bySlug.fields,
               start_timestamp: q.timestamp('Range start', 'start'),
               end_timestamp: q.timestamp('Range end', 'end'),
               cursor: q.cursor(),
@@ -192,6 +197,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
             },
           },
           onRequest: requireKey,
+          ...bySlug.options,
         },
         (req, reply) => {
           const { start_timestamp, end_timestamp, cursor, limit, format } = req.query as { start_timestamp: number; end_timestamp: number; cursor?: string; limit: number; format?: Format };

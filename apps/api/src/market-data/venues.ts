@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { Venue } from '@booktape/domain';
 import type { ApiConfig } from '../config.ts';
 import { q } from '../http/params.ts';
+import { API_PREFIX } from '../http/prefix.ts';
 import { exchangeARecord, exchangeBRecord } from './schemas.ts';
 
 /**
@@ -12,6 +13,14 @@ import { exchangeARecord, exchangeBRecord } from './schemas.ts';
 export interface VenueApi {
   /** Also the path segment (`/exchange-a/market/…`) and the OpenAPI tag. */
   venue: Venue;
+  /**
+   * The venue's own name, accepted in place of `venue` as the path segment of every route
+   * (`/polymarket/market/data` is `/exchange-a/market/data`): the URL is rewritten before
+   * routing (venueAliasRewrite), so the answer, cursors, billing and logs are the canonical route's.
+   */
+  pathAlias: string;
+  /** Markets can be named by slug (and outcome tokens by outcome name) through the market catalogue (market-by-slug.ts). */
+  slugs: boolean;
   /** In titles, as `Exchange A`; in sentences lower-cased (`exchange A`). */
   label: string;
   /** The query parameter naming a market, and its parser (which normalises the id). */
@@ -39,6 +48,8 @@ export interface VenueApi {
 export const VENUES: readonly VenueApi[] = [
   {
     venue: 'exchange-a',
+    pathAlias: 'polymarket',
+    slugs: true,
     label: 'Exchange A',
     marketParam: 'condition_id',
     market: q.conditionId,
@@ -54,6 +65,8 @@ export const VENUES: readonly VenueApi[] = [
   },
   {
     venue: 'exchange-b',
+    pathAlias: 'kalshi',
+    slugs: false,
     label: 'Exchange B',
     marketParam: 'ticker',
     market: q.ticker,
@@ -81,3 +94,17 @@ export function venuePaths(v: VenueApi, path: string): Array<{ url: string; alia
 
 /** The market a validated query names (the schema normalised it). */
 export const marketOf = (v: VenueApi, query: unknown): string => (query as Record<string, string>)[v.marketParam]!;
+
+/** `/api/v1/polymarket/` → `/api/v1/exchange-a/`: each venue's path alias as a prefix, with its canonical one. */
+const ALIAS_PREFIXES: ReadonlyArray<[string, string]> = VENUES.map((v) => [`${API_PREFIX}/${v.pathAlias}/`, `${API_PREFIX}/${v.venue}/`]);
+
+/**
+ * The URL routed for a request's URL: a venue's path alias replaced by the venue (exact
+ * case, as every path here). Rewriting rather than registering every route twice keeps one
+ * route per operation, so the two spellings cannot drift apart in answer, cursor scope,
+ * cache tag, billing or metrics; the OpenAPI document says so once (docs/api.md, "Venue names").
+ */
+export function venueAliasRewrite(url: string): string {
+  for (const [alias, canonical] of ALIAS_PREFIXES) if (url.startsWith(alias)) return canonical + url.slice(alias.length);
+  return url;
+}

@@ -8,6 +8,7 @@ import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.
 import { errors, guard, invalidParameter } from '../http/errors.ts';
 import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, type Format } from '../http/formats.ts';
 import { TIME_SCHEMA, earliestMs, optionalField, parseInteger, parseTimestamp, q, timeDescription } from '../http/params.ts';
+import { slugRoute } from '../market-data/market-by-slug.ts';
 import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from '../market-data/venues.ts';
 import type { Services } from '../services.ts';
 import { summaryCommon } from './orderbook-summary.schemas.ts';
@@ -88,7 +89,8 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
   for (const v of VENUES) {
     const asset = v.asset;
     // The series: one outcome token where the venue's markets have them, else the market.
-    const ids = { [v.marketParam]: v.market(), ...(asset ? { [asset.param]: q.text(asset.description, 128) } : {}) };
+    const bySlug = slugRoute(v, services.lookup, { marketRequired: true, outcome: 'required' });
+    const ids = { [v.marketParam]: v.market(), ...(asset ? { [asset.param]: q.text(asset.description, 128) } : {}), ...bySlug.fields };
     const head = { [v.marketField]: z.string(), ...(asset ? { [asset.param]: z.string() } : {}) };
     for (const { url, alias } of venuePaths(v, 'orderbook-summary')) {
       app.get(
@@ -100,6 +102,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
             security: KEY_SECURITY,
             deprecated: alias,
             produces: FORMAT_MEDIA_TYPES,
+            answerHeaders: bySlug.answerHeaders,
             querystring: z.object({ ...ids, ...windowQuery }),
             response: {
               200: z.object({ ...head, ...summaryCommon }).describe('The buckets of the window at the resolution, forward-filled (docs/rules/summaries.md).'),
@@ -108,6 +111,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
             },
           },
           onRequest: requireKey,
+          ...bySlug.options,
           serializerCompiler: plainJson,
         },
         async (req, reply) => {

@@ -1439,6 +1439,10 @@ export interface components {
         "X-Export-Days": number;
         /** @description The request's id: the client's own X-Request-Id when well-formed (1-128 of A-Z a-z 0-9 . _ : @ / + = -), else a UUID; in the service's log lines as request_id. */
         "X-Request-Id": string;
+        /** @description Requests naming the outcome token by `outcome` only: the asset id the outcome resolved to. */
+        "X-Resolved-Asset-Id": string;
+        /** @description Requests naming the market by `slug` only: the condition id the slug resolved to (the answer is the one that id gives). */
+        "X-Resolved-Condition-Id": string;
         /** @description Records of the date in all pages together. */
         "X-Total-Count": number;
     };
@@ -1528,8 +1532,10 @@ export interface operations {
     getExchangeAMarketData: {
         parameters: {
             query: {
-                /** @description Market condition id, hex, with or without 0x, any case. */
-                condition_id: string;
+                /** @description Market condition id, hex, with or without 0x, any case. Required unless `slug` names the market. */
+                condition_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id. */
+                slug?: string;
                 /** @description UTC date YYYY-MM-DD. */
                 date: string;
                 /** @description Records to skip. Default 0. */
@@ -1557,6 +1563,7 @@ export interface operations {
                     ETag: components["headers"]["ETag"];
                     "X-Total-Count": components["headers"]["X-Total-Count"];
                     Link: components["headers"]["Link"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1672,8 +1679,10 @@ export interface operations {
     getMarketData: {
         parameters: {
             query: {
-                /** @description Market condition id, hex, with or without 0x, any case. */
-                condition_id: string;
+                /** @description Market condition id, hex, with or without 0x, any case. Required unless `slug` names the market. */
+                condition_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id. */
+                slug?: string;
                 /** @description UTC date YYYY-MM-DD. */
                 date: string;
                 /** @description Records to skip. Default 0. */
@@ -1701,6 +1710,7 @@ export interface operations {
                     ETag: components["headers"]["ETag"];
                     "X-Total-Count": components["headers"]["X-Total-Count"];
                     Link: components["headers"]["Link"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1816,8 +1826,10 @@ export interface operations {
     getExchangeAMarketDataRange: {
         parameters: {
             query: {
-                /** @description Market condition id, hex, with or without 0x, any case. */
-                condition_id: string;
+                /** @description Market condition id, hex, with or without 0x, any case. Required unless `slug` names the market. */
+                condition_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id. */
+                slug?: string;
                 /** @description Range start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 start_timestamp: number | string;
                 /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
@@ -1846,6 +1858,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
                     Link: components["headers"]["Link"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1962,8 +1975,10 @@ export interface operations {
     getMarketDataRange: {
         parameters: {
             query: {
-                /** @description Market condition id, hex, with or without 0x, any case. */
-                condition_id: string;
+                /** @description Market condition id, hex, with or without 0x, any case. Required unless `slug` names the market. */
+                condition_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id. */
+                slug?: string;
                 /** @description Range start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 start_timestamp: number | string;
                 /** @description Range end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
@@ -1992,6 +2007,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
                     Link: components["headers"]["Link"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2880,11 +2896,15 @@ export interface operations {
     };
     getExchangeAMarketOrderbookSummary: {
         parameters: {
-            query: {
-                /** @description Market condition id, hex, with or without 0x, any case. */
-                condition_id: string;
-                /** @description Outcome token (CLOB token) id within the condition. */
-                asset_id: string;
+            query?: {
+                /** @description Market condition id, hex, with or without 0x, any case. Required unless `slug` names the market. */
+                condition_id?: string;
+                /** @description Outcome token (CLOB token) id within the condition. Required unless `outcome` (with `slug`) names it. */
+                asset_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id and X-Resolved-Asset-Id. */
+                slug?: string;
+                /** @description With `slug`, instead of asset_id: the outcome's name (`Yes`, `No`, a team…), any case. */
+                outcome?: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
                 /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
@@ -2912,6 +2932,8 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
+                    "X-Resolved-Asset-Id": components["headers"]["X-Resolved-Asset-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3029,11 +3051,15 @@ export interface operations {
     };
     getMarketOrderbookSummary: {
         parameters: {
-            query: {
-                /** @description Market condition id, hex, with or without 0x, any case. */
-                condition_id: string;
-                /** @description Outcome token (CLOB token) id within the condition. */
-                asset_id: string;
+            query?: {
+                /** @description Market condition id, hex, with or without 0x, any case. Required unless `slug` names the market. */
+                condition_id?: string;
+                /** @description Outcome token (CLOB token) id within the condition. Required unless `outcome` (with `slug`) names it. */
+                asset_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id and X-Resolved-Asset-Id. */
+                slug?: string;
+                /** @description With `slug`, instead of asset_id: the outcome's name (`Yes`, `No`, a team…), any case. */
+                outcome?: string;
                 /** @description UTC date YYYY-MM-DD; required unless both timestamps are given. */
                 date?: string;
                 /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". Together with end_timestamp. */
@@ -3061,6 +3087,8 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
+                    "X-Resolved-Asset-Id": components["headers"]["X-Resolved-Asset-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3325,10 +3353,14 @@ export interface operations {
     getExchangeAMarketBook: {
         parameters: {
             query: {
-                /** @description Outcome token (CLOB token) id within the condition. */
-                asset_id: string;
-                /** @description Market condition id of the token; found from the rollups when left out. */
+                /** @description Outcome token (CLOB token) id within the condition. Required unless `outcome` (with `slug`) names it. */
+                asset_id?: string;
+                /** @description Market condition id of the token; found from the rollups (or from `slug`) when left out. */
                 condition_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id and X-Resolved-Asset-Id. */
+                slug?: string;
+                /** @description With `slug`, instead of asset_id: the outcome's name (`Yes`, `No`, a team…), any case. */
+                outcome?: string;
                 /** @description The instant, the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 timestamp: number | string;
                 /** @description Levels per side, 1 to 500. Default 10. */
@@ -3350,6 +3382,8 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
+                    "X-Resolved-Asset-Id": components["headers"]["X-Resolved-Asset-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3469,10 +3503,14 @@ export interface operations {
     getExchangeAMarketBookSnapshots: {
         parameters: {
             query: {
-                /** @description Outcome token (CLOB token) id within the condition. */
-                asset_id: string;
-                /** @description Market condition id of the token; found from the rollups when left out. */
+                /** @description Outcome token (CLOB token) id within the condition. Required unless `outcome` (with `slug`) names it. */
+                asset_id?: string;
+                /** @description Market condition id of the token; found from the rollups (or from `slug`) when left out. */
                 condition_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id and X-Resolved-Asset-Id. */
+                slug?: string;
+                /** @description With `slug`, instead of asset_id: the outcome's name (`Yes`, `No`, a team…), any case. */
+                outcome?: string;
                 /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
                 start_timestamp: number | string;
                 /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
@@ -3500,6 +3538,8 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
+                    "X-Resolved-Asset-Id": components["headers"]["X-Resolved-Asset-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3919,8 +3959,8 @@ export interface operations {
     getExchangeAMarketExport: {
         parameters: {
             query: {
-                /** @description Market condition id, hex, with or without 0x, any case. */
-                condition_id: string;
+                /** @description Market condition id, hex, with or without 0x, any case. Required unless `slug` names the market. */
+                condition_id?: string;
                 /** @description First UTC date, YYYY-MM-DD. */
                 start_date: string;
                 /** @description Last UTC date, inclusive; at most 31 days from start_date. */
@@ -3933,6 +3973,10 @@ export interface operations {
                 format?: "csv" | "parquet";
                 /** @description kind=summary: one outcome token (Outcome token (CLOB token) id within the condition.); default every token with data in the range. */
                 asset_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id and X-Resolved-Asset-Id. */
+                slug?: string;
+                /** @description With `slug`, instead of asset_id: the outcome's name (`Yes`, `No`, a team…), any case. */
+                outcome?: string;
             };
             header?: never;
             path?: never;
@@ -3951,6 +3995,8 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "X-Export-Days": components["headers"]["X-Export-Days"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
+                    "X-Resolved-Asset-Id": components["headers"]["X-Resolved-Asset-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5368,8 +5414,10 @@ export interface operations {
     getExchangeAMarketCoverage: {
         parameters: {
             query: {
-                /** @description Market condition id, hex, with or without 0x, any case. */
-                condition_id: string;
+                /** @description Market condition id, hex, with or without 0x, any case. Required unless `slug` names the market. */
+                condition_id?: string;
+                /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id. */
+                slug?: string;
                 /** @description UTC date YYYY-MM-DD. */
                 start_date: string;
                 /** @description UTC date YYYY-MM-DD. */
@@ -5390,6 +5438,7 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Resolved-Condition-Id": components["headers"]["X-Resolved-Condition-Id"];
                     [name: string]: unknown;
                 };
                 content: {
