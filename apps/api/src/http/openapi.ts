@@ -123,6 +123,9 @@ const ANSWER_HEADERS = {
   Link: { type: 'string', description: '`<url>; rel="next"`: the next page, when there is one (offset pages; cursor pages in ndjson and csv).' },
   'X-Total-Count': { type: 'integer', description: 'Records of the date in all pages together.' },
   'Content-Disposition': { type: 'string', description: '`attachment; filename="<market>_<from>_<to>_<kind>….csv.gz|parquet"`: the file name.' },
+  'Accept-Ranges': { type: 'string', description: '`bytes`: a daily file may be fetched in byte ranges (Range: bytes=first-last).' },
+  'Content-Range': { type: 'string', description: '`bytes <first>-<last>/<size>` on a 206; `bytes */<size>` on a 416.' },
+  'Content-Length': { type: 'integer', description: 'Bytes in this answer (the whole file, or the range).' },
   'X-Export-Days': { type: 'integer', description: 'UTC days the file covers: the quota units the request counted.' },
 } satisfies Record<string, HeaderSpec>;
 
