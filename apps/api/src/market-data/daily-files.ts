@@ -18,6 +18,14 @@ import { processAlive } from '@booktape/storage';
 /** Temp files: `<final name>.tmp-<pid>-<hex>`. */
 const TEMP = /\.tmp-(\d+)-[0-9a-f]{16}$/;
 
+/** A build whose data changed while it ran (`current` said no): nothing was kept; ask again. */
+export class StaleBuild extends Error {
+  constructor() {
+    super('the data changed while the file was built');
+    this.name = 'StaleBuild';
+  }
+}
+
 export class DailyFiles {
   private readonly building = new Map<string, Promise<string>>();
 
@@ -25,24 +33,28 @@ export class DailyFiles {
 
   /**
    * The path of file `name`, built by `build` (which writes the bytes it streams) when it is
-   * not there yet. `stale` names are older versions of the same file: removed after a build.
+   * not there yet. `current` is asked once the bytes are written: false (the data the name's
+   * version stands for changed meanwhile) keeps nothing and rejects with StaleBuild.
+   * `isStale` names the older versions of the same file: removed after a build.
    */
-  async ensure(name: string, build: () => Promise<Readable>, isStale: (other: string) => boolean): Promise<string> {
+  async ensure(name: string, build: () => Promise<Readable>, current: () => Promise<boolean>, isStale: (other: string) => boolean): Promise<string> {
     const file = path.join(this.dir, name);
     if (await exists(file)) return file;
     let pending = this.building.get(file);
     if (pending === undefined) {
-      pending = this.build(file, build, isStale).finally(() => this.building.delete(file));
+      pending = this.build(file, build, current, isStale).finally(() => this.building.delete(file));
       this.building.set(file, pending);
     }
     return pending;
   }
 
-  private async build(file: string, build: () => Promise<Readable>, isStale: (other: string) => boolean): Promise<string> {
+  private async build(file: string, build: () => Promise<Readable>, current: () => Promise<boolean>, isStale: (other: string) => boolean): Promise<string> {
     await mkdir(this.dir, { recursive: true });
     const temp = `${file}.tmp-${process.pid}-${randomBytes(8).toString('hex')}`;
     try {
       await pipeline(await build(), createWriteStream(temp, { flags: 'wx' }));
+      // A row stored during the build may or may not be in the file: not the version it is named for.
+      if (!(await current())) throw new StaleBuild();
       await rename(temp, file);
     } catch (e) {
       await unlink(temp).catch(() => undefined);

@@ -12,7 +12,7 @@ import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.
 import { ApiError, errors, errorSchema, guard, invalidParameter } from '../http/errors.ts';
 import { earliestMs, optionalField, parseInteger, q } from '../http/params.ts';
 import type { Services } from '../services.ts';
-import { byteRange, DailyFiles } from './daily-files.ts';
+import { byteRange, DailyFiles, StaleBuild } from './daily-files.ts';
 import { bucketRow, summaryColumn } from './export.route.ts';
 import { closeRows, converted, openRows } from './raw-page.ts';
 import { csvField, RawRowsToCsv } from './raw-rows.ts';
@@ -142,13 +142,34 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
             const at = new Date(earliestMs(date) + DAY_MS + config.caching.finalisedAfterMs).toISOString();
             throw new ApiError(409, 'not_finalised', `${date} is not finalised yet: its daily file is available from ${at}`, 'date');
           }
-          const version = await guard('ClickHouse', () => exports.dayVersion(v.venue, date));
           const stem = `${v.venue}_${date}_${kind}${kind === 'summary' ? `_${resolution}s` : ''}`;
           const ext = format === 'parquet' ? 'parquet' : 'csv.gz';
+          const dayVersion = () => guard('ClickHouse', () => exports.dayVersion(v.venue, date));
           reply.header('accept-ranges', 'bytes');
-          if (cacheHeaders(req, reply, etagOf('daily', BUILD_VERSION, v.venue, date, kind, resolution, format, version), config.caching)) return reply.send(null);
-          const name = `${stem}_v${BUILD_VERSION}-${version}.${ext}`;
-          const file = await guard('ClickHouse', () => files.ensure(name, () => build(v, date, kind, resolution, format), (other) => other.startsWith(`${stem}_v`) && other.endsWith(`.${ext}`)));
+          // A build the data changed under keeps nothing and is retried at the new version;
+          // a day that keeps changing (a back-fill in progress) is a 503 to retry later.
+          let file: string | undefined;
+          for (let attempt = 0; file === undefined; attempt++) {
+            const version = await dayVersion();
+            if (cacheHeaders(req, reply, etagOf('daily', BUILD_VERSION, v.venue, date, kind, resolution, format, version), config.caching)) return reply.send(null);
+            const name = `${stem}_v${BUILD_VERSION}-${version}.${ext}`;
+            try {
+              file = await guard('ClickHouse', () =>
+                files.ensure(
+                  name,
+                  () => build(v, date, kind, resolution, format),
+                  async () => (await dayVersion()) === version,
+                  (other) => other.startsWith(`${stem}_v`) && other.endsWith(`.${ext}`),
+                ),
+              );
+            } catch (e) {
+              if (!(e instanceof StaleBuild)) throw e;
+              if (attempt === 2) {
+                reply.header('retry-after', '5');
+                throw new ApiError(503, 'service_unavailable', `${date} is being back-filled: its daily file changed while it was built; retry later`);
+              }
+            }
+          }
           const { size } = await stat(file);
           const range = byteRange(req.headers.range, size);
           if (range === 'unsatisfiable') {
