@@ -45,14 +45,17 @@ const B_LEVELS = `if(record_type = 'delta',
 
 const num = decimalOf;
 
+/** Rows of one UTC hour `{hour:UInt8}` of the date (with `event_date = {…:Date}`). */
+const HOUR_FILTER = ' AND toHour(event_ts) = {hour:UInt8}';
+
 /**
  * One market's raw records over dates from…to, or (`allMarkets`) every market's of one date
  * `from` = `to`: then exchange A rows lead with the market's condition id (exchange B rows
  * carry the ticker already), ordered market by market, each in serving order.
  */
-function rawSql(ch: ClickHouse, venue: Venue, allMarkets = false): string {
+function rawSql(ch: ClickHouse, venue: Venue, allMarkets = false, oneHour = false): string {
   const col = venue === 'exchange-a' ? 'market' : 'ticker';
-  const where = `WHERE ${allMarkets ? '' : `${col} = {market:String} AND `}event_date >= {from:Date} AND event_date <= {to:Date}`;
+  const where = `WHERE ${allMarkets ? '' : `${col} = {market:String} AND `}event_date >= {from:Date} AND event_date <= {to:Date}${oneHour ? HOUR_FILTER : ''}`;
   const lead = allMarkets ? `${col}, ` : '';
   if (venue === 'exchange-a') {
     return `SELECT ${allMarkets ? 'market AS condition_id, ' : ''}event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, record_hash AS hash,
@@ -130,19 +133,20 @@ export class ExportRepository {
     return this.parquet(rawSql(this.ch, venue), { market, from, to });
   }
 
-  /** Every market's raw records of UTC date `date` as one Parquet file, streamed (rawSql). */
-  rawDayParquet(venue: Venue, date: string): Promise<Readable> {
-    return this.parquet(rawSql(this.ch, venue, true), { from: date, to: date });
+  /** Every market's raw records of UTC date `date` (or of its `hour` only) as one Parquet file, streamed (rawSql). */
+  rawDayParquet(venue: Venue, date: string, hour?: number): Promise<Readable> {
+    return this.parquet(rawSql(this.ch, venue, true, hour !== undefined), { from: date, to: date, ...(hour !== undefined ? { hour } : {}) });
   }
 
   /**
-   * The version of a venue's UTC date: its deduplicated stored-row count. Rows are only ever
-   * added and a duplicate adds nothing, so a late row into the day changes it.
+   * The version of a venue's UTC dates `from`…`to` (or of `hour` of the one date): their
+   * deduplicated stored-row count. Rows are only ever added and a duplicate adds nothing,
+   * so a late row into them changes it.
    */
-  async dayVersion(venue: Venue, date: string): Promise<number> {
+  async dayVersion(venue: Venue, from: string, to: string, hour?: number): Promise<number> {
     const rs = await this.ch.client.query({
-      query: `SELECT count() AS n FROM ${this.ch.table(RAW_TABLE[venue])} FINAL WHERE event_date = {date:Date}`,
-      query_params: { date },
+      query: `SELECT count() AS n FROM ${this.ch.table(RAW_TABLE[venue])} FINAL WHERE event_date >= {from:Date} AND event_date <= {to:Date}${hour !== undefined ? HOUR_FILTER : ''}`,
+      query_params: { from, to, ...(hour !== undefined ? { hour } : {}) },
       format: 'JSONEachRow',
     });
     const [row] = await rs.json<{ n: string | number }>();
@@ -150,15 +154,16 @@ export class ExportRepository {
   }
 
   /**
-   * The markets with raw records on UTC date `date`, sorted; with each exchange A market its
+   * The markets with raw records on UTC date `date` (or in its `hour`), sorted; with each exchange A market its
    * outcome tokens (exchange B: `asset` is '').
    */
-  async dayMarkets(venue: Venue, date: string): Promise<Array<{ market: string; asset: string }>> {
+  async dayMarkets(venue: Venue, date: string, hour?: number): Promise<Array<{ market: string; asset: string }>> {
+    const where = `WHERE event_date = {date:Date}${hour !== undefined ? HOUR_FILTER : ''}`;
     const query =
       venue === 'exchange-a'
-        ? `SELECT DISTINCT market, asset_id AS asset FROM ${this.ch.table(RAW_TABLE[venue])} WHERE event_date = {date:Date} ORDER BY market, asset`
-        : `SELECT DISTINCT ticker AS market, '' AS asset FROM ${this.ch.table(RAW_TABLE[venue])} WHERE event_date = {date:Date} ORDER BY market`;
-    const rs = await this.ch.client.query({ query, query_params: { date }, format: 'JSONEachRow' });
+        ? `SELECT DISTINCT market, asset_id AS asset FROM ${this.ch.table(RAW_TABLE[venue])} ${where} ORDER BY market, asset`
+        : `SELECT DISTINCT ticker AS market, '' AS asset FROM ${this.ch.table(RAW_TABLE[venue])} ${where} ORDER BY market`;
+    const rs = await this.ch.client.query({ query, query_params: { date, ...(hour !== undefined ? { hour } : {}) }, format: 'JSONEachRow' });
     return rs.json<{ market: string; asset: string }>();
   }
 

@@ -33,7 +33,7 @@ function aDay(market: string, start: number, n: number, tag: string): RawMessage
 beforeAll(async () => {
   t = await startTestApi();
   await t.filler.insert('exchange-a', [
-    ...MARKETS.flatMap((m, k) => aDay(m, DAY + 3_600_000 * (k + 1), 20 + k * 5, `d${k}`)),
+    ...MARKETS.flatMap((m, k) => aDay(m, DAY + 1_800_000 * (k + 1), 20 + k * 5, `d${k}`)),
     // The next day: never in the file of DATE.
     ...aDay(MARKETS[0]!, NEXT + 1000, 5, 'n0'),
   ]);
@@ -115,6 +115,26 @@ describe('daily files across markets', () => {
     expect(bSummary.length).toBe(TICKERS.length * 24);
   });
 
+  it('hour=HH: the file of one UTC hour holds exactly that hour of every market, summaries as the day file has them', async () => {
+    const hourStart = DAY + 3_600_000;
+    const inHour = (ts: number) => ts >= hourStart && ts < hourStart + 3_600_000;
+    const want: Array<Record<string, string>> = MARKETS.flatMap((m) => t.filler.expected('exchange-a', m, inHour).flatMap(aCsv).map((r) => ({ condition_id: m, ...r })));
+    // The first market's records lie in hour 0, the others' in hour 1.
+    expect(new Set(want.map((r) => r.condition_id)).size).toBe(2);
+    const r = await get(`/exchange-a/daily/raw?date=${DATE}&hour=1&format=csv.gz`);
+    expect(r.headers['content-disposition']).toBe(`attachment; filename="exchange-a_${DATE}T01_raw.csv.gz"`);
+    expect(parse(gunzipSync(r.raw), { columns: true })).toEqual(want);
+    const pq = await readParquet((await get(`/exchange-a/daily/raw?date=${DATE}&hour=1`)).raw);
+    expect(pq.map((x) => [x.condition_id, (x.timestamp as Date).getTime(), x.hash])).toEqual(want.map((x) => [x.condition_id, Number(x.timestamp), x.hash]));
+
+    const day = parse(gunzipSync((await get(`/exchange-a/daily/summary?date=${DATE}&resolution=600&format=csv.gz`)).raw), { columns: true }) as Array<Record<string, string>>;
+    const hour = parse(gunzipSync((await get(`/exchange-a/daily/summary?date=${DATE}&resolution=600&hour=1&format=csv.gz`)).raw), { columns: true }) as Array<Record<string, string>>;
+    const dayInHour = day.filter((b) => inHour(Number(b.timestamp)));
+    expect(dayInHour.length).toBeGreaterThan(0);
+    expect(hour).toEqual(dayInHour);
+    expect((await get(`/exchange-a/daily/raw?date=${DATE}&hour=24`)).json().error.param).toBe('hour');
+  });
+
   it('a strong ETag and 304; a Range returns exactly those bytes; 416 beyond the file', async () => {
     const url = `/exchange-a/daily/raw?date=${DATE}&format=csv.gz`;
     const full = await get(url);
@@ -168,6 +188,8 @@ describe('daily files across markets', () => {
   it('a late row into the finalised day changes the ETag and the file', async () => {
     const url = `/exchange-a/daily/raw?date=${DATE}&format=csv.gz`;
     const before = await get(url);
+    const summaryUrl = `/exchange-a/daily/summary?date=${DATE}&resolution=3600&format=csv.gz`;
+    const summaryBefore = await get(summaryUrl);
     const late = aMessage({ market: MARKETS[1]!, ts: DAY + 86_000_000, hash: '0xlate01', asset: 'late', kind: 'book' });
     await t.filler.insert('exchange-a', [late]);
     const after = await get(url, { 'if-none-match': before.headers.etag as string });
@@ -176,6 +198,11 @@ describe('daily files across markets', () => {
     const rows = parse(gunzipSync(after.raw), { columns: true }) as Array<Record<string, string>>;
     expect(rows).toEqual(expectedA());
     expect(rows.some((r) => r.hash === '0xlate01' && r.condition_id === MARKETS[1])).toBe(true);
+    // The day's summaries too: the late token's buckets join.
+    const summaryAfter = await get(summaryUrl, { 'if-none-match': summaryBefore.headers.etag as string });
+    expect(summaryAfter.status).toBe(200);
+    expect(summaryAfter.headers.etag).not.toBe(summaryBefore.headers.etag);
+    expect((parse(gunzipSync(summaryAfter.raw), { columns: true }) as Array<Record<string, string>>).some((b) => b.asset_id === 'late')).toBe(true);
     // The old version of the file is gone from the cache.
     expect((await readdir(t.config.dailyDir)).filter((f) => f.startsWith(`exchange-a_${DATE}_raw_`) && f.endsWith('.csv.gz'))).toHaveLength(1);
   });

@@ -5,7 +5,7 @@ import { createGzip } from 'node:zlib';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Venue } from '@booktape/domain';
-import { DAY_MS, SUMMARY_CSV_COLUMNS, summaryBucketsCsvBytes, utcDayWindow } from '@booktape/book';
+import { DAY_MS, HOUR_MS, SUMMARY_CSV_COLUMNS, summaryBucketsCsvBytes, utcDayWindow } from '@booktape/book';
 import { planSummary } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
@@ -48,16 +48,25 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
   /** The market columns that lead every row: exchange A the condition id (and the token, in summaries); B the ticker. */
   const leadColumns = (v: VenueApi, kind: Kind): string[] => (v.venue === 'exchange-a' ? (kind === 'raw' ? ['condition_id'] : ['condition_id', 'asset_id']) : kind === 'raw' ? [] : ['ticker']);
 
-  async function build(v: VenueApi, date: string, kind: Kind, resolution: number, format: FileFormat): Promise<Readable> {
+  /** The instants a file covers: the UTC day, or one hour of it. */
+  const windowOf = (date: string, hour: number | undefined) => {
+    const day = utcDayWindow(date);
+    return hour === undefined ? day : { startMs: day.startMs + hour * HOUR_MS, endMs: day.startMs + (hour + 1) * HOUR_MS - 1 };
+  };
+
+  async function build(v: VenueApi, date: string, hour: number | undefined, kind: Kind, resolution: number, format: FileFormat): Promise<Readable> {
     const venue: Venue = v.venue;
-    const series = await exports.dayMarkets(venue, date);
-    if (kind === 'raw' && format === 'parquet') return exports.rawDayParquet(venue, date);
+    const window = windowOf(date, hour);
+    // An hour's summaries are that hour of the day's file: every series of the day, those
+    // forward-filled through the hour included; its raw records are those of the hour.
+    const series = await exports.dayMarkets(venue, date, kind === 'raw' ? hour : undefined);
+    if (kind === 'raw' && format === 'parquet') return exports.rawDayParquet(venue, date, hour);
     if (kind === 'raw') {
       const markets = [...new Set(series.map((s) => s.market))];
       const body = (async function* () {
         yield Buffer.from(RawRowsToCsv.header(venue, leadColumns(v, kind)), 'utf8');
         for (const market of markets) {
-          const rows = await openRows(data.streamByRange(venue, market, earliestMs(date), earliestMs(date) + DAY_MS - 1, null, Number.MAX_SAFE_INTEGER, undefined, null));
+          const rows = await openRows(data.streamByRange(venue, market, window.startMs, window.endMs, null, Number.MAX_SAFE_INTEGER, undefined, null));
           try {
             yield* converted(rows, new RawRowsToCsv(Number.MAX_SAFE_INTEGER, venue, venue === 'exchange-a' ? `${csvField(market)},` : ''));
           } finally {
@@ -68,7 +77,7 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       return Readable.from(body, { objectMode: false }).pipe(createGzip({ level: 6 }));
     }
     const lead = leadColumns(v, kind);
-    const plan = planSummary(utcDayWindow(date), resolution);
+    const plan = planSummary(window, resolution);
     const keyed = series.filter((s) => venue !== 'exchange-a' || s.asset !== '');
     async function* buckets() {
       for (const s of keyed) {
@@ -105,6 +114,7 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       const query = z.object({
         date: q.date(),
         format: q.oneOf(['parquet', 'csv.gz'] as const, 'parquet (default): typed columns (docs/api.md, "Parquet columns"); csv.gz: a gzipped CSV file.'),
+        hour: optionalField((r) => parseInteger(r, 0, 23), 'One UTC hour of the day, 0 to 23: the file of that hour only. Default the whole day.', { type: 'integer', minimum: 0, maximum: 23 }),
         ...(kind === 'summary' ? { resolution: optionalField((r) => parseInteger(r, 1, 3600), 'Bucket seconds, 1 to 3600. Default 60.', { type: 'integer', minimum: 1, maximum: 3600 }) } : {}),
       });
       app.get(
@@ -132,8 +142,8 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
           exposeHeadRoute: false,
         },
         async (req, reply) => {
-          const qs = req.query as { date: string; format?: FileFormat; resolution?: number };
-          const { date } = qs;
+          const qs = req.query as { date: string; format?: FileFormat; resolution?: number; hour?: number };
+          const { date, hour } = qs;
           const format = qs.format ?? 'parquet';
           const resolution = kind === 'summary' ? (qs.resolution ?? 60) : 0;
           if (floor !== undefined && date < floor) throw invalidParameter('date', `${venueName(v)} data is served from ${floor} on`);
@@ -142,22 +152,26 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
             const at = new Date(earliestMs(date) + DAY_MS + config.caching.finalisedAfterMs).toISOString();
             throw new ApiError(409, 'not_finalised', `${date} is not finalised yet: its daily file is available from ${at}`, 'date');
           }
-          const stem = `${v.venue}_${date}_${kind}${kind === 'summary' ? `_${resolution}s` : ''}`;
+          const stem = `${v.venue}_${date}${hour !== undefined ? `T${String(hour).padStart(2, '0')}` : ''}_${kind}${kind === 'summary' ? `_${resolution}s` : ''}`;
           const ext = format === 'parquet' ? 'parquet' : 'csv.gz';
-          const dayVersion = () => guard('ClickHouse', () => exports.dayVersion(v.venue, date));
+          // Raw: the rows of the day (or hour) are the file. Summaries also carry the book
+          // state in from before: the whole day and the day before count (a late row further
+          // back that changes the carried state is not seen; docs/api.md says so).
+          const dayVersion = () =>
+            guard('ClickHouse', () => (kind === 'raw' ? exports.dayVersion(v.venue, date, date, hour) : exports.dayVersion(v.venue, new Date(earliestMs(date) - DAY_MS).toISOString().slice(0, 10), date)));
           reply.header('accept-ranges', 'bytes');
           // A build the data changed under keeps nothing and is retried at the new version;
           // a day that keeps changing (a back-fill in progress) is a 503 to retry later.
           let file: string | undefined;
           for (let attempt = 0; file === undefined; attempt++) {
             const version = await dayVersion();
-            if (cacheHeaders(req, reply, etagOf('daily', BUILD_VERSION, v.venue, date, kind, resolution, format, version), config.caching)) return reply.send(null);
+            if (cacheHeaders(req, reply, etagOf('daily', BUILD_VERSION, v.venue, date, hour ?? 'day', kind, resolution, format, version), config.caching)) return reply.send(null);
             const name = `${stem}_v${BUILD_VERSION}-${version}.${ext}`;
             try {
               file = await guard('ClickHouse', () =>
                 files.ensure(
                   name,
-                  () => build(v, date, kind, resolution, format),
+                  () => build(v, date, hour, kind, resolution, format),
                   async () => (await dayVersion()) === version,
                   (other) => other.startsWith(`${stem}_v`) && other.endsWith(`.${ext}`),
                 ),

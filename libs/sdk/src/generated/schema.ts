@@ -4247,6 +4247,8 @@ export interface operations {
                 date: string;
                 /** @description parquet (default): typed columns (docs/api.md, "Parquet columns"); csv.gz: a gzipped CSV file. */
                 format?: "parquet" | "csv.gz";
+                /** @description One UTC hour of the day, 0 to 23: the file of that hour only. Default the whole day. */
+                hour?: number;
             };
             header?: never;
             path?: never;
@@ -4431,6 +4433,8 @@ export interface operations {
                 date: string;
                 /** @description parquet (default): typed columns (docs/api.md, "Parquet columns"); csv.gz: a gzipped CSV file. */
                 format?: "parquet" | "csv.gz";
+                /** @description One UTC hour of the day, 0 to 23: the file of that hour only. Default the whole day. */
+                hour?: number;
                 /** @description Bucket seconds, 1 to 3600. Default 60. */
                 resolution?: number;
             };
@@ -4617,6 +4621,8 @@ export interface operations {
                 date: string;
                 /** @description parquet (default): typed columns (docs/api.md, "Parquet columns"); csv.gz: a gzipped CSV file. */
                 format?: "parquet" | "csv.gz";
+                /** @description One UTC hour of the day, 0 to 23: the file of that hour only. Default the whole day. */
+                hour?: number;
             };
             header?: never;
             path?: never;
@@ -4801,6 +4807,8 @@ export interface operations {
                 date: string;
                 /** @description parquet (default): typed columns (docs/api.md, "Parquet columns"); csv.gz: a gzipped CSV file. */
                 format?: "parquet" | "csv.gz";
+                /** @description One UTC hour of the day, 0 to 23: the file of that hour only. Default the whole day. */
+                hour?: number;
                 /** @description Bucket seconds, 1 to 3600. Default 60. */
                 resolution?: number;
             };
