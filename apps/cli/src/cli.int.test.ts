@@ -419,6 +419,12 @@ describe('booktape export', () => {
       const direct = await api.app.inject({ method: 'GET', url: '/api/v1/exchange-b/daily/raw?date=2026-03-06&format=csv.gz', headers: bearer(key) });
       expect(readFileSync(out).equals(direct.rawPayload)).toBe(true);
       const lines = gunzipSync(readFileSync(out)).toString('utf8').split('\n');
+      // One hour, as a Parquet file (the format from --out's name): the bytes the API serves.
+      const hourOut = path.join(dir, 'hour.parquet');
+      const hour = await runAsync(['export', '--venue', 'b', '--all-markets', '--date', '2026-03-06', '--hour', '0', '--out', hourOut, '--api', address], { BOOKTAPE_API_KEY: key });
+      expect(hour.status, hour.stderr).toBe(0);
+      const hourDirect = await api.app.inject({ method: 'GET', url: '/api/v1/exchange-b/daily/raw?date=2026-03-06&hour=0', headers: bearer(key) });
+      expect(readFileSync(hourOut).equals(hourDirect.rawPayload)).toBe(true);
       expect(new Set(lines.slice(1).filter((l) => l !== '').map((l) => l.split(',')[1]))).toEqual(new Set(tickers));
     } finally {
       await api.close();
@@ -431,6 +437,7 @@ describe('booktape export', () => {
       [['export', '--venue', 'b', '--all-markets', '--market', 'X', '--date', '2026-03-01', '--out', 'f', '--key', 'k'], /--market does not go with --all-markets/],
       [['export', '--venue', 'b', '--all-markets', '--date', '2026-3-1', '--out', 'f', '--key', 'k'], /--date must be a UTC date/],
       [['export', '--venue', 'b', '--market', 'X', '--date', '2026-03-01', '--out', 'f', '--key', 'k'], /--date goes with --all-markets/],
+      [['export', '--venue', 'b', '--all-markets', '--date', '2026-03-01', '--hour', '24', '--out', 'f', '--key', 'k'], /--hour must be a UTC hour from 0 to 23/],
       [['export', '--venue', 'c', '--market', 'X', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--venue must be one of a, b, exchange-a, exchange-b, polymarket, kalshi/],
       [['export', '--venue', 'a', '--market', '0xabc', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--market "0xabc" is not a condition id \(0x \+ 64 hex digits\)/],
       [['export', '--venue', 'b', '--market', 'X', '--from', '2026-3-1', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--from must be a UTC date/],

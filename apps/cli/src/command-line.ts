@@ -230,6 +230,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .option('--to <YYYY-MM-DD>', 'last UTC date, inclusive; required for one market')
     .option('--all-markets', 'every market of the venue on --date, one file (no --market, --from, --to)')
     .option('--date <YYYY-MM-DD>', 'with --all-markets: the finalised UTC day')
+    .option('--hour <0-23>', 'with --all-markets: one UTC hour of --date only')
     .option('--kind <raw|summary>', 'raw records (default) or summary buckets')
     .option('--resolution <seconds>', 'summary bucket size, 1 to 3600 (default 60)')
     .option('--asset <id>', 'exchange A summaries: one outcome token (default every token)')

@@ -34,6 +34,8 @@ export interface ExportOptions {
   progress: boolean;
   /** The daily file of every market of the venue on `from` (= `to`): `market` is ''. */
   allMarkets: boolean;
+  /** With allMarkets: one UTC hour of the day, 0 to 23. */
+  hour?: number;
   /** The market (and, for summaries, the token) by slug and outcome name; `market` is filled from it before the request. */
   slug?: SlugRef;
 }
@@ -55,6 +57,7 @@ export interface ExportFlags {
   outcome?: string;
   allMarkets?: boolean;
   date?: string;
+  hour?: string;
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -109,6 +112,12 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
   }
   if (f.asset !== undefined && (!VENUE_SHAPES[venue].tokens || kind !== 'summary')) throw new ExportUsageError('--asset is for exchange A summary exports');
   if (f.asset !== undefined && !/^[0-9A-Za-z]{1,128}$/.test(f.asset)) throw new ExportUsageError(`--asset ${JSON.stringify(f.asset)} is not an outcome token id (1 to 128 letters or digits)`);
+  let hour: number | undefined;
+  if (f.hour !== undefined) {
+    if (!all) throw new ExportUsageError('--hour goes with --all-markets --date');
+    hour = Number(f.hour);
+    if (!/^\d{1,2}$/.test(f.hour) || hour > 23) throw new ExportUsageError(`--hour must be a UTC hour from 0 to 23, got ${JSON.stringify(f.hour)}`);
+  }
   if (f.out === undefined || f.out === '') throw new ExportUsageError('export needs --out FILE');
   const key = f.key ?? env.BOOKTAPE_API_KEY;
   if (!key) throw new ExportUsageError('export needs an API key: --key or BOOKTAPE_API_KEY');
@@ -126,6 +135,7 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
     from: all ? f.date! : f.from!,
     to: all ? f.date! : f.to!,
     allMarkets: all,
+    ...(hour !== undefined ? { hour } : {}),
     kind,
     format,
     ...(resolution !== undefined ? { resolution } : {}),
@@ -140,6 +150,7 @@ export function exportUrl(o: ExportOptions): string {
   if (o.allMarkets) {
     const q = new URLSearchParams({ date: o.from, format: o.format === 'csv' ? 'csv.gz' : 'parquet' });
     if (o.resolution !== undefined) q.set('resolution', String(o.resolution));
+    if (o.hour !== undefined) q.set('hour', String(o.hour));
     return `${o.api}/api/v1/${o.venue}/daily/${o.kind}?${q}`;
   }
   const q = new URLSearchParams({ [VENUE_SHAPES[o.venue].marketField]: o.market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
@@ -210,6 +221,6 @@ export async function runExport(opts: ExportOptions): Promise<number> {
     return 1;
   }
   bar?.stop();
-  process.stderr.write(`booktape: wrote ${o.out} (${mb(received)}, ${o.allMarkets ? `every market of ${o.from}` : `${res.headers.get('x-export-days') ?? '?'} days`})\n`);
+  process.stderr.write(`booktape: wrote ${o.out} (${mb(received)}, ${o.allMarkets ? `every market of ${o.from}${o.hour !== undefined ? `, hour ${o.hour}` : ''}` : `${res.headers.get('x-export-days') ?? '?'} days`})\n`);
   return 0;
 }
