@@ -147,6 +147,10 @@ describe('daily files across markets', () => {
     expect(again.raw.length).toBe(0);
 
     const size = full.raw.length;
+    const head = await t.app.inject({ method: 'HEAD', url: `/api/v1${url}`, headers: bearer(key) });
+    expect(head.statusCode).toBe(200);
+    expect(head.rawPayload.length).toBe(0);
+    expect([head.headers['content-length'], head.headers.etag, head.headers['accept-ranges']]).toEqual([String(size), etag, 'bytes']);
     const mid = await get(url, { range: 'bytes=10-99' });
     expect(mid.status).toBe(206);
     expect(mid.headers['content-range']).toBe(`bytes 10-99/${size}`);

@@ -139,7 +139,9 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
           onRequest: requireKey,
           // A daily file counts as an export of one day (one quota unit), a range or a 304 too.
           config: { quotaUnits: () => 1 },
-          exposeHeadRoute: false,
+          // HEAD: what remote Parquet readers (DuckDB httpfs, fsspec) ask first for the size; it
+          // builds the file like a GET (the next GET is then served from disk).
+          exposeHeadRoute: true,
         },
         async (req, reply) => {
           const qs = req.query as { date: string; format?: FileFormat; resolution?: number; hour?: number };
@@ -192,14 +194,16 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
           }
           reply.header('content-disposition', `attachment; filename="${stem}.${ext}"`);
           reply.type(format === 'parquet' ? PARQUET : GZIPPED_CSV);
+          // A HEAD reads nothing from the file (fastify would read a stream through to discard it).
+          const body = (start: number, end: number) => (req.method === 'HEAD' ? Readable.from([]) : createReadStream(file, { start, end }));
           if (range === null) {
             reply.header('content-length', String(size));
-            return reply.send(createReadStream(file) as never);
+            return reply.send(body(0, Math.max(0, size - 1)) as never);
           }
           reply.code(206);
           reply.header('content-range', `bytes ${range.start}-${range.end}/${size}`);
           reply.header('content-length', String(range.end - range.start + 1));
-          return reply.send(createReadStream(file, { start: range.start, end: range.end }) as never);
+          return reply.send(body(range.start, range.end) as never);
         },
       );
     }
