@@ -17,6 +17,7 @@ import { keysRoutes } from './keys/keys.route.ts';
 import { lookupRoutes } from './lookup/lookup.route.ts';
 import { bookRoutes } from './market-data/book.route.ts';
 import { exportRoutes } from './market-data/export.route.ts';
+import { dailyRoutes } from './market-data/daily.route.ts';
 import { marketDataRoutes } from './market-data/market-data.route.ts';
 import { marketsRoutes } from './market-data/markets.route.ts';
 import { venueAliasRewrite } from './market-data/venues.ts';
@@ -38,6 +39,7 @@ const FEATURES = [
   orderbookSummaryRoutes,
   bookRoutes,
   exportRoutes,
+  dailyRoutes,
   keysRoutes,
   lookupRoutes,
   subscriptionsRoutes,

@@ -173,6 +173,8 @@ export interface ApiConfig {
   /** Set when the operator routes are open on a non-loopback HOST: logged at start, shown on the status. */
   openServiceWarning: string | undefined;
   cursorSecret: Buffer;
+  /** Where the daily files across markets are built and kept (BOOKTAPE_DATA_DIR/api/daily). */
+  dailyDir: string;
   /** Per venue, the first UTC date served (YYYY-MM-DD; earlier dates are refused), or null: no floor. */
   dataFloors: DataFloors;
   redisKeyPrefix: string;
@@ -298,6 +300,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     adminToken: env.ADMIN_TOKEN,
     corsOrigins: env.CORS_ORIGINS,
     openServiceWarning: openServiceWarning(env.HOST, env.ADMIN_TOKEN),
+    dailyDir: path.join(dataDir, 'api', 'daily'),
     cursorSecret: env.CURSOR_SECRET ? Buffer.from(env.CURSOR_SECRET, 'utf8') : loadOrCreateSecret(secretFile),
     dataFloors: {
       'exchange-a': firstSet(env.EXCHANGE_A_DATA_FLOOR, env.EXCHANGE_A_EARLIEST_DATE, DEFAULT_DATA_FLOORS['exchange-a']),

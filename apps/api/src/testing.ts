@@ -3,6 +3,8 @@
  * realistic raw messages, the served records they must turn into, and an app per test file.
  */
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { ExchangeAMessage, ExchangeBMessage, RawMessage, Venue } from '@booktape/domain';
 import { silentLogger } from '@booktape/config';
@@ -133,6 +135,7 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     corsOrigins: undefined,
     openServiceWarning: undefined,
     cursorSecret: randomBytes(32),
+    dailyDir: path.join(tmpdir(), `booktape-daily-${randomBytes(6).toString('hex')}`),
     dataFloors: { ...DEFAULT_DATA_FLOORS },
     redisKeyPrefix: `${uniqueId('bt-api-test')}:`,
     resultCacheMs: 0,

@@ -404,8 +404,40 @@ describe('booktape export', () => {
     }
   });
 
+  it('--all-markets --date downloads the daily file of every market of the venue', async () => {
+    const api = await startTestApi();
+    try {
+      const day = Date.UTC(2026, 2, 6);
+      const tickers = ['KXCLIDAY-1', 'KXCLIDAY-2'];
+      await api.filler.insert('exchange-b', tickers.flatMap((ticker, k) => Array.from({ length: 10 }, (_, i) => bMessage({ ticker, ms: day + k * 60_000 + i * 1000, seq: i + 1, kind: i === 0 ? 'snapshot' : 'delta' }))));
+      const key = await api.newKey();
+      const address = await api.app.listen({ host: '127.0.0.1', port: 0 });
+      const out = path.join(dir, 'day.csv.gz');
+      const ok = await runAsync(['export', '--venue', 'kalshi', '--all-markets', '--date', '2026-03-06', '--format', 'csv', '--out', out, '--api', address], { BOOKTAPE_API_KEY: key });
+      expect(ok.status, ok.stderr).toBe(0);
+      expect(ok.stderr).toMatch(/wrote .*day\.csv\.gz .*every market of 2026-03-06/);
+      const direct = await api.app.inject({ method: 'GET', url: '/api/v1/exchange-b/daily/raw?date=2026-03-06&format=csv.gz', headers: bearer(key) });
+      expect(readFileSync(out).equals(direct.rawPayload)).toBe(true);
+      const lines = gunzipSync(readFileSync(out)).toString('utf8').split('\n');
+      // One hour, as a Parquet file (the format from --out's name): the bytes the API serves.
+      const hourOut = path.join(dir, 'hour.parquet');
+      const hour = await runAsync(['export', '--venue', 'b', '--all-markets', '--date', '2026-03-06', '--hour', '0', '--out', hourOut, '--api', address], { BOOKTAPE_API_KEY: key });
+      expect(hour.status, hour.stderr).toBe(0);
+      const hourDirect = await api.app.inject({ method: 'GET', url: '/api/v1/exchange-b/daily/raw?date=2026-03-06&hour=0', headers: bearer(key) });
+      expect(readFileSync(hourOut).equals(hourDirect.rawPayload)).toBe(true);
+      expect(new Set(lines.slice(1).filter((l) => l !== '').map((l) => l.split(',')[1]))).toEqual(new Set(tickers));
+    } finally {
+      await api.close();
+    }
+  });
+
   it('checks its arguments before any request (exit 2)', () => {
     for (const [args, message] of [
+      [['export', '--venue', 'b', '--all-markets', '--out', 'f', '--key', 'k'], /--all-markets needs --date/],
+      [['export', '--venue', 'b', '--all-markets', '--market', 'X', '--date', '2026-03-01', '--out', 'f', '--key', 'k'], /--market does not go with --all-markets/],
+      [['export', '--venue', 'b', '--all-markets', '--date', '2026-3-1', '--out', 'f', '--key', 'k'], /--date must be a UTC date/],
+      [['export', '--venue', 'b', '--market', 'X', '--date', '2026-03-01', '--out', 'f', '--key', 'k'], /--date goes with --all-markets/],
+      [['export', '--venue', 'b', '--all-markets', '--date', '2026-03-01', '--hour', '24', '--out', 'f', '--key', 'k'], /--hour must be a UTC hour from 0 to 23/],
       [['export', '--venue', 'c', '--market', 'X', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--venue must be one of a, b, exchange-a, exchange-b, polymarket, kalshi/],
       [['export', '--venue', 'a', '--market', '0xabc', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--market "0xabc" is not a condition id \(0x \+ 64 hex digits\)/],
       [['export', '--venue', 'b', '--market', 'X', '--from', '2026-3-1', '--to', '2026-03-01', '--out', 'f', '--key', 'k'], /--from must be a UTC date/],

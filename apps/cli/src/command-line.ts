@@ -217,16 +217,20 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
 
   program
     .command('export')
-    .summary('download one market\'s bulk export (raw or summaries, csv.gz or parquet) from the running API')
+    .summary('download one market\'s bulk export, or every market\'s daily file (raw or summaries, csv.gz or parquet), from the running API')
     .description(
-      'Downloads GET /api/v1/{venue}/market/export into --out, with a progress bar: one market, up to 31 UTC days. ' +
+      'Downloads GET /api/v1/{venue}/market/export into --out, with a progress bar: one market, up to 31 UTC days; ' +
+        'with --all-markets --date D, GET /api/v1/{venue}/daily/{kind}: one file of every market of the venue on finalised UTC day D. ' +
         'The key comes from --key or BOOKTAPE_API_KEY. Exit status: 0 done, 1 the API refused or the download broke off, 2 bad arguments ' +
         '(or a --slug / --outcome that names no single market).',
     )
     .option(`--venue <${VENUE_CHOICES}>`, 'exchange-a (a, polymarket) or exchange-b (b, kalshi); required')
-    .option('--market <id>', 'condition id (exchange A, 0x + 64 hex digits) or ticker (exchange B); required unless --slug')
-    .option('--from <YYYY-MM-DD>', 'first UTC date; required')
-    .option('--to <YYYY-MM-DD>', 'last UTC date, inclusive; required')
+    .option('--market <id>', 'condition id (exchange A, 0x + 64 hex digits) or ticker (exchange B); required unless --slug or --all-markets')
+    .option('--from <YYYY-MM-DD>', 'first UTC date; required for one market')
+    .option('--to <YYYY-MM-DD>', 'last UTC date, inclusive; required for one market')
+    .option('--all-markets', 'every market of the venue on --date, one file (no --market, --from, --to)')
+    .option('--date <YYYY-MM-DD>', 'with --all-markets: the finalised UTC day')
+    .option('--hour <0-23>', 'with --all-markets: one UTC hour of --date only')
     .option('--kind <raw|summary>', 'raw records (default) or summary buckets')
     .option('--resolution <seconds>', 'summary bucket size, 1 to 3600 (default 60)')
     .option('--asset <id>', 'exchange A summaries: one outcome token (default every token)')

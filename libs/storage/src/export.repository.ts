@@ -45,16 +45,26 @@ const B_LEVELS = `if(record_type = 'delta',
 
 const num = decimalOf;
 
-function rawSql(ch: ClickHouse, venue: Venue): string {
-  const where = `WHERE ${venue === 'exchange-a' ? 'market' : 'ticker'} = {market:String} AND event_date >= {from:Date} AND event_date <= {to:Date}`;
+/** Rows of one UTC hour `{hour:UInt8}` of the date (with `event_date = {…:Date}`). */
+const HOUR_FILTER = ' AND toHour(event_ts) = {hour:UInt8}';
+
+/**
+ * One market's raw records over dates from…to, or (`allMarkets`) every market's of one date
+ * `from` = `to`: then exchange A rows lead with the market's condition id (exchange B rows
+ * carry the ticker already), ordered market by market, each in serving order.
+ */
+function rawSql(ch: ClickHouse, venue: Venue, allMarkets = false, oneHour = false): string {
+  const col = venue === 'exchange-a' ? 'market' : 'ticker';
+  const where = `WHERE ${allMarkets ? '' : `${col} = {market:String} AND `}event_date >= {from:Date} AND event_date <= {to:Date}${oneHour ? HOUR_FILTER : ''}`;
+  const lead = allMarkets ? `${col}, ` : '';
   if (venue === 'exchange-a') {
-    return `SELECT event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, record_hash AS hash,
+    return `SELECT ${allMarkets ? 'market AS condition_id, ' : ''}event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, record_hash AS hash,
         received_at
-      FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, ${A_HASH_SQL} AS record_hash, received_at, ${A_LEVELS} AS l0,
+      FROM (SELECT ${allMarkets ? 'market, ' : ''}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, ${A_HASH_SQL} AS record_hash, received_at, ${A_LEVELS} AS l0,
               if(empty(l0), [('', '', '')], l0) AS levels
             FROM ${ch.table(RAW_TABLE['exchange-a'])} FINAL ${where})
       ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
-      ORDER BY event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, li`;
+      ORDER BY ${lead}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, li`;
   }
   return `SELECT event_ts AS timestamp, ticker, record_type AS type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, ${num('lv.4')} AS delta,
       JSONExtract(payload, 'seq', 'Nullable(Int64)') AS seq, JSONExtract(payload, 'sid', 'Nullable(Int64)') AS sid,
@@ -64,7 +74,7 @@ function rawSql(ch: ClickHouse, venue: Venue): string {
             if(empty(l0), [('', '', '', '')], l0) AS levels
           FROM ${ch.table(RAW_TABLE['exchange-b'])} FINAL ${where})
     ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
-    ORDER BY event_date, event_ts, ingest_seq, dedup_id, type, li`;
+    ORDER BY ${lead}event_date, event_ts, ingest_seq, dedup_id, type, li`;
 }
 
 /**
@@ -80,7 +90,7 @@ const PARQUET_SETTINGS = "output_format_parquet_compression_method = 'zstd', out
 const TEMP_FILE = /^booktape-export-(\d+)-[0-9a-f]{16}\.parquet$/;
 
 /** A process of this machine is running (a pid we may not signal is one). */
-function alive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -112,7 +122,7 @@ export class ExportRepository {
     let files = 0;
     for (const f of await readdir(this.tempDir).catch(() => [] as string[])) {
       const pid = Number(TEMP_FILE.exec(f)?.[1] ?? NaN);
-      if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue;
+      if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
       await unlink(path.join(this.tempDir, f)).then(() => files++, () => undefined);
     }
     return { tables: tables.length, files };
@@ -121,6 +131,40 @@ export class ExportRepository {
   /** One market's raw records of UTC dates `from`…`to` as a Parquet file, streamed. */
   rawParquet(venue: Venue, market: string, from: string, to: string): Promise<Readable> {
     return this.parquet(rawSql(this.ch, venue), { market, from, to });
+  }
+
+  /** Every market's raw records of UTC date `date` (or of its `hour` only) as one Parquet file, streamed (rawSql). */
+  rawDayParquet(venue: Venue, date: string, hour?: number): Promise<Readable> {
+    return this.parquet(rawSql(this.ch, venue, true, hour !== undefined), { from: date, to: date, ...(hour !== undefined ? { hour } : {}) });
+  }
+
+  /**
+   * The version of a venue's UTC dates `from`…`to` (or of `hour` of the one date): their
+   * deduplicated stored-row count. Rows are only ever added and a duplicate adds nothing,
+   * so a late row into them changes it.
+   */
+  async dayVersion(venue: Venue, from: string, to: string, hour?: number): Promise<number> {
+    const rs = await this.ch.client.query({
+      query: `SELECT count() AS n FROM ${this.ch.table(RAW_TABLE[venue])} FINAL WHERE event_date >= {from:Date} AND event_date <= {to:Date}${hour !== undefined ? HOUR_FILTER : ''}`,
+      query_params: { from, to, ...(hour !== undefined ? { hour } : {}) },
+      format: 'JSONEachRow',
+    });
+    const [row] = await rs.json<{ n: string | number }>();
+    return Number(row?.n ?? 0);
+  }
+
+  /**
+   * The markets with raw records on UTC date `date` (or in its `hour`), sorted; with each exchange A market its
+   * outcome tokens (exchange B: `asset` is '').
+   */
+  async dayMarkets(venue: Venue, date: string, hour?: number): Promise<Array<{ market: string; asset: string }>> {
+    const where = `WHERE event_date = {date:Date}${hour !== undefined ? HOUR_FILTER : ''}`;
+    const query =
+      venue === 'exchange-a'
+        ? `SELECT DISTINCT market, asset_id AS asset FROM ${this.ch.table(RAW_TABLE[venue])} ${where} ORDER BY market, asset`
+        : `SELECT DISTINCT ticker AS market, '' AS asset FROM ${this.ch.table(RAW_TABLE[venue])} ${where} ORDER BY market`;
+    const rs = await this.ch.client.query({ query, query_params: { date, ...(hour !== undefined ? { hour } : {}) }, format: 'JSONEachRow' });
+    return rs.json<{ market: string; asset: string }>();
   }
 
   /**

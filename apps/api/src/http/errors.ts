@@ -9,6 +9,8 @@ export const ERROR_CODES = [
   'unauthorized',
   'forbidden',
   'not_found',
+  'not_finalised',
+  'range_not_satisfiable',
   'method_not_allowed',
   'payload_too_large',
   'unsupported_media_type',

@@ -185,6 +185,10 @@ describe('responses', () => {
     const with304 = ops.filter((o) => o.op.responses['304']).map((o) => o.path).sort();
     expect(with304).toEqual(
       [
+        '/api/v1/exchange-a/daily/raw',
+        '/api/v1/exchange-a/daily/summary',
+        '/api/v1/exchange-b/daily/raw',
+        '/api/v1/exchange-b/daily/summary',
         '/api/v1/exchange-a/market/book',
         '/api/v1/exchange-a/market/book-snapshots',
         '/api/v1/exchange-a/market/data',

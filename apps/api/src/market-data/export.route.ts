@@ -27,7 +27,7 @@ const EXPORT_MAX_DAYS = 31;
 const daysOf = (q: { start_date: string; end_date: string }): number => (Date.parse(`${q.end_date}T00:00:00Z`) - Date.parse(`${q.start_date}T00:00:00Z`)) / DAY_MS + 1;
 
 /** A bucket as a row of the Parquet temp table: the decimals as their exact text (written as Decimal(38, 18)). */
-function bucketRow(lead: Record<string, string>, b: ExactBucket): Record<string, unknown> {
+export function bucketRow(lead: Record<string, string>, b: ExactBucket): Record<string, unknown> {
   const n = (v: string | null) => v;
   const row: Record<string, unknown> = { ...lead, timestamp: b.timestamp, quote_count: b.quote_count, is_forward_filled: b.is_forward_filled, best_bid: n(b.best_bid), best_bid_size: n(b.best_bid_size), best_ask: n(b.best_ask), best_ask_size: n(b.best_ask_size), mid_price: n(b.mid_price), spread: n(b.spread) };
   for (const [name, o] of [['best_bid', b.best_bid_ohlc], ['best_ask', b.best_ask_ohlc], ['mid_price', b.mid_price_ohlc], ['spread', b.spread_ohlc]] as const) {
@@ -45,7 +45,7 @@ const SUMMARY_TYPES: Record<string, { type: string; out?: string }> = {
   quote_count: { type: 'UInt32' },
   is_forward_filled: { type: 'Bool' },
 };
-const summaryColumn = (name: string) => SUMMARY_TYPES[name] ?? { type: 'Nullable(String)', out: decimalOf(name) };
+export const summaryColumn = (name: string) => SUMMARY_TYPES[name] ?? { type: 'Nullable(String)', out: decimalOf(name) };
 
 /**
  * Bulk export (issue 12): one market's whole date range, up to 31 UTC days, raw records or

@@ -149,13 +149,19 @@ export class RawRowsToCsv extends RawRows {
   private parts: string[] = [];
   private readonly rows: (r: Rec, out: string[]) => void;
 
-  constructor(max: number, venue: Venue) {
+  /** `lead`: CSV fields (with their trailing comma) put before every row, e.g. the market of a file of many. */
+  constructor(
+    max: number,
+    venue: Venue,
+    private readonly lead = '',
+  ) {
     super(max);
     this.rows = venue === 'exchange-a' ? exchangeARows : exchangeBRows;
   }
 
-  static header(venue: Venue): string {
-    return `${RAW_CSV_COLUMNS[venue].join(',')}\n`;
+  /** The header row; `lead`: names of the columns put before the venue's own. */
+  static header(venue: Venue, lead: readonly string[] = []): string {
+    return `${[...lead, ...RAW_CSV_COLUMNS[venue]].join(',')}\n`;
   }
 
   protected begin(): void {
@@ -163,7 +169,10 @@ export class RawRowsToCsv extends RawRows {
   }
 
   protected record(buf: Buffer, start: number, end: number): void {
+    const before = this.parts.length;
     this.rows(JSON.parse(buf.toString('utf8', start, end)) as Rec, this.parts);
+    // Each part is one whole row.
+    if (this.lead !== '') for (let i = before; i < this.parts.length; i++) this.parts[i] = this.lead + this.parts[i];
   }
 
   protected finish(): Buffer {

@@ -9,8 +9,9 @@ import { failure, resolveSlug, SlugError, type SlugRef } from './data.ts';
 import { apiBase } from './outage.ts';
 
 /**
- * `booktape export`: one market's bulk export (GET /api/v1/{venue}/market/export) from the
- * running API into a file, with a progress bar. The key comes from --key or BOOKTAPE_API_KEY.
+ * `booktape export`: one market's bulk export (GET /api/v1/{venue}/market/export), or with
+ * `--all-markets --date D` the daily file of every market of the venue (GET
+ * /api/v1/{venue}/daily/{kind}), from the running API into a file, with a progress bar. The key comes from --key or BOOKTAPE_API_KEY.
  * The file is written beside `--out` and renamed into place when complete, so a broken
  * download never leaves a file that looks whole. Exit codes: 0 done, 1 refused or failed,
  * 2 bad arguments (checked here before any request).
@@ -31,6 +32,10 @@ export interface ExportOptions {
   asset?: string;
   out: string;
   progress: boolean;
+  /** The daily file of every market of the venue on `from` (= `to`): `market` is ''. */
+  allMarkets: boolean;
+  /** With allMarkets: one UTC hour of the day, 0 to 23. */
+  hour?: number;
   /** The market (and, for summaries, the token) by slug and outcome name; `market` is filled from it before the request. */
   slug?: SlugRef;
 }
@@ -50,6 +55,9 @@ export interface ExportFlags {
   progress?: boolean;
   slug?: string;
   outcome?: string;
+  allMarkets?: boolean;
+  date?: string;
+  hour?: string;
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -59,9 +67,18 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
   let venue: 'exchange-a' | 'exchange-b';
   let market: string;
   let slug: SlugRef | undefined;
+  const all = f.allMarkets === true;
   try {
     venue = parseVenueArg(f.venue);
-    if (f.slug !== undefined) {
+    if (all) {
+      for (const [flag, v] of [['--market', f.market], ['--slug', f.slug], ['--outcome', f.outcome], ['--asset', f.asset], ['--from', f.from], ['--to', f.to]] as const) {
+        if (v !== undefined) throw new Error(`${flag} does not go with --all-markets (one file of every market of --date)`);
+      }
+      if (f.date === undefined) throw new Error('--all-markets needs --date YYYY-MM-DD');
+      market = '';
+    } else if (f.date !== undefined) {
+      throw new Error('--date goes with --all-markets; one market takes --from and --to');
+    } else if (f.slug !== undefined) {
       if (!VENUE_SHAPES[venue].tokens) throw new Error(`--slug names an exchange A (polymarket) market; ${VENUE_SHAPES[venue].label} names a market by --market`);
       if (f.market !== undefined) throw new Error('give --slug or --market, not both');
       if (f.outcome !== undefined && f.asset !== undefined) throw new Error('give --outcome or --asset, not both');
@@ -75,7 +92,7 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
   } catch (e) {
     throw new ExportUsageError((e as Error).message);
   }
-  for (const [name, v] of [['--from', f.from], ['--to', f.to]] as const) {
+  for (const [name, v] of all ? ([['--date', f.date]] as const) : ([['--from', f.from], ['--to', f.to]] as const)) {
     try {
       if (v === undefined || !DATE.test(v)) throw new Error();
       parseDateArg(v, name);
@@ -95,6 +112,12 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
   }
   if (f.asset !== undefined && (!VENUE_SHAPES[venue].tokens || kind !== 'summary')) throw new ExportUsageError('--asset is for exchange A summary exports');
   if (f.asset !== undefined && !/^[0-9A-Za-z]{1,128}$/.test(f.asset)) throw new ExportUsageError(`--asset ${JSON.stringify(f.asset)} is not an outcome token id (1 to 128 letters or digits)`);
+  let hour: number | undefined;
+  if (f.hour !== undefined) {
+    if (!all) throw new ExportUsageError('--hour goes with --all-markets --date');
+    hour = Number(f.hour);
+    if (!/^\d{1,2}$/.test(f.hour) || hour > 23) throw new ExportUsageError(`--hour must be a UTC hour from 0 to 23, got ${JSON.stringify(f.hour)}`);
+  }
   if (f.out === undefined || f.out === '') throw new ExportUsageError('export needs --out FILE');
   const key = f.key ?? env.BOOKTAPE_API_KEY;
   if (!key) throw new ExportUsageError('export needs an API key: --key or BOOKTAPE_API_KEY');
@@ -109,8 +132,10 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
     key,
     venue,
     market,
-    from: f.from!,
-    to: f.to!,
+    from: all ? f.date! : f.from!,
+    to: all ? f.date! : f.to!,
+    allMarkets: all,
+    ...(hour !== undefined ? { hour } : {}),
     kind,
     format,
     ...(resolution !== undefined ? { resolution } : {}),
@@ -122,6 +147,12 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
 }
 
 export function exportUrl(o: ExportOptions): string {
+  if (o.allMarkets) {
+    const q = new URLSearchParams({ date: o.from, format: o.format === 'csv' ? 'csv.gz' : 'parquet' });
+    if (o.resolution !== undefined) q.set('resolution', String(o.resolution));
+    if (o.hour !== undefined) q.set('hour', String(o.hour));
+    return `${o.api}/api/v1/${o.venue}/daily/${o.kind}?${q}`;
+  }
   const q = new URLSearchParams({ [VENUE_SHAPES[o.venue].marketField]: o.market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
   if (o.resolution !== undefined) q.set('resolution', String(o.resolution));
   if (o.asset !== undefined) q.set('asset_id', o.asset);
@@ -190,6 +221,6 @@ export async function runExport(opts: ExportOptions): Promise<number> {
     return 1;
   }
   bar?.stop();
-  process.stderr.write(`booktape: wrote ${o.out} (${mb(received)}, ${res.headers.get('x-export-days') ?? '?'} days)\n`);
+  process.stderr.write(`booktape: wrote ${o.out} (${mb(received)}, ${o.allMarkets ? `every market of ${o.from}${o.hour !== undefined ? `, hour ${o.hour}` : ''}` : `${res.headers.get('x-export-days') ?? '?'} days`})\n`);
   return 0;
 }
