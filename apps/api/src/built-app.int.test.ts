@@ -7,7 +7,8 @@
  * the process before it listens.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -102,5 +103,42 @@ describe('the built API', () => {
     }
     expect(existsSync(path.join(REPO_ROOT, 'apps/ingestor/dist/main.js'))).toBe(true);
     expect(existsSync(path.join(REPO_ROOT, 'apps/rollup-worker/dist/main.js'))).toBe(true);
+  });
+
+  it('imports, from every app entry point, only Node built-ins, workspace packages and production dependencies', () => {
+    // The image prunes the devDependencies; a runtime import of one would fail only there.
+    const root = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const allowed = new Set([...Object.keys(root.dependencies), ...builtinModules]);
+    // What Node resolves a workspace import to: the package's exports, default condition.
+    const workspaces = new Map<string, { dir: string; exports: Record<string, { default: string }> }>();
+    for (const group of ['apps', 'libs'])
+      for (const name of readdirSync(path.join(REPO_ROOT, group))) {
+        const dir = path.join(REPO_ROOT, group, name);
+        const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name: string; exports?: Record<string, { default: string }> };
+        workspaces.set(manifest.name, { dir, exports: manifest.exports ?? {} });
+      }
+    const builtEntry = (spec: string) => {
+      const [, name, sub] = /^(@booktape\/[^/]+)(.*)$/.exec(spec)!;
+      const ws = workspaces.get(name!)!;
+      return path.join(ws.dir, ws.exports[`.${sub}`]!.default);
+    };
+    const seen = new Set<string>();
+    const bare = new Map<string, string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const code = readFileSync(file, 'utf8');
+      // tsc's output: import/export statements at line starts, dynamic imports of literals.
+      for (const m of code.matchAll(/^(?:import|export)\s[^;'"]*?\bfrom\s*['"]([^'"]+)['"]|^import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
+        const spec = (m[1] ?? m[2] ?? m[3])!;
+        if (spec.startsWith('.')) visit(path.resolve(path.dirname(file), spec));
+        else if (spec.startsWith('@booktape/')) visit(builtEntry(spec));
+        else bare.set(spec.startsWith('node:') ? spec.slice(5) : spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!, file);
+      }
+    };
+    for (const app of ['api', 'ingestor', 'rollup-worker']) visit(path.join(REPO_ROOT, 'apps', app, 'dist/main.js'));
+    expect(seen.size).toBeGreaterThan(50);
+    expect([...seen].filter((f) => !f.includes(`${path.sep}dist${path.sep}`))).toEqual([]);
+    expect([...bare].filter(([name]) => !allowed.has(name))).toEqual([]);
   });
 });
