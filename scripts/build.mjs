@@ -2,7 +2,9 @@
 // which is what the production image runs (`node apps/<app>/dist/main.js`, no tsx). One tsc
 // program for the whole repository (tsconfig.build.json) checks the packages against each
 // other's sources; its output is then moved package by package, so each dist/ sits where
-// the package's exports point. The SDK is built by its own script, which adds declarations.
+// the package's exports point. The SDK is built by its own script, which adds declarations;
+// `--skip-sdk` leaves it out (the built-app test, which runs while the SDK's pack test
+// rebuilds libs/sdk/dist through its prepack, and needs only the apps).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,5 +30,8 @@ for (const group of ['apps', 'libs']) {
   }
 }
 fs.rmSync(OUT, { recursive: true, force: true });
-execFileSync('npm', ['run', 'build', '--silent', '-w', '@booktape/client'], { cwd: REPO_ROOT, stdio: 'inherit' });
-console.log(`[build] dist/ for ${[...built, 'libs/sdk'].join(', ')}`);
+if (!process.argv.includes('--skip-sdk')) {
+  execFileSync('npm', ['run', 'build', '--silent', '-w', '@booktape/client'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  built.push('libs/sdk');
+}
+console.log(`[build] dist/ for ${built.join(', ')}`);

@@ -33,7 +33,8 @@ async function freePort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  await promisify(execFile)(process.execPath, [path.join(REPO_ROOT, 'scripts/build.mjs')], { cwd: REPO_ROOT, maxBuffer: 16 << 20 });
+  // Without the SDK: libs/sdk/pack.int.test.ts may be rebuilding its dist/ at the same time.
+  await promisify(execFile)(process.execPath, [path.join(REPO_ROOT, 'scripts/build.mjs'), '--skip-sdk'], { cwd: REPO_ROOT, maxBuffer: 16 << 20 });
   dataDir = mkdtempSync(path.join(tmpdir(), 'booktape-built-api-'));
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
