@@ -28,7 +28,8 @@ const KEPT_WARNINGS = [
 
 async function buildDocument() {
   const { register } = await import('tsx/esm/api');
-  register();
+  // The repository's tsconfig.json wherever this runs from: its paths give @booktape/* sources.
+  register({ tsconfig: path.join(REPO_ROOT, 'tsconfig.json') });
   const { openApiDocument } = await import('../apps/api/src/openapi-document.ts');
   const { documentConfig } = await import('../apps/api/src/testing.ts');
   const env = process.env;

@@ -48,11 +48,39 @@ describe('deploy/compose', () => {
       }
       for (const s of service.secrets ?? []) expect(compose.secrets, `${name}: secret ${s}`).toHaveProperty(s);
     }
-    // Every app command names an entry point that exists.
+    // Every app command runs its compiled entry point with plain Node: dist/main.js, built
+    // from a src/main.ts that exists (scripts/build.mjs maps src/X.ts to dist/X.js).
     for (const app of ['ingestor', 'api', 'rollup-worker']) {
-      const entry = compose.services[app]!.command!.find((c) => c.endsWith('.ts'))!;
-      expect(existsSync(path.join(REPO_ROOT, entry)), entry).toBe(true);
+      expect(compose.services[app]!.command, app).toEqual(['node', `apps/${app}/dist/main.js`]);
+      expect(existsSync(path.join(REPO_ROOT, 'apps', app, 'src/main.ts')), app).toBe(true);
     }
+  });
+
+  it('builds the apps in a build stage and runs compiled JavaScript with production dependencies only', () => {
+    const dockerfile = read('Dockerfile');
+    const instructions = dockerfile.split('\n').filter((l) => l.trim() && !l.trimStart().startsWith('#'));
+    const stages = instructions.filter((l) => /^FROM /.test(l));
+    expect(stages).toHaveLength(2);
+    expect(stages[0]).toMatch(/^FROM \S+ AS build$/);
+    const [buildStage, runStage] = dockerfile.split(/^FROM .*$/m).slice(1) as [string, string];
+    expect(buildStage).toContain('npm ci --include=dev');
+    expect(buildStage).toContain('npm run build');
+    expect(buildStage).toContain('npm prune --omit=dev');
+    // The sources are gone from what the runtime stage copies, so nothing can fall back to them.
+    expect(buildStage).toMatch(/rm -rf apps\/\*\/src libs\/\*\/src/);
+    expect(runStage).toContain('COPY --from=build');
+    expect(runStage).not.toMatch(/npm (ci|install)/);
+    expect(runStage).toContain('NODE_ENV=production');
+    expect(instructions.at(-1)).toBe('CMD ["node", "apps/api/dist/main.js"]');
+    // tsx is a development tool: no command in the image or the compose file names it.
+    expect(instructions.join('\n')).not.toMatch(/\btsx\b|\bnpx\b/);
+    for (const [name, service] of Object.entries(compose.services)) expect((service.command ?? []).join(' '), name).not.toMatch(/\btsx\b|\bnpx\b/);
+    // What a developer built locally never enters the build context; the image builds its own.
+    const ignored = read('Dockerfile.dockerignore').split('\n');
+    expect(ignored).toEqual(expect.arrayContaining(['**/node_modules', '**/dist', '.build']));
+    // `npm run build` is what the build stage runs.
+    const scripts = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.build).toBe('node scripts/build.mjs');
   });
 
   it('has Prometheus scrape the API where it listens, with the admin token the API is given', () => {

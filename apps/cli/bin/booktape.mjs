@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // The CLI is TypeScript run through tsx, so `npx booktape` needs no build step.
+import { fileURLToPath } from 'node:url';
+
 let register;
 try {
   ({ register } = await import('tsx/esm/api'));
@@ -10,5 +12,7 @@ try {
   console.error(`booktape: the npm dependencies are not installed; run \`npm install\` in ${root} first`);
   process.exit(1);
 }
-register();
+// The repository's tsconfig.json, wherever the command is run from: its `paths` give the
+// workspace the SDK's TypeScript sources rather than its (unbuilt) dist/.
+register({ tsconfig: fileURLToPath(new URL('../../../tsconfig.json', import.meta.url)) });
 await import('../src/cli.ts');
