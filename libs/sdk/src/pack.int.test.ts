@@ -113,8 +113,8 @@ export function describeError(e: unknown): string {
 }
 export type First = RawRecord<'exchange-a'>;
 // A wrong argument is a type error for users too, not only inside the repository.
-// @ts-expect-error conditionId is required
-client.exchangeA.raw({ from: 0, to: 1 });
+// @ts-expect-error no such method
+client.exchangeA.rawEverything({ from: 0, to: 1 });
 `,
     );
     const base = { strict: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', noEmit: true, skipLibCheck: false };

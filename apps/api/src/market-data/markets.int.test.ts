@@ -147,7 +147,8 @@ describe('service routes', () => {
       expect(paths, p).toContain(p);
     }
     const op = r.body.paths['/api/v1/exchange-a/market/data'].get;
-    expect(op.parameters.map((p: any) => p.name).sort()).toEqual(['condition_id', 'date', 'format', 'limit', 'offset']);
+    // A market may be named by its slug instead of its condition id (docs/api.md, "Slug and outcome").
+    expect(op.parameters.map((p: any) => p.name).sort()).toEqual(['condition_id', 'date', 'format', 'limit', 'offset', 'slug']);
     expect(op.parameters.find((p: any) => p.name === 'format').schema.enum).toEqual(['json', 'ndjson', 'csv']);
     expect(op.security).toEqual([{ bearerAuth: [] }]);
     expect(r.body.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
