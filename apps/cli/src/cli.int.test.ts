@@ -5,15 +5,15 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, silentLogger } from '@booktape/config';
+import { silentLogger } from '@booktape/config';
 import { createKafka, decodeRawMessages, ensureTopics, topicNames } from '@booktape/messaging';
 import { RawEventsRepository, SummariesRepository, type ClickHouse } from '@booktape/storage';
 import { createSink } from '@booktape/ingestor';
 import { createRollupWorker } from '@booktape/rollup-worker';
 import { requireEnv, tempClickHouse, uniqueId, waitFor } from '@booktape/testkit';
 import { bMessage, bearer, startTestApi } from '@booktape/api/testing';
+import { BIN, runCli } from './cli.test-support.ts';
 
-const BIN = path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs');
 const dir = mkdtempSync(path.join(tmpdir(), 'booktape-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -22,12 +22,7 @@ function run(args: string[], env: Record<string, string> = {}) {
 }
 
 /** The CLI in a child process without blocking this one (a worker in this process must run meanwhile). */
-function runAsync(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env } });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.once('exit', (status) => resolve({ status, stderr })));
-}
+const runAsync = (args: string[], env: Record<string, string> = {}) => runCli(args, env);
 
 /**
  * What `replay --wait` talks to, on fresh topics, group and queue: a started rollup worker and

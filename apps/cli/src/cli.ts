@@ -54,9 +54,11 @@ async function run(inv: Invocation): Promise<number> {
 }
 
 // `booktape raw … | head`: the reader went away; what it wanted it has. Stop, without a stack.
+// Any other write error ends the command with one line, not a stack trace from a listener.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   if (e.code === 'EPIPE') process.exit(0);
-  throw e;
+  process.stderr.write(`booktape: cannot write to stdout: ${e.message}\n`);
+  process.exit(1);
 });
 
 try {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,10 +5,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '@booktape/config';
 import { aMessage, bMessage, conditionId, startTestApi, type TestApi } from '@booktape/api/testing';
 import { MarketCatalogueRepository } from '@booktape/storage';
 import { waitFor } from '@booktape/testkit';
+import { runCli } from './cli.test-support.ts';
 
 /**
  * The user commands (markets, raw, summary, book, status, keys) as a user runs them: the
@@ -17,7 +16,6 @@ import { waitFor } from '@booktape/testkit';
  * listening in this process, through the SDK, over HTTP.
  */
 
-const BIN = path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs');
 const ADMIN = 'admin-token-for-user-cli-tests';
 const DAY = Date.UTC(2026, 2, 3);
 const MARKET = conditionId(0x77);
@@ -31,15 +29,8 @@ let t: TestApi;
 let api: string;
 let key: string;
 
-/** The CLI in a child process; never spawnSync: the API it talks to runs in this process. */
-function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', BOOKTAPE_API_KEY: key, ADMIN_TOKEN: undefined, ...env } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.once('exit', (status) => resolve({ status, stdout, stderr })));
-}
+/** The CLI, as the user `key` (no admin token). */
+const cli = (args: string[], env: Record<string, string | undefined> = {}) => runCli(args, { BOOKTAPE_API_KEY: key, ADMIN_TOKEN: undefined, ...env });
 
 beforeAll(async () => {
   t = await startTestApi();

@@ -41,8 +41,8 @@ export const PROJECT_REDIS_PORT = 16379;
  * or host is tried, so work is never enqueued on a Redis that merely happens to listen.
  */
 export function chooseRedis(env: NodeJS.ProcessEnv): ChosenRedis {
-  const withPorts = withLocalServicePorts(env);
   if (env.REDIS_URL) return { url: env.REDIS_URL, source: 'REDIS_URL' };
-  if (env.BOOKTAPE_REDIS_PORT) return { url: withPorts.REDIS_URL!, source: `the project's own Redis, BOOKTAPE_REDIS_PORT=${env.BOOKTAPE_REDIS_PORT}` };
+  // Only now read the ports: a bad BOOKTAPE_KAFKA_PORT must not stop a command that has its Redis.
+  if (env.BOOKTAPE_REDIS_PORT) return { url: withLocalServicePorts(env).REDIS_URL!, source: `the project's own Redis, BOOKTAPE_REDIS_PORT=${env.BOOKTAPE_REDIS_PORT}` };
   return { url: `redis://127.0.0.1:${PROJECT_REDIS_PORT}`, source: `the project's own Redis, default port ${PROJECT_REDIS_PORT} (REDIS_URL and BOOKTAPE_REDIS_PORT unset)` };
 }

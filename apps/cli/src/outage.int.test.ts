@@ -1,27 +1,17 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '@booktape/config';
 import { startTestApi, type TestApi } from '@booktape/api/testing';
+import { runCli } from './cli.test-support.ts';
 
 /** `booktape outage add|list|remove` against a running API (real ClickHouse and Redis). */
 
-const BIN = path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs');
 const ADMIN = 'admin-token-for-outage-cli-tests';
 
 let t: TestApi;
 let api: string;
 
-/** The CLI in a child process; never spawnSync: the API it talks to runs in this process. */
-function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ADMIN_TOKEN: ADMIN, ...env } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.once('exit', (status) => resolve({ status, stdout, stderr })));
-}
+/** The CLI with the operator's admin token. */
+const cli = (args: string[], env: Record<string, string | undefined> = {}) => runCli(args, { ADMIN_TOKEN: ADMIN, ...env });
 
 beforeAll(async () => {
   t = await startTestApi();

@@ -1,14 +1,15 @@
-import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
-import { BOOK_ROW_SETTINGS, BOOK_ROW_SQL, bookRecordOf, type BookRecordOf, type BookVenue } from './book-rows.ts';
+import type { BookRecord } from '@booktape/book';
+import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
+import { BOOK_ROW_SETTINGS, BOOK_ROW_SQL, bookRecordOf } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
 import { openLines, streamLines, streamQuery } from './stream.ts';
 
 
 /** One book's rows (exchange A: an outcome token; exchange B: the ticker), its snapshots, and the record types a book answer reads. */
-const BOOK_OF: Record<BookVenue, string> = { 'exchange-a': 'market = {m:String} AND asset_id = {a:String}', 'exchange-b': 'ticker = {m:String}' };
-const SNAPSHOT_OF: Record<BookVenue, string> = { 'exchange-a': "event_type = 'book'", 'exchange-b': "record_type = 'snapshot'" };
-const TYPES_OF: Record<BookVenue, string> = { 'exchange-a': "event_type IN ('book', 'price_change')", 'exchange-b': "record_type IN ('snapshot', 'delta', 'gap')" };
+const BOOK_OF: Record<Venue, string> = { 'exchange-a': 'market = {m:String} AND asset_id = {a:String}', 'exchange-b': 'ticker = {m:String}' };
+const SNAPSHOT_OF: Record<Venue, string> = { 'exchange-a': "event_type = 'book'", 'exchange-b': "record_type = 'snapshot'" };
+const TYPES_OF: Record<Venue, string> = { 'exchange-a': "event_type IN ('book', 'price_change')", 'exchange-b': "record_type IN ('snapshot', 'delta', 'gap')" };
 
 /**
  * The records that decide a book over a span, streamed (a book far from its last snapshot
@@ -20,7 +21,7 @@ const TYPES_OF: Record<BookVenue, string> = { 'exchange-a': "event_type IN ('boo
 export interface BookHistory {
   anchorMs: number | null;
   count: number | null;
-  records: AsyncGenerator<BookRecordOf>;
+  records: AsyncGenerator<BookRecord>;
   close(): Promise<void>;
 }
 
@@ -88,7 +89,7 @@ export class BookEventsRepository {
    * market is one book there). The first record is read before this returns, so a store that
    * fails does so here.
    */
-  async sinceLastSnapshot(venue: BookVenue, market: string, asset: string, atMs: number, untilMs = atMs, counted = false): Promise<BookHistory> {
+  async sinceLastSnapshot(venue: Venue, market: string, asset: string, atMs: number, untilMs = atMs, counted = false): Promise<BookHistory> {
     const table = this.ch.table(RAW_TABLE[venue]);
     const anchor = await this.lastSnapshot(
       `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
@@ -106,17 +107,17 @@ export class BookEventsRepository {
    * a book restored at `afterMs` (a rollup checkpoint) needs up to `untilMs`. `anchorMs` is
    * null (no snapshot was looked for). The first record is read before this returns.
    */
-  async after(venue: BookVenue, market: string, asset: string, afterMs: number, untilMs: number, counted = false): Promise<BookHistory> {
+  async after(venue: Venue, market: string, asset: string, afterMs: number, untilMs: number, counted = false): Promise<BookHistory> {
     return { ...(await this.span(venue, market, asset, afterMs + 1, untilMs, counted)), anchorMs: null };
   }
 
   /** The book events with event_ts in [fromMs, untilMs] (FINAL: duplicates count once). */
-  private async count(venue: BookVenue, market: string, asset: string, fromMs: number, untilMs: number): Promise<number> {
+  private async count(venue: Venue, market: string, asset: string, fromMs: number, untilMs: number): Promise<number> {
     const rs = await this.ch.client.query({ query: `SELECT toString(count()) AS n ${this.spanSql(venue)}`, query_params: { m: market, a: asset, from: fromMs, to: untilMs }, format: 'JSONEachRow' });
     return Number((await rs.json<{ n: string }>())[0]?.n ?? 0);
   }
 
-  private spanSql(venue: BookVenue): string {
+  private spanSql(venue: Venue): string {
     return `FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
         WHERE ${BOOK_OF[venue]} AND ${TYPES_OF[venue]}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
@@ -124,13 +125,13 @@ export class BookEventsRepository {
   }
 
   /** The book events with event_ts in [fromMs, untilMs], streamed (see `BookHistory`). */
-  private async span(venue: BookVenue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean): Promise<Omit<BookHistory, 'anchorMs'>> {
+  private async span(venue: Venue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean): Promise<Omit<BookHistory, 'anchorMs'>> {
     const params = { m: market, a: asset, from: fromMs, to: untilMs };
     const count = counted ? await this.count(venue, market, asset, fromMs, untilMs) : null;
     // A book row is JSON text (toJSONString): no raw tab or newline, one line each.
     const lines = streamLines(streamQuery(this.ch, { query: `SELECT ${BOOK_ROW_SQL[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id SETTINGS ${BOOK_ROW_SETTINGS}`, query_params: params, format: 'TabSeparatedRaw' }));
     const { first, close } = await openLines(lines);
-    async function* records(): AsyncGenerator<BookRecordOf> {
+    async function* records(): AsyncGenerator<BookRecord> {
       try {
         if (first.done === true) return;
         yield bookRecordOf(venue, first.value, market, asset);
@@ -149,7 +150,7 @@ export class BookEventsRepository {
     return row === undefined ? null : Number(row.t);
   }
 
-  private async books<T extends BookRecordOf>(venue: BookVenue, market: string, asset: string, query: string, params: Record<string, unknown>): Promise<T[]> {
+  private async books<T extends BookRecord>(venue: Venue, market: string, asset: string, query: string, params: Record<string, unknown>): Promise<T[]> {
     const rs = await this.ch.client.query({ query, query_params: params, format: 'JSONEachRow' });
     return (await rs.json<{ row: string }>()).map((r) => bookRecordOf(venue, r.row, market, asset) as T);
   }

@@ -1,4 +1,5 @@
-import type { ExchangeAEvent, ExchangeBRecord, PriceChange, PriceLevel } from '@booktape/domain';
+import type { BookRecord } from '@booktape/book';
+import type { ExchangeAEvent, ExchangeBRecord, PriceChange, PriceLevel, Venue } from '@booktape/domain';
 import { A_HASH_SQL, formatScaled, SCALE_ABSENT, SCALE_NULL } from './raw-codec.ts';
 
 /**
@@ -14,12 +15,9 @@ import { A_HASH_SQL, formatScaled, SCALE_ABSENT, SCALE_NULL } from './raw-codec.
  */
 export const BOOK_ROW_SETTINGS = 'output_format_json_quote_64bit_integers = 0';
 
-export type BookVenue = 'exchange-a' | 'exchange-b';
-export type BookRecordOf = ExchangeAEvent | ExchangeBRecord;
-
 const LEVELS = (side: string) => `${side}_price, ${side}_price_scale, ${side}_size, ${side}_size_scale`;
 
-export const BOOK_ROW_SQL: Record<BookVenue, string> = {
+export const BOOK_ROW_SQL: Record<Venue, string> = {
   'exchange-a': `toJSONString(tuple(toUnixTimestamp64Milli(event_ts), event_type, ${A_HASH_SQL}, residue, ${LEVELS('bid')}, ${LEVELS('ask')},
     chg_price, chg_price_scale, CAST(chg_side AS Array(Int8)), chg_size, chg_size_scale, chg_hash,
     chg_best_bid, chg_best_bid_scale, chg_best_ask, chg_best_ask_scale))`,
@@ -117,6 +115,6 @@ export function exchangeBBookRecord(text: string, ticker: string): ExchangeBReco
 }
 
 /** A row of `venue` (BOOK_ROW_SQL) as its book record. */
-export function bookRecordOf(venue: BookVenue, text: string, market: string, asset: string): BookRecordOf {
+export function bookRecordOf(venue: Venue, text: string, market: string, asset: string): BookRecord {
   return venue === 'exchange-a' ? exchangeABookRecord(text, market, asset) : exchangeBBookRecord(text, market);
 }

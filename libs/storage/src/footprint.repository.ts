@@ -63,13 +63,15 @@ LEFT JOIN
     GROUP BY table
 ) AS p ON p.table = t.name
 WHERE t.database = {db:String} AND t.engine LIKE '%MergeTree' AND t.name NOT IN {private:Array(String)}
+  AND NOT startsWith(t.name, 'export_tmp_')
 ORDER BY table
 SETTINGS max_execution_time = ${maxExecutionSeconds}`;
 
 /**
  * The tables of customers and billing: left out, because the status that shows the footprint
  * is public, and their row counts (keys, subscriptions, requests) are the operator's
- * business, not what the stored data costs.
+ * business, not what the stored data costs. Nor are an export's temporary tables
+ * (`export_tmp_…`, export.repository.ts): they hold nothing once the export ends.
  */
 const PRIVATE_TABLES = ['api_keys', 'api_key_usage', 'subscriptions', 'stripe_events', 'request_log'];
 

@@ -54,10 +54,13 @@ export const EXPOSED_HEADERS = [
   'X-Export-Days',
   'X-Resolved-Condition-Id',
   'X-Resolved-Asset-Id',
+  // Daily files answer byte ranges (a browser Parquet reader asks for them).
+  'Content-Range',
+  'Accept-Ranges',
 ];
 
 /** Request fields a browser script may send. */
-export const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id'];
+export const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id', 'Range'];
 
 export async function registerCors(app: FastifyInstance, origins: CorsOrigins | undefined): Promise<void> {
   if (origins === undefined) return;

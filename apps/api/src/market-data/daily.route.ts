@@ -59,8 +59,8 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
     const window = windowOf(date, hour);
     // An hour's summaries are that hour of the day's file: every series of the day, those
     // forward-filled through the hour included; its raw records are those of the hour.
-    const series = await exports.dayMarkets(venue, date, kind === 'raw' ? hour : undefined);
     if (kind === 'raw' && format === 'parquet') return exports.rawDayParquet(venue, date, hour);
+    const series = await exports.dayMarkets(venue, date, kind === 'raw' ? hour : undefined);
     if (kind === 'raw') {
       const markets = [...new Set(series.map((s) => s.market))];
       const body = (async function* () {
@@ -186,7 +186,15 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
               }
             }
           }
-          const { size } = await stat(file);
+          // A newer version built meanwhile removes this one: say so, not a 500.
+          const size = await stat(file).then(
+            (st) => st.size,
+            (e: NodeJS.ErrnoException) => {
+              if (e.code !== 'ENOENT') throw e;
+              reply.header('retry-after', '1');
+              throw new ApiError(503, 'service_unavailable', `the ${date} file was replaced by a newer build while this request was answered; retry`);
+            },
+          );
           const range = byteRange(req.headers.range, size);
           if (range === 'unsatisfiable') {
             reply.header('content-range', `bytes */${size}`);

@@ -255,7 +255,8 @@ export function billableRoutes(deps: BillableDeps) {
     }
     if (reply.hasHeader('ratelimit-limit')) return payload;
     try {
-      const plan = await deps.subscriptions.planOf(key.user_id);
+      // The plan the reservation already read, where there was one (one Redis call fewer).
+      const plan = states.get(req)?.plan || (await deps.subscriptions.planOf(key.user_id));
       const now = Date.now();
       const p = await deps.quota.peek(key.user_id, now);
       setRateLimit(reply, rateLimitFields({ limit: deps.quota.limits[plan], period: p.period, monthlyUsed: p.monthlyUsed, secondUsed: p.secondUsed, nowMs: now }));
