@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * JSON with object keys sorted at every depth, so that equal values give equal text no
@@ -25,8 +25,9 @@ export function canonicalJson(value: unknown): string {
   return 'null';
 }
 
+/** One-shot `crypto.hash`: about twice as fast as a Hash object per record (the sequencer hashes every record). */
 export function sha1Hex(text: string): string {
-  return createHash('sha1').update(text, 'utf8').digest('hex');
+  return hash('sha1', text, 'hex');
 }
 
 /** SHA-1 hex of the canonical JSON of a value: the identity of content with no venue id. */
