@@ -86,6 +86,13 @@ def date_windows(first: str, last: str, max_days: int = MAX_COVERAGE_DAYS) -> Li
     return out
 
 
+def _object(value: Any, what: str) -> Dict[str, Any]:
+    """A JSON answer that must be an object (every answer of the API is one)."""
+    if not isinstance(value, dict):
+        raise BooktapeError(200, "invalid_response", f"{what} is not a JSON object (got {type(value).__name__})")
+    return value
+
+
 class RawResult:
     """Every raw record of a market in an inclusive window, fetched page by page as it is read.
 
@@ -110,7 +117,7 @@ class RawResult:
         cursor: Optional[str] = None
         while True:
             # Decimals for any number with a fraction a record carries (venue extras): exact, as the prices are.
-            page = self._client._t.json(self._url([("cursor", cursor)] if cursor else []), parse_float=Decimal)
+            page = _object(self._client._t.json(self._url([("cursor", cursor)] if cursor else []), parse_float=Decimal), "a page of records")
             yield page
             p = page.get("pagination") or {}
             if not p.get("has_more") or not p.get("next_cursor"):
@@ -299,7 +306,7 @@ class Client:
     def _json(self, v: str, rest: str, query: List[Tuple[str, str]]) -> Dict[str, Any]:
         # Decimals for every number with a fraction: the API writes summary numbers from
         # their exact decimals, and a price read as a double is not the price.
-        return self._t.json(self._t.url(f"/api/v1/{v}/{rest}", query), parse_float=Decimal)
+        return _object(self._t.json(self._t.url(f"/api/v1/{v}/{rest}", query), parse_float=Decimal), f"the {rest} answer")
 
     def raw(self, venue: str, market: str, start: TimeLike, end: TimeLike, asset_id: Optional[str] = None, *, page_size: Optional[int] = None) -> RawResult:
         """Every raw record of a market from ``start`` to ``end`` inclusive, in serving order.

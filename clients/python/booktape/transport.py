@@ -209,7 +209,9 @@ class Transport:
         res = self.get(url)
         try:
             return json.loads(res.body, parse_float=parse_float)
-        except ValueError:
+        except (ValueError, RecursionError) as e:
+            if isinstance(e, UnicodeDecodeError):
+                res.text()  # raises the invalid_response that says where the text is not UTF-8
             raise BooktapeError(res.status, "invalid_response", f"expected JSON from {url}, got {res.header('Content-Type') or 'no content type'}", None, res.body[:200]) from None
 
 

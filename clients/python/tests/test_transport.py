@@ -228,6 +228,16 @@ class BrokenAnswers(unittest.TestCase):
         with self.assertRaises(BooktapeError) as e:
             c.book("kalshi", "KX", 1)
         self.assertEqual(e.exception.code, "invalid_response")
+        self.assertIn("not UTF-8", e.exception.message)
+
+    def test_json_that_is_not_an_answer_is_an_invalid_response(self):
+        for body in [b"[1, 2]", b"[" * 100_000 + b"]" * 100_000, b"\x00{}", b"<html>"]:
+            with self.subTest(body=body[:8]):
+                s = self.serve([(200, {"Content-Type": "application/json"}, body)])
+                c, _ = client(s.url)
+                with self.assertRaises(BooktapeError) as e:
+                    c.book("kalshi", "KX", 1)
+                self.assertEqual(e.exception.code, "invalid_response")
 
     def test_an_answer_that_is_not_http_is_a_connection_error(self):
         def garbage(h):
