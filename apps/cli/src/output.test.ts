@@ -2,7 +2,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RecordWriter, csvField, flatten, openOutput, partialName } from './output.ts';
+import { parse } from 'csv-parse/sync';
+import { csvField } from '@booktape/domain';
+import { CsvColumnsError, RecordWriter, flatten, openOutput, partialName } from './output.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'booktape-out-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -54,6 +56,39 @@ describe('formats', () => {
     expect(await run('json', [])).toBe('[]\n');
     expect((await run('ndjson', records)).split('\n').filter(Boolean).map((l) => JSON.parse(l))).toEqual(records);
     expect(await run('csv', records)).toBe('a,b.c\n1,"x,y"\n2,\n');
+  });
+
+  const csv = async (records: unknown[], columns?: readonly string[]) => {
+    const m = memory();
+    const w = new RecordWriter(m.out, 'csv', columns);
+    let error: unknown;
+    try {
+      for (const r of records) await w.add(r);
+      await w.end();
+    } catch (e) {
+      error = e;
+    }
+    return { text: m.text(), error };
+  };
+
+  it('csv: a column only later records have is never dropped silently: refused, with the rule in the message', async () => {
+    const { text, error } = await csv([{ a: 1 }, { a: 2, b: { c: 'late' } }]);
+    expect(error).toBeInstanceOf(CsvColumnsError);
+    expect((error as CsvColumnsError).message).toMatch(/record 2 has a column the CSV header does not \("b\.c"; the header is a\).*use --format json or ndjson/);
+    expect(text).toBe('a\n1\n');
+  });
+
+  it('csv: known columns lead the header, missing fields are empty cells, an empty list is its header', async () => {
+    const records = [{ id: 'k1', name: 'x,"y"' }, { id: 'k2', last_used_at: '2026-03-01T00:00:00Z', name: 'n' }];
+    const { text, error } = await csv(records, ['id', 'name', 'last_used_at']);
+    expect(error).toBeUndefined();
+    expect(parse(text, { columns: true })).toEqual([
+      { id: 'k1', name: 'x,"y"', last_used_at: '' },
+      { id: 'k2', name: 'n', last_used_at: '2026-03-01T00:00:00Z' },
+    ]);
+    expect((await csv([], ['side', 'price', 'size'])).text).toBe('side,price,size\n');
+    // A field of the first record the command did not know is kept, after the known ones.
+    expect((await csv([{ extra: 1, id: 'k' }], ['id'])).text).toBe('id,extra\nk,1\n');
   });
 
   it('csv fields are quoted when they must be; arrays are their JSON text', () => {

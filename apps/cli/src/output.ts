@@ -1,6 +1,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { once } from 'node:events';
+import { csvRow } from '@booktape/domain';
 import type { Format } from './args.ts';
 
 /**
@@ -73,14 +74,39 @@ export function openOutput(out: string | undefined): Output {
   };
 }
 
-/** A list of records in a format: json (one array), ndjson (a line each) or csv (header from the first record). */
+/** A record of a CSV list that has a column its header does not: CSV cannot add one after the header. */
+export class CsvColumnsError extends Error {
+  constructor(
+    readonly column: string,
+    readonly record: number,
+    readonly columns: readonly string[],
+  ) {
+    super(
+      `record ${record} has a column the CSV header does not (${JSON.stringify(column)}; the header is ${columns.join(',')}): ` +
+        'a CSV cannot add a column after its header, and dropping it would lose data; use --format json or ndjson',
+    );
+    this.name = 'CsvColumnsError';
+  }
+}
+
+/**
+ * A list of records in a format: json (one array), ndjson (a line each) or csv.
+ *
+ * CSV columns: `columns` when the command knows them (the fields its answer can have, in
+ * order; nested ones by dotted names), then any other field of the first record; without
+ * them, the first record's fields. A field missing from a record is an empty cell. A later
+ * record with a field the header lacks is refused (CsvColumnsError), never dropped: the
+ * header is written before the rows that follow it, so the column cannot be added. With
+ * known columns, an empty list is still its header.
+ */
 export class RecordWriter {
   private n = 0;
-  private columns: string[] | undefined;
+  private header: string[] | undefined;
 
   constructor(
     private readonly out: Output,
     private readonly format: Format,
+    private readonly columns?: readonly string[],
   ) {}
 
   async add(record: unknown): Promise<void> {
@@ -88,18 +114,23 @@ export class RecordWriter {
     else if (this.format === 'json') await this.out.write(`${this.n === 0 ? '[\n' : ',\n'}${JSON.stringify(record)}`);
     else {
       const flat = flatten(record);
-      if (this.columns === undefined) {
-        this.columns = Object.keys(flat);
-        await this.out.write(`${this.columns.map(csvField).join(',')}\n`);
+      if (this.header === undefined) {
+        const known = this.columns ?? [];
+        this.header = [...known, ...Object.keys(flat).filter((k) => !known.includes(k))];
+        await this.out.write(csvRow(this.header));
       }
-      await this.out.write(`${this.columns.map((c) => csvField(flat[c])).join(',')}\n`);
+      const header = this.header;
+      const extra = Object.keys(flat).find((k) => !header.includes(k));
+      if (extra !== undefined) throw new CsvColumnsError(extra, this.n + 1, header);
+      await this.out.write(csvRow(header.map((c) => flat[c])));
     }
     this.n++;
   }
 
-  /** Closes the list (json's brackets; an empty list is `[]`); returns how many records were written. */
+  /** Closes the list (json's brackets; an empty list is `[]`, or in csv its known header); returns how many records were written. */
   async end(): Promise<number> {
     if (this.format === 'json') await this.out.write(this.n === 0 ? '[]\n' : '\n]\n');
+    else if (this.format === 'csv' && this.header === undefined && this.columns !== undefined && this.columns.length > 0) await this.out.write(csvRow(this.columns));
     return this.n;
   }
 }
@@ -125,11 +156,4 @@ export function flatten(v: unknown, prefix = '', into: Record<string, unknown> =
     into[prefix || 'value'] = v;
   }
   return into;
-}
-
-/** RFC 4180: quoted when it holds a comma, a quote or a line break; null and undefined are empty. */
-export function csvField(v: unknown): string {
-  if (v === null || v === undefined) return '';
-  const s = typeof v === 'string' ? v : Array.isArray(v) ? JSON.stringify(v) : String(v);
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }

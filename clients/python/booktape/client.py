@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import urllib.parse
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -11,7 +12,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from . import frames
 from .errors import BooktapeError, bad_argument
 from .times import DateLike, TimeLike, date_text, time_ms
-from .transport import RetryPolicy, Transport, next_link
+from .transport import BROKEN, RetryPolicy, Transport, next_link
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -85,6 +86,13 @@ def date_windows(first: str, last: str, max_days: int = MAX_COVERAGE_DAYS) -> Li
     return out
 
 
+def _object(value: Any, what: str) -> Dict[str, Any]:
+    """A JSON answer that must be an object (every answer of the API is one)."""
+    if not isinstance(value, dict):
+        raise BooktapeError(200, "invalid_response", f"{what} is not a JSON object (got {type(value).__name__})")
+    return value
+
+
 class RawResult:
     """Every raw record of a market in an inclusive window, fetched page by page as it is read.
 
@@ -109,7 +117,7 @@ class RawResult:
         cursor: Optional[str] = None
         while True:
             # Decimals for any number with a fraction a record carries (venue extras): exact, as the prices are.
-            page = self._client._t.json(self._url([("cursor", cursor)] if cursor else []), parse_float=Decimal)
+            page = _object(self._client._t.json(self._url([("cursor", cursor)] if cursor else []), parse_float=Decimal), "a page of records")
             yield page
             p = page.get("pagination") or {}
             if not p.get("has_more") or not p.get("next_cursor"):
@@ -239,9 +247,14 @@ class ExportResult:
             except ImportError:
                 raise ImportError("reading a Parquet export needs pyarrow: pip install 'booktape[parquet]', or export with format='csv'") from None
         import gzip
+        import zlib
 
-        with gzip.open(self.path, "rt", encoding="utf-8", newline="") as f:
-            header, cols = frames.csv_columns([f.read()])
+        try:
+            with gzip.open(self.path, "rt", encoding="utf-8", newline="") as f:
+                text = f.read()
+        except (OSError, EOFError, UnicodeDecodeError, zlib.error) as e:
+            raise BooktapeError(None, "invalid_response", f"the export {self.path} is not a gzipped UTF-8 CSV file: {e}") from None
+        header, cols = frames.csv_columns([text])
         return frames.typed_frame(header, cols)
 
     to_pandas = to_df
@@ -293,7 +306,7 @@ class Client:
     def _json(self, v: str, rest: str, query: List[Tuple[str, str]]) -> Dict[str, Any]:
         # Decimals for every number with a fraction: the API writes summary numbers from
         # their exact decimals, and a price read as a double is not the price.
-        return self._t.json(self._t.url(f"/api/v1/{v}/{rest}", query), parse_float=Decimal)
+        return _object(self._t.json(self._t.url(f"/api/v1/{v}/{rest}", query), parse_float=Decimal), f"the {rest} answer")
 
     def raw(self, venue: str, market: str, start: TimeLike, end: TimeLike, asset_id: Optional[str] = None, *, page_size: Optional[int] = None) -> RawResult:
         """Every raw record of a market from ``start`` to ``end`` inclusive, in serving order.
@@ -409,20 +422,35 @@ class Client:
             q.append(("asset_id", str(asset_id)))
         url = self._t.url(f"/api/v1/{v}/market/export", q)
         with self._t.open(url, accept="*/*", compressed=False) as res:
-            m = re.search(r'filename="([^"]+)"', res.headers.get("Content-Disposition") or "")
-            filename = os.path.basename(m.group(1)) if m else None
+            given = content_disposition_filename(res.headers.get("Content-Disposition"))
+            filename = None if given is None else safe_filename(given)
             target = path
             if target is None or os.path.isdir(target):
+                directory = os.path.abspath(target or ".")
+                if given is None:
+                    raise BooktapeError(res.status, "invalid_response", "the export named no file; pass path= a file name")
                 if filename is None:
-                    raise BooktapeError(res.status, "invalid_response", "the export named no file; pass path=")
-                target = os.path.join(target or ".", filename)
+                    raise BooktapeError(
+                        res.status, "invalid_response",
+                        f"the export's file name {given!r} is not a plain file name (a path, '..' or control characters); nothing was written: pass path= a file name",
+                    )
+                target = os.path.join(directory, filename)
+                # What safe_filename let through is one plain name: it cannot leave the directory.
+                if os.path.dirname(target) != directory:
+                    raise BooktapeError(res.status, "invalid_response", f"the export's file name {given!r} would be written outside {directory}; nothing was written")
             directory = os.path.dirname(os.path.abspath(target))
-            fd, tmp = tempfile.mkstemp(prefix=".booktape-export-", dir=directory)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=".booktape-export-", dir=directory)
+            except OSError as e:
+                raise bad_argument("path", f"cannot write the export into {directory}: {e.strerror or e}") from e
             size = 0
             try:
                 with os.fdopen(fd, "wb") as out:
                     while True:
-                        chunk = res.read(1 << 20)
+                        try:
+                            chunk = res.read(1 << 20)
+                        except BROKEN as e:
+                            raise BooktapeError(res.status, "connection_error", f"the connection broke after {size} bytes of the export from {url}; nothing was kept: {e!r}") from e
                         if not chunk:
                             break
                         out.write(chunk)
@@ -432,3 +460,34 @@ class Client:
                 os.unlink(tmp)
                 raise
             return ExportResult(target, filename, res.headers.get("Content-Type") or "application/octet-stream", int(res.headers.get("X-Export-Days") or 0), size, v)
+
+
+def content_disposition_filename(header: Optional[str]) -> Optional[str]:
+    """The file name a Content-Disposition header gives (RFC 6266): ``filename*`` (RFC 8187,
+    UTF-8) first, then ``filename`` quoted or not; None when it gives none. As sent: see
+    ``safe_filename`` before using it as a path."""
+    if not header:
+        return None
+    m = re.search(r"filename\*\s*=\s*(?:UTF-8|utf-8)''([^;\s]+)", header)
+    if m:
+        name = urllib.parse.unquote(m.group(1), encoding="utf-8", errors="replace")
+        return name or None
+    m = re.search(r'filename\s*=\s*"((?:[^"\\]|\\.)*)"', header)
+    if m:
+        return re.sub(r"\\(.)", r"\1", m.group(1)) or None
+    m = re.search(r"filename\s*=\s*([^;\s]+)", header)
+    return m.group(1) if m else None
+
+
+def safe_filename(name: str) -> Optional[str]:
+    """``name`` when it is one plain file name, safe to join to a directory; None otherwise:
+    empty, ``.``, ``..`` or any name starting with a dot (hidden, or a way up), holding a path
+    separator (``/`` or ``\\``), a drive (``C:``) or a control character, or longer than 255
+    bytes. The API's names (``exchange-a_<market>_<first>_<last>.csv.gz``) are all plain."""
+    if not isinstance(name, str) or name.strip() == "" or name.startswith("."):
+        return None
+    if "/" in name or "\\" in name or re.search(r"[\x00-\x1f\x7f]", name) or re.match(r"^[A-Za-z]:", name):
+        return None
+    if len(name.encode("utf-8", "surrogatepass")) > 255 or name != name.strip():
+        return None
+    return name

@@ -15,8 +15,10 @@ class BooktapeError(Exception):
 
     ``code`` is the API's own (``invalid_parameter``, ``unauthorized``, ``rate_limited``, …);
     ``http_error`` when the body was not the API's error shape (a proxy's page, say);
-    ``invalid_response`` when a 2xx body was not what was asked for. ``status`` is None for
-    arguments the client refused before sending anything.
+    ``invalid_response`` when a 2xx body was not what was asked for or not what its headers
+    say (not JSON, not gzip, not UTF-8; an export named by a path, not a file name);
+    ``connection_error`` when no whole answer came (refused, reset, cut off mid-body), after
+    the retries. ``status`` is None for arguments the client refused before sending anything.
     """
 
     def __init__(

@@ -5,13 +5,21 @@ is retried up to ``max_retries`` times, waiting exactly what Retry-After says wh
 anything (the API knows when its window ends) and jittered exponential back-off when it does
 not; a Retry-After longer than ``max_retry_delay`` (a monthly quota resets in days) is not
 waited, the error goes to the caller at once. A request that got no answer at all (refused,
-reset, timed out) is tried again the same way: every call the client makes is a read.
+reset, timed out), or an answer cut off while its body was read, is tried again the same
+way: every call the client makes is a read, and the API does not bill an answer it could not
+send whole.
+
+Nothing the network or a server does raises a bare Python exception: a body that is not
+what its headers say (broken gzip, text that is not UTF-8) is a ``BooktapeError`` with code
+``invalid_response``, a connection lost for good (before or during the answer) one with
+code ``connection_error``.
 """
 from __future__ import annotations
 
 import collections
 import email.utils
 import gzip
+import http.client
 import random
 import re
 import socket
@@ -26,6 +34,8 @@ from typing import Callable, Deque, Dict, Mapping, Optional, Sequence, Tuple
 from .errors import BooktapeError, error_from_response
 
 RETRY_STATUSES = frozenset({429, 503})
+#: What a connection that broke (refused, reset, timed out, closed early, spoke no HTTP) raises.
+BROKEN = (urllib.error.URLError, http.client.HTTPException, ConnectionError, socket.timeout, OSError)
 USER_AGENT = "booktape-python/0.1"
 
 
@@ -91,7 +101,15 @@ class Response:
     url: str
 
     def text(self) -> str:
-        return self.body.decode("utf-8")
+        """The body as UTF-8 text; a body that is not UTF-8 raises ``BooktapeError`` (``invalid_response``)."""
+        try:
+            return self.body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BooktapeError(
+                self.status, "invalid_response",
+                f"the answer from {self.url} is not UTF-8 text (byte {e.start}: {self.body[e.start:e.start + 1]!r})",
+                None, self.body[:200],
+            ) from None
 
     def header(self, name: str) -> Optional[str]:
         return self.headers.get(name)
@@ -151,12 +169,12 @@ class Transport:
                 status = e.code
                 self.log.append((url, status))
                 retry_after = parse_retry_after(e.headers.get("Retry-After"))
-                text = _decode(e.read(), e.headers.get("Content-Encoding")).decode("utf-8", "replace")
+                text = _error_text(e, url)
                 e.close()
                 wait = retry_delay(self.retry, attempt, retry_after) if status in RETRY_STATUSES else None
                 if wait is None:
                     raise error_from_response(status, text, retry_after, e.headers.get("X-Request-Id")) from None
-            except (urllib.error.URLError, ConnectionError, socket.timeout) as e:
+            except BROKEN as e:
                 # No answer at all: retried like a 503 without Retry-After.
                 self.log.append((url, 0))
                 wait = retry_delay(self.retry, attempt, None)
@@ -167,9 +185,23 @@ class Transport:
             attempt += 1
 
     def get(self, url: str, accept: str = "application/json") -> Response:
-        with self.open(url, accept) as res:
-            body = _decode(res.read(), res.headers.get("Content-Encoding"))
-            return Response(res.status, res.headers, body, url)
+        """A whole 2xx answer, its body decoded (gzip); an answer cut off is asked for again."""
+        attempt = 0
+        while True:
+            res = self.open(url, accept)
+            try:
+                with res:
+                    raw = res.read()
+            except BROKEN as e:
+                # Cut off mid-body (reset, closed early, timed out): retried like no answer.
+                self.log.append((url, 0))
+                wait = retry_delay(self.retry, attempt, None)
+                if wait is None:
+                    raise BooktapeError(res.status, "connection_error", f"the connection broke while reading the answer from {url}: {_reason(e)}") from e
+                self.sleep(wait)
+                attempt += 1
+                continue
+            return Response(res.status, res.headers, decode_body(raw, res.headers.get("Content-Encoding"), url, res.status), url)
 
     def json(self, url: str, parse_float: Callable[[str], object] = float) -> object:
         import json
@@ -177,14 +209,40 @@ class Transport:
         res = self.get(url)
         try:
             return json.loads(res.body, parse_float=parse_float)
-        except ValueError:
+        except (ValueError, RecursionError) as e:
+            if isinstance(e, UnicodeDecodeError):
+                res.text()  # raises the invalid_response that says where the text is not UTF-8
             raise BooktapeError(res.status, "invalid_response", f"expected JSON from {url}, got {res.header('Content-Type') or 'no content type'}", None, res.body[:200]) from None
 
 
-def _decode(body: bytes, encoding: Optional[str]) -> bytes:
+def decode_body(body: bytes, encoding: Optional[str], url: str, status: Optional[int] = None) -> bytes:
+    """The body as sent before its Content-Encoding (gzip, deflate); one that does not decode
+    raises ``BooktapeError`` (``invalid_response``)."""
     enc = (encoding or "").strip().lower()
-    if enc == "gzip":
-        return gzip.decompress(body)
-    if enc == "deflate":
-        return zlib.decompress(body)
+    try:
+        if enc in ("gzip", "x-gzip"):
+            return gzip.decompress(body)
+        if enc == "deflate":
+            return zlib.decompress(body)
+    except (OSError, EOFError, zlib.error) as e:
+        raise BooktapeError(status, "invalid_response", f"the answer from {url} says Content-Encoding {enc} but its body does not decode ({len(body)} bytes): {e}", None, body[:200]) from None
     return body
+
+
+def _reason(e: BaseException) -> str:
+    reason = getattr(e, "reason", None) or e
+    return f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
+
+
+def _error_text(e: urllib.error.HTTPError, url: str) -> str:
+    """The text of a refusal's body, as best it can be read: the status decides the error,
+    so a body cut off, not gzip or not UTF-8 is kept as far as it goes."""
+    try:
+        raw = e.read()
+    except BROKEN:
+        return ""
+    try:
+        raw = decode_body(raw, e.headers.get("Content-Encoding"), url, e.code)
+    except BooktapeError:
+        pass
+    return raw.decode("utf-8", "replace")

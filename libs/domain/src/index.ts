@@ -1,3 +1,4 @@
 export * from './records.ts';
 export * from './ids.ts';
 export * from './catalogue.ts';
+export * from './csv.ts';

@@ -1,4 +1,7 @@
+import { parse } from 'csv-parse/sync';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { csvRow } from '@booktape/domain';
 import { SUMMARY_COLUMNS, bookLevels, bookSnapshotRows, bookTop, coverageBrief, coverageGaps, summaryRows, toCsv } from './helpers.ts';
 import type { CoverageDay, SummaryBucket } from './types.ts';
 
@@ -82,5 +85,27 @@ describe('toCsv', () => {
     );
     expect(toCsv([{ a: 1, b: 2 }], ['b'])).toBe('b\n2\n');
     expect(toCsv([], ['a'])).toBe('a\n');
+  });
+
+  const awkward = fc.oneof(fc.string({ unit: fc.constantFrom('"', ',', '\r', '\n', 'a', ' ', 'é') }), fc.string());
+
+  it('reads back unchanged with csv-parse, header included, for any column names and values; the same text as the project writer', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(awkward, { minLength: 1, maxLength: 5 }).chain((cols) => fc.tuple(fc.constant(cols), fc.array(fc.array(awkward, { minLength: cols.length, maxLength: cols.length }), { maxLength: 10 }))),
+        ([cols, values]) => {
+          const rows = values.map((v) => Object.fromEntries(cols.map((c, i) => [c, v[i]])));
+          const text = toCsv(rows, cols);
+          expect(parse(text, { bom: false })).toEqual([cols, ...values]);
+          // This package's copy of the CSV writer (it depends on nothing) writes what libs/domain's does.
+          expect(text).toBe([cols, ...values].map(csvRow).join(''));
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("without columns, a key only later rows have is a column too, not dropped", () => {
+    expect(toCsv([{ a: 1 }, { a: 2, b: 'late' }, { c: 3 }])).toBe('a,b,c\n1,,\n2,late,\n,,3\n');
   });
 });

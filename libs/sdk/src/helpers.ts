@@ -138,6 +138,11 @@ export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
+/**
+ * One CSV field (RFC 4180). The project's CSV writer is csvField of libs/domain/src/csv.ts;
+ * this package is published with no dependencies, so it carries this copy, which
+ * helpers.test.ts holds to the same output.
+ */
 function csvField(v: unknown): string {
   if (v === null || v === undefined) return '';
   const s = typeof v === 'object' ? JSON.stringify(v) : String(v);
@@ -146,11 +151,13 @@ function csvField(v: unknown): string {
 
 /**
  * Rows as CSV text (RFC 4180, a header row first, `\n` line ends; null is an empty field,
- * an object its JSON). Columns default to the first row's keys.
+ * an object its JSON; column names quoted like fields). Columns default to every key of
+ * any row, in the order they first appear (a key only later rows have is a column too, empty
+ * where a row lacks it).
  */
 export function toCsv<R extends object>(rows: readonly R[], columns?: ReadonlyArray<keyof R & string>): string {
-  const cols = columns ?? (rows[0] ? (Object.keys(rows[0]) as Array<keyof R & string>) : []);
-  const lines = [cols.join(',')];
+  const cols = columns ?? ([...new Set(rows.flatMap((r) => Object.keys(r)))] as Array<keyof R & string>);
+  const lines = [cols.map(csvField).join(',')];
   for (const r of rows) lines.push(cols.map((c) => csvField(r[c])).join(','));
   return `${lines.join('\n')}\n`;
 }

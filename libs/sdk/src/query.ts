@@ -22,12 +22,14 @@ const DATE_KEYS: ReadonlySet<string> = new Set(['date', 'start_date', 'end_date'
 
 type SdkKey<K extends string> = K extends keyof TimeRenames ? TimeRenames[K] : Camel<K>;
 /**
- * A free-text query value also takes a number: everything is text on the wire, and a few
- * numeric parameters are described as strings by the document (e.g. `resolution` of the
- * summaries), which should not make a caller write `'600'`.
+ * Text parameters the document types as strings that are numbers as often as not: the usage
+ * routes' `status` (a status code, 429, or a class, 4xx). Every other string parameter is an
+ * id or a name (`condition_id`, `ticker`, `asset_id`, `slug`, `cursor`, …) and takes a string
+ * only: a number there is a mistake (a condition id is 0x… text, and an asset id is beyond
+ * what a JS number holds exactly), so it does not compile.
  */
-type Loose<V> = V extends string ? (string extends V ? string | number : V) : V;
-type SdkValue<K, V> = K extends keyof TimeRenames ? TimeInput : K extends 'date' | 'start_date' | 'end_date' ? DateInput : Loose<V>;
+type NumericText = 'status';
+type SdkValue<K, V> = K extends keyof TimeRenames ? TimeInput : K extends 'date' | 'start_date' | 'end_date' ? DateInput : K extends NumericText ? V | number : V;
 
 /**
  * An endpoint's query, as the SDK takes it: camelCase names, `from`/`to`/`at` for times,

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { readdir, unlink } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { A_HASH_SQL } from './raw-codec.ts';
+import { sweepDeadProcessFiles } from './leftover-files.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
 
 /**
@@ -89,16 +90,6 @@ const PARQUET_SETTINGS = "output_format_parquet_compression_method = 'zstd', out
 /** The temp files `parquet` writes: `booktape-export-<pid>-<hex>.parquet`. */
 const TEMP_FILE = /^booktape-export-(\d+)-[0-9a-f]{16}\.parquet$/;
 
-/** A process of this machine is running (a pid we may not signal is one). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export class ExportRepository {
   constructor(
     private readonly ch: ClickHouse,
@@ -119,13 +110,7 @@ export class ExportRepository {
     });
     const tables = (await rs.json<{ name: string }>()).map((r) => r.name).filter((n) => /^export_tmp_[0-9a-f]{12}$/.test(n));
     for (const name of tables) await this.ch.client.command({ query: `DROP TABLE IF EXISTS ${this.ch.table(name)}` });
-    let files = 0;
-    for (const f of await readdir(this.tempDir).catch(() => [] as string[])) {
-      const pid = Number(TEMP_FILE.exec(f)?.[1] ?? NaN);
-      if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
-      await unlink(path.join(this.tempDir, f)).then(() => files++, () => undefined);
-    }
-    return { tables: tables.length, files };
+    return { tables: tables.length, files: await sweepDeadProcessFiles(this.tempDir, TEMP_FILE) };
   }
 
   /** One market's raw records of UTC dates `from`…`to` as a Parquet file, streamed. */

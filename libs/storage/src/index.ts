@@ -6,6 +6,7 @@ export * from './gaps.repository.ts';
 export * from './stream.ts';
 export * from './market-data.repository.ts';
 export * from './export.repository.ts';
+export * from './leftover-files.ts';
 export * from './api-keys.repository.ts';
 export * from './market-catalogue.repository.ts';
 export * from './subscriptions.repository.ts';

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Readable } from 'node:stream';
+import { csvField } from '@booktape/domain';
 import { bookAt, booksAt, type BookAt } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
 import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
 import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, type Format } from '../http/formats.ts';
 import { earliestMs, optionalField, parseConditionId, parseInteger, q } from '../http/params.ts';
-import { csvField } from './raw-rows.ts';
 import type { Services } from '../services.ts';
 import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, venueName } from './venues.ts';

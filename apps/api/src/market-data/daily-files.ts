@@ -4,7 +4,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { processAlive } from '@booktape/storage';
+import { sweepDeadProcessFiles } from '@booktape/storage';
 
 /**
  * The cache of daily files across markets (docs/api.md, "Daily files"): each file is built
@@ -68,14 +68,8 @@ export class DailyFiles {
   }
 
   /** Removes the temp files of builds whose process is gone; returns how many. */
-  async sweep(): Promise<number> {
-    let n = 0;
-    for (const f of await readdir(this.dir).catch(() => [] as string[])) {
-      const pid = Number(TEMP.exec(f)?.[1] ?? NaN);
-      if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
-      await unlink(path.join(this.dir, f)).then(() => n++, () => undefined);
-    }
-    return n;
+  sweep(): Promise<number> {
+    return sweepDeadProcessFiles(this.dir, TEMP);
   }
 }
 

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Venue } from '@booktape/domain';
+import { csvField, type Venue } from '@booktape/domain';
 import { DAY_MS, HOUR_MS, SUMMARY_CSV_COLUMNS, summaryBucketsCsvBytes, utcDayWindow } from '@booktape/book';
 import { planSummary } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
@@ -15,7 +15,7 @@ import type { Services } from '../services.ts';
 import { byteRange, DailyFiles, StaleBuild } from './daily-files.ts';
 import { bucketRow, summaryColumn } from './export.route.ts';
 import { closeRows, converted, openRows } from './raw-page.ts';
-import { csvField, RawRowsToCsv } from './raw-rows.ts';
+import { RawRowsToCsv } from './raw-rows.ts';
 import { dataFloor, VENUES, venueName, type VenueApi } from './venues.ts';
 
 const GZIPPED_CSV = 'application/gzip';

@@ -2,6 +2,7 @@ import { Readable, pipeline } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { csvField } from '@booktape/domain';
 import { DAY_MS, SUMMARY_CSV_COLUMNS, summaryBucketsCsvBytes, utcDayWindow, type ExactBucket } from '@booktape/book';
 import { decimalOf, timestampOfMs } from '@booktape/storage';
 import { planSummary } from '@booktape/summaries';
@@ -11,7 +12,7 @@ import { errors, guard } from '../http/errors.ts';
 import { earliestMs, optionalField, parseDate, parseInteger, q, requiredField } from '../http/params.ts';
 import type { Services } from '../services.ts';
 import { closeRows, converted, openRows } from './raw-page.ts';
-import { csvField, RawRowsToCsv } from './raw-rows.ts';
+import { RawRowsToCsv } from './raw-rows.ts';
 import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, marketOf, venueName } from './venues.ts';
 

@@ -1,4 +1,4 @@
-import type { Venue } from '@booktape/domain';
+import { csvRow, type Venue } from '@booktape/domain';
 
 /**
  * Splits the raw-row lines the repository streams (`<key JSON>\t<record JSON>\n`, see
@@ -101,14 +101,6 @@ export class RawRowsToJson extends RawRows {
   }
 }
 
-/** One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break; absent is empty. */
-export function csvField(v: unknown): string {
-  if (v === null || v === undefined) return '';
-  const s = typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v);
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
-
-const csvRow = (fields: readonly unknown[]): string => `${fields.map(csvField).join(',')}\n`;
 
 /**
  * The long CSV format of raw records (docs/api.md, "Formats"): one row per price level

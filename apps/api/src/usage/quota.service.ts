@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
 import type { RequestLogRepository } from '@booktape/storage';
@@ -27,7 +27,7 @@ import { periodOf, retryAfterSeconds, type Exceeded, type Period, type PlanLimit
  * way, whether or not Redis ran it. A success removes its field and keeps the units.
  *
  * Keys (`{user}` is a hash tag, so both keys of a user share a cluster slot):
- *   <prefix>quota:{<user>}:m:<YYYY-MM>  hash n = count, g = generation, o:<id> = units of each
+ *   <prefix>quota:{<user>}:m:<YYYY-MM>  hash n = count, o:<id> = units of each
  *                                       open reservation; expires a week after the month
  *   <prefix>quota:{<user>}:s            hash s = second (Redis clock), n = requests in it
  *
@@ -81,12 +81,12 @@ redis.call('HDEL', KEYS[1], 'o:' .. ARGV[1])
 return redis.call('HINCRBY', KEYS[1], 'n', -tonumber(u))
 `;
 
-/** ARGV: count, generation, expiry (ms), then request id and units of each open reservation counted in. */
+/** ARGV: count, expiry (ms), then request id and units of each open reservation counted in. */
 const REBUILD = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'n', ARGV[1], 'g', ARGV[2])
-for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], 'o:' .. ARGV[i], ARGV[i + 1]) end
-redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+redis.call('HSET', KEYS[1], 'n', ARGV[1])
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], 'o:' .. ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return 1
 `;
 
@@ -327,9 +327,8 @@ export class QuotaService {
     let heldUnits = 0;
     for (const u of held.values()) heldUnits += u;
     const count = stored + heldUnits - overlap;
-    const gen = randomBytes(8).toString('hex');
     const fields = openNow.flatMap((r) => [r.requestId, r.units]);
-    const won = await this.redisCall((r) => rebuildScript.run(r, [this.monthlyKey(userId, period)], [count, gen, period.endMs + KEEP_AFTER_PERIOD_MS, ...fields]));
+    const won = await this.redisCall((r) => rebuildScript.run(r, [this.monthlyKey(userId, period)], [count, period.endMs + KEEP_AFTER_PERIOD_MS, ...fields]));
     if (Number(won) !== 1) return; // someone else rebuilt it first: theirs stands
     this.deps.log.info({ user: userId, period: period.id, count }, 'quota counter rebuilt from the request log');
     // The open reservations were counted in, each with its field: one that was settled

@@ -212,10 +212,19 @@ export function parseKeysRevoke(keyId: string | undefined, f: DataFlags, env: No
 const marketParam = (venue: Venue, m: string) => ({ [VENUE_SHAPES[venue].marketParam]: m });
 const timeParams = (w: Window) => ('date' in w ? { date: w.date } : { from: w.from, to: w.to });
 
+type KeyItem = Awaited<ReturnType<BooktapeClient['keys']['list']>>['api_keys'][number];
+/** Every field of a listed key, in the API's order: a CSV of keys has them all, whichever key carries which. */
+export const KEY_COLUMNS = ['id', 'name', 'status', 'created_at', 'last_used_at'] as const satisfies ReadonlyArray<keyof KeyItem>;
+// A field the API adds to a listed key fails the typecheck here until it is added above.
+const keyColumnsComplete: Exclude<keyof KeyItem, (typeof KEY_COLUMNS)[number]> extends never ? true : never = true;
+void keyColumnsComplete;
+/** A book in CSV: one row per price level, its side first. */
+const BOOK_COLUMNS = ['side', 'price', 'size'] as const;
+
 async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): Promise<number> {
   const v = (venue: Venue) => client[VENUE_SHAPES[venue].sdk] as BooktapeClient['exchangeA'];
-  const list = async (items: AsyncIterable<unknown> | Iterable<unknown>) => {
-    const w = new RecordWriter(out, cmd.format);
+  const list = async (items: AsyncIterable<unknown> | Iterable<unknown>, columns?: readonly string[]) => {
+    const w = new RecordWriter(out, cmd.format, columns);
     for await (const r of items) await w.add(r);
     return w.end();
   };
@@ -225,7 +234,7 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
       const ids = v(cmd.venue).markets(cmd.prefix !== undefined ? { prefix: cmd.prefix } : {});
       return list((async function* () {
         for await (const id of ids) yield { [name]: id };
-      })());
+      })(), [name]);
     }
     case 'raw': {
       const params = { ...marketParam(cmd.venue, cmd.market), ...timeParams(cmd.window) } as never;
@@ -259,8 +268,7 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
       // In CSV, the levels: one row per price level, its side first (bid/ask on A, yes/no on B).
       const sides = VENUE_SHAPES[cmd.venue].bookSides;
       const rows = sides.flatMap((side) => ((book[side] ?? []) as Array<{ price: string; size: string }>).map((l) => ({ side, price: l.price, size: l.size })));
-      const w = new RecordWriter(out, 'csv');
-      if (rows.length === 0) await out.write('side,price,size\n');
+      const w = new RecordWriter(out, 'csv', BOOK_COLUMNS);
       for (const r of rows) await w.add(r);
       return w.end();
     }
@@ -276,7 +284,7 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
       return 1;
     }
     case 'keys-list':
-      return list((await client.keys.list({ userId: cmd.userId })).api_keys);
+      return list((await client.keys.list({ userId: cmd.userId })).api_keys, KEY_COLUMNS);
     case 'keys-revoke': {
       const r = await client.keys.revoke({ userId: cmd.userId, keyId: cmd.keyId });
       await writeOne(out, cmd.format, r.data);
