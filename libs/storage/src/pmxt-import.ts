@@ -217,30 +217,34 @@ async function storedCount(ch: ClickHouse, file: string, scan: Scan): Promise<nu
 
 /**
  * The conversion (docs/rules/imports.md#pmxt-v2-polymarket-hourly-parquet), in three levels:
- * the row's fields as texts and its identity; the repeat number n and the ingest sequence
- * (window functions, in the file's row order); the typed columns of the record.
+ * the repeat number n and the place among the rows of a receive millisecond (window
+ * functions over the file's columns, in file order); the row's fields as texts, its identity
+ * and ingest sequence; the typed columns of the record.
  */
 function insertSql(table: string, file: string, source: string, scan: Scan): string {
   const levels = (col: string) => `arrayMap(l -> (JSONExtractString(l, 1), JSONExtractString(l, 2)), JSONExtractArrayRaw(ifNull(${col}, '[]')))`;
   const levelKey = (lv: string) => `arrayStringConcat(arrayMap(l -> concat(l.1, ':', l.2), ${lv}), ',')`;
   const opt = (col: string) => `if(${col} IS NULL, '', ${text(col)})`;
   const member = (name: string, value: string) => `concat(',"${name}":', toJSONString(${value}))`;
+  // The repeat number n and the place among the rows of a receive millisecond are window
+  // functions over the file's own columns (narrow rows: sorting them is cheap), in file order.
+  const numbered = `
+    SELECT *, _row_number AS rn,
+      row_number() OVER (PARTITION BY asset_id, timestamp, event_type, side, price, size, bids, asks, old_tick_size, new_tick_size ORDER BY _row_number) AS n,
+      row_number() OVER (PARTITION BY timestamp_received ORDER BY _row_number) - 1 AS m
+    FROM ${fileFn(file)}
+    WHERE event_type IN ${KNOWN_TYPES}`;
   const fields = `
-    SELECT _row_number AS rn, lower(market) AS mkt, asset_id AS asset, event_type AS type, timestamp AS ts, timestamp_received AS received,
+    SELECT lower(market) AS mkt, asset_id AS asset, event_type AS type, timestamp AS ts, timestamp_received AS received,
       ${levels('bids')} AS bl, ${levels('asks')} AS al,
       ${opt('price')} AS px, ${opt('size')} AS sz, ifNull(side, '') AS sd, ${opt('best_bid')} AS bb, ${opt('best_ask')} AS ba,
       ${opt('old_tick_size')} AS old_tick, ${opt('new_tick_size')} AS new_tick, fee_rate_bps AS fee, transaction_hash AS tx,
-      concat('pmxt1|', asset, '|', toString(toUnixTimestamp64Milli(ts)), '|', type, '|', multiIf(
+      lower(hex(SHA1(concat('pmxt1|', asset, '|', toString(toUnixTimestamp64Milli(ts)), '|', type, '|', multiIf(
         type = 'book', concat(${levelKey('bl')}, '|', ${levelKey('al')}),
         type = 'tick_size_change', concat(old_tick, '|', new_tick),
-        concat(sd, '|', px, '|', sz))) AS ident
-    FROM ${fileFn(file)}
-    WHERE event_type IN ${KNOWN_TYPES}`;
-  const numbered = `
-    SELECT *,
-      lower(hex(SHA1(concat(ident, '|', toString(row_number() OVER (PARTITION BY ident ORDER BY rn)))))) AS dedup_id,
-      bitShiftLeft(toUInt64(toUnixTimestamp64Milli(received)), 23) + toUInt64(row_number() OVER (PARTITION BY received ORDER BY rn) - 1) AS seq
-    FROM (${fields})`;
+        concat(sd, '|', px, '|', sz)), '|', toString(n))))) AS dedup_id,
+      bitShiftLeft(toUInt64(toUnixTimestamp64Milli(received)), 23) + toUInt64(m) AS seq
+    FROM (${numbered})`;
   const pc = `type = 'price_change'`;
   const one = (v: string, empty: string) => `if(${pc}, [${v}], ${empty})`;
   const claim = (t: string) => [`if(${t} = '', 0, ${mant(t)})`, `if(${t} = '', toUInt8(255), ${scale(t)})`];
@@ -264,6 +268,9 @@ function insertSql(table: string, file: string, source: string, scan: Scan): str
       ${one(claim('bb')[0]!, 'CAST([], \'Array(Int64)\')')}, ${one(claim('bb')[1]!, 'CAST([], \'Array(UInt8)\')')},
       ${one(claim('ba')[0]!, 'CAST([], \'Array(Int64)\')')}, ${one(claim('ba')[1]!, 'CAST([], \'Array(UInt8)\')')},
       '', received, 0, -1, -1, ${sqlString(source)}
-    FROM (${numbered})
-    WHERE dedup_id NOT IN (SELECT dedup_id FROM ${table} WHERE ${storedScope(file, scan)})`;
+    FROM (${fields})
+    WHERE dedup_id NOT IN (SELECT dedup_id FROM ${table} WHERE ${storedScope(file, scan)})
+    -- Rows of one import never share an identity (n tells repeats apart): collapsing
+    -- duplicates at insert would find none and costs twice the write itself.
+    SETTINGS optimize_on_insert = 0`;
 }
