@@ -48,13 +48,14 @@ const ROWS: PmxtRow[] = [
 ];
 
 const sha1 = (s: string) => createHash('sha1').update(s).digest('hex');
-const seq = (recv: number, i = 0) => ((BigInt(recv) << 23n) + BigInt(i)).toString();
-const lineage = (recv: number, id: string, i = 0) => ({ received_at: new Date(recv).toISOString(), worker_id: 0, ingest_seq: seq(recv, i), dedup_id: id });
+/** The capture's formula on the receive time, below it the row's number in the file. */
+const seq = (recv: number, row: number) => ((BigInt(recv) << 23n) + BigInt(row)).toString();
+const lineage = (recv: number, id: string, row: number) => ({ received_at: new Date(recv).toISOString(), worker_id: 0, ingest_seq: seq(recv, row), dedup_id: id });
 const base = (asset: string, ts: number, hash: string, type: string) => ({ market: M, asset_id: asset, timestamp: String(ts), hash, event_type: type });
 
-function change(ts: number, recv: number, side: string, price: string, size: string, bb: string, ba: string, n: number, i = 0) {
+function change(row: number, ts: number, recv: number, side: string, price: string, size: string, bb: string, ba: string, n: number) {
   const id = sha1(`pmxt1|111|${ts}|price_change|${side}|${price}|${size}|${n}`);
-  return { ...base('111', ts, id, 'price_change'), changes: [{ price, side, size, best_bid: bb, best_ask: ba }], ...lineage(recv, id, i) };
+  return { ...base('111', ts, id, 'price_change'), changes: [{ price, side, size, best_bid: bb, best_ask: ba }], ...lineage(recv, id, row) };
 }
 
 /** The records the rows stand for, in serving order (event time, then ingest sequence). */
@@ -64,15 +65,15 @@ function expected(): unknown[] {
   const trade = sha1(`pmxt1|111|${H + 3500}|last_trade_price|BUY|0.55|219.217767|1`);
   const tick = sha1(`pmxt1|111|${H + 4000}|tick_size_change|0.01|0.001|1`);
   return [
-    { ...base('111', H + 1000, book1, 'book'), bids: [{ price: '0.45', size: '100' }, { price: '0.47', size: '50' }], asks: [{ price: '0.55', size: '70' }, { price: '0.52', size: '30' }], ...lineage(H + 1040, book1) },
-    { ...base('222', H + 1500, book2, 'book'), bids: [], asks: [{ price: '0.6', size: '10' }], ...lineage(H + 1540, book2) },
-    change(H + 2000, H + 2040, 'BUY', '0.48', '20', '0.48', '0.52', 1),
-    change(H + 2000, H + 2041, 'SELL', '0.52', '0', '0.48', '0.55', 1),
-    change(H + 3000, H + 3050, 'BUY', '0.48', '200', '0.48', '0.55', 1, 0),
-    change(H + 3000, H + 3050, 'BUY', '0.48', '100', '0.48', '0.55', 1, 1),
-    change(H + 3000, H + 3050, 'BUY', '0.48', '200', '0.48', '0.55', 2, 2),
-    { price: '0.55', size: '219.217767', fee_rate_bps: '0', side: 'BUY', transaction_hash: '0xabc', ...base('111', H + 3500, '0xabc', 'last_trade_price'), ...lineage(H + 3540, trade) },
-    { old_tick_size: '0.01', new_tick_size: '0.001', ...base('111', H + 4000, tick, 'tick_size_change'), ...lineage(H + 4040, tick) },
+    { ...base('111', H + 1000, book1, 'book'), bids: [{ price: '0.45', size: '100' }, { price: '0.47', size: '50' }], asks: [{ price: '0.55', size: '70' }, { price: '0.52', size: '30' }], ...lineage(H + 1040, book1, 0) },
+    { ...base('222', H + 1500, book2, 'book'), bids: [], asks: [{ price: '0.6', size: '10' }], ...lineage(H + 1540, book2, 9) },
+    change(1, H + 2000, H + 2040, 'BUY', '0.48', '20', '0.48', '0.52', 1),
+    change(2, H + 2000, H + 2041, 'SELL', '0.52', '0', '0.48', '0.55', 1),
+    change(3, H + 3000, H + 3050, 'BUY', '0.48', '200', '0.48', '0.55', 1),
+    change(4, H + 3000, H + 3050, 'BUY', '0.48', '100', '0.48', '0.55', 1),
+    change(5, H + 3000, H + 3050, 'BUY', '0.48', '200', '0.48', '0.55', 2),
+    { price: '0.55', size: '219.217767', fee_rate_bps: '0', side: 'BUY', transaction_hash: '0xabc', ...base('111', H + 3500, '0xabc', 'last_trade_price'), ...lineage(H + 3540, trade, 6) },
+    { old_tick_size: '0.01', new_tick_size: '0.001', ...base('111', H + 4000, tick, 'tick_size_change'), ...lineage(H + 4040, tick, 7) },
   ];
 }
 
@@ -127,7 +128,7 @@ describe('PMXT v2 import', () => {
     await writePmxtFile(t.ch, file, [...later, extra]);
     const r = await importPmxtFile(t.ch, file);
     expect(r).toMatchObject({ rows: 4, inserted: 1, alreadyStored: 3 });
-    expect(await raw.dump('exchange-a', M)).toEqual([...expected(), change(H + 5000, H + 5040, 'SELL', '0.56', '5', '0.48', '0.55', 1)]);
+    expect(await raw.dump('exchange-a', M)).toEqual([...expected(), change(3, H + 5000, H + 5040, 'SELL', '0.56', '5', '0.48', '0.55', 1)]);
     expect(await sources()).toEqual({ 'import:pmxt-v2:polymarket_orderbook_2026-03-10T14.parquet': 9, 'import:pmxt-v2:other-recorder-2026-03-10T14.parquet': 1 });
   });
 

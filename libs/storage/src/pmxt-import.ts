@@ -217,21 +217,21 @@ async function storedCount(ch: ClickHouse, file: string, scan: Scan): Promise<nu
 
 /**
  * The conversion (docs/rules/imports.md#pmxt-v2-polymarket-hourly-parquet), in three levels:
- * the repeat number n and the place among the rows of a receive millisecond (window
- * functions over the file's columns, in file order); the row's fields as texts, its identity
- * and ingest sequence; the typed columns of the record.
+ * the repeat number n (a window function over the file's columns, in file order); the
+ * row's fields as texts, its identity and ingest sequence; the typed columns of the record.
  */
 function insertSql(table: string, file: string, source: string, scan: Scan): string {
   const levels = (col: string) => `arrayMap(l -> (JSONExtractString(l, 1), JSONExtractString(l, 2)), JSONExtractArrayRaw(ifNull(${col}, '[]')))`;
   const levelKey = (lv: string) => `arrayStringConcat(arrayMap(l -> concat(l.1, ':', l.2), ${lv}), ',')`;
   const opt = (col: string) => `if(${col} IS NULL, '', ${text(col)})`;
   const member = (name: string, value: string) => `concat(',"${name}":', toJSONString(${value}))`;
-  // The repeat number n and the place among the rows of a receive millisecond are window
-  // functions over the file's own columns (narrow rows: sorting them is cheap), in file order.
+  // The repeat number n is a window function over the file's own columns (narrow rows:
+  // sorting them is cheap), in file order. The ingest sequence needs none: the row's number
+  // in the file below the receive millisecond orders the rows of one millisecond as the file
+  // does, and no offset below 2^23 can reach the next millisecond's numbers.
   const numbered = `
     SELECT *, _row_number AS rn,
-      row_number() OVER (PARTITION BY asset_id, timestamp, event_type, side, price, size, bids, asks, old_tick_size, new_tick_size ORDER BY _row_number) AS n,
-      row_number() OVER (PARTITION BY timestamp_received ORDER BY _row_number) - 1 AS m
+      row_number() OVER (PARTITION BY asset_id, timestamp, event_type, side, price, size, bids, asks, old_tick_size, new_tick_size ORDER BY _row_number) AS n
     FROM ${fileFn(file)}
     WHERE event_type IN ${KNOWN_TYPES}`;
   const fields = `
@@ -243,7 +243,7 @@ function insertSql(table: string, file: string, source: string, scan: Scan): str
         type = 'book', concat(${levelKey('bl')}, '|', ${levelKey('al')}),
         type = 'tick_size_change', concat(old_tick, '|', new_tick),
         concat(sd, '|', px, '|', sz)), '|', toString(n))))) AS dedup_id,
-      bitShiftLeft(toUInt64(toUnixTimestamp64Milli(received)), 23) + toUInt64(m) AS seq
+      bitShiftLeft(toUInt64(toUnixTimestamp64Milli(received)), 23) + bitAnd(toUInt64(rn), 8388607) AS seq
     FROM (${numbered})`;
   const pc = `type = 'price_change'`;
   const one = (v: string, empty: string) => `if(${pc}, [${v}], ${empty})`;
