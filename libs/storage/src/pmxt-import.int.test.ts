@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import fc from 'fast-check';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -131,6 +132,54 @@ describe('PMXT v2 import', () => {
     expect(await raw.dump('exchange-a', M)).toEqual([...expected(), change(3, H + 5000, H + 5040, 'SELL', '0.56', '5', '0.48', '0.55', 1)]);
     expect(await sources()).toEqual({ 'import:pmxt-v2:polymarket_orderbook_2026-03-10T14.parquet': 9, 'import:pmxt-v2:other-recorder-2026-03-10T14.parquet': 1 });
   });
+
+  it('gives every row the identity a reference computes from the rule, repeats and spellings included', async () => {
+    /** Decimal text without trailing zeros: the value, as the identity spells it. */
+    const norm = (d: string) => (d.includes('.') ? d.replace(/0+$/, '').replace(/\.$/, '') : d);
+    const BOOKS = ['[["0.45","100"]]', '[]', '[["0.4","1"],["0.41","2.5"]]'];
+    const row = fc.record({
+      asset: fc.constantFrom('901', '902'),
+      dt: fc.integer({ min: 0, max: 2 }),
+      type: fc.constantFrom('price_change', 'price_change', 'last_trade_price', 'book', 'tick_size_change'),
+      side: fc.constantFrom('BUY', 'SELL'),
+      price: fc.constantFrom('0.5', '0.50', '0.5000', '0.48', '1', '0'),
+      size: fc.constantFrom('0', '10', '10.0', '219.217767'),
+      book: fc.integer({ min: 0, max: BOOKS.length - 1 }),
+    });
+    const files = fc.sample(fc.array(row, { minLength: 1, maxLength: 40 }), { numRuns: 4, seed: 24 });
+    for (const [k, spec] of files.entries()) {
+      const market = `0x${String(k).padStart(2, '0').repeat(32)}`;
+      const rows: PmxtRow[] = spec.map((r, i) => {
+        const common = { timestamp: H + r.dt, timestamp_received: H + r.dt + i, market, event_type: r.type, asset_id: r.asset };
+        if (r.type === 'book') return { ...common, bids: BOOKS[r.book]!, asks: BOOKS[(r.book + 1) % BOOKS.length]! };
+        if (r.type === 'tick_size_change') return { ...common, old_tick_size: r.price, new_tick_size: '0.001' };
+        return { ...common, price: r.price, size: r.size, side: r.side, best_bid: '0.4', best_ask: '0.6' };
+      });
+      // The reference: n counts the earlier rows equal in asset, time, type and values.
+      const seen = new Map<string, number>();
+      const ids = rows.map((r) => {
+        const levels = (j: string) => (JSON.parse(j) as string[][]).map(([p, z]) => `${p}:${z}`).join(',');
+        const body =
+          r.event_type === 'book' ? `${levels(r.bids!)}|${levels(r.asks!)}` : r.event_type === 'tick_size_change' ? `${norm(r.old_tick_size!)}|${norm(r.new_tick_size!)}` : `${r.side}|${norm(r.price!)}|${norm(r.size!)}`;
+        const text = `pmxt1|${r.asset_id}|${r.timestamp}|${r.event_type}|${body}`;
+        const n = (seen.get(text) ?? 0) + 1;
+        seen.set(text, n);
+        return sha1(`${text}|${n}`);
+      });
+      const file = path.join(dir, `property-${k}.parquet`);
+      await writePmxtFile(t.ch, file, rows);
+      const r = await importPmxtFile(t.ch, file);
+      expect(r.inserted, `file ${k}`).toBe(rows.length);
+      const stored = await raw.dump('exchange-a', market);
+      expect(stored.map((x) => x['dedup_id']).sort(), `file ${k}`).toEqual([...ids].sort());
+      for (const x of stored) {
+        const i = ids.indexOf(x['dedup_id'] as string);
+        const src = rows[i]!;
+        if (src.event_type === 'price_change') expect(x['changes']).toEqual([{ price: norm(src.price!), side: src.side, size: norm(src.size!), best_bid: '0.4', best_ask: '0.6' }]);
+        if (src.event_type === 'book') expect((x['bids'] as unknown[]).length).toBe((JSON.parse(src.bids!) as unknown[]).length);
+      }
+    }
+  }, 300_000);
 
   it('takes a file with no rows as an empty hour', async () => {
     const file = path.join(dir, 'polymarket_orderbook_2026-03-10T15.parquet');
