@@ -20,6 +20,10 @@ async function run(inv: Invocation): Promise<number> {
       const { runReplay } = await import('./commands/replay.ts');
       return runReplay(inv.options);
     }
+    case 'import': {
+      const { runImport } = await import('./commands/import.ts');
+      return runImport(inv.options);
+    }
     case 'rollup': {
       const { runRollup } = await import('./commands/rollup.ts');
       return runRollup(inv.options);

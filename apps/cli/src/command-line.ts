@@ -6,6 +6,7 @@ import type { DataCommand, DataFlags } from './commands/data.ts';
 import type { StartOptions } from './commands/start.ts';
 import type { SimulateOptions } from './commands/simulate.ts';
 import type { ReplayOptions } from './commands/replay.ts';
+import type { ImportOptions } from './commands/import.ts';
 import type { RollupOptions } from './commands/rollup.ts';
 import type { OutageCommand } from './commands/outage.ts';
 import type { ExportFlags, ExportOptions } from './commands/export.ts';
@@ -22,6 +23,7 @@ export type Invocation =
   | { command: 'start'; options: StartOptions }
   | { command: 'simulate'; options: SimulateOptions }
   | { command: 'replay'; options: ReplayOptions }
+  | { command: 'import'; options: ImportOptions }
   | { command: 'rollup'; options: RollupOptions }
   | { command: 'outage'; options: OutageCommand }
   | { command: 'export'; options: ExportOptions }
@@ -146,6 +148,26 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .option('--wait', 'return once everything replayed is stored, its summaries rebuilt and visible to the API')
     .addOption(new Option('--timeout <s>', 'with --wait: give up after this many seconds').argParser(positive('--timeout')).default(600))
     .action((files: string[], o: { wait?: boolean; timeout: number }) => run({ command: 'replay', options: { files, wait: o.wait ?? false, timeoutMs: o.timeout * 1000 } }));
+
+  program
+    .command('import')
+    .summary('import archive files (PMXT v2 Polymarket hourly Parquet) into the store')
+    .description(
+      'Imports archive files into the store, in the order given (a directory: its .parquet files by name), each file whole ' +
+        'or not at all: a file of another schema, or with a bad row (an impossible price or time, a malformed book), is refused ' +
+        'with the file and row named, and nothing of it is stored. Records are identified without a venue hash and a record ' +
+        'already stored is not stored again: importing a file twice, or resuming a killed import, changes nothing more ' +
+        '(docs/rules/imports.md). Each record keeps its source, import:<format>:<file name>. A Parquet file with no rows is ' +
+        'an empty hour. The imported days are then marked for the rollup workers (summaries, cross-checks), through Redis ' +
+        '(REDIS_URL, else the project\'s own). The store is the one the other commands use (BOOKTAPE_DATA_DIR, ' +
+        'CLICKHOUSE_DATABASE); files are read by the embedded engine, so run it while booktape is stopped, and not with ' +
+        'CLICKHOUSE_URL (not yet). Exit status: 0 every file imported, 1 a file could not be (named on stderr with the ' +
+        'reason; the other files are imported), 2 bad arguments.',
+    )
+    .argument('<paths...>', 'files or directories: polymarket_orderbook_YYYY-MM-DDTHH.parquet (PMXT v2, 16 columns)')
+    .addOption(new Option('--format <format>', 'the files\' format; pmxt-v2 is the only one so far').choices(['pmxt-v2']).default('pmxt-v2'))
+    .option('--no-rollup', 'do not mark the imported days for the rollup workers')
+    .action((paths: string[], o: { format: 'pmxt-v2'; rollup: boolean }) => run({ command: 'import', options: { paths, format: o.format, rollup: o.rollup } }));
 
   program
     .command('rollup')

@@ -17,3 +17,4 @@ export * from './outages.repository.ts';
 export * from './coverage.repository.ts';
 export * from './footprint.repository.ts';
 export * from './book-rows.ts';
+export * from './pmxt-import.ts';

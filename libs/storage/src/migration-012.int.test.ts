@@ -87,7 +87,7 @@ describe('migration 012 (typed raw tables)', () => {
     expect(before.length).toBe(A.length + A_ANY.length + B.length + B_ANY.length);
     expect((before as Array<{ dedup_id: string; worker_id: number }>).find((r) => r.dedup_id === A[0]!.dedup_id)?.worker_id).toBe(3);
     const lineageBefore = await rows(ch, `SELECT dedup_id, toString(inserted_at) AS i, toString(ingest_seq) AS s FROM ${ch.table('raw_exchange_a')} FINAL ORDER BY dedup_id`);
-    expect(await migrate(ch)).toEqual([12]);
+    expect(await migrate(ch)).toContain(12);
     await expectMigrated(ch, raw, before);
     const lineageAfter = await rows(ch, `SELECT dedup_id, toString(inserted_at) AS i, toString(ingest_seq) AS s FROM ${ch.table('raw_exchange_a')} FINAL WHERE dedup_id != 'after' ORDER BY dedup_id`);
     expect(lineageAfter).toEqual(lineageBefore);
@@ -117,7 +117,7 @@ describe('migration 012 (typed raw tables)', () => {
           late = true;
         }
       }
-      expect(await migrate(ch), `crash after statement ${k}`).toEqual([12]);
+      expect(await migrate(ch), `crash after statement ${k}`).toContain(12);
       await expectMigrated(ch, raw, late ? withLate : without);
     }
   }, 900_000);

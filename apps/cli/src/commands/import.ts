@@ -1,0 +1,124 @@
+import { readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import cliProgress from 'cli-progress';
+import { parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
+import { RollupQueue, type PartitionRef } from '@booktape/messaging';
+import { ImportError, importPmxtFile, migrate, openClickHouse, type ImportResult } from '@booktape/storage';
+import { chooseRedis } from '../local-services.ts';
+
+/** The formats `--format` names; only PMXT v2 is imported so far (issue 24). */
+export const IMPORT_FORMATS = ['pmxt-v2'] as const;
+export type ImportFormat = (typeof IMPORT_FORMATS)[number];
+
+export interface ImportOptions {
+  paths: string[];
+  format: ImportFormat;
+  /** Mark the imported days for the rollup workers (summaries, cross-checks). */
+  rollup: boolean;
+}
+
+const REDIS_TIMEOUT_MS = 15_000;
+
+/** The files to import, in order: each path as given; a directory's `.parquet` files by name (hour order for PMXT). */
+export async function importFiles(paths: readonly string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const p of paths) {
+    const s = await stat(p).catch(() => null);
+    if (s === null) throw new ImportError(p, 'no such file or directory');
+    if (s.isDirectory()) {
+      const names = (await readdir(p)).filter((n) => n.endsWith('.parquet')).sort();
+      if (names.length === 0) throw new ImportError(p, 'directory without .parquet files');
+      out.push(...names.map((n) => path.join(p, n)));
+    } else out.push(p);
+  }
+  return out;
+}
+
+function line(r: ImportResult): string {
+  const s = (r.ms / 1000).toFixed(1);
+  const skipped = r.skipped > 0 ? `, ${r.skipped} of event types not imported` : '';
+  if (r.rows === 0) return `${r.file}: no rows (an empty hour) in ${s} s`;
+  return `${r.file}: ${r.rows} rows, ${r.inserted} records stored, ${r.alreadyStored} already stored${skipped}, in ${s} s`;
+}
+
+/**
+ * `booktape import`: archive files into the store, in the order given, each whole or not at
+ * all (docs/rules/imports.md). Exit statuses: 0 every file imported, 1 a file could not be
+ * (each named with the reason; nothing of it is stored; the others are imported), 2 usage.
+ */
+export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let files: string[];
+  try {
+    files = await importFiles(opts.paths);
+  } catch (e) {
+    if (!(e instanceof ImportError)) throw e;
+    process.stderr.write(`booktape import: ${e.message}\n`);
+    return 1;
+  }
+  const platform = platformConfig(parseEnv(platformEnvSchema, env));
+  const ch = await openClickHouse(platform.clickhouse);
+  const parts = new Map<string, PartitionRef>();
+  const failed: string[] = [];
+  let stored = 0;
+  const tty = process.stderr.isTTY === true;
+  const bar = new cliProgress.SingleBar(
+    { format: 'import [{bar}] {value}/{total} files | {file}', stream: process.stderr, noTTYOutput: false, hideCursor: tty, clearOnComplete: true },
+    cliProgress.Presets.shades_classic,
+  );
+  try {
+    await migrate(ch);
+    if (tty && files.length > 1) bar.start(files.length, 0, { file: '' });
+    for (const [i, file] of files.entries()) {
+      if (tty && files.length > 1) bar.update(i, { file: path.basename(file) });
+      try {
+        const r = await importPmxtFile(ch, file);
+        stored += r.inserted;
+        for (const p of r.partitions) parts.set(`${p.market}|${p.asset}|${p.date}`, { venue: 'exchange-a', ...p });
+        if (tty && files.length > 1) bar.update(i + 1);
+        process.stdout.write(`${line(r)}\n`);
+      } catch (e) {
+        if (!(e instanceof ImportError)) throw e;
+        failed.push(file);
+        process.stderr.write(`${tty && files.length > 1 ? '\n' : ''}booktape import: ${e.message}\n`);
+      }
+    }
+  } finally {
+    bar.stop();
+    await ch.close();
+  }
+  process.stdout.write(`${files.length - failed.length} of ${files.length} file(s) imported, ${stored} records stored\n`);
+  if (opts.rollup && stored > 0) await markForRollup([...parts.values()], env);
+  if (failed.length > 0) {
+    process.stderr.write(`not imported (nothing of them stored): ${failed.join(', ')}\n`);
+    return 1;
+  }
+  return 0;
+}
+
+/**
+ * The imported asset-days are marked dirty for the rollup workers, as the sink marks what it
+ * stores: their summaries and cross-checks are rebuilt when a worker runs. An unreachable
+ * Redis is not an import failure: what to run later is printed instead.
+ */
+async function markForRollup(parts: PartitionRef[], env: NodeJS.ProcessEnv): Promise<void> {
+  const redis = chooseRedis(env);
+  const platform = platformConfig(parseEnv(platformEnvSchema, { ...env, REDIS_URL: redis.url }));
+  const queue = new RollupQueue({ redisUrl: platform.redisUrl, prefix: platform.rollup.queuePrefix });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      queue.markDirty(parts),
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer')), REDIS_TIMEOUT_MS))),
+    ]);
+    process.stderr.write(`summaries: ${parts.length} asset-day(s) marked for the rollup workers (Redis ${redactUrl(redis.url)})\n`);
+  } catch (e) {
+    const days = [...new Set(parts.map((p) => p.date))].sort();
+    process.stderr.write(
+      `summaries: could not reach Redis ${redactUrl(redis.url)} (${(e as Error).message}); the imported days' summaries are not rebuilt yet. ` +
+        `Once it runs: booktape rollup --venue exchange-a --market M --from ${days[0]} --to ${days[days.length - 1]} for each imported market\n`,
+    );
+  } finally {
+    clearTimeout(timer);
+    await queue.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,81 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RollupQueue } from '@booktape/messaging';
+import { deleteRedisPrefix, requireEnv, tempClickHouse, uniqueId, type TestClickHouse } from '@booktape/testkit';
+import { writePmxtFile, type PmxtRow } from '../../../libs/storage/src/pmxt.test-support.ts';
+import { runCli } from './cli.test-support.ts';
+
+/**
+ * `booktape import` end to end in a child process, on a store of its own: files imported in
+ * order, a second run stores nothing more, a bad file is named with its row and refused whole
+ * while the others are imported, and the imported asset-days are marked for the rollup.
+ */
+
+let t: TestClickHouse;
+const dir = mkdtempSync(path.join(tmpdir(), 'booktape-import-cli-'));
+const queuePrefix = uniqueId('bt-import');
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  t = await tempClickHouse();
+  env = { BOOKTAPE_DATA_DIR: path.join(dir, 'data'), REDIS_URL: requireEnv('REDIS_URL'), ROLLUP_QUEUE_PREFIX: queuePrefix };
+});
+afterAll(async () => {
+  const redis = new Redis(requireEnv('REDIS_URL'));
+  await deleteRedisPrefix(redis, queuePrefix).finally(() => redis.quit());
+  await t?.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const M = `0x${'cd'.repeat(32)}`;
+const H = Date.UTC(2026, 3, 2, 9);
+const ROWS: PmxtRow[] = [
+  { timestamp: H + 10, timestamp_received: H + 30, market: M, event_type: 'book', asset_id: '71', bids: '[["0.4","10"]]', asks: '[["0.6","5"]]' },
+  { timestamp: H + 20, timestamp_received: H + 40, market: M, event_type: 'price_change', asset_id: '71', price: '0.41', size: '3', side: 'BUY', best_bid: '0.41', best_ask: '0.6' },
+  { timestamp: H + 15, timestamp_received: H + 35, market: M, event_type: 'book', asset_id: '72', bids: '[["0.4","1"]]', asks: '[]' },
+];
+
+describe('booktape import', () => {
+  it('imports files in order, stores nothing twice, refuses a bad file whole and marks the days for the rollup', async () => {
+    const good = path.join(dir, 'polymarket_orderbook_2026-04-02T09.parquet');
+    const empty = path.join(dir, 'polymarket_orderbook_2026-04-02T10.parquet');
+    const bad = path.join(dir, 'bad.parquet');
+    await writePmxtFile(t.ch, good, ROWS);
+    await writePmxtFile(t.ch, empty, []);
+    await writePmxtFile(t.ch, bad, [ROWS[1]!, { ...ROWS[1]!, timestamp: H + 21, side: 'UP' }]);
+
+    const first = await runCli(['import', good, empty], env);
+    expect(first.stderr).toContain('summaries: 2 asset-day(s) marked for the rollup workers');
+    expect(first.status).toBe(0);
+    expect(first.stdout.split('\n')).toEqual([
+      expect.stringMatching(/T09\.parquet: 3 rows, 3 records stored, 0 already stored, in [\d.]+ s$/),
+      expect.stringMatching(/T10\.parquet: no rows \(an empty hour\) in [\d.]+ s$/),
+      '2 of 2 file(s) imported, 3 records stored',
+      '',
+    ]);
+    const queue = new RollupQueue({ redisUrl: requireEnv('REDIS_URL'), prefix: queuePrefix });
+    try {
+      const parts = ['71', '72'].map((asset) => ({ venue: 'exchange-a' as const, market: M, asset, date: '2026-04-02' }));
+      expect(await queue.unsettled(parts)).toBe(2);
+    } finally {
+      await queue.close();
+    }
+
+    const again = await runCli(['import', good], env);
+    expect(again.status).toBe(0);
+    expect(again.stdout).toMatch(/T09\.parquet: 3 rows, 0 records stored, 3 already stored/);
+
+    const mixed = await runCli(['import', bad, good], env);
+    expect(mixed.status).toBe(1);
+    expect(mixed.stderr).toContain(`${bad}, row 1: side is neither BUY nor SELL: UP (1 bad row(s) in all; nothing imported)`);
+    expect(mixed.stderr).toContain(`not imported (nothing of them stored): ${bad}`);
+    expect(mixed.stdout).toContain('1 of 2 file(s) imported, 0 records stored');
+
+    const missing = await runCli(['import', path.join(dir, 'nope.parquet')], env);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('nope.parquet: no such file or directory');
+  }, 180_000);
+});

@@ -1,0 +1,276 @@
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { sqlString, type ClickHouse } from './clickhouse.ts';
+
+/**
+ * Import of PMXT v2 Polymarket hourly Parquet files into raw_exchange_a
+ * (docs/rules/imports.md). The engine reads the file and converts every row to the typed
+ * columns of a 2.1 record in one INSERT … SELECT: no row goes through JavaScript.
+ *
+ * A file is checked whole before anything is written (its schema, then every row), so a bad
+ * file leaves nothing behind. The insert skips identities already stored for the file's
+ * markets and hour (an earlier import's copy wins, and a re-run or a resumed import adds only
+ * what is missing); importing the same file twice changes nothing.
+ */
+
+export const PMXT_FORMAT = 'pmxt-v2';
+
+/** The 16 columns and the types the engine reads them as (Parquet types in the comment). */
+const COLUMNS: ReadonlyArray<readonly [name: string, type: string, family: RegExp]> = [
+  ['timestamp_received', "DateTime64(3, 'UTC')", /^(Nullable\()?DateTime/], // timestamp[ms, UTC]
+  ['timestamp', "DateTime64(3, 'UTC')", /^(Nullable\()?DateTime/],
+  ['market', 'String', /^(Nullable\()?(Fixed)?String/], // fixed_size_binary[66]
+  ['event_type', 'String', /^(Nullable\()?(LowCardinality\()?String/],
+  ['asset_id', 'String', /^(Nullable\()?(LowCardinality\()?String/],
+  ['bids', 'Nullable(String)', /^(Nullable\()?String/],
+  ['asks', 'Nullable(String)', /^(Nullable\()?String/],
+  ['price', 'Nullable(Decimal(9, 4))', /^(Nullable\()?Decimal/],
+  ['size', 'Nullable(Decimal(18, 6))', /^(Nullable\()?Decimal/],
+  ['side', 'Nullable(String)', /^(Nullable\()?(LowCardinality\()?String/],
+  ['best_bid', 'Nullable(Decimal(9, 4))', /^(Nullable\()?Decimal/],
+  ['best_ask', 'Nullable(Decimal(9, 4))', /^(Nullable\()?Decimal/],
+  ['fee_rate_bps', 'Nullable(UInt16)', /^(Nullable\()?U?Int/],
+  ['transaction_hash', 'Nullable(String)', /^(Nullable\()?(LowCardinality\()?String/],
+  ['old_tick_size', 'Nullable(Decimal(9, 4))', /^(Nullable\()?Decimal/],
+  ['new_tick_size', 'Nullable(Decimal(9, 4))', /^(Nullable\()?Decimal/],
+];
+const STRUCTURE = COLUMNS.map(([n, t]) => `${n} ${t}`).join(', ');
+const KNOWN_TYPES = `('book', 'price_change', 'last_trade_price', 'tick_size_change')`;
+
+/** A plain decimal the typed columns spell exactly (raw-codec.ts: at most 15 digits). */
+const DEC = `'^(0|[1-9][0-9]*)(\\\\.[0-9]+)?$'`;
+const MIN_TS = 100_000_000_000; // below: seconds (data.md "Event time")
+const MAX_TS = 65_535 * 86_400_000; // the end of the Date type
+const MAX_RECEIVED = 2 ** 41; // the horizon of the ingest sequence
+
+export class ImportError extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+    /** 0-based row of the file, where one row is at fault. */
+    readonly row?: number,
+  ) {
+    super(`${file}${row === undefined ? '' : `, row ${row}`}: ${message}`);
+    this.name = 'ImportError';
+  }
+}
+
+export interface ImportResult {
+  file: string;
+  source: string;
+  /** Rows in the file. */
+  rows: number;
+  /** Rows of an event type the import does not store (counted, skipped). */
+  skipped: number;
+  /** Records written now (rows whose identity was not stored yet). */
+  inserted: number;
+  /** Rows whose identity was already stored (an earlier import or an earlier run of this one). */
+  alreadyStored: number;
+  /** The (market, asset, UTC date) partitions the file touches: their summaries are to be rebuilt. */
+  partitions: Array<{ market: string; asset: string; date: string }>;
+  ms: number;
+}
+
+/** `import:<format>:<file name>` (docs/rules/imports.md#provenance). */
+export function importSource(file: string, format = PMXT_FORMAT): string {
+  return `import:${format}:${path.basename(file)}`;
+}
+
+/** Decimal column → its text without trailing zeros ("0.5000" → "0.5"), which toString gives. */
+const text = (col: string) => `toString(assumeNotNull(${col}))`;
+/** A decimal text's mantissa and scale (migration 012's layout). */
+const mant = (t: string) => `toInt64(replaceOne(${t}, '.', ''))`;
+const scale = (t: string) => `toUInt8(if(position(${t}, '.') > 0, length(${t}) - position(${t}, '.'), 0))`;
+/** A plain decimal text that fits a mantissa of 15 digits. */
+const plain = (t: string) => `(match(${t}, ${DEC}) AND length(replaceOne(${t}, '.', '')) <= 15)`;
+const unitPrice = (t: string) => `(${plain(t)} AND toFloat64(${t}) <= 1)`;
+const levelsOk = (col: string) =>
+  `(isValidJSON(${col}) AND JSONType(${col}) = 'Array' AND arrayAll(l -> JSONType(l) = 'Array' AND JSONLength(l) = 2 AND JSONType(l, 1) = 'String' AND JSONType(l, 2) = 'String' AND ${unitPrice(
+    'JSONExtractString(l, 1)',
+  )} AND ${plain('JSONExtractString(l, 2)')}, JSONExtractArrayRaw(${col})))`;
+
+/** Why a row cannot be imported ('' when it can): the first rule it breaks. */
+const REASON = `multiIf(
+  NOT match(market, '^0x[0-9a-fA-F]{64}$'), concat('market is not 0x + 64 hex digits: ', substring(market, 1, 80)),
+  event_type NOT IN ${KNOWN_TYPES}, '',
+  NOT match(asset_id, '^[0-9]{1,100}$'), concat('asset_id is not a decimal token id: ', substring(asset_id, 1, 80)),
+  toUnixTimestamp64Milli(timestamp) < ${MIN_TS} OR toUnixTimestamp64Milli(timestamp) >= ${MAX_TS}, concat('timestamp outside the times the store holds: ', toString(timestamp)),
+  toUnixTimestamp64Milli(timestamp_received) < 0 OR toUnixTimestamp64Milli(timestamp_received) >= ${MAX_RECEIVED}, concat('timestamp_received outside the times the store holds: ', toString(timestamp_received)),
+  event_type = 'book' AND (bids IS NULL OR asks IS NULL), 'book without bids or asks',
+  event_type = 'book' AND NOT ${levelsOk('assumeNotNull(bids)')}, 'bids is not a JSON array of ["price","size"] with plain decimals (price at most 1)',
+  event_type = 'book' AND NOT ${levelsOk('assumeNotNull(asks)')}, 'asks is not a JSON array of ["price","size"] with plain decimals (price at most 1)',
+  event_type IN ('price_change', 'last_trade_price') AND (price IS NULL OR size IS NULL OR side IS NULL), concat(event_type, ' without price, size or side'),
+  event_type IN ('price_change', 'last_trade_price') AND side NOT IN ('BUY', 'SELL'), concat('side is neither BUY nor SELL: ', substring(assumeNotNull(side), 1, 20)),
+  event_type IN ('price_change', 'last_trade_price') AND NOT (${unitPrice(text('price'))}), concat('price is not between 0 and 1: ', ${text('price')}),
+  event_type IN ('price_change', 'last_trade_price') AND NOT (${plain(text('size'))}), concat('size is negative or too long: ', ${text('size')}),
+  event_type = 'price_change' AND best_bid IS NOT NULL AND NOT (${unitPrice(text('best_bid'))}), concat('best_bid is not between 0 and 1: ', ${text('best_bid')}),
+  event_type = 'price_change' AND best_ask IS NOT NULL AND NOT (${unitPrice(text('best_ask'))}), concat('best_ask is not between 0 and 1: ', ${text('best_ask')}),
+  event_type = 'tick_size_change' AND (old_tick_size IS NULL OR new_tick_size IS NULL), 'tick_size_change without old_tick_size or new_tick_size',
+  event_type = 'tick_size_change' AND NOT (${unitPrice(text('old_tick_size'))} AND ${unitPrice(text('new_tick_size'))}), 'tick sizes are not between 0 and 1',
+  '')`;
+
+/** The engine's `file(…)` of the path: only for the embedded engine, which reads local files. */
+function fileFn(file: string): string {
+  return `file(${sqlString(file)}, 'Parquet', ${sqlString(STRUCTURE)})`;
+}
+
+async function rows<T>(ch: ClickHouse, query: string): Promise<T[]> {
+  return (await ch.client.query({ query, format: 'JSONEachRow' })).json<T>();
+}
+
+/** The file's own schema must be PMXT v2's: every column present, of the kind expected. */
+async function checkSchema(ch: ClickHouse, file: string): Promise<void> {
+  let described: Array<{ name: string; type: string }>;
+  try {
+    described = await rows(ch, `DESCRIBE file(${sqlString(file)}, 'Parquet')`);
+  } catch (e) {
+    throw new ImportError(file, `not a readable Parquet file (${firstLine(e)})`);
+  }
+  const have = new Map(described.map((c) => [c.name, c.type]));
+  const missing = COLUMNS.filter(([n]) => !have.has(n)).map(([n]) => n);
+  if (missing.length > 0) throw new ImportError(file, `not a PMXT v2 file: missing column(s) ${missing.join(', ')}`);
+  for (const [n, , family] of COLUMNS) {
+    const t = have.get(n)!;
+    if (!family.test(t)) throw new ImportError(file, `not a PMXT v2 file: column ${n} is ${t}`);
+  }
+}
+
+function firstLine(e: unknown): string {
+  return String((e as Error).message ?? e).split('\n')[0]!.slice(0, 300);
+}
+
+interface Scan {
+  rows: string;
+  known: string;
+  bad: string;
+  bad_row: string;
+  bad_reason: string;
+  min_ts: string;
+  max_ts: string;
+}
+
+/**
+ * Imports one PMXT v2 file into raw_exchange_a. Throws ImportError (naming the file and, for
+ * a bad row, the row) before writing anything when the file cannot be imported whole.
+ */
+export async function importPmxtFile(ch: ClickHouse, file: string): Promise<ImportResult> {
+  const started = Date.now();
+  const source = importSource(file);
+  if (ch.mode !== 'embedded') throw new ImportError(file, 'import reads files through the embedded engine; with a ClickHouse server (CLICKHOUSE_URL) it is not available yet');
+  const size = await stat(file).then(
+    (s) => s.size,
+    (e: NodeJS.ErrnoException) => {
+      throw new ImportError(file, e.code === 'ENOENT' ? 'no such file' : firstLine(e));
+    },
+  );
+  if (size === 0) throw new ImportError(file, 'empty file (0 bytes): not Parquet (an hour without events is a Parquet file with no rows)');
+  await checkSchema(ch, file);
+  const result: ImportResult = { file, source, rows: 0, skipped: 0, inserted: 0, alreadyStored: 0, partitions: [], ms: 0 };
+
+  let scan: Scan;
+  try {
+    [scan] = (await rows<Scan>(
+      ch,
+      `SELECT toString(count()) AS rows, toString(countIf(event_type IN ${KNOWN_TYPES})) AS known,
+         toString(countIf(reason != '')) AS bad, toString(minIf(rn, reason != '')) AS bad_row, argMinIf(reason, rn, reason != '') AS bad_reason,
+         toString(minIf(toUnixTimestamp64Milli(timestamp), event_type IN ${KNOWN_TYPES})) AS min_ts,
+         toString(maxIf(toUnixTimestamp64Milli(timestamp), event_type IN ${KNOWN_TYPES})) AS max_ts
+       FROM (SELECT _row_number AS rn, *, ${REASON} AS reason FROM ${fileFn(file)})`,
+    )) as [Scan];
+  } catch (e) {
+    throw new ImportError(file, `cannot read the rows (${firstLine(e)})`);
+  }
+  result.rows = Number(scan.rows);
+  result.skipped = result.rows - Number(scan.known);
+  if (Number(scan.bad) > 0) throw new ImportError(file, `${scan.bad_reason} (${scan.bad} bad row(s) in all; nothing imported)`, Number(scan.bad_row));
+  if (Number(scan.known) === 0) {
+    result.ms = Date.now() - started;
+    return result;
+  }
+
+  const table = ch.table('raw_exchange_a');
+  const before = await storedCount(ch, file, scan);
+  await ch.client.command({ query: insertSql(table, file, source, scan) });
+  const after = await storedCount(ch, file, scan);
+  result.inserted = after - before;
+  result.alreadyStored = Number(scan.known) - result.inserted;
+  result.partitions = await rows<{ market: string; asset: string; date: string }>(
+    ch,
+    `SELECT DISTINCT lower(market) AS market, asset_id AS asset, toString(toDate(timestamp)) AS date
+     FROM ${fileFn(file)} WHERE event_type IN ${KNOWN_TYPES} ORDER BY market, asset, date`,
+  );
+  result.ms = Date.now() - started;
+  return result;
+}
+
+/** The file's markets and hour in the store (what the insert's anti-join reads). */
+function storedScope(file: string, scan: Scan): string {
+  return `market IN (SELECT DISTINCT lower(market) FROM ${fileFn(file)})
+    AND event_date BETWEEN toDate(fromUnixTimestamp64Milli(${Number(scan.min_ts)}, 'UTC')) AND toDate(fromUnixTimestamp64Milli(${Number(scan.max_ts)}, 'UTC'))
+    AND event_ts BETWEEN fromUnixTimestamp64Milli(${Number(scan.min_ts)}, 'UTC') AND fromUnixTimestamp64Milli(${Number(scan.max_ts)}, 'UTC')`;
+}
+
+async function storedCount(ch: ClickHouse, file: string, scan: Scan): Promise<number> {
+  const [r] = await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${ch.table('raw_exchange_a')} FINAL WHERE ${storedScope(file, scan)} AND source = ${sqlString(importSource(file))}`);
+  return Number(r?.n ?? 0);
+}
+
+/**
+ * The conversion (docs/rules/imports.md#pmxt-v2-polymarket-hourly-parquet), in three levels:
+ * the repeat number n (a window function over the file's columns, in file order); the
+ * row's fields as texts, its identity and ingest sequence; the typed columns of the record.
+ */
+function insertSql(table: string, file: string, source: string, scan: Scan): string {
+  const levels = (col: string) => `arrayMap(l -> (JSONExtractString(l, 1), JSONExtractString(l, 2)), JSONExtractArrayRaw(ifNull(${col}, '[]')))`;
+  const levelKey = (lv: string) => `arrayStringConcat(arrayMap(l -> concat(l.1, ':', l.2), ${lv}), ',')`;
+  const opt = (col: string) => `if(${col} IS NULL, '', ${text(col)})`;
+  const member = (name: string, value: string) => `concat(',"${name}":', toJSONString(${value}))`;
+  // The repeat number n is a window function over the file's own columns (narrow rows:
+  // sorting them is cheap), in file order. The ingest sequence needs none: the row's number
+  // in the file below the receive millisecond orders the rows of one millisecond as the file
+  // does, and no offset below 2^23 can reach the next millisecond's numbers.
+  const numbered = `
+    SELECT *, _row_number AS rn,
+      row_number() OVER (PARTITION BY asset_id, timestamp, event_type, side, price, size, bids, asks, old_tick_size, new_tick_size ORDER BY _row_number) AS n
+    FROM ${fileFn(file)}
+    WHERE event_type IN ${KNOWN_TYPES}`;
+  const fields = `
+    SELECT lower(market) AS mkt, asset_id AS asset, event_type AS type, timestamp AS ts, timestamp_received AS received,
+      ${levels('bids')} AS bl, ${levels('asks')} AS al,
+      ${opt('price')} AS px, ${opt('size')} AS sz, ifNull(side, '') AS sd, ${opt('best_bid')} AS bb, ${opt('best_ask')} AS ba,
+      ${opt('old_tick_size')} AS old_tick, ${opt('new_tick_size')} AS new_tick, fee_rate_bps AS fee, transaction_hash AS tx,
+      lower(hex(SHA1(concat('pmxt1|', asset, '|', toString(toUnixTimestamp64Milli(ts)), '|', type, '|', multiIf(
+        type = 'book', concat(${levelKey('bl')}, '|', ${levelKey('al')}),
+        type = 'tick_size_change', concat(old_tick, '|', new_tick),
+        concat(sd, '|', px, '|', sz)), '|', toString(n))))) AS dedup_id,
+      bitShiftLeft(toUInt64(toUnixTimestamp64Milli(received)), 23) + bitAnd(toUInt64(rn), 8388607) AS seq
+    FROM (${numbered})`;
+  const pc = `type = 'price_change'`;
+  const one = (v: string, empty: string) => `if(${pc}, [${v}], ${empty})`;
+  const claim = (t: string) => [`if(${t} = '', 0, ${mant(t)})`, `if(${t} = '', toUInt8(255), ${scale(t)})`];
+  const extra = `multiIf(
+      type = 'last_trade_price', substring(concat(${member('price', 'px')}, ${member('size', 'sz')}, if(fee IS NULL, '', ${member('fee_rate_bps', 'toString(assumeNotNull(fee))')}), ${member('side', 'sd')}, if(tx IS NULL, '', ${member('transaction_hash', 'assumeNotNull(tx)')})), 2),
+      type = 'tick_size_change', substring(concat(${member('old_tick_size', 'old_tick')}, ${member('new_tick_size', 'new_tick')}), 2),
+      '')`;
+  return `
+    INSERT INTO ${table}
+      (market, event_date, event_ts, asset_id, event_type, dedup_id, ingest_seq, hash, extra,
+       bid_price, bid_price_scale, bid_size, bid_size_scale, ask_price, ask_price_scale, ask_size, ask_size_scale,
+       chg_price, chg_price_scale, chg_side, chg_size, chg_size_scale, chg_hash, chg_best_bid, chg_best_bid_scale, chg_best_ask, chg_best_ask_scale,
+       residue, received_at, worker_id, kafka_partition, kafka_offset, source)
+    SELECT mkt, toDate(ts), ts, asset, type, dedup_id, seq,
+      if(type = 'last_trade_price' AND ifNull(tx, '') != '', assumeNotNull(tx), dedup_id), ${extra},
+      arrayMap(l -> ${mant('l.1')}, bl), arrayMap(l -> ${scale('l.1')}, bl), arrayMap(l -> ${mant('l.2')}, bl), arrayMap(l -> ${scale('l.2')}, bl),
+      arrayMap(l -> ${mant('l.1')}, al), arrayMap(l -> ${scale('l.1')}, al), arrayMap(l -> ${mant('l.2')}, al), arrayMap(l -> ${scale('l.2')}, al),
+      ${one(mant('px'), 'CAST([], \'Array(Int64)\')')}, ${one(scale('px'), 'CAST([], \'Array(UInt8)\')')},
+      ${one(`CAST(sd, 'Enum8(\\'\\' = 0, \\'BUY\\' = 1, \\'SELL\\' = 2)')`, `CAST([], 'Array(Enum8(\\'\\' = 0, \\'BUY\\' = 1, \\'SELL\\' = 2))')`)},
+      ${one(mant('sz'), 'CAST([], \'Array(Int64)\')')}, ${one(scale('sz'), 'CAST([], \'Array(UInt8)\')')}, ${one("''", 'CAST([], \'Array(String)\')')},
+      ${one(claim('bb')[0]!, 'CAST([], \'Array(Int64)\')')}, ${one(claim('bb')[1]!, 'CAST([], \'Array(UInt8)\')')},
+      ${one(claim('ba')[0]!, 'CAST([], \'Array(Int64)\')')}, ${one(claim('ba')[1]!, 'CAST([], \'Array(UInt8)\')')},
+      '', received, 0, -1, -1, ${sqlString(source)}
+    FROM (${fields})
+    WHERE dedup_id NOT IN (SELECT dedup_id FROM ${table} WHERE ${storedScope(file, scan)})
+    -- Rows of one import never share an identity (n tells repeats apart): collapsing
+    -- duplicates at insert would find none and costs twice the write itself.
+    SETTINGS optimize_on_insert = 0`;
+}
