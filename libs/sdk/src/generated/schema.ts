@@ -465,7 +465,7 @@ export interface paths {
         };
         /**
          * Resolve an exchange A slug or URL into condition ids
-         * @description Resolves an exchange A slug or URL into condition ids. No authentication. An unmatched slug is a 404 with success: false and markets: [].
+         * @description Resolves an exchange A slug or URL into condition ids. No authentication. An unmatched slug (the metadata API said so) is a 404 with success: false and markets: []. A slug the market catalogue does not know while the metadata API is down, slow or busy is a 503 `lookup_unavailable` with Retry-After: whether it exists cannot be told.
          */
         get: operations["getLookupSlug"];
         put?: never;
@@ -485,7 +485,7 @@ export interface paths {
         };
         /**
          * Resolve an exchange A slug or URL (alias of GET /lookup/slug)
-         * @description Resolves an exchange A slug or URL into condition ids. No authentication. An unmatched slug is a 404 with success: false and markets: [].
+         * @description Resolves an exchange A slug or URL into condition ids. No authentication. An unmatched slug (the metadata API said so) is a 404 with success: false and markets: []. A slug the market catalogue does not know while the metadata API is down, slow or busy is a 503 `lookup_unavailable` with Retry-After: whether it exists cannot be told.
          */
         get: operations["getExchangeALookupSlug"];
         put?: never;
@@ -824,7 +824,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "not_finalised" | "range_not_satisfiable" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_concurrent_requests" | "service_unavailable" | "internal_error";
+                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "not_finalised" | "range_not_satisfiable" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_concurrent_requests" | "service_unavailable" | "lookup_unavailable" | "internal_error";
                 message: string;
                 param?: string;
             };
@@ -1018,7 +1018,7 @@ export interface components {
             markets: components["schemas"]["SlugLookupMarket"][];
             error: {
                 /** @enum {string} */
-                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "not_finalised" | "range_not_satisfiable" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_concurrent_requests" | "service_unavailable" | "internal_error";
+                code: "invalid_parameter" | "missing_parameter" | "invalid_cursor" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "not_finalised" | "range_not_satisfiable" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_concurrent_requests" | "service_unavailable" | "lookup_unavailable" | "internal_error";
                 message: string;
                 param?: string;
             };
@@ -1735,7 +1735,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1882,7 +1882,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2031,7 +2031,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2180,7 +2180,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2324,7 +2324,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2470,7 +2470,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2587,7 +2587,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2715,7 +2715,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2832,7 +2832,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2953,7 +2953,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3108,7 +3108,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3263,7 +3263,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3409,7 +3409,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3559,7 +3559,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3720,7 +3720,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3862,7 +3862,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4015,7 +4015,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4147,7 +4147,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4271,7 +4271,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4457,7 +4457,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4645,7 +4645,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4831,7 +4831,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5019,7 +5019,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5107,7 +5107,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5195,7 +5195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5282,7 +5282,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5338,7 +5338,7 @@ export interface operations {
                     "application/json": components["schemas"]["SlugLookupMiss"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5394,7 +5394,7 @@ export interface operations {
                     "application/json": components["schemas"]["SlugLookupMiss"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5492,7 +5492,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5577,7 +5577,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5653,7 +5653,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5732,7 +5732,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5808,7 +5808,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5893,7 +5893,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5980,7 +5980,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6061,7 +6061,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6139,7 +6139,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6219,7 +6219,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6324,7 +6324,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6427,7 +6427,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6477,7 +6477,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6578,7 +6578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6657,7 +6657,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds. */
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
