@@ -768,7 +768,7 @@ export interface paths {
         };
         /**
          * Infrastructure status for the public status page
-         * @description Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes; the storage footprint (rows and bytes on disk per table). No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second, the footprint at most every 30 s.
+         * @description Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes; the storage footprint (rows and bytes on disk per table). No authentication needed; `warnings` (configuration warnings in words) only with a valid API key (Bearer) or the admin token (X-Admin-Token), anyone sees the `operator_routes_open` flag. Always 200 (a wrong key only leaves the warnings out): `status` says ok, degraded or down. Computed at most once a second, the footprint at most every 30 s.
          */
         get: operations["getMonitoringStatus"];
         put?: never;
@@ -1142,7 +1142,9 @@ export interface components {
                     latency_ms: number | null;
                 };
             };
-            /** @description How this instance is configured that its operator should know, e.g. operator routes open to anyone on a non-loopback address (BOOKTAPE_ALLOW_OPEN=1). They do not change `status` */
+            /** @description true: the operator routes (keys, subscriptions, every user's usage) answer anyone, without an admin token, on an address others can reach (BOOKTAPE_ALLOW_OPEN=1). Does not change `status` */
+            operator_routes_open: boolean;
+            /** @description How this instance is configured that its operator should know, in words (e.g. why `operator_routes_open` is true). Shown only to a request with a valid API key (Authorization: Bearer) or the admin token (X-Admin-Token); [] otherwise. They do not change `status` */
             warnings: string[];
             /** @description Ingestor processes that reported recently; live = reporting now */
             processes: {
