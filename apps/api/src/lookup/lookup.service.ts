@@ -157,7 +157,8 @@ export class SlugLookupService {
     // A flood of distinct unknown slugs must not become a flood at the venue's API; what is
     // not asked is not known not to exist.
     if (this.liveInFlight >= MAX_LIVE_IN_FLIGHT) {
-      throw new LookupUnavailableError('the slug is not in the market catalogue and the metadata API is busy with other lookups: retry shortly', RETRY_AFTER_BUSY_S);
+      const where = catalogueFailed ? 'the market catalogue cannot be read' : 'the slug is not in the market catalogue';
+      throw new LookupUnavailableError(`${where} and the metadata API is busy with other lookups: retry shortly`, RETRY_AFTER_BUSY_S);
     }
     this.liveInFlight++;
     try {
