@@ -239,6 +239,8 @@ describe('booktape command line: user commands', () => {
         [['raw', '--venue', 'a', '--slug', 'x', '--outcome', 'Yes', '--date', '2026-03-01', ...key], 'raw reads every outcome of the market: --outcome is not taken here', 'raw'],
         [['book', '--venue', 'a', '--slug', 'x', '--at', '1', ...key], "book reads one outcome token's book: with --slug, name it by --outcome", 'book'],
         [['summary', '--venue', 'a', '--outcome', 'Yes', '--condition-id', M, '--date', '2026-03-01', ...key], '--outcome names an outcome of the market given by --slug', 'summary'],
+        [['summary', '--venue', 'a', '--slug', 'x', '--asset-id', '1', '--date', '2026-03-01', ...key], 'with --slug, name the outcome token by --outcome (its name), not by --asset-id', 'summary'],
+        [['export', '--venue', 'a', '--slug', 'x', '--asset', '1', '--kind', 'summary', '--from', '2026-03-01', '--to', '2026-03-01', '--out', 'f', ...key], 'with --slug, name the outcome token by --outcome (its name), not by --asset', 'export'],
         [['keys', 'create', '--user-id', 'u'], '--name is required', 'keys create'],
         [['keys', 'revoke', 'abc', '--user-id', 'u'], '"abc" is not a key id (key_ + 24 hex digits; see keys list)', 'keys revoke'],
         [['keys', 'list', '--user-id', 'u', '--bogus'], "Unknown option '--bogus'", 'keys list'],

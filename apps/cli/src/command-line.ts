@@ -256,7 +256,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .option('--kind <raw|summary>', 'raw records (default) or summary buckets')
     .option('--resolution <seconds>', 'summary bucket size, 1 to 3600 (default 60)')
     .option('--asset <id>', 'exchange A summaries: one outcome token (default every token)')
-    .option('--slug <slug>', "exchange A: the market by its slug or polymarket.com URL instead of --market (resolved by the API's slug lookup)")
+    .option('--slug <slug>', "exchange A: the market by its slug or polymarket.com URL instead of --market (passed to the API, which resolves it)")
     .option('--outcome <name>', 'with --slug and --kind summary: the outcome token by its name instead of --asset')
     .option('--format <csv|parquet>', 'csv (a .csv.gz file) or parquet; default from --out\'s name, else csv')
     .option('--out <file>', 'where to write; required')
@@ -290,7 +290,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
       .option('--condition-id <id>', 'exchange A: the market, 0x + 64 hex digits')
       .option('--ticker <ticker>', 'exchange B: the market')
       .option('--market <id>', 'either of the two, for the venue given')
-      .option('--slug <slug>', "exchange A: the market by its slug or polymarket.com URL instead of its condition id (resolved by the API's slug lookup; the ids are printed on stderr)")
+      .option('--slug <slug>', "exchange A: the market by its slug or polymarket.com URL instead of its condition id (passed to the API, which resolves it; the ids it used are printed on stderr)")
       .option('--outcome <name>', 'with --slug: the outcome token by its name (Yes, No, …) instead of --asset-id');
   const data = (what: DataCommand['what']) => async (o: DataFlags) => {
     const { parseDataCommand } = await import('./commands/data.ts');

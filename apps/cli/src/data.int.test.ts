@@ -55,6 +55,8 @@ beforeAll(async () => {
     cat('cli-user-market', MARKET, [ASSET, '7878'], null),
     cat('cli-event-one', conditionId(0x78), ['1', '2'], 'cli-two-markets'),
     cat('cli-event-two', conditionId(0x79), ['3', '4'], 'cli-two-markets'),
+    // Outcomes that differ only in case: the API's rule picks by the exact spelling.
+    { ...cat('cli-case-market', conditionId(0x7a), ['51', '52'], null), outcomes: ['yes', 'YES'] },
   ]);
 }, 120_000);
 afterAll(async () => {
@@ -104,7 +106,8 @@ describe('booktape user commands against the running API', () => {
     const byIds = await cli(['summary', '--venue', 'a', '--condition-id', MARKET, '--asset-id', ASSET, ...window]);
     const bySlug = await cli(['summary', '--venue', 'polymarket', '--slug', 'https://polymarket.com/market/cli-user-market', '--outcome', 'yes', ...window]);
     expect(bySlug.status).toBe(0);
-    expect(bySlug.stderr).toBe(`booktape: https://polymarket.com/market/cli-user-market outcome "Yes" is condition_id ${MARKET}, asset_id ${ASSET}\n`);
+    // The ids the API used (X-Resolved-Condition-Id / -Asset-Id), the outcome as it was given.
+    expect(bySlug.stderr).toBe(`booktape: https://polymarket.com/market/cli-user-market outcome "yes" is condition_id ${MARKET}, asset_id ${ASSET}\n`);
     expect(bySlug.stdout).toBe(byIds.stdout);
     const book = await cli(['book', '--venue', 'a', '--slug', 'cli-user-market', '--outcome', 'Yes', '--at', String((DAY + 3_600_000) / 1000), '--format', 'csv', '--api', api]);
     expect(book.stdout).toBe('side,price,size\nbids,0.48,30\nbids,0.01,1200.5\nasks,0.52,25\nasks,0.99,10\n');
@@ -115,13 +118,33 @@ describe('booktape user commands against the running API', () => {
     expect(exp.stderr).toContain(`cli-user-market is condition_id ${MARKET}`);
     const direct = await t.app.inject({ method: 'GET', url: `/api/v1/exchange-a/market/export?condition_id=${MARKET}&start_date=2026-03-03&end_date=2026-03-03`, headers: { authorization: `Bearer ${key}` } });
     expect(gunzipSync(readFileSync(exported)).toString('utf8')).toBe(gunzipSync(direct.rawPayload).toString('utf8'));
-    // Names that do not pick one market: exit 2, saying what would.
+    // Names that do not pick one market: exit 2, in the API's words, saying what would.
     const event = await cli(['raw', '--venue', 'a', '--slug', 'cli-two-markets', '--date', '2026-03-03', '--api', api]);
     expect(event.status).toBe(2);
-    expect(event.stderr).toContain('names an event of 2 markets; give one market\'s slug: cli-event-one, cli-event-two');
+    expect(event.stderr).toBe('booktape: the API refused the --slug (400 invalid_parameter): slug "cli-two-markets" names an event of 2 markets: give one market\'s slug: "cli-event-one", "cli-event-two"\n');
     const outcome = await cli(['book', '--venue', 'a', '--slug', 'cli-user-market', '--outcome', 'Maybe', '--at', '1772500000', '--api', api]);
     expect(outcome.status).toBe(2);
-    expect(outcome.stderr).toBe('booktape: --outcome "Maybe" is not an outcome of cli-user-market ("Yes", "No")\n');
+    expect(outcome.stderr).toBe('booktape: the API refused the --outcome (400 invalid_parameter): cli-user-market has no outcome "Maybe": its outcomes are "Yes", "No"\n');
+    const unknown = await cli(['summary', '--venue', 'a', '--slug', 'cli-no-such-market', '--outcome', 'Yes', ...window]);
+    expect([unknown.status, unknown.stdout]).toEqual([2, '']);
+    expect(unknown.stderr).toBe('booktape: the API refused the --slug (404 not_found): no market matches slug "cli-no-such-market"\n');
+    const exportEvent = await cli(['export', '--venue', 'a', '--slug', 'cli-two-markets', '--from', '2026-03-03', '--to', '2026-03-03', '--out', path.join(dir, 'never.csv.gz'), '--no-progress', '--api', api]);
+    expect(exportEvent.status).toBe(2);
+    expect(exportEvent.stderr).toBe(event.stderr);
+    expect(existsSync(path.join(dir, 'never.csv.gz'))).toBe(false);
+  });
+
+  it('--slug and --outcome follow the API\'s one rule: outcomes differing only in case, the exact spelling picks', async () => {
+    const at = String((DAY + 3_600_000) / 1000);
+    for (const [outcome, token] of [['YES', '52'], ['yes', '51']] as const) {
+      const r = await cli(['book', '--venue', 'a', '--slug', 'cli-case-market', '--outcome', outcome, '--at', at, '--api', api]);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).toBe(`booktape: cli-case-market outcome ${JSON.stringify(outcome)} is condition_id ${conditionId(0x7a)}, asset_id ${token}\n`);
+      expect(JSON.parse(r.stdout)).toMatchObject({ asset_id: token });
+    }
+    const other = await cli(['book', '--venue', 'a', '--slug', 'cli-case-market', '--outcome', 'Yes', '--at', at, '--api', api]);
+    expect(other.status).toBe(2);
+    expect(other.stderr).toContain('matches several outcomes of cli-case-market without regard to case');
   });
 
   it('book: the book at an instant, json and csv levels', async () => {

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { sameInclusiveEnd } from './time.ts';
 
 /**
  * Range-pagination cursors: opaque to clients, tamper-evident, bound to their query.
@@ -39,17 +40,6 @@ export function encodeCursor(secret: Buffer, scope: CursorScope, position: reado
   return `${signed}.${mac(secret, signed).toString('base64url')}`;
 }
 
-/**
- * The end a cursor was issued for matches the query's. Before the one time model an
- * end_timestamp given in seconds stopped at the second's .000; it now ends at .999. A
- * cursor issued under the old reading (end = the second's first millisecond) stays valid
- * for the same query: the walk continues under the new, later end, a superset of the old
- * range, so no record already served is repeated or skipped.
- */
-function sameEnd(issued: unknown, end: number): boolean {
-  return issued === end || (end % 1000 === 999 && issued === end - 999);
-}
-
 /** The position a cursor carries, if it is authentic and belongs to `scope`; else CursorError. */
 export function decodeCursor(secret: Buffer, cursor: string, scope: CursorScope, positionLength: number): string[] {
   if (cursor.length > MAX_LENGTH) throw new CursorError('cursor is not one this service issued');
@@ -70,7 +60,7 @@ export function decodeCursor(secret: Buffer, cursor: string, scope: CursorScope,
   }
   if (!Array.isArray(decoded) || decoded.length !== 5) throw new CursorError('cursor is malformed');
   const [venue, market, start, end, position] = decoded as unknown[];
-  if (venue !== scope.venue || market !== scope.market || start !== scope.start || !sameEnd(end, scope.end)) {
+  if (venue !== scope.venue || market !== scope.market || start !== scope.start || typeof end !== 'number' || !sameInclusiveEnd(end, scope.end)) {
     throw new CursorError('cursor belongs to another query: pass it with the same market, start_timestamp and end_timestamp');
   }
   if (!Array.isArray(position) || position.length !== positionLength || !position.every((p) => typeof p === 'string')) {

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { ApiError, TooManyConcurrentError, codeForStatus, errorBody, isUnavailable, type ErrorCode } from './errors.ts';
+import { ApiError, LookupUnavailableError, TooManyConcurrentError, codeForStatus, errorBody, isUnavailable, type ErrorCode } from './errors.ts';
 import { MISSING } from './params.ts';
 
 /** Maps any error to the body of docs/rules/api-decisions.md. Messages are shown only below 500. */
@@ -29,7 +29,7 @@ export function setErrorHandlers(app: FastifyInstance): void {
       if (e.status === 503) req.log.warn({ err }, 'backing service unavailable');
       else req.log.error({ err }, 'request failed');
     }
-    if (e.status === 503) reply.header('retry-after', '1');
+    if (e.status === 503) reply.header('retry-after', err instanceof LookupUnavailableError ? String(err.retryAfterS) : '1');
     // Headers a data answer set before it failed describe that answer, not this error: an
     // error is never cached, nor does it point at a next page.
     for (const h of ['etag', 'link', 'x-total-count']) reply.removeHeader(h);

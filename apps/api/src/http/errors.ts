@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'rate_limited',
   'too_many_concurrent_requests',
   'service_unavailable',
+  'lookup_unavailable',
   'internal_error',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -78,6 +79,22 @@ export class UnavailableError extends ApiError {
     super(503, 'service_unavailable', `${service} is unavailable, retry later`);
     this.name = 'UnavailableError';
     if (cause !== undefined) this.cause = cause;
+  }
+}
+
+/**
+ * 503 `lookup_unavailable`: whether a slug names anything cannot be told now: the market
+ * catalogue does not know it and the metadata API failed, timed out, or is already asked by
+ * as many lookups as it may be. Not "does not exist" (that is a 404): retry after
+ * `retryAfterS` seconds (the Retry-After header).
+ */
+export class LookupUnavailableError extends ApiError {
+  constructor(
+    message: string,
+    readonly retryAfterS: number,
+  ) {
+    super(503, 'lookup_unavailable', message, 'slug');
+    this.name = 'LookupUnavailableError';
   }
 }
 

@@ -172,7 +172,7 @@ function errorDescription(status: number, security: Security | undefined): strin
     case 429:
       return "Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds.";
     case 503:
-      return 'A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`): retry after `Retry-After` seconds.';
+      return 'A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds.';
     default:
       return undefined;
   }

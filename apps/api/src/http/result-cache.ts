@@ -51,6 +51,10 @@ export class TtlMap<V> {
     return e.value;
   }
 
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
   set(key: string, value: V, now = Date.now()): void {
     if (this.ttlMs <= 0) return;
     if (this.entries.size >= this.maxEntries) {

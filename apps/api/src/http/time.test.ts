@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { MAX_TIME_MS, SECONDS_THRESHOLD, parseTime, type TimeEdge } from './time.ts';
+import { MAX_TIME_MS, SECONDS_THRESHOLD, parseTime, sameInclusiveEnd, spansAtMost, type TimeEdge } from './time.ts';
 
 /** The API's one time model (docs/api.md, "Time"), as properties. */
 
@@ -136,5 +136,44 @@ describe('anything else', () => {
     for (const bad of ['-1', '1.5', '1e12', '', 'now', '0x10', '253402300799999', '2149-06-07', '1969-12-31T23:59:59Z', '2149-06-06T23:59:59.999-00:01', '１２３', -1, 1.5, null, {}]) {
       expect(parseTime(bad, 'start').ok, String(bad)).toBe(false);
     }
+  });
+});
+
+describe('an inclusive end covers the whole second it names, where a route reasons about an end', () => {
+  const value = (raw: string, edge: TimeEdge) => {
+    const r = parseTime(raw, edge);
+    if (!r.ok) throw new Error(r.message);
+    return r.value;
+  };
+  const seconds = fc.integer({ min: 0, max: 5_000_000_000 });
+
+  it('a window of whole seconds spans at most N seconds exactly when its ends, as written, are at most N seconds apart', () => {
+    fc.assert(
+      fc.property(seconds, fc.integer({ min: 0, max: 3 * 86_400 }), fc.integer({ min: 1, max: 2 * 86_400 }), (s, len, maxS) => {
+        // The reference: the seconds as written, before any reading of the end.
+        expect(spansAtMost(value(String(s), 'start'), value(String(s + len), 'end'), maxS * 1000)).toBe(len <= maxS);
+      }),
+    );
+  });
+
+  it('a day in seconds, midnight to the next midnight, is one day; a second more is not; milliseconds count as given', () => {
+    const d0 = Date.UTC(2026, 2, 1) / 1000;
+    expect(spansAtMost(value(String(d0), 'start'), value(String(d0 + 86_400), 'end'), DAY)).toBe(true);
+    expect(spansAtMost(value(String(d0), 'start'), value(String(d0 + 86_401), 'end'), DAY)).toBe(false);
+    expect(spansAtMost(value('2026-03-01', 'start'), value('2026-03-01', 'end'), DAY)).toBe(true);
+  });
+
+  it('an end recorded under the old reading (the second at .000) is the same end as the second read to .999, and no other', () => {
+    fc.assert(
+      fc.property(seconds, fc.integer({ min: -2_000, max: 2_000 }), (s, shift) => {
+        const end = value(String(s), 'end');
+        expect(sameInclusiveEnd(s * 1000, end)).toBe(true);
+        expect(sameInclusiveEnd(end, end)).toBe(true);
+        const other = end + shift;
+        expect(sameInclusiveEnd(other, end)).toBe(shift === 0 || shift === -999);
+      }),
+    );
+    // An end given in milliseconds names that millisecond only.
+    expect(sameInclusiveEnd(1_772_409_599_000, 1_772_409_599_500)).toBe(false);
   });
 });

@@ -93,3 +93,30 @@ export function parseTime(raw: unknown, edge: TimeEdge): Parsed<number> {
 export function utcDateOf(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
+
+/**
+ * "An inclusive end covers the whole second it names", where a route has to reason about an
+ * end it was given rather than just read one. An end in seconds reaches the second's .999,
+ * so an end is this many milliseconds past the instant the caller wrote.
+ */
+export const END_OF_SECOND_MS = 999;
+
+/**
+ * Whether the inclusive window [startMs, endMs] lasts at most `maxMs` as the caller wrote
+ * it: an end read to its second's last millisecond counts as the second it names, so a day
+ * given in seconds (00:00:00 to the next 00:00:00) is one day, and one second more is not.
+ */
+export function spansAtMost(startMs: number, endMs: number, maxMs: number): boolean {
+  return endMs - startMs <= maxMs + END_OF_SECOND_MS;
+}
+
+/**
+ * Whether an inclusive end recorded earlier (in a cursor) is the end of the query now
+ * given: the same millisecond, or the first millisecond of the second `endMs` closes. Before
+ * this time model an end in seconds stopped at the second's .000; it now ends at .999, so
+ * what was recorded under the old reading still names the same end (and the new, later end
+ * is a superset of the old range: a walk continued under it repeats and skips nothing).
+ */
+export function sameInclusiveEnd(recordedMs: number, endMs: number): boolean {
+  return recordedMs === endMs || (endMs % 1000 === END_OF_SECOND_MS && recordedMs === endMs - END_OF_SECOND_MS);
+}

@@ -37,8 +37,10 @@ interface FakeEvent {
 
 class FakeGamma {
   events: FakeEvent[] = [];
-  mode: 'up' | 'down' | 'silent' | 'garbage' | 'events-down' = 'up';
+  /** hold: requests wait, unanswered, until release() answers them as `up` would. */
+  mode: 'up' | 'down' | 'silent' | 'garbage' | 'events-down' | 'hold' = 'up';
   requests: string[] = [];
+  private held: Array<() => void> = [];
   private server!: Server;
   url = '';
 
@@ -70,9 +72,23 @@ class FakeGamma {
     };
   }
 
+  /** Answers the held requests (as `up`), and answers every later one so too. */
+  release(): void {
+    this.mode = 'up';
+    for (const answer of this.held.splice(0)) answer();
+  }
+
   private handle(req: IncomingMessage, res: ServerResponse): void {
     this.requests.push(req.url ?? '');
     if (this.mode === 'silent') return; // never answers
+    if (this.mode === 'hold') {
+      this.held.push(() => this.answer(req, res));
+      return;
+    }
+    this.answer(req, res);
+  }
+
+  private answer(req: IncomingMessage, res: ServerResponse): void {
     if (this.mode === 'down' || (this.mode === 'events-down' && req.url?.startsWith('/events'))) {
       res.writeHead(503, { 'content-type': 'text/plain' });
       res.end('upstream unavailable');
@@ -143,6 +159,7 @@ const CUT25_ANSWER = { success: true, type: 'market', event_title: 'Will the Fed
 const BTC_ANSWER = { success: true, type: 'market', event_title: 'Will BTC hit 100k in 2026?', event_slug: 'will-btc-hit-100k', markets: [item(byId(4))] };
 const NBA_ANSWER = { success: true, type: 'event', event_title: 'Lakers vs. Celtics', event_slug: 'nba-lal-bos-2026-03-01', markets: [item(byId(5)), item(byId(6))] };
 
+const GAMMA_TIMEOUT_MS = 5_000;
 let t: TestApi;
 let gamma: FakeGamma;
 let repo: MarketCatalogueRepository;
@@ -150,7 +167,8 @@ let repo: MarketCatalogueRepository;
 beforeAll(async () => {
   gamma = new FakeGamma();
   await gamma.start();
-  t = await startTestApi({ slugLookup: { gammaUrl: gamma.url, timeoutMs: 400, missCacheMs: 60_000 } });
+  // Long enough that a busy machine does not turn a slow local answer into a timeout (a 503).
+  t = await startTestApi({ slugLookup: { gammaUrl: gamma.url, timeoutMs: GAMMA_TIMEOUT_MS, missCacheMs: 60_000 } });
   repo = new MarketCatalogueRepository(t.ch);
   await repo.upsert(CATALOGUE);
 });
@@ -168,8 +186,11 @@ const PATHS = ['/lookup/slug', '/exchange-a/lookup/slug'] as const;
 async function lookup(slug: string | null, path: (typeof PATHS)[number] = '/lookup/slug', headers: Record<string, string> = {}) {
   const qs = slug === null ? '' : `?slug=${encodeURIComponent(slug)}`;
   const res = await t.app.inject({ method: 'GET', url: `/api/v1${path}${qs}`, headers });
-  return { status: res.statusCode, body: res.json() as Record<string, any> };
+  return { status: res.statusCode, body: res.json() as Record<string, any>, retryAfter: res.headers['retry-after'] };
 }
+
+/** "Cannot tell now": 503 lookup_unavailable naming the slug, with a Retry-After. */
+const cannotTell = (retryAfter: string) => ({ status: 503, retryAfter, body: { error: { code: 'lookup_unavailable', message: expect.stringMatching(/retry/), param: 'slug' } } });
 
 // ---------------------------------------------------------------- tests
 
@@ -226,7 +247,7 @@ describe('misses', () => {
   it.each(PATHS)('%s: an unknown slug is a 404 with success false, no markets and the error body', async (path) => {
     const slug = `nobody-knows-this-${path.length}`;
     const r = await lookup(slug, path);
-    expect(r).toEqual({ status: 404, body: { success: false, markets: [], error: { code: 'not_found', message: `no event or market matches "${slug}"`, param: 'slug' } } });
+    expect(r).toEqual({ status: 404, retryAfter: undefined, body: { success: false, markets: [], error: { code: 'not_found', message: `no event or market matches "${slug}"`, param: 'slug' } } });
     // The live API was asked, as an event and as a market.
     expect(gamma.requests.map((u) => u.split('?')[0]).sort()).toEqual(['/events', '/markets']);
   });
@@ -322,31 +343,94 @@ describe('live fallback', () => {
     expect(await lookup('half-known')).toMatchObject({ status: 200, body: { type: 'event', markets: [{ slug: 'half-known-1' }, { slug: 'half-known-2' }] } });
   });
 
-  it.each(['down', 'garbage'] as const)('a metadata API that is %s: catalogue hits still answer, misses are a clean 404 (not remembered)', async (mode) => {
+  it.each(['down', 'garbage', 'events-down'] as const)('a metadata API that is %s: catalogue hits still answer; a miss cannot be told, a 503 lookup_unavailable (not a 404, not remembered)', async (mode) => {
     gamma.mode = mode;
     expect((await lookup('fed-decision-in-march')).status).toBe(200);
     const slug = `arrives-later-${mode}`;
-    const r = await lookup(slug);
-    expect(r).toEqual({ status: 404, body: { success: false, markets: [], error: { code: 'not_found', message: expect.any(String), param: 'slug' } } });
+    for (const path of PATHS) expect(await lookup(slug, path)).toEqual(cannotTell('5'));
     // Once the API is back, the same slug is asked again and found.
     gamma.mode = 'up';
     gamma.events.push({ id: '83', slug, title: 'Later', markets: [{ id: '921', question: 'Later?', conditionId: cid(0x921 + mode.length), slug: `${slug}-m`, active: true, closed: false, outcomes: ['Yes', 'No'], clobTokenIds: ['1', '2'] }] });
     expect(await lookup(slug)).toMatchObject({ status: 200, body: { type: 'market', event_slug: slug } });
   });
 
-  it('at most 16 live lookups run at once: a flood of distinct unknown slugs is answered without asking the rest', async () => {
-    gamma.mode = 'silent';
-    const rs = await Promise.all(Array.from({ length: 24 }, (_, i) => lookup(`flood-distinct-${i}`)));
-    expect(rs.every((r) => r.status === 404)).toBe(true);
+  it('at most 16 live lookups run at once: a flood of distinct unknown slugs asks no more, the rest are a 503 to retry shortly', async () => {
+    gamma.mode = 'hold';
+    let answered = 0;
+    const rs = Array.from({ length: 24 }, (_, i) => lookup(`flood-distinct-${i}`).finally(() => answered++));
+    // 16 asked (as an event and as a market), held there; the other 8 answered without asking.
+    await expect.poll(() => [gamma.requests.length, answered], { timeout: GAMMA_TIMEOUT_MS - 1_500 }).toEqual([32, 8]);
+    gamma.release();
+    const all = await Promise.all(rs);
     expect(gamma.requests.length).toBe(16 * 2);
+    // The asked ones: the API said no such slug. The others: not known not to exist.
+    expect(all.filter((r) => r.status === 404)).toHaveLength(16);
+    expect(all.filter((r) => r.status !== 404)).toEqual(Array(8).fill(cannotTell('1')));
+    // The 503s are not remembered: asked again, and answered.
+    gamma.requests = [];
+    const refused = all.map((r, i) => [r, i] as const).filter(([r]) => r.status === 503).map(([, i]) => i);
+    for (const i of refused.slice(0, 2)) expect((await lookup(`flood-distinct-${i}`)).status).toBe(404);
+    expect(gamma.requests.length).toBe(4);
   });
 
-  it('a silent metadata API costs at most the timeout, then a 404', async () => {
+  it('a silent metadata API costs at most the timeout, then a 503 lookup_unavailable', async () => {
     gamma.mode = 'silent';
     const started = Date.now();
     const r = await lookup('nobody-answers-for-this');
-    expect(r.status).toBe(404);
-    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(r).toEqual(cannotTell('5'));
+    expect(Date.now() - started).toBeLessThan(GAMMA_TIMEOUT_MS + 2_000);
+  });
+
+  it('the data routes by slug: 503 lookup_unavailable when the metadata API cannot tell, 404 only when it says no such market', async () => {
+    const key = await t.newKey();
+    const data = async (slug: string) => {
+      const res = await t.app.inject({ method: 'GET', url: `/api/v1/exchange-a/market/data?slug=${encodeURIComponent(slug)}&date=2026-03-01`, headers: bearer(key) });
+      return { status: res.statusCode, body: res.json() as Record<string, any>, retryAfter: res.headers['retry-after'] };
+    };
+    for (const mode of ['down', 'silent'] as const) {
+      gamma.mode = mode;
+      expect(await data(`data-route-unknown-${mode}`)).toEqual(cannotTell('5'));
+    }
+    gamma.mode = 'up';
+    expect(await data('data-route-unknown-down')).toEqual({ status: 404, retryAfter: undefined, body: { error: { code: 'not_found', message: 'no market matches slug "data-route-unknown-down"', param: 'slug' } } });
+    // The cap: with 16 live lookups running, a data request by an unknown slug is not told "no such market".
+    gamma.mode = 'hold';
+    gamma.requests = [];
+    const flood = Promise.all(Array.from({ length: 16 }, (_, i) => lookup(`data-route-flood-${i}`)));
+    await expect.poll(() => gamma.requests.length, { timeout: GAMMA_TIMEOUT_MS - 1_500 }).toBe(32);
+    expect(await data('data-route-while-busy')).toEqual(cannotTell('1'));
+    gamma.release();
+    expect((await flood).map((r) => r.status)).toEqual(Array(16).fill(404));
+  });
+
+  it('a slug found is kept inside the lookup service: asked again in any spelling, the catalogue is not read', async () => {
+    let reads = 0;
+    const counting = new Proxy(repo, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        if (prop === 'findByEventSlug' || prop === 'findByMarketSlug') return (...a: unknown[]) => (reads++, (v as (...x: unknown[]) => unknown).apply(target, a));
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const svc = new SlugLookupService({ catalogue: counting, log: silentLogger(), gamma: { url: gamma.url, timeoutMs: 400 }, missCacheMs: 60_000 });
+    expect(await svc.lookup({ form: 'slug', slug: 'fed-decision-in-march' })).toMatchObject({ type: 'event', source: 'catalogue' });
+    const first = reads;
+    expect(first).toBeGreaterThan(0);
+    expect(await svc.lookup({ form: 'event', event: 'fed-decision-in-march' })).toMatchObject({ type: 'event' });
+    expect(await svc.lookup({ form: 'slug', slug: 'fed-decision-in-march' })).toMatchObject({ type: 'event' });
+    expect(reads).toBe(first);
+    // Misses are not kept as hits: a slug unknown a moment ago is looked for again.
+    gamma.mode = 'down';
+    await expect(svc.lookup({ form: 'slug', slug: 'not-yet-listed' })).rejects.toMatchObject({ statusCode: 503, code: 'lookup_unavailable' });
+    const before = reads;
+    await expect(svc.lookup({ form: 'slug', slug: 'not-yet-listed' })).rejects.toMatchObject({ code: 'lookup_unavailable' });
+    expect(reads).toBeGreaterThan(before);
+    // Kept for hitCacheMs only; 0 keeps nothing.
+    const uncached = new SlugLookupService({ catalogue: counting, log: silentLogger(), gamma: null, missCacheMs: 0, hitCacheMs: 0 });
+    await uncached.lookup({ form: 'slug', slug: 'fed-holds' });
+    const once = reads;
+    await uncached.lookup({ form: 'slug', slug: 'fed-holds' });
+    expect(reads).toBeGreaterThan(once);
   });
 });
 
@@ -356,15 +440,16 @@ describe('when the catalogue cannot be read', () => {
     return new MarketCatalogueRepository({ ...ch, table: (name: string) => `no_such_database_x.${name}` });
   }
 
-  it('asks the metadata API; a 503 only when that gives no answer either', async () => {
+  it('asks the metadata API; a 503 when that gives no answer either', async () => {
     const svc = new SlugLookupService({ catalogue: brokenCatalogue(t.ch), log: silentLogger(), gamma: { url: gamma.url, timeoutMs: 400 }, missCacheMs: 60_000 });
     gamma.mode = 'up';
     const hit = await svc.lookup({ form: 'slug', slug: 'live-multi' });
     expect(hit).toMatchObject({ type: 'event', source: 'live', eventTitle: 'Live multi' });
     expect(await svc.lookup({ form: 'slug', slug: 'unknown-while-broken' })).toBeNull();
     gamma.mode = 'down';
-    await expect(svc.lookup({ form: 'slug', slug: 'something-else' })).rejects.toBeInstanceOf(UnavailableError);
+    await expect(svc.lookup({ form: 'slug', slug: 'something-else' })).rejects.toMatchObject({ statusCode: 503, code: 'lookup_unavailable', retryAfterS: 5 });
     const catalogueOnly = new SlugLookupService({ catalogue: brokenCatalogue(t.ch), log: silentLogger(), gamma: null, missCacheMs: 0 });
+    await expect(catalogueOnly.lookup({ form: 'slug', slug: 'fed-holds' })).rejects.toBeInstanceOf(UnavailableError);
     await expect(catalogueOnly.lookup({ form: 'slug', slug: 'fed-holds' })).rejects.toMatchObject({ statusCode: 503, code: 'service_unavailable' });
   });
 });

@@ -49,7 +49,8 @@ export const lookupRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
   const { lookup } = services;
   const schema = (summary: string) => ({
     summary,
-    description: 'Resolves an exchange A slug or URL into condition ids. No authentication. An unmatched slug is a 404 with success: false and markets: [].',
+    description:
+      'Resolves an exchange A slug or URL into condition ids. No authentication. An unmatched slug (the metadata API said so) is a 404 with success: false and markets: []. A slug the market catalogue does not know while the metadata API is down, slow or busy is a 503 `lookup_unavailable` with Retry-After: whether it exists cannot be told.',
     tags: ['lookup'],
     security: PUBLIC_SECURITY,
     querystring: z.object({ slug: slugParam }),

@@ -1,7 +1,7 @@
 import type { Logger } from '@booktape/config';
 import { compareCatalogueMarkets, type CatalogueMarket, type MarketCatalogueRepository } from '@booktape/storage';
 import { fetchGammaEventBySlug, fetchGammaMarketsBySlug, type GammaRequestOptions } from '@booktape/venues';
-import { UnavailableError } from '../http/errors.ts';
+import { LookupUnavailableError, UnavailableError } from '../http/errors.ts';
 import { TtlMap } from '../http/result-cache.ts';
 import { lookupPlan, type LookupAttempt, type SlugQuery } from './slug.ts';
 
@@ -14,13 +14,19 @@ import { lookupPlan, type LookupAttempt, type SlugQuery } from './slug.ts';
  *   first attempt in plan order that found something answers.
  * - An event with several markets answers `type: "event"` (title: the event's); one market
  *   answers `type: "market"` (title: its question), as the interface describes.
+ * - A slug found is kept for `hitCacheMs` (a minute): a client walking pages by slug would
+ *   otherwise ask the catalogue once or twice a page (about 10 ms each on the embedded store,
+ *   a quarter of a small page). Only hits are kept, so a market listed a moment ago is found
+ *   at once; a slug's market and tokens do not change at the venue.
  * - A slug the live API did not know is remembered for `missCacheMs`, so a flood of unknown
  *   slugs reaches the venue's API once per slug, not once per request; identical lookups
- *   in flight share one, and at most 16 live lookups run at once (beyond that a miss is
- *   answered without asking).
- * - Failures: a metadata API that is down or slow counts as "not found" (404) when the
- *   catalogue answered; only when the catalogue itself cannot be read and the live API gives
- *   no answer either is the lookup a 503 (nothing could be asked).
+ *   in flight share one, and at most 16 live lookups run at once.
+ * - "Cannot tell" is not "does not exist": null (a 404) only when the metadata API answered
+ *   that nothing matches (or none is configured: the catalogue is all there is). A catalogue
+ *   miss the metadata API could not answer (down, malformed answer, timed out) or could not
+ *   be asked (16 live lookups already running) throws LookupUnavailableError (503
+ *   `lookup_unavailable`, with Retry-After). A catalogue that cannot be read with no
+ *   metadata API configured is a 503 `service_unavailable`.
  */
 
 export interface SlugLookupResult {
@@ -39,7 +45,16 @@ export interface SlugLookupOptions {
   gamma: { url: string; timeoutMs: number; fetch?: typeof fetch } | null;
   /** How long a slug unknown to the live API is not asked again. */
   missCacheMs: number;
+  /** How long a slug found is answered without asking again (default a minute; 0: not kept). */
+  hitCacheMs?: number;
 }
+
+/** Default of `hitCacheMs`. */
+const HIT_TTL_MS = 60_000;
+/** Retry-After of a lookup the metadata API failed (down, malformed, timed out). */
+const RETRY_AFTER_FAILED_S = 5;
+/** Retry-After of a lookup refused because 16 live lookups already run (they end within the timeout). */
+const RETRY_AFTER_BUSY_S = 1;
 
 function fromEvent(slug: string, title: string | null, markets: CatalogueMarket[]): Omit<SlugLookupResult, 'source'> | null {
   if (markets.length === 0) return null;
@@ -61,25 +76,39 @@ interface LiveAnswer {
   event: { slug: string; markets: CatalogueMarket[] } | null;
 }
 
-/** Live lookups at once per process; beyond this a catalogue miss is answered without asking. */
+/** Live lookups at once per process; beyond this a catalogue miss is a 503 without asking. */
 const MAX_LIVE_IN_FLIGHT = 16;
 
 export class SlugLookupService {
   private readonly misses: TtlMap<true>;
+  private readonly hits: TtlMap<SlugLookupResult>;
   private readonly inFlight = new Map<string, Promise<SlugLookupResult | null>>();
   private liveInFlight = 0;
 
   constructor(private readonly opts: SlugLookupOptions) {
     this.misses = new TtlMap<true>(opts.missCacheMs, 10_000);
+    this.hits = new TtlMap<SlugLookupResult>(opts.hitCacheMs ?? HIT_TTL_MS, 10_000);
   }
 
-  /** The answer for a query, or null when nothing matches. Throws UnavailableError (503). */
+  /**
+   * The answer for a query, or null when nothing matches (the metadata API said so). Throws
+   * LookupUnavailableError (503 `lookup_unavailable`) when that cannot be told now, and
+   * UnavailableError (503) when the catalogue cannot be read and nothing else can be asked.
+   */
   lookup(q: SlugQuery): Promise<SlugLookupResult | null> {
     const plan = lookupPlan(q);
+    // Keyed by the plan: every spelling of the same query (URL forms) shares one entry.
     const key = JSON.stringify(plan);
+    const hit = this.hits.get(key);
+    if (hit) return Promise.resolve(hit);
     const pending = this.inFlight.get(key);
     if (pending) return pending;
-    const p = this.resolve(plan, key).finally(() => this.inFlight.delete(key));
+    const p = this.resolve(plan, key)
+      .then((r) => {
+        if (r) this.hits.set(key, r);
+        return r;
+      })
+      .finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, p);
     return p;
   }
@@ -125,10 +154,11 @@ export class SlugLookupService {
       return null;
     }
     if (this.misses.get(key)) return null;
-    // A flood of distinct unknown slugs must not become a flood at the venue's API.
+    // A flood of distinct unknown slugs must not become a flood at the venue's API; what is
+    // not asked is not known not to exist.
     if (this.liveInFlight >= MAX_LIVE_IN_FLIGHT) {
-      if (catalogueFailed) throw new UnavailableError('the market catalogue');
-      return null;
+      const where = catalogueFailed ? 'the market catalogue cannot be read' : 'the slug is not in the market catalogue';
+      throw new LookupUnavailableError(`${where} and the metadata API is busy with other lookups: retry shortly`, RETRY_AFTER_BUSY_S);
     }
     this.liveInFlight++;
     try {
@@ -161,9 +191,10 @@ export class SlugLookupService {
       return { ...hit, source: 'live' };
     }
     if (failures.length > 0) {
+      // One reading of the slug unanswered: it may be the one that exists.
       log.warn({ err: (failures[0]!.reason as Error)?.message }, 'slug lookup: the metadata API did not answer');
-      if (catalogueFailed) throw new UnavailableError('the market catalogue and the metadata API');
-      return null;
+      const where = catalogueFailed ? 'the market catalogue cannot be read' : 'the slug is not in the market catalogue';
+      throw new LookupUnavailableError(`${where} and the metadata API did not answer (down, malformed or timed out): whether the slug exists cannot be told now; retry later`, RETRY_AFTER_FAILED_S);
     }
     this.misses.set(key, true);
     return null;

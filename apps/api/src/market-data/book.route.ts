@@ -8,6 +8,7 @@ import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.
 import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
 import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, type Format } from '../http/formats.ts';
 import { earliestMs, optionalField, parseConditionId, parseInteger, q } from '../http/params.ts';
+import { spansAtMost } from '../http/time.ts';
 import type { Services } from '../services.ts';
 import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, venueName } from './venues.ts';
@@ -150,8 +151,8 @@ export const bookRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
         const qs = req.query as Ids & { start_timestamp: number; end_timestamp: number; interval?: number; depth?: number; format?: Format };
         const { start_timestamp: start, end_timestamp: end } = qs;
         if (start > end) throw invalidParameter('start_timestamp', 'start_timestamp must not be after end_timestamp');
-        // + 999: a day given in seconds (00:00:00 to the next 00:00:00) ends at that second's .999 (docs/api.md, "Time").
-        if (end - start > SNAPSHOT_WINDOW_MAX_MS + 999) throw invalidParameter('end_timestamp', 'a window spans at most one day: ask day by day');
+        // A day given in seconds (00:00:00 to the next 00:00:00) is one day (docs/api.md, "Time").
+        if (!spansAtMost(start, end, SNAPSHOT_WINDOW_MAX_MS)) throw invalidParameter('end_timestamp', 'a window spans at most one day: ask day by day');
         const floor = dataFloor(v, config);
         if (floor !== undefined && start < earliestMs(floor)) throw invalidParameter('start_timestamp', `${venueName(v)} data is served from ${floor} on`);
         const interval = qs.interval ?? INTERVAL_DEFAULT;

@@ -67,6 +67,11 @@ export class DailyFiles {
     return file;
   }
 
+  /** Whether file `name` is in the cache (built and renamed into place). */
+  has(name: string): Promise<boolean> {
+    return exists(path.join(this.dir, name));
+  }
+
   /** Removes the temp files of builds whose process is gone; returns how many. */
   sweep(): Promise<number> {
     return sweepDeadProcessFiles(this.dir, TEMP);

@@ -1,12 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readdir } from 'node:fs/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { readdir, unlink } from 'node:fs/promises';
+import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import type { RawMessage } from '@booktape/domain';
+import { ExportRepository } from '@booktape/storage';
 import { aMessage, bMessage, bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
 import { aCsv, bCsv } from './long-format.test-support.ts';
+import { DAILY_VERSION_TTL_MS } from './daily.route.ts';
 
 /**
  * Daily files across markets against the real engine: one file per venue and finalised day
@@ -44,6 +47,8 @@ beforeAll(async () => {
   key = await t.newKey();
 });
 afterAll(async () => t?.close());
+// A test that stops the clock (Date.now) or counts calls puts them back, also when it fails.
+afterEach(() => vi.restoreAllMocks());
 
 async function get(url: string, headers: Record<string, string> = {}) {
   const res = await t.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: { ...bearer(key), ...headers } });
@@ -189,13 +194,53 @@ describe('daily files across markets', () => {
     }
   });
 
-  it('a late row into the finalised day changes the ETag and the file', async () => {
+  it('HEAD, 304s and range GETs in a row read the day’s version once; read again after a few seconds, or once its file is gone', async () => {
+    const url = `/exchange-b/daily/raw?date=${DATE}&format=csv.gz`;
+    // The clock stands still, so "in a row" does not depend on how busy the machine is.
+    const now = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(now);
+    try {
+      const full = await get(url);
+      expect(full.status).toBe(200);
+      const etag = full.headers.etag as string;
+      const reads = vi.spyOn(ExportRepository.prototype, 'dayVersion');
+      const head = () => t.app.inject({ method: 'HEAD', url: `/api/v1${url}`, headers: bearer(key) });
+      expect((await head()).statusCode).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await get(url, { 'if-none-match': etag })).status).toBe(304);
+      for (const range of ['bytes=0-9', 'bytes=10-99', 'bytes=-20']) {
+        const part = await get(url, { range });
+        expect(part.status).toBe(206);
+        expect(part.headers.etag).toBe(etag);
+      }
+      expect(reads).toHaveBeenCalledTimes(0);
+      // A few seconds later the day is counted again (a late row would be seen), once.
+      clock.mockReturnValue(now + DAILY_VERSION_TTL_MS);
+      expect((await head()).headers.etag).toBe(etag);
+      expect((await get(url, { 'if-none-match': etag })).status).toBe(304);
+      expect(reads).toHaveBeenCalledTimes(1);
+      // The file of that version gone (a newer build removes it): the version is read afresh, the file built again.
+      for (const f of await readdir(t.config.dailyDir)) if (f.startsWith(`exchange-b_${DATE}_raw_`) && f.endsWith('.csv.gz')) await unlink(path.join(t.config.dailyDir, f));
+      const rebuilt = await get(url);
+      expect([rebuilt.status, rebuilt.headers.etag]).toEqual([200, etag]);
+      expect(rebuilt.raw.equals(full.raw)).toBe(true);
+      expect(reads.mock.calls.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it('a late row into the finalised day changes the ETag and the file (seen within a few seconds)', async () => {
     const url = `/exchange-a/daily/raw?date=${DATE}&format=csv.gz`;
+    const now = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(now);
     const before = await get(url);
     const summaryUrl = `/exchange-a/daily/summary?date=${DATE}&resolution=3600&format=csv.gz`;
     const summaryBefore = await get(summaryUrl);
     const late = aMessage({ market: MARKETS[1]!, ts: DAY + 86_000_000, hash: '0xlate01', asset: 'late', kind: 'book' });
     await t.filler.insert('exchange-a', [late]);
+    // Within the few seconds the version is kept, the answer may still be the day before the late row.
+    expect((await get(url, { 'if-none-match': before.headers.etag as string })).status).toBe(304);
+    clock.mockReturnValue(now + DAILY_VERSION_TTL_MS);
     const after = await get(url, { 'if-none-match': before.headers.etag as string });
     expect(after.status).toBe(200);
     expect(after.headers.etag).not.toBe(before.headers.etag);

@@ -10,6 +10,7 @@ import { planSummary } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
 import { ApiError, errors, errorSchema, guard, invalidParameter } from '../http/errors.ts';
+import { TtlMap } from '../http/result-cache.ts';
 import { earliestMs, optionalField, parseInteger, q } from '../http/params.ts';
 import type { Services } from '../services.ts';
 import { byteRange, DailyFiles, StaleBuild } from './daily-files.ts';
@@ -27,6 +28,21 @@ const PARQUET = 'application/vnd.apache.parquet';
  */
 const BUILD_VERSION = 1;
 
+/**
+ * How long a file's version (the day's row count) is reused: a few seconds. Every HEAD, 304
+ * and Range GET needs the version for its ETag, and a remote Parquet reader (DuckDB httpfs,
+ * fsspec) sends a HEAD and then tens of range GETs within a second or two; without this each
+ * of them ran `count() FINAL` over the whole day. A day is served only once finalised, but
+ * late rows and back-fills can still be written into it: for at most this long after one, a
+ * request may still be answered with the version before it (the bytes always match the ETag:
+ * the file is named for its version). Short, so a day still being written is seen current
+ * within seconds; a version is reused only while its file is still in the cache (a newer
+ * build removes it), and a build always reads the version afresh.
+ */
+export const DAILY_VERSION_TTL_MS = 3_000;
+/** Files whose version is kept at once: beyond this the oldest entry goes. */
+const DAILY_VERSIONS_MAX = 1_000;
+
 type Kind = 'raw' | 'summary';
 type FileFormat = 'parquet' | 'csv.gz';
 
@@ -36,12 +52,14 @@ type FileFormat = 'parquet' | 'csv.gz';
  * BOOKTAPE_DATA_DIR and then served from disk with a strong ETag and byte ranges.
  *
  * The cached file's name, and the ETag, carry the day's version: the venue's deduplicated
- * raw-row count of the day, read before every answer (one count over the day). A late row
- * changes it, so the next request builds a new file and the old one is removed.
+ * raw-row count of the day (one count over the day), reused for DAILY_VERSION_TTL_MS. A late
+ * row changes it, so a request after that builds a new file and the old one is removed.
  */
 export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, requireKey, data, summaries, exports } = services;
   const files = new DailyFiles(config.dailyDir);
+  /** Per file (stem and extension): its version as last read. */
+  const versions = new TtlMap<number>(DAILY_VERSION_TTL_MS, DAILY_VERSIONS_MAX);
   // What builds of a process that died left behind (a live build's process is running).
   app.addHook('onReady', async () => void files.sweep().then((n) => n > 0 && app.log.info({ files: n }, 'removed what failed daily-file builds left behind'), () => undefined));
 
@@ -161,14 +179,24 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
           // back that changes the carried state is not seen; docs/api.md says so).
           const dayVersion = () =>
             guard('ClickHouse', () => (kind === 'raw' ? exports.dayVersion(v.venue, date, date, hour) : exports.dayVersion(v.venue, new Date(earliestMs(date) - DAY_MS).toISOString().slice(0, 10), date)));
+          const nameOf = (version: number) => `${stem}_v${BUILD_VERSION}-${version}.${ext}`;
+          const fileKey = `${stem}.${ext}`;
+          /** The version last read, while recent and its file still cached; else read now (and kept). */
+          const currentVersion = async (fresh: boolean): Promise<number> => {
+            const known = fresh ? undefined : versions.get(fileKey);
+            if (known !== undefined && (await files.has(nameOf(known)))) return known;
+            const version = await dayVersion();
+            versions.set(fileKey, version);
+            return version;
+          };
           reply.header('accept-ranges', 'bytes');
           // A build the data changed under keeps nothing and is retried at the new version;
           // a day that keeps changing (a back-fill in progress) is a 503 to retry later.
           let file: string | undefined;
           for (let attempt = 0; file === undefined; attempt++) {
-            const version = await dayVersion();
+            const version = await currentVersion(attempt > 0);
             if (cacheHeaders(req, reply, etagOf('daily', BUILD_VERSION, v.venue, date, hour ?? 'day', kind, resolution, format, version), config.caching)) return reply.send(null);
-            const name = `${stem}_v${BUILD_VERSION}-${version}.${ext}`;
+            const name = nameOf(version);
             try {
               file = await guard('ClickHouse', () =>
                 files.ensure(
@@ -180,6 +208,7 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
               );
             } catch (e) {
               if (!(e instanceof StaleBuild)) throw e;
+              versions.delete(fileKey);
               if (attempt === 2) {
                 reply.header('retry-after', '5');
                 throw new ApiError(503, 'service_unavailable', `${date} is being back-filled: its daily file changed while it was built; retry later`);
@@ -191,6 +220,7 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
             (st) => st.size,
             (e: NodeJS.ErrnoException) => {
               if (e.code !== 'ENOENT') throw e;
+              versions.delete(fileKey);
               reply.header('retry-after', '1');
               throw new ApiError(503, 'service_unavailable', `the ${date} file was replaced by a newer build while this request was answered; retry`);
             },

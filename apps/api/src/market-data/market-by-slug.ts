@@ -2,7 +2,6 @@ import type { preValidationHookHandler } from 'fastify';
 import type { z } from 'zod';
 import type { CatalogueMarket } from '@booktape/storage';
 import { ApiError, invalidParameter } from '../http/errors.ts';
-import { TtlMap } from '../http/result-cache.ts';
 import type { AnswerHeader } from '../http/openapi.ts';
 import { MISSING, optionalField, parseConditionId, parseText, show } from '../http/params.ts';
 import type { SlugLookupResult, SlugLookupService } from '../lookup/lookup.service.ts';
@@ -19,6 +18,8 @@ import type { VenueApi } from './venues.ts';
  * X-Resolved-Asset-Id. The rules (docs/api.md, "Slug and outcome"):
  * - slug together with condition_id, or outcome together with asset_id: 400;
  * - a slug nothing matches: 404; one naming an event of several markets: 400 listing their slugs;
+ * - a slug whose existence cannot be told now (the metadata API failed, timed out or is busy):
+ *   503 `lookup_unavailable` with Retry-After, never a 404 (the lookup service decides);
  * - outcome matched without regard to case or surrounding spaces; none matching: 400
  *   naming the outcomes there are; two matching (outcomes differing only in case): the
  *   exact spelling wins, else 400.
@@ -34,27 +35,6 @@ export const RESOLVED_ASSET_HEADER = 'x-resolved-asset-id';
 const OUTCOME_MAX = 200;
 /** Market slugs listed in the answer to an ambiguous event slug. */
 const LISTED_MAX = 20;
-/**
- * A slug found is kept this long: a client walking pages by slug would otherwise ask the
- * catalogue once or twice a page (about 10 ms each on the embedded store, a quarter of a
- * small page). Only hits are kept: a market listed a moment ago is found at once, and a
- * slug's market and tokens do not change at the venue.
- */
-const FOUND_TTL_MS = 60_000;
-const found = new WeakMap<object, TtlMap<SlugLookupResult>>();
-
-/** The lookup's answer, from the last minute's hits when there. */
-async function lookUp(lookup: Pick<SlugLookupService, 'lookup'>, q: SlugQuery): Promise<SlugLookupResult | null> {
-  let hits = found.get(lookup);
-  if (!hits) found.set(lookup, (hits = new TtlMap<SlugLookupResult>(FOUND_TTL_MS, 10_000)));
-  const key = JSON.stringify(q);
-  const hit = hits.get(key);
-  if (hit) return hit;
-  const r = await lookup.lookup(q);
-  if (r) hits.set(key, r);
-  return r;
-}
-
 export interface SlugRoute {
   /** Query fields to spread after the route's own ids: the ids become optional, slug and outcome appear. */
   fields: Record<string, z.ZodType>;
@@ -121,7 +101,7 @@ export function slugRoute(v: VenueApi, lookup: Pick<SlugLookupService, 'lookup'>
       outcome = o.value;
     }
 
-    const market = pickMarket(slug.value, await lookUp(lookup, slug.value));
+    const market = pickMarket(slug.value, await lookup.lookup(slug.value));
     delete qs.slug;
     delete qs.outcome;
     qs[marketParam] = market.conditionId;

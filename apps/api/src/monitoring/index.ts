@@ -40,6 +40,7 @@ export function createMonitoring(deps: {
       streamPool: deps.streamPool,
       ...(deps.footprint ? { footprint: deps.footprint } : {}),
       warnings: deps.config.openServiceWarning === undefined ? [] : [deps.config.openServiceWarning],
+      operatorRoutesOpen: deps.config.openServiceWarning !== undefined,
     }),
     metrics: new ApiMetrics(),
   };

@@ -30,8 +30,10 @@ export interface StatusMonitorDeps {
   footprintCacheMs?: number;
   /** The status that starts a footprint read waits this long for it (1 s, at most the check timeout). */
   footprintWaitMs?: number;
-  /** Configuration warnings to show on every status (an open service). */
+  /** Configuration warnings, in words (an open service): for authenticated status requests only. */
   warnings?: string[];
+  /** The operator routes answer anyone on an address others can reach (BOOKTAPE_ALLOW_OPEN=1): public. */
+  operatorRoutesOpen?: boolean;
 }
 
 class TimeoutError extends Error {}
@@ -162,6 +164,7 @@ export class StatusMonitor {
       streamPool,
       footprint: footprint.status === 'fulfilled' ? footprint.value : undefined,
       warnings: this.deps.warnings ?? [],
+      operatorRoutesOpen: this.deps.operatorRoutesOpen ?? false,
     });
   }
 }

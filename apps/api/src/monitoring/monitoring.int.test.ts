@@ -291,17 +291,30 @@ describe('/metrics', () => {
     expect(text).not.toMatch(/^booktape_kafka_consumer_lag_messages /m);
   });
 
-  it('an open service (BOOKTAPE_ALLOW_OPEN=1 off loopback) warns at start and on /status and /monitoring/status', async () => {
+  it('an open service (BOOKTAPE_ALLOW_OPEN=1 off loopback): publicly only a short flag; the warning in words at start and to an authenticated /monitoring/status', async () => {
     const env = { HOST: '0.0.0.0', BOOKTAPE_ALLOW_OPEN: '1', BOOKTAPE_DATA_DIR: dataDir };
     const warning = apiConfigFromEnv(parseEnv(apiEnvSchema, env), env).openServiceWarning!;
     expect(warning).toContain('ADMIN_TOKEN is unset');
     const app = await fresh({ openServiceWarning: warning });
-    expect((await status(app)).warnings).toEqual([warning]);
+    // Anyone: the flag, not the text (which names the address and what anyone can do there).
+    expect(await status(app)).toMatchObject({ operator_routes_open: true, warnings: [] });
     const page = (await app.inject({ url: '/status' })).body;
-    expect(page).toContain('Open service: HOST=0.0.0.0');
+    expect(page).toContain('Operator routes are open');
+    expect(page).not.toContain('Open service');
+    expect(page).not.toContain('0.0.0.0');
+    // A valid API key: the text too. A wrong one is still a 200, without it.
+    const created = await app.inject({ method: 'POST', url: '/api/v1/keys?name=mon&user_id=mon-user' });
+    expect(created.statusCode).toBe(200);
+    const key = (created.json() as { data: { api_key: string } }).data.api_key;
+    const withKey = await app.inject({ url: '/api/v1/monitoring/status', headers: { authorization: `Bearer ${key}` } });
+    expect(withKey.json()).toMatchObject({ operator_routes_open: true, warnings: [warning] });
+    for (const authorization of ['Bearer bt_live_not-a-key-at-all', 'garbage']) {
+      const wrong = await app.inject({ url: '/api/v1/monitoring/status', headers: { authorization } });
+      expect([wrong.statusCode, wrong.json().warnings]).toEqual([200, []]);
+    }
     // The usual (loopback) service warns of nothing.
-    expect((await status(await fresh())).warnings).toEqual([]);
-    expect((await (await fresh()).inject({ url: '/status' })).body).not.toContain('Open service');
+    expect(await status(await fresh())).toMatchObject({ operator_routes_open: false, warnings: [] });
+    expect((await (await fresh()).inject({ url: '/status' })).body).not.toContain('Operator routes are open');
 
     // And the log says it once the API listens (on loopback here: what is logged is the config's).
     const lines: string[] = [];

@@ -6,7 +6,7 @@ import { errorSchema } from '../http/errors.ts';
 import { ApiError } from '../http/errors.ts';
 import { API_PREFIX } from '../http/prefix.ts';
 import type { Services } from '../services.ts';
-import { monitoringStatusSchema } from './status.ts';
+import { monitoringStatusSchema, type MonitoringStatus } from './status.ts';
 import { renderStatusPage } from './status-page.ts';
 
 /**
@@ -25,17 +25,46 @@ function metricsGuard(adminToken: string | undefined) {
   };
 }
 
+/** How long a status request waits to learn whether its key is valid (a slow store must not hold the status). */
+const AUTH_WAIT_MS = 1_000;
+
 /**
  * Operations: `GET /api/v1/monitoring/status` (JSON), `GET /status` (the public status
  * page, HTML) and `GET /metrics` (Prometheus). Status and page need no authentication and
  * show nothing secret; both answer 200 whatever the state (the body says it), including
  * when Redis, ClickHouse or Kafka are down. Registered at the root, so the page and the
  * metrics live where people and scrapers look for them.
+ *
+ * Configuration warnings in words (an open service's: HOST, what anyone can do) are for the
+ * operator: the JSON status shows them only to a request with a valid API key or the admin
+ * token; anyone else, and the public page, see only the short `operator_routes_open` flag.
  */
 export const monitoringRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { monitor, metrics } = services.monitoring;
   const { adminToken } = services.config;
   const statusUrl = `${API_PREFIX}/monitoring/status`;
+  const adminMatches = adminTokenMatcher(adminToken);
+
+  /** The status as anyone may see it: the warnings' text left out. */
+  const publicView = (s: MonitoringStatus): MonitoringStatus => (s.warnings.length === 0 ? s : { ...s, warnings: [] });
+
+  /**
+   * Whether the request is the operator's or a customer's: the admin token (when one is set)
+   * or a valid API key. Never fails: a wrong or unreadable credential is simply anonymous.
+   */
+  async function authenticated(req: FastifyRequest): Promise<boolean> {
+    const admin = req.headers['x-admin-token'];
+    if (adminMatches && typeof admin === 'string' && admin !== '' && adminMatches(admin)) return true;
+    const auth = req.headers.authorization;
+    if (typeof auth !== 'string' || auth === '') return false;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), AUTH_WAIT_MS)));
+    try {
+      return await Promise.race([services.keys.authenticate(auth).then(() => true, () => false), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   app.get(
     statusUrl,
@@ -43,16 +72,17 @@ export const monitoringRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       schema: {
         summary: 'Infrastructure status for the public status page',
         description:
-          'Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes; the storage footprint (rows and bytes on disk per table). No authentication. Always 200: `status` says ok, degraded or down. Computed at most once a second, the footprint at most every 30 s.',
+          'Per venue: capture state, connections, last event and events/s; Kafka consumer lag; sink; rollup backlog and its oldest pending asset; ClickHouse and Redis health; ingestor processes; the storage footprint (rows and bytes on disk per table). No authentication needed; `warnings` (configuration warnings in words) only with a valid API key (Bearer) or the admin token (X-Admin-Token), anyone sees the `operator_routes_open` flag. Always 200 (a wrong key only leaves the warnings out): `status` says ok, degraded or down. Computed at most once a second, the footprint at most every 30 s.',
         tags: ['service'],
         security: PUBLIC_SECURITY,
         querystring: z.object({}),
         response: { 200: monitoringStatusSchema },
       },
     },
-    async (_req, reply) => {
+    async (req, reply) => {
       reply.header('cache-control', 'no-store');
-      return monitor.status();
+      const s = await monitor.status();
+      return s.warnings.length > 0 && (await authenticated(req)) ? s : publicView(s);
     },
   );
 
@@ -69,7 +99,7 @@ export const monitoringRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       },
     },
     async (_req, reply) => {
-      const html = renderStatusPage(await monitor.status(), { jsonUrl: statusUrl });
+      const html = renderStatusPage(publicView(await monitor.status()), { jsonUrl: statusUrl });
       return reply
         .header('cache-control', 'no-store')
         .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")

@@ -220,7 +220,7 @@ export function renderStatusPage(s: MonitoringStatus, opts: { jsonUrl: string })
 <main>
   <h1>booktape status</h1>
   <section class="overall ${overallTone}" id="overall" data-status="${esc(s.status)}">${esc(OVERALL[s.status])}${reasons}</section>
-${s.warnings.map((w) => `  <section class="overall warn warning">${esc(w)}</section>\n`).join('')}
+${s.operator_routes_open ? `  <section class="overall warn warning" id="operator-routes-open">Operator routes are open: this service runs without an admin token.</section>\n` : ''}
   <h2>Venues</h2>
   <table id="venues">
     <thead><tr><th>Venue</th><th>State</th><th>Detail</th><th class="num">Connections</th><th class="num">Markets</th><th>Last event</th><th class="num">Events/s</th><th class="num">Kafka lag</th></tr></thead>

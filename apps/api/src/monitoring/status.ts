@@ -168,9 +168,14 @@ export const monitoringStatusSchema = z
         `This API instance's sessions for streaming raw reads from the embedded engine. exhausted: reads are waiting for a session, or one gave up in the last ${EXHAUSTED_AFTER_TIMEOUT_MS / 1000} s; not_pooled: reads stream from a ClickHouse server`,
       ),
     stores: z.object({ clickhouse: storeHealth, redis: storeHealth }),
+    operator_routes_open: z
+      .boolean()
+      .describe('true: the operator routes (keys, subscriptions, every user\'s usage) answer anyone, without an admin token, on an address others can reach (BOOKTAPE_ALLOW_OPEN=1). Does not change `status`'),
     warnings: z
       .array(z.string())
-      .describe('How this instance is configured that its operator should know, e.g. operator routes open to anyone on a non-loopback address (BOOKTAPE_ALLOW_OPEN=1). They do not change `status`'),
+      .describe(
+        'How this instance is configured that its operator should know, in words (e.g. why `operator_routes_open` is true). Shown only to a request with a valid API key (Authorization: Bearer) or the admin token (X-Admin-Token); [] otherwise. They do not change `status`',
+      ),
     processes: z
       .array(
         z.object({
@@ -228,8 +233,10 @@ export interface StatusInput {
   streamPool?: StreamPoolStats | null;
   /** The storage footprint (absent: not read, shown as unavailable). */
   footprint?: FootprintReading;
-  /** Configuration warnings shown as they are (an open service). */
+  /** Configuration warnings, in words (an open service); shown only to authenticated requests. */
   warnings?: string[];
+  /** The operator routes answer anyone on an address others can reach (BOOKTAPE_ALLOW_OPEN=1). */
+  operatorRoutesOpen?: boolean;
 }
 
 const perRow = (bytes: number, rows: number) => (rows > 0 ? Math.round((bytes / rows) * 10) / 10 : null);
@@ -625,6 +632,7 @@ export function aggregateStatus(input: StatusInput): MonitoringStatus {
       clickhouse: { ok: input.stores.clickhouse.ok, latency_ms: input.stores.clickhouse.latencyMs },
       redis: { ok: input.stores.redis.ok, latency_ms: input.stores.redis.latencyMs },
     },
+    operator_routes_open: input.operatorRoutesOpen ?? false,
     warnings: input.warnings ?? [],
     processes,
     outages,

@@ -35,7 +35,11 @@ export interface Common {
 
 type Window = { date: string } | { from: number; to: number };
 
-/** An exchange A market named by its slug (or URL), and an outcome by its name: resolved through the API's catalogue before the request. */
+/**
+ * An exchange A market named by its slug (or URL), and an outcome by its name: sent to the
+ * API as they are (`slug`, `outcome`), which resolves them by its own rules (docs/api.md,
+ * "Slug and outcome") and says the ids it used in X-Resolved-Condition-Id / -Asset-Id.
+ */
 export interface SlugRef {
   slug: string;
   outcome: string | undefined;
@@ -148,7 +152,9 @@ function slugRef(venue: Venue, f: DataFlags, what: string, outcomeWanted: 'no' |
   if (f.conditionId !== undefined || f.market !== undefined) throw new UsageError('give --slug or --condition-id/--market, not both');
   if (outcomeWanted === 'no' && f.outcome !== undefined) throw new UsageError(`${what} reads every outcome of the market: --outcome is not taken here`);
   if (f.outcome !== undefined && f.assetId !== undefined) throw new UsageError('give --outcome or --asset-id, not both');
-  if (outcomeWanted === 'token' && f.outcome === undefined && f.assetId === undefined) throw new UsageError(`${what} reads one outcome token's book: with --slug, name it by --outcome (Yes, No, …) or --asset-id`);
+  // As the API takes them: with a slug, the token is named by its outcome.
+  if (f.assetId !== undefined) throw new UsageError('with --slug, name the outcome token by --outcome (its name), not by --asset-id');
+  if (outcomeWanted === 'token' && f.outcome === undefined) throw new UsageError(`${what} reads one outcome token's book: with --slug, name it by --outcome (Yes, No, …)`);
   return { slug: parseTextArg(f.slug, '--slug', 2048), outcome: f.outcome === undefined ? undefined : parseTextArg(f.outcome, '--outcome', 256) };
 }
 
@@ -210,6 +216,9 @@ export function parseKeysRevoke(keyId: string | undefined, f: DataFlags, env: No
 
 /** The SDK's market parameter of a venue. */
 const marketParam = (venue: Venue, m: string) => ({ [VENUE_SHAPES[venue].marketParam]: m });
+/** The market (and the outcome token): by slug and outcome name when given so, else by ids. */
+const marketOf = (cmd: { venue: Venue; market: string | undefined; slug?: SlugRef | undefined }) =>
+  cmd.slug !== undefined ? { slug: cmd.slug.slug, ...(cmd.slug.outcome !== undefined ? { outcome: cmd.slug.outcome } : {}) } : cmd.market !== undefined ? marketParam(cmd.venue, cmd.market) : {};
 const timeParams = (w: Window) => ('date' in w ? { date: w.date } : { from: w.from, to: w.to });
 
 type KeyItem = Awaited<ReturnType<BooktapeClient['keys']['list']>>['api_keys'][number];
@@ -237,7 +246,7 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
       })(), [name]);
     }
     case 'raw': {
-      const params = { ...marketParam(cmd.venue, cmd.market), ...timeParams(cmd.window) } as never;
+      const params = { ...marketOf(cmd), ...timeParams(cmd.window) } as never;
       if (cmd.format === 'csv') {
         // The API's own long CSV (one row per price level change), page by page.
         let rows = 0;
@@ -250,7 +259,7 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
       return list('date' in cmd.window ? v(cmd.venue).rawByDate(params) : v(cmd.venue).raw(params));
     }
     case 'summary': {
-      const params = { ...marketParam(cmd.venue, cmd.market), ...(cmd.asset !== undefined ? { assetId: cmd.asset } : {}), ...timeParams(cmd.window), resolution: cmd.resolution } as never;
+      const params = { ...marketOf(cmd), ...(cmd.asset !== undefined ? { assetId: cmd.asset } : {}), ...timeParams(cmd.window), resolution: cmd.resolution } as never;
       if (cmd.format === 'csv') {
         const text = await v(cmd.venue).summaryCsv(params);
         await out.write(text);
@@ -259,7 +268,7 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
       return list((await v(cmd.venue).summary(params)).data as unknown[]);
     }
     case 'book': {
-      const params = { ...(cmd.market !== undefined ? marketParam(cmd.venue, cmd.market) : {}), ...(cmd.asset !== undefined ? { assetId: cmd.asset } : {}), at: cmd.at, depth: cmd.depth } as never;
+      const params = { ...marketOf(cmd), ...(cmd.asset !== undefined ? { assetId: cmd.asset } : {}), at: cmd.at, depth: cmd.depth } as never;
       const book = (await v(cmd.venue).book(params)) as unknown as Record<string, unknown>;
       if (cmd.format !== 'csv') {
         await writeOne(out, cmd.format, book);
@@ -293,69 +302,62 @@ async function produce(cmd: DataCommand, client: BooktapeClient, out: Output): P
   }
 }
 
-/** A slug that does not name one market (or an outcome it does not have): the user must say more. */
-export class SlugError extends Error {}
+/** The ids the API used for a slug and outcome (X-Resolved-Condition-Id / X-Resolved-Asset-Id). */
+export interface Resolved {
+  conditionId: string | undefined;
+  assetId: string | undefined;
+}
+
+/** A fetch that notes the ids the API resolved a slug (and outcome) to, from its answers' headers. */
+export function noteResolved(resolved: Resolved, inner: typeof fetch = fetch): (input: string, init: RequestInit) => Promise<Response> {
+  return async (input, init) => {
+    const res = await inner(input, init);
+    resolved.conditionId ??= res.headers.get('x-resolved-condition-id') ?? undefined;
+    resolved.assetId ??= res.headers.get('x-resolved-asset-id') ?? undefined;
+    return res;
+  };
+}
+
+/** What the names stood for, so the answer can be read (and the next call made) by ids. */
+export function resolvedLine(ref: SlugRef, r: Resolved): string {
+  return `booktape: ${ref.slug}${ref.outcome !== undefined ? ` outcome ${JSON.stringify(ref.outcome)}` : ''} is condition_id ${r.conditionId ?? '?'}${r.assetId !== undefined ? `, asset_id ${r.assetId}` : ''}\n`;
+}
 
 /**
- * The ids a slug (and outcome name) stand for, from the API's slug lookup (the market
- * catalogue, or the venue's own API as its fallback). The slug must name one market: an
- * event slug of several markets is refused with their own slugs, to pick one.
+ * The API's refusal of a slug or an outcome (no such market, an event of several markets, an
+ * outcome the market does not have): its own message, which names what would do. Null for
+ * any other failure (a slug the API cannot look up now is a 503: a failure to retry).
  */
-export async function resolveSlug(client: BooktapeClient, ref: SlugRef): Promise<{ conditionId: string; assetId: string | undefined; outcome: string | undefined }> {
-  let found;
-  try {
-    found = await client.exchangeA.lookupSlug({ slug: ref.slug });
-  } catch (e) {
-    if (e instanceof BooktapeError && (e.status === 404 || e.status === 400)) throw new SlugError(`--slug ${JSON.stringify(ref.slug)}: ${e.message}`);
-    throw e;
-  }
-  const markets = found.markets;
-  if (markets.length !== 1) {
-    const some = markets.slice(0, 10).map((m) => m.slug).join(', ');
-    throw new SlugError(`--slug ${JSON.stringify(ref.slug)} names an event of ${markets.length} markets; give one market's slug: ${some}${markets.length > 10 ? ', …' : ''}`);
-  }
-  const m = markets[0]!;
-  if (ref.outcome === undefined) return { conditionId: m.conditionId, assetId: undefined, outcome: undefined };
-  const i = m.outcomes.findIndex((o) => o.trim().toLowerCase() === ref.outcome!.trim().toLowerCase());
-  const assetId = i >= 0 ? m.clobTokenIds[i] : undefined;
-  if (assetId === undefined) throw new SlugError(`--outcome ${JSON.stringify(ref.outcome)} is not an outcome of ${m.slug} (${m.outcomes.map((o) => JSON.stringify(o)).join(', ')})`);
-  return { conditionId: m.conditionId, assetId, outcome: m.outcomes[i] };
+export function slugRefusal(e: unknown): string | null {
+  if (!(e instanceof BooktapeError) || (e.status !== 400 && e.status !== 404)) return null;
+  if (e.parameter !== 'slug' && e.parameter !== 'outcome') return null;
+  return `the API refused the ${e.parameter === 'slug' ? '--slug' : '--outcome'} (${e.status} ${e.code}): ${e.message}`;
 }
 
 /** Runs a user command: 0 written, 1 the API refused or could not be reached (nothing left in --out), 2 a slug or outcome that names no single market. */
 export async function runDataCommand(cmd: DataCommand): Promise<number> {
+  const slug = 'slug' in cmd ? cmd.slug : undefined;
+  const resolved: Resolved = { conditionId: undefined, assetId: undefined };
   const client = new BooktapeClient({
     baseUrl: cmd.api,
+    ...(slug !== undefined ? { fetch: noteResolved(resolved) } : {}),
     ...(cmd.key !== undefined ? { apiKey: cmd.key } : {}),
     // The operator's token on the operator routes only; a user command does not send it around.
     ...(cmd.what.startsWith('keys-') && cmd.adminToken !== undefined ? { headers: { 'x-admin-token': cmd.adminToken } } : {}),
     maxRetries: 2,
   });
-  if ('slug' in cmd && cmd.slug !== undefined) {
-    try {
-      const r = await resolveSlug(client, cmd.slug);
-      cmd = { ...cmd, market: r.conditionId, ...(r.assetId !== undefined ? { asset: r.assetId } : {}) };
-      // What the names stood for, so the answer can be read (and the next call made) by ids.
-      process.stderr.write(`booktape: ${cmd.slug!.slug}${r.outcome !== undefined ? ` outcome ${JSON.stringify(r.outcome)}` : ''} is condition_id ${r.conditionId}${r.assetId !== undefined ? `, asset_id ${r.assetId}` : ''}\n`);
-    } catch (e) {
-      if (e instanceof SlugError) {
-        process.stderr.write(`booktape: ${e.message}\n`);
-        return 2;
-      }
-      process.stderr.write(`booktape: ${failure(e, cmd.api, cmd.what.startsWith('keys-'))}\n`);
-      return 1;
-    }
-  }
   const out = openOutput(cmd.out);
   try {
     const n = await produce(cmd, client, out);
     await out.commit();
+    if (slug !== undefined) process.stderr.write(resolvedLine(slug, resolved));
     if (cmd.out !== undefined) process.stderr.write(`booktape: wrote ${cmd.out} (${n} record${n === 1 ? '' : 's'})\n`);
     return 0;
   } catch (e) {
     await out.abort();
-    process.stderr.write(`booktape: ${failure(e, cmd.api, cmd.what.startsWith('keys-'))}\n`);
-    return 1;
+    const refused = slug !== undefined ? slugRefusal(e) : null;
+    process.stderr.write(`booktape: ${refused ?? failure(e, cmd.api, cmd.what.startsWith('keys-'))}\n`);
+    return refused !== null ? 2 : 1;
   }
 }
 

@@ -3,9 +3,8 @@ import { rename, rm } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import cliProgress from 'cli-progress';
-import { BooktapeClient } from '@booktape/client';
 import { parseDateArg, parseMarketArg, parseTextArg, parseVenueArg, VENUE_SHAPES } from '../args.ts';
-import { failure, resolveSlug, SlugError, type SlugRef } from './data.ts';
+import { resolvedLine, type SlugRef } from './data.ts';
 import { apiBase } from './outage.ts';
 
 /**
@@ -36,7 +35,7 @@ export interface ExportOptions {
   allMarkets: boolean;
   /** With allMarkets: one UTC hour of the day, 0 to 23. */
   hour?: number;
-  /** The market (and, for summaries, the token) by slug and outcome name; `market` is filled from it before the request. */
+  /** The market (and, for summaries, the token) by slug and outcome name, sent as they are (`market` is ''): the API resolves them. */
   slug?: SlugRef;
 }
 
@@ -82,6 +81,8 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
       if (!VENUE_SHAPES[venue].tokens) throw new Error(`--slug names an exchange A (polymarket) market; ${VENUE_SHAPES[venue].label} names a market by --market`);
       if (f.market !== undefined) throw new Error('give --slug or --market, not both');
       if (f.outcome !== undefined && f.asset !== undefined) throw new Error('give --outcome or --asset, not both');
+      // As the API takes them: with a slug, the token is named by its outcome.
+      if (f.asset !== undefined) throw new Error('with --slug, name the outcome token by --outcome (its name), not by --asset');
       if (f.outcome !== undefined && f.kind !== 'summary') throw new Error('--outcome is for --kind summary (a raw export holds every outcome)');
       slug = { slug: parseTextArg(f.slug, '--slug', 2048), outcome: f.outcome === undefined ? undefined : parseTextArg(f.outcome, '--outcome', 256) };
       market = '';
@@ -153,7 +154,8 @@ export function exportUrl(o: ExportOptions): string {
     if (o.hour !== undefined) q.set('hour', String(o.hour));
     return `${o.api}/api/v1/${o.venue}/daily/${o.kind}?${q}`;
   }
-  const q = new URLSearchParams({ [VENUE_SHAPES[o.venue].marketField]: o.market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
+  const market: Record<string, string> = o.slug !== undefined ? { slug: o.slug.slug, ...(o.slug.outcome !== undefined ? { outcome: o.slug.outcome } : {}) } : { [VENUE_SHAPES[o.venue].marketField]: o.market };
+  const q = new URLSearchParams({ ...market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
   if (o.resolution !== undefined) q.set('resolution', String(o.resolution));
   if (o.asset !== undefined) q.set('asset_id', o.asset);
   return `${o.api}/api/v1/${o.venue}/market/export?${q}`;
@@ -161,18 +163,7 @@ export function exportUrl(o: ExportOptions): string {
 
 const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
 
-export async function runExport(opts: ExportOptions): Promise<number> {
-  let o = opts;
-  if (o.slug !== undefined) {
-    try {
-      const r = await resolveSlug(new BooktapeClient({ baseUrl: o.api, maxRetries: 2 }), o.slug);
-      o = { ...o, market: r.conditionId, ...(r.assetId !== undefined ? { asset: r.assetId } : {}) };
-      process.stderr.write(`booktape: ${o.slug!.slug}${r.outcome !== undefined ? ` outcome ${JSON.stringify(r.outcome)}` : ''} is condition_id ${r.conditionId}${r.assetId !== undefined ? `, asset_id ${r.assetId}` : ''}\n`);
-    } catch (e) {
-      process.stderr.write(`booktape: ${e instanceof SlugError ? e.message : failure(e, o.api)}\n`);
-      return e instanceof SlugError ? 2 : 1;
-    }
-  }
+export async function runExport(o: ExportOptions): Promise<number> {
   const url = exportUrl(o);
   let res: Response;
   try {
@@ -185,14 +176,22 @@ export async function runExport(opts: ExportOptions): Promise<number> {
   if (!res.ok || res.body === null) {
     const text = await res.text();
     let msg = text.slice(0, 200);
+    let error: { code?: string; message?: string; param?: string } | undefined;
     try {
-      msg = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? msg;
+      error = (JSON.parse(text) as { error?: typeof error }).error;
+      msg = error?.message ?? msg;
     } catch {
       // not JSON: the text as it is
+    }
+    // A slug or outcome the API refused (no such market, an event of several, no such outcome): exit 2, its own words.
+    if (o.slug !== undefined && (res.status === 400 || res.status === 404) && (error?.param === 'slug' || error?.param === 'outcome')) {
+      process.stderr.write(`booktape: the API refused the ${error.param === 'slug' ? '--slug' : '--outcome'} (${res.status} ${error.code ?? ''}): ${msg}\n`);
+      return 2;
     }
     process.stderr.write(`booktape: the API refused the export (${res.status}): ${msg}\n`);
     return 1;
   }
+  if (o.slug !== undefined) process.stderr.write(resolvedLine(o.slug, { conditionId: res.headers.get('x-resolved-condition-id') ?? undefined, assetId: res.headers.get('x-resolved-asset-id') ?? undefined }));
   const expected = res.headers.get('content-type') === (o.format === 'csv' ? 'application/gzip' : 'application/vnd.apache.parquet');
   if (!expected) {
     await res.body.cancel();
