@@ -148,9 +148,12 @@ export function createSink(deps: SinkDeps) {
       await supervisor.start();
     },
     async stop(): Promise<void> {
+      // Failed notifications stop being retried at once; one under way gets a bounded moment
+      // to finish (the rollup sweep covers the rest).
+      const notified = notifier?.stop();
       await supervisor.stop();
       await deadLetters.stop();
-      await notifier?.stop();
+      await notified;
     },
     health: (): SinkHealth =>
       sinkHealth(
