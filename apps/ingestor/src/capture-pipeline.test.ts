@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '@booktape/config';
 import type { ExchangeBRecord, RawMessage } from '@booktape/domain';
-import { decodeRawMessages, topicNames, type BatchingProducer } from '@booktape/messaging';
+import { decodeRawMessages, isBinaryValue, topicNames, type BatchingProducer } from '@booktape/messaging';
 import { CaptureFileWriter } from '@booktape/venues';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CapturePipeline } from './capture-pipeline.ts';
@@ -152,5 +152,25 @@ describe('CapturePipeline: exchange B connection boundaries', () => {
     const summary = await replayFiles(p, [f]);
     expect(summary.badLines.map((b) => b.error)).toEqual(['gap: connection_id missing or not a string', 'gap: a JSON string, not an object']);
     expect(summary.records).toBe(1);
+  });
+});
+
+describe('CapturePipeline: the raw value format (KAFKA_RAW_VALUE_FORMAT)', () => {
+  it('writes binary values by default and JSON arrays when told json; both decode to the same records', async () => {
+    const out: Record<string, Array<string | Buffer>> = {};
+    for (const format of [undefined, 'binary', 'json'] as const) {
+      const sent: Array<string | Buffer> = [];
+      const producer = { buffered: 0, send: async (m: { topic: string; value: string | Buffer }) => void (m.topic === topics.raw['exchange-b'] && sent.push(m.value)) };
+      const p = new CapturePipeline({ producer: producer as unknown as BatchingProducer, topics, workerId: 1, log: silentLogger(), ...(format ? { rawValueFormat: format } : {}) });
+      const t = Date.UTC(2026, 1, 14, 15);
+      for (const [i, f] of [subscribed(1), snap(1, 1), delta(1, 2), delta(1, 3)].entries()) await p.handleFrame('exchange-b', f, new Date(t + i), { writeFile: false });
+      out[format ?? 'default'] = sent;
+    }
+    expect(out.default!.every((v) => Buffer.isBuffer(v) && isBinaryValue(v))).toBe(true);
+    expect(out.json!.every((v) => typeof v === 'string' && v.startsWith('['))).toBe(true);
+    const records = (vs: Array<string | Buffer>) => vs.flatMap((v) => decoded(Buffer.from(v)));
+    expect(records(out.json!)).toHaveLength(3);
+    expect(records(out.json!)).toEqual(records(out.binary!));
+    expect(records(out.default!)).toEqual(records(out.binary!));
   });
 });

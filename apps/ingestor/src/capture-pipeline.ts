@@ -1,7 +1,7 @@
 import type { Logger } from '@booktape/config';
 import type { CaptureBoundary, CaptureGap, DeadLetter, RawMessage, Venue } from '@booktape/domain';
 import { marketKey } from '@booktape/domain';
-import { encodeRawValue, type BatchingProducer, type Topics } from '@booktape/messaging';
+import { rawValueEncoder, type BatchingProducer, type RawValueFormat, type Topics } from '@booktape/messaging';
 import { ExchangeBNormaliser, Sequencer, normaliseExchangeA, type CaptureFileWriter } from '@booktape/venues';
 
 /** What became of one frame: records sent, a control message, or refused (dead-lettered) and why. */
@@ -24,6 +24,8 @@ export interface CapturePipelineDeps {
   files?: Partial<Record<Venue, CaptureFileWriter>>;
   /** Sees every stamped record before it is sent (replay --wait notes the partitions it touches). */
   onMessages?: (messages: readonly RawMessage[]) => void;
+  /** How raw values are written (KAFKA_RAW_VALUE_FORMAT): binary unless told json, for a rollback. */
+  rawValueFormat?: RawValueFormat;
 }
 
 /**
@@ -39,6 +41,7 @@ export interface CapturePipelineDeps {
 export class CapturePipeline {
   private readonly sequencer: Sequencer;
   private readonly normaliserB = new ExchangeBNormaliser();
+  private readonly encode: (messages: RawMessage[]) => string | Buffer;
   readonly counters: Record<Venue, VenueCounters> = {
     'exchange-a': { frames: 0, records: 0, controls: 0, deadLetters: 0, lastFrameAt: null },
     'exchange-b': { frames: 0, records: 0, controls: 0, deadLetters: 0, lastFrameAt: null },
@@ -46,6 +49,7 @@ export class CapturePipeline {
 
   constructor(private readonly deps: CapturePipelineDeps) {
     this.sequencer = new Sequencer(deps.workerId);
+    this.encode = rawValueEncoder(deps.rawValueFormat ?? 'binary');
   }
 
   /** Messages accepted but not yet acknowledged by Kafka. */
@@ -112,7 +116,7 @@ export class CapturePipeline {
     // Every message is buffered synchronously, before any await: a later frame's messages
     // can then never overtake this frame's on the same market.
     const sends: Promise<void>[] = [];
-    for (const [key, list] of byMarket) sends.push(this.deps.producer.send({ topic: this.deps.topics.raw[venue], key, value: encodeRawValue(list) }));
+    for (const [key, list] of byMarket) sends.push(this.deps.producer.send({ topic: this.deps.topics.raw[venue], key, value: this.encode(list) }));
     await Promise.all(sends);
     return { kind: 'records' };
   }

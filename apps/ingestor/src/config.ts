@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { envBool, envInt, envList, envOptional, envString, envUrl, platformConfig, platformEnvSchema, type PlatformConfig } from '@booktape/config';
+import { RAW_VALUE_FORMATS, type RawValueFormat } from '@booktape/messaging';
 
 export const ingestorEnvSchema = platformEnvSchema.extend({
   /** Which roles this process runs: capture (venues → Kafka), sink (Kafka → ClickHouse). */
@@ -9,6 +10,15 @@ export const ingestorEnvSchema = platformEnvSchema.extend({
   CAPTURE_VENUES: envList(['exchange-a', 'exchange-b']).refine((l) => l.every((v) => v === 'exchange-a' || v === 'exchange-b'), 'must list exchange-a and/or exchange-b'),
   SINK_GROUP_ID: envString('booktape-sink'),
   KAFKA_PARTITIONS: envInt(8, 1, 256),
+  /**
+   * How capture and replay write raw Kafka values: `binary` (docs/rules/kafka-records.md), or
+   * `json`, the JSON array of releases before the binary value, for a rollback to one of them
+   * (they read only that). The sink reads both either way.
+   */
+  KAFKA_RAW_VALUE_FORMAT: z.preprocess(
+    (v) => (typeof v === 'string' ? (v.trim() === '' ? undefined : v.trim().toLowerCase()) : v),
+    z.enum(RAW_VALUE_FORMATS as [RawValueFormat, ...RawValueFormat[]], { message: 'must be binary or json (json: the JSON array earlier releases read, for a rollback)' }).default('binary'),
+  ) as unknown as z.ZodType<RawValueFormat>,
   /** How long a crashed sink holds its partitions before the group reassigns them. */
   SINK_SESSION_TIMEOUT_MS: envInt(30_000, 6_000, 300_000),
 
@@ -46,6 +56,8 @@ export interface IngestorConfig {
   sinkGroupId: string;
   sinkSessionTimeoutMs: number;
   kafkaPartitions: number;
+  /** How capture and replay write raw Kafka values (KAFKA_RAW_VALUE_FORMAT). */
+  rawValueFormat: RawValueFormat;
   exchangeA: { wsUrl: string; gammaUrl: string; tokens: string[]; markets: string[]; discoverLimit: number; tokensPerConnection: number; catalogueRefreshMs: number };
   exchangeB: { wsUrl: string; tickers: string[]; credentials: { keyId: string; privateKeyPem: string } | null };
   captureFiles: { dir: string; rotateBytes: number; rotateMs: number; gzip: boolean } | null;
@@ -68,6 +80,7 @@ export function ingestorConfig(env: IngestorEnv, rawEnv: NodeJS.ProcessEnv = pro
     sinkGroupId: env.SINK_GROUP_ID,
     sinkSessionTimeoutMs: env.SINK_SESSION_TIMEOUT_MS,
     kafkaPartitions: env.KAFKA_PARTITIONS,
+    rawValueFormat: env.KAFKA_RAW_VALUE_FORMAT,
     exchangeA: {
       wsUrl: env.EXCHANGE_A_WS_URL!,
       gammaUrl: env.EXCHANGE_A_GAMMA_URL!,

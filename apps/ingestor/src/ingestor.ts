@@ -87,7 +87,7 @@ export function createIngestor(deps: IngestorDeps) {
             });
           }
         }
-        pipeline = new CapturePipeline({ producer, topics, workerId: config.platform.workerId, log: log.child({ role: 'capture' }), files });
+        pipeline = new CapturePipeline({ producer, topics, workerId: config.platform.workerId, log: log.child({ role: 'capture' }), files, rawValueFormat: config.rawValueFormat });
         sources = await buildCaptureSources(config, pipeline, log.child({ role: 'capture' }));
         for (const s of sources) await s.start();
       }

@@ -34,6 +34,14 @@ describe('raw message decoding', () => {
     expect(decodeRawMessages('exchange-b', null).ok).toBe(false);
   });
 
+  it('refuses a JSON value whose bytes are not UTF-8, and keeps a real U+FFFD', () => {
+    const cut = b({ ...goodB, ticker: 'KX-@@@' });
+    cut.set([0xf0, 0x9f, 0x98], cut.indexOf('@@@')); // a 4-byte sequence cut short: one U+FFFD, 3 bytes
+    expect(decodeRawMessages('exchange-b', cut)).toEqual({ ok: false, reason: 'value is not UTF-8' });
+    const real = decodeRawMessages('exchange-b', b({ ...goodB, ticker: 'KX-\ufffd' }));
+    expect(real.ok && (real.messages[0] as { record: { ticker: string } }).record.ticker).toBe('KX-\ufffd');
+  });
+
   it('refuses what the engine would store as another value without a word', () => {
     const lineage = (o: Record<string, unknown>) => Buffer.from(JSON.stringify([{ venue: 'exchange-b', received_at: '2026-05-01T00:00:00.000Z', worker_id: 1, ingest_seq: '12', dedup_id: 'd', record: goodB, ...o }]));
     const cases: Array<[Buffer, string]> = [

@@ -1,18 +1,29 @@
+import { isUtf8 } from 'node:buffer';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import { BatchingProducer, type Topics } from './kafka.ts';
-import { binaryRecordCount, concatRawBinary, decodeRawBinary, decodeRawBinaryLayouts, encodeRawBinary, isBinaryValue } from './raw-binary.codec.ts';
+import { binaryRecordCount, concatRawBinary, decodeRawBinaryNotingJson, encodeRawBinary, isBinaryValue } from './raw-binary.codec.ts';
 import { MAX_EVENT_DATE, MAX_EVENT_MS, MAX_RECEIVED_MS, parseCaptureGap, receiveTimeError, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
 
 /**
  * Kafka value of a raw topic: the records one frame produced for one market (one message
  * per market and frame keeps a market's order and divides the message count). Capture and
- * replay write the binary value (raw-binary.codec.ts, docs/rules/kafka-records.md); the
- * sink reads that and the JSON array written before it, mixed in one batch. Decoding
- * refuses (for the dead-letter topic) what the sink could not store as it came.
+ * replay write the binary value (raw-binary.codec.ts, docs/rules/kafka-records.md), or the
+ * JSON array for a rollback to a release that reads only that (KAFKA_RAW_VALUE_FORMAT=json);
+ * the sink reads both, mixed in one batch. Decoding refuses (for the dead-letter topic) what
+ * the sink could not store as it came.
  */
 export function encodeRawValue(messages: readonly RawMessage[]): Buffer {
   return encodeRawBinary(messages);
+}
+
+/** How capture and replay write raw values: binary (the default), or the JSON array of earlier releases. */
+export type RawValueFormat = 'binary' | 'json';
+export const RAW_VALUE_FORMATS: readonly RawValueFormat[] = ['binary', 'json'];
+
+/** The encoder of a format. */
+export function rawValueEncoder(format: RawValueFormat): (messages: RawMessage[]) => string | Buffer {
+  return format === 'json' ? encodeRawMessages : encodeRawValue;
 }
 
 /** The JSON array value (what capture wrote before the binary value; dead letters keep it as text). */
@@ -20,21 +31,35 @@ export function encodeRawMessages(messages: RawMessage[]): string {
   return JSON.stringify(messages);
 }
 
+/** A JSON value: text, or bytes that do not start as a binary value does. */
+const isJsonValue = (v: string | Buffer): boolean => typeof v === 'string' || !isBinaryValue(v);
+const jsonText = (v: string | Buffer): string => (typeof v === 'string' ? v : v.toString('utf8'));
+
 /**
  * Merges encoded values in order: the producer's coalesce function for raw topics. JSON
- * arrays stay a JSON array; binary values become one binary value (their blocks behind one
- * header). A JSON value among binary ones is re-encoded: only a test mixes them.
+ * values (text or bytes) become one JSON array, what a process writing JSON sends; binary
+ * values one binary value (their blocks behind one header). A JSON value among binary ones
+ * (a writer of either kind sharing a producer) is re-encoded to binary, so nothing is lost
+ * whatever is mixed; a binary value of another version is a bug upstream, and throws.
  */
 export function concatRawMessages(values: ReadonlyArray<string | Buffer>): string | Buffer {
-  if (values.every((v) => typeof v === 'string')) return `[${(values as string[]).map((v) => v.slice(1, -1)).join(',')}]`;
-  return concatRawBinary(values.map((v) => (typeof v === 'string' ? encodeRawBinary(JSON.parse(v) as RawMessage[]) : binaryRecordCount(v) === null ? encodeRawBinary(decodeAny(v)) : v)));
+  if (values.every(isJsonValue)) {
+    const parts: string[] = [];
+    for (const v of values) {
+      const t = jsonText(v).trim();
+      // An array contributes its elements (none for []), a lone record itself.
+      const inner = t.startsWith('[') ? t.slice(1, -1).trim() : t;
+      if (inner !== '') parts.push(inner);
+    }
+    return `[${parts.join(',')}]`;
+  }
+  return concatRawBinary(values.map((v) => (isJsonValue(v) ? encodeRawBinary(jsonRecords(v)) : (v as Buffer))));
 }
 
-/** A buffer value's records, for re-encoding in concat: what is not a raw value is a bug upstream. */
-function decodeAny(v: Buffer): RawMessage[] {
-  const d = isBinaryValue(v) ? decodeRawBinary(v) : { ok: true as const, messages: JSON.parse(v.toString('utf8')) as RawMessage[] };
-  if (!d.ok) throw new Error(`concatRawMessages: ${d.reason}`);
-  return d.messages;
+/** The records of a JSON value, to re-encode it among binary ones. */
+function jsonRecords(v: string | Buffer): RawMessage[] {
+  const parsed: unknown = JSON.parse(jsonText(v));
+  return (Array.isArray(parsed) ? parsed : [parsed]) as RawMessage[];
 }
 
 export type Decoded = { ok: true; messages: RawMessage[] } | { ok: false; reason: string };
@@ -53,19 +78,27 @@ const fitsInt64OrNull = (v: unknown): boolean => v === null || v === undefined |
 export function decodeRawMessages(venue: Venue, value: Buffer | null): Decoded {
   if (value === null) return { ok: false, reason: 'empty message value' };
   if (isBinaryValue(value)) {
-    const { decoded: d, layouts } = decodeRawBinaryLayouts(value);
+    const { decoded: d, jsonRecords } = decodeRawBinaryNotingJson(value);
     if (!d.ok) return d;
     // The rules on values (times, ranges, the topic's venue) apply to every record; a compact
-    // record's ingest_seq was a UInt64 on the wire, so its text needs no second look.
+    // record's ingest_seq was a UInt64 on the wire, so its text needs no second look. The
+    // records that travelled as JSON text (their indices, ascending) get the full check.
+    let nextJson = jsonRecords.length > 0 ? jsonRecords[0]! : -1;
+    let j = 0;
     for (let i = 0; i < d.messages.length; i++) {
-      const reason = check(venue, d.messages[i], layouts[i] !== 'json');
+      const json = i === nextJson;
+      if (json) nextJson = ++j < jsonRecords.length ? jsonRecords[j]! : -1;
+      const reason = check(venue, d.messages[i], !json);
       if (reason) return { ok: false, reason: `record ${i}: ${reason}` };
     }
     return d;
   }
   let parsed: unknown;
+  const text = value.toString('utf8');
+  // Bytes that are not UTF-8 come back as U+FFFD: refused, as in a binary value, rather than stored as another text.
+  if (text.includes('\ufffd') && !isUtf8(value)) return { ok: false, reason: 'value is not UTF-8' };
   try {
-    parsed = JSON.parse(value.toString('utf8'));
+    parsed = JSON.parse(text);
   } catch (e) {
     return { ok: false, reason: `value is not JSON: ${(e as Error).message}` };
   }

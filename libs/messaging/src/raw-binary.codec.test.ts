@@ -329,3 +329,164 @@ describe('binary raw values: refused, never half-read', () => {
     expect(dl.reason).toContain(`a message of ${value.length} bytes (${binaryRecordCount(value)} record(s))`);
   });
 });
+
+describe('binary raw values: text fields are UTF-8 or refused', () => {
+  const strict = new TextDecoder('utf-8', { fatal: true });
+  /** The reference: the text of `bytes` when they are UTF-8, else null. */
+  const utf8 = (bytes: Uint8Array): string | null => {
+    try {
+      return strict.decode(bytes);
+    } catch {
+      return null;
+    }
+  };
+  const T = Date.UTC(2026, 3, 2, 12);
+  const record = (market: string, price: string, note: string | null): ExchangeAMessage => ({
+    venue: 'exchange-a',
+    received_at: new Date(T).toISOString(),
+    worker_id: 1,
+    ingest_seq: (BigInt(T) * 2n ** 23n).toString(),
+    dedup_id: 'd1',
+    event: { market, asset_id: 'tok', timestamp: String(T), hash: 'h', event_type: 'price_change', changes: [{ price, side: 'BUY', size: '1' }] },
+    // An unknown key: the record travels as its JSON text (tag 00), `note` inside it.
+    ...(note === null ? {} : { note }),
+  } as ExchangeAMessage);
+  // Arbitrary bytes, and the pieces invalid UTF-8 is made of: sequences cut short (one of
+  // which decodes to exactly one U+FFFD of the same byte length), surrogates, overlong forms,
+  // beyond U+10FFFF; and valid multi-byte characters, U+FFFD itself among them.
+  const piece = fc.oneof(
+    fc.integer({ min: 0, max: 255 }).map((b) => [b]),
+    fc.integer({ min: 0x20, max: 0x7e }).map((b) => [b]),
+    fc.constantFrom([0xf0, 0x9f, 0x98], [0xe2, 0x82], [0xc3], [0x80], [0xed, 0xa0, 0x80], [0xc0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82, 0xac], [0xf0, 0x9f, 0x98, 0x80], [0xef, 0xbf, 0xbd], [0xc3, 0xa9]),
+  );
+  const bytes = fc.array(piece, { minLength: 1, maxLength: 12 }).map((ps) => Uint8Array.from(ps.flat()));
+
+  /** The value of a record whose field `which` holds `bytes` instead of its placeholder text. */
+  function corrupted(which: 'market' | 'price' | 'note', b: Uint8Array): Buffer {
+    const hole = { market: 'Q', price: 'P', note: 'N' }[which].repeat(b.length);
+    const value = Buffer.from(encodeRawBinary([record(which === 'market' ? hole : 'm', which === 'price' ? hole : '0.5', which === 'note' ? hole : null)]));
+    const at = value.indexOf(Buffer.from(hole));
+    expect(value.indexOf(Buffer.from(hole), at + 1)).toBe(-1);
+    value.set(b, at);
+    return value;
+  }
+
+  it('a string field decodes to exactly its bytes as UTF-8, or the value is refused when they are not UTF-8', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('market' as const, 'price' as const), bytes, (which, b) => {
+        const d = decodeRawBinary(corrupted(which, b));
+        const text = utf8(b);
+        if (text === null) {
+          expect(d).toMatchObject({ ok: false });
+          expect(!d.ok && d.reason).toMatch(/not UTF-8/);
+        } else {
+          expect(d.ok).toBe(true);
+          const e = (d.ok ? d.messages[0]! : null) as ExchangeAMessage;
+          expect(which === 'market' ? e.event.market : e.event.changes![0]!.price).toBe(text);
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('the JSON text of a record (tag 00) is refused when it is not UTF-8', () => {
+    fc.assert(
+      fc.property(bytes, (b) => {
+        const d = decodeRawBinary(corrupted('note', b));
+        if (utf8(b) === null) expect(!d.ok && d.reason).toMatch(/not UTF-8/);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('a 4-byte sequence cut after 3 bytes is refused (it decodes to one U+FFFD of the same 3 bytes)', () => {
+    const d = decodeRawBinary(corrupted('market', Uint8Array.from([0xf0, 0x9f, 0x98])));
+    expect(d).toEqual({ ok: false, reason: expect.stringMatching(/^binary value refused: market: not UTF-8 at byte \d+$/) });
+    // A real U+FFFD is text like any other.
+    const real = decodeRawBinary(corrupted('market', Uint8Array.from([0xef, 0xbf, 0xbd])));
+    expect(real.ok && (real.messages[0] as ExchangeAMessage).event.market).toBe('\ufffd');
+  });
+
+  it('over arbitrary corruptions of a value of both venues, no U+FFFD comes out that the bytes did not hold', () => {
+    const values = [...venueValues().map((ms) => encodeRawBinary(ms))];
+    fc.assert(
+      fc.property(fc.nat(values.length - 1), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 6 }), (which, flips) => {
+        const v = Buffer.from(values[which]!);
+        if (v.length <= HEADER_BYTES) return;
+        for (const [at, byte] of flips) v[HEADER_BYTES + (at % (v.length - HEADER_BYTES))] = byte;
+        const d = decodeRawBinary(v);
+        if (!d.ok) return;
+        const held = v.includes(Buffer.from([0xef, 0xbf, 0xbd])) || v.includes(Buffer.from('\\ufffd')) || v.includes(Buffer.from('\\uFFFD'));
+        if (!held) expect(JSON.stringify(d.messages)).not.toContain('\ufffd');
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+const HEADER_BYTES = 8;
+
+describe('raw values: the checks of records that travelled as JSON text inside a binary value', () => {
+  it('check in full exactly the records that travelled as JSON text, wherever they sit in the value', () => {
+    const T = Date.UTC(2026, 3, 2, 12);
+    const rec = (i: number, seq: string): ExchangeAMessage => ({
+      venue: 'exchange-a',
+      received_at: new Date(T).toISOString(),
+      worker_id: 1,
+      ingest_seq: seq,
+      dedup_id: `d${i}`,
+      event: { market: 'm', asset_id: 'tok', timestamp: String(T), hash: 'h', event_type: 'price_change' },
+    });
+    // Per record: compact, JSON text with a good ingest_seq (leading zero: not the compact
+    // layout's canonical text), or JSON text with a bad one (not a number).
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom('compact', 'json', 'bad'), { minLength: 1, maxLength: 30 }), fc.nat(3), (kinds, split) => {
+        const ms = kinds.map((k, i) => rec(i, k === 'compact' ? '123' : k === 'json' ? '0123' : 'x1'));
+        const cut = Math.min(split, ms.length);
+        const value = concatRawBinary([encodeRawBinary(ms.slice(0, cut)), encodeRawBinary(ms.slice(cut))]);
+        expect(binaryRecordLayouts(value)).toEqual(kinds.map((k) => (k === 'compact' ? 'a' : 'json')));
+        const firstBad = kinds.indexOf('bad');
+        const d = decodeRawMessages('exchange-a', value);
+        if (firstBad < 0) expect(d).toEqual({ ok: true, messages: viaJson(ms) });
+        else expect(d).toEqual({ ok: false, reason: `record ${firstBad}: bad ingest_seq (a UInt64 as decimal text)` });
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('concatRawMessages', () => {
+  const T = Date.UTC(2026, 3, 2, 12);
+  const rec = (i: number): ExchangeAMessage => ({
+    venue: 'exchange-a',
+    received_at: new Date(T).toISOString(),
+    worker_id: 1,
+    ingest_seq: String(1000 + i),
+    dedup_id: `d${i}`,
+    event: { market: 'm', asset_id: 'tok', timestamp: String(T), hash: 'h', event_type: 'price_change' },
+  });
+
+  it('merges JSON values, as text or as bytes, into one JSON array (what a process writing JSON sends); empty ones add nothing', () => {
+    const merged = concatRawMessages([encodeRawMessages([rec(1), rec(2)]), Buffer.from(encodeRawMessages([rec(3)])), '[]', JSON.stringify(rec(4))]);
+    expect(typeof merged).toBe('string');
+    expect(JSON.parse(merged as string)).toEqual([rec(1), rec(2), rec(3), rec(4)]);
+    expect(concatRawMessages(['[]', '[]'])).toBe('[]');
+  });
+
+  it('merges binary values behind one header without re-encoding them; a JSON value among them is re-encoded', () => {
+    const a = encodeRawValue([rec(1)]);
+    const b = encodeRawValue([rec(2), rec(3)]);
+    const merged = concatRawMessages([a, b]) as Buffer;
+    expect(merged.subarray(8).equals(Buffer.concat([a.subarray(8), b.subarray(8)]))).toBe(true);
+    for (const json of [encodeRawMessages([rec(4)]), Buffer.from(encodeRawMessages([rec(4)]))]) {
+      const mixed = concatRawMessages([a, json, b]);
+      expect(decodeRawMessages('exchange-a', mixed as Buffer)).toEqual({ ok: true, messages: [rec(1), rec(4), rec(2), rec(3)] });
+    }
+  });
+
+  it('throws on a binary value of a version it cannot merge (a bug upstream), naming it', () => {
+    const v2 = Buffer.from(encodeRawValue([rec(1)]));
+    v2[3] = BINARY_VERSION + 1;
+    expect(() => concatRawMessages([encodeRawValue([rec(2)]), v2])).toThrow(/not a version-1 binary value/);
+  });
+});

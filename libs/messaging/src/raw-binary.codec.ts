@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { RawMessage } from '@booktape/domain';
 
 /**
@@ -483,8 +484,10 @@ function readText(len: number, what: string): string {
     if (i === end) return s;
   }
   const s = (rb as SliceBuffer).utf8Slice(start, end);
-  // Bytes that are not UTF-8 come back as U+FFFD: another text than was sent.
-  if (s.includes('\ufffd') && Buffer.byteLength(s, 'utf8') !== len) throw new Corrupt(`${what}: not UTF-8`);
+  // Bytes that are not UTF-8 come back as U+FFFD: another text than was sent. Comparing byte
+  // lengths is not enough (a 4-byte sequence cut after 3 bytes is one U+FFFD, 3 bytes too):
+  // any U+FFFD sends the bytes through a strict UTF-8 check (a real U+FFFD passes it).
+  if (s.includes('\ufffd') && !isUtf8(rb.subarray(start, end))) throw new Corrupt(`${what}: not UTF-8 at byte ${start}`);
   return s;
 }
 
@@ -657,13 +660,14 @@ function readRecordB(): Record<string, unknown> {
   return r;
 }
 
-/** When set, the layout of each record read is noted (binaryRecordLayouts). */
-let layouts: Array<'json' | 'a' | 'b'> | null = null;
+/** Index of the record being read, and those of the value that travelled as JSON text (usually none). */
+let recordIndex = 0;
+let jsonAt: number[] = [];
 
 function readRecord(): RawMessage {
   const tag = readByte('record tag');
-  layouts?.push(tag === REC_JSON ? 'json' : tag === REC_A ? 'a' : 'b');
   if (tag === REC_JSON) {
+    jsonAt.push(recordIndex);
     const v = readJson('JSON record');
     if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Corrupt('JSON record is not an object');
     return v as RawMessage;
@@ -684,6 +688,7 @@ export type BinaryDecoded = { ok: true; messages: RawMessage[] } | { ok: false; 
  * a header that does not match, or a value cut short or corrupt anywhere. All or nothing.
  */
 export function decodeRawBinary(value: Buffer): BinaryDecoded {
+  jsonAt = [];
   if (!isBinaryValue(value)) return { ok: false, reason: 'not a binary raw value' };
   if (value.length < 4) return { ok: false, reason: 'binary value truncated in its header' };
   if (value[3] !== BINARY_VERSION) return { ok: false, reason: `binary value of version ${value[3]}, this reader knows version ${BINARY_VERSION}` };
@@ -701,7 +706,10 @@ export function decodeRawBinary(value: Buffer): BinaryDecoded {
       const n = readVarint('block count');
       if (n === 0 || got + n > count) throw new Corrupt(`block of ${n} records at byte ${rp} exceeds the ${count} announced`);
       rprev.fill(undefined);
-      for (let i = 0; i < n; i++) messages[got++] = readRecord();
+      for (let i = 0; i < n; i++) {
+        recordIndex = got;
+        messages[got++] = readRecord();
+      }
     }
     if (got !== count) throw new Corrupt(`truncated: ${got} of ${count} records`);
     return { ok: true, messages };
@@ -716,22 +724,24 @@ export function decodeRawBinary(value: Buffer): BinaryDecoded {
 }
 
 /**
- * The layout each record of a value travels in (the compact one of its venue, or its JSON
- * text): for the sink's checks (a compact record's ingest_seq is a UInt64 by construction),
- * and for the tests and the benchmark, which check that capture's shapes stay compact.
+ * The records of a binary value, and the indices of those that travelled as their JSON text
+ * (ascending; usually none): the sink checks a compact record's ingest_seq no further (it was
+ * a UInt64 on the wire), a JSON record's fully. Noted per value, not per record.
  */
-export function decodeRawBinaryLayouts(value: Buffer): { decoded: BinaryDecoded; layouts: Array<'json' | 'a' | 'b'> } {
-  const noted: Array<'json' | 'a' | 'b'> = [];
-  layouts = noted;
-  try {
-    return { decoded: decodeRawBinary(value), layouts: noted };
-  } finally {
-    layouts = null;
-  }
+export function decodeRawBinaryNotingJson(value: Buffer): { decoded: BinaryDecoded; jsonRecords: readonly number[] } {
+  const decoded = decodeRawBinary(value);
+  const jsonRecords = jsonAt;
+  jsonAt = [];
+  return { decoded, jsonRecords };
 }
 
+/**
+ * The layout each record of a value travels in (the compact one of its venue, or its JSON
+ * text): for the tests and the benchmark, which check that capture's shapes stay compact.
+ */
 export function binaryRecordLayouts(value: Buffer): Array<'json' | 'a' | 'b'> {
-  const { decoded, layouts: noted } = decodeRawBinaryLayouts(value);
+  const { decoded, jsonRecords } = decodeRawBinaryNotingJson(value);
   if (!decoded.ok) throw new Error(decoded.reason);
-  return noted;
+  const json = new Set(jsonRecords);
+  return decoded.messages.map((m, i) => (json.has(i) ? 'json' : m.venue === 'exchange-a' ? 'a' : 'b'));
 }

@@ -122,7 +122,7 @@ export async function runReplay(opts: ReplayOptions): Promise<number> {
   await producer.connect();
   // The partitions this replay touches: with --wait, their summaries are waited for too.
   const partitions = new Map<string, PartitionRef>();
-  const pipeline = new CapturePipeline({ producer, topics, workerId: config.platform.workerId, log, ...(opts.wait ? { onMessages: (m) => void partitionsOf(m, partitions) } : {}) });
+  const pipeline = new CapturePipeline({ producer, topics, workerId: config.platform.workerId, log, rawValueFormat: config.rawValueFormat, ...(opts.wait ? { onMessages: (m) => void partitionsOf(m, partitions) } : {}) });
 
   const tty = process.stderr.isTTY;
   const bar = new cliProgress.SingleBar(

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { marketKey, type RawMessage } from '@booktape/domain';
 import { silentLogger } from '@booktape/config';
-import { concatRawMessages, encodeRawMessages, encodeRawValue, ensureTopics, topicNames, type BatchingProducer, type Topics } from '@booktape/messaging';
+import { concatRawMessages, createRawProducer, encodeRawMessages, encodeRawValue, ensureTopics, isBinaryValue, topicNames, type BatchingProducer, type Topics } from '@booktape/messaging';
+import { CapturePipeline } from '../capture-pipeline.ts';
 import { ExchangeBNormaliser, Sequencer, normaliseExchangeA } from '@booktape/venues';
 import { uniqueId, waitFor } from '@booktape/testkit';
 import { createSink } from './sink.ts';
@@ -16,11 +17,9 @@ import { sinkTestBed } from './sink.test-support.ts';
 const log = silentLogger();
 const market = (n: number) => `0x${String(n).repeat(64)}`;
 
-/** Records of both venues as capture makes them, one frame each, over a few markets. */
-function records(): RawMessage[] {
-  const seq = new Sequencer(3);
-  const b = new ExchangeBNormaliser();
-  const out: RawMessage[] = [];
+/** Frames of both venues, one of each per step, over a few markets. */
+function frames(): Array<{ venue: 'exchange-a' | 'exchange-b'; frame: unknown; at: Date }> {
+  const out: Array<{ venue: 'exchange-a' | 'exchange-b'; frame: unknown; at: Date }> = [];
   const t0 = Date.UTC(2026, 3, 2, 12);
   for (let i = 0; i < 60; i++) {
     const at = new Date(t0 + i * 7);
@@ -31,16 +30,25 @@ function records(): RawMessage[] {
         : i % 10 === 5
           ? { event_type: 'last_trade_price', asset_id: `${100 + (i % 3)}`, market: m, price: '0.456', size: '219.217767', side: 'BUY', fee_rate_bps: '0', timestamp: String(t0 + i), transaction_hash: `0x${'ab'.repeat(32)}` }
           : { event_type: 'price_change', market: m, timestamp: String(t0 + i), price_changes: [{ asset_id: `${100 + (i % 3)}`, price: '0.5', size: String(i), side: i % 2 ? 'BUY' : 'SELL', hash: `${i}`.padStart(40, 'c'), best_bid: '0.5', best_ask: '0.51' }] };
-    const r = normaliseExchangeA(frame, at);
-    if (r.kind !== 'records') throw new Error(JSON.stringify(r));
-    out.push(...seq.stamp(at, r.records, 'exchange-a'));
+    out.push({ venue: 'exchange-a', frame, at });
     const fb =
       i === 0
         ? { type: 'orderbook_snapshot', sid: 1, seq: 1, msg: { market_ticker: 'KX-1', market_id: '', yes_dollars_fp: [['0.4100', '20.00']], no_dollars_fp: [] } }
         : { type: 'orderbook_delta', sid: 1, seq: i + 1 + (i > 40 ? 1 : 0), msg: { market_ticker: 'KX-1', price_dollars: i === 30 ? null : '0.4100', delta_fp: '-1.00', side: 'yes', ts: '2026-04-02T12:00:00.73425Z' } };
-    const rb = b.normalise(fb, at);
-    if (rb.kind !== 'records') throw new Error(JSON.stringify(rb));
-    out.push(...seq.stamp(at, rb.records, 'exchange-b'));
+    out.push({ venue: 'exchange-b', frame: fb, at });
+  }
+  return out;
+}
+
+/** Records of both venues as capture makes them, one frame each, over a few markets. */
+function records(): RawMessage[] {
+  const seq = new Sequencer(3);
+  const b = new ExchangeBNormaliser();
+  const out: RawMessage[] = [];
+  for (const { venue, frame, at } of frames()) {
+    const r = venue === 'exchange-a' ? normaliseExchangeA(frame, at) : b.normalise(frame, at);
+    if (r.kind !== 'records') throw new Error(JSON.stringify(r));
+    out.push(...seq.stamp(at, r.records as never, venue));
   }
   return out;
 }
@@ -106,5 +114,39 @@ describe('sink: binary and JSON raw values', () => {
     expect(mixed.b).toEqual(viaJson.b);
     expect(JSON.stringify(mixed.a)).toBe(JSON.stringify(viaJson.a));
     expect(mixed.sink.stored).toBe(msgs.length);
+  });
+
+  it('KAFKA_RAW_VALUE_FORMAT: capture writing JSON (for a rollback) or binary, merged as its producer merges, stores the same rows', async () => {
+    const stored: Array<{ a: unknown[]; b: unknown[] }> = [];
+    for (const format of ['json', 'binary'] as const) {
+      for (const table of ['raw_exchange_a', 'raw_exchange_b']) await bed.t.ch.client.command({ query: `TRUNCATE TABLE ${bed.t.ch.table(table)}` });
+      const topics = topicNames(`${uniqueId(`sink-${format}`)}.`);
+      await ensureTopics(bed.kafka, topics, 4);
+      const sent: Array<string | Buffer> = [];
+      const producer = createRawProducer(bed.kafka, log, topics);
+      const send = producer.send.bind(producer);
+      producer.send = (m) => {
+        if (m.topic !== topics.gaps) sent.push(m.value);
+        return send(m);
+      };
+      await producer.connect();
+      const pipeline = new CapturePipeline({ producer, topics, workerId: 3, log, rawValueFormat: format });
+      const fs = frames();
+      await storeWith(
+        topics,
+        async () => {
+          for (const f of fs) await pipeline.handleFrame(f.venue, f.frame, f.at, { writeFile: false });
+          await producer.flush();
+          await producer.disconnect();
+        },
+        records().length,
+      ).then((r) => stored.push({ a: r.a, b: r.b }));
+      // What went to Kafka is what the switch says: JSON text, or binary values.
+      expect(sent.length).toBeGreaterThan(0);
+      for (const v of sent) expect(format === 'json' ? typeof v === 'string' && v.startsWith('[') : Buffer.isBuffer(v) && isBinaryValue(v)).toBe(true);
+    }
+    expect(stored[0]!.a.length + stored[0]!.b.length).toBe(records().length);
+    const same = JSON.stringify(stored[0]) === JSON.stringify(stored[1]);
+    expect(same, 'JSON and binary values store the same rows, byte for byte').toBe(true);
   });
 });

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { DelayedError, type Job } from 'bullmq';
+import { ENGINE_VERSION } from '@booktape/book';
+import type { Logger } from '@booktape/config';
+import { utcDate } from '@booktape/domain';
+import type { AssetRef, BackfillProgress, BackfillRequest, RollupJobData, RollupQueue } from '@booktape/messaging';
+import type { SummariesRepository } from '@booktape/storage';
+import type { DayResult, Roller } from '@booktape/summaries';
+import type { Unlock } from './asset-lock.ts';
+
+/** What the jobs work with: each a unit of its own (or a fake in a test). */
+export interface JobContext {
+  queue: Pick<RollupQueue, 'claim' | 'release' | 'renewClaim' | 'markDirty' | 'takeOverExpiredClaims'>;
+  roller: Pick<Roller, 'rollFrom'>;
+  repo: Pick<SummariesRepository, 'assetsOf' | 'dataDates' | 'openDaysBefore' | 'outdatedDays' | 'staleRecentPartitions'>;
+  locks: { tryLock(a: AssetRef): Promise<Unlock | null>; waitLock(a: AssetRef): Promise<Unlock> };
+  /** Hears every run's results (stats, logs, alerts). */
+  afterRun(a: AssetRef, results: DayResult[]): void;
+  log: Logger;
+  opts: { closeGraceMs: number; sweepEveryMs: number; claimLeaseMs: number };
+  now?: () => number;
+}
+
+type AnyJob = Pick<Job<RollupJobData>, 'id' | 'moveToDelayed' | 'updateProgress'>;
+
+/**
+ * `asset` job: the sink stored data of an asset. Its dirty dates are claimed (a lease kept
+ * while the run lasts) and rolled up in order, each followed by the later days whose carried
+ * state changed; released as done, or as failed (dirty again) when the run throws. An asset
+ * locked by another job (a back-fill) is tried again shortly.
+ */
+export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, token: string | undefined): Promise<void> {
+  const unlock = await ctx.locks.tryLock(a);
+  if (!unlock) {
+    await job.moveToDelayed((ctx.now ?? Date.now)() + 500, token);
+    throw new DelayedError();
+  }
+  try {
+    // Unique per run: a retry of this job must not pass for the run that claimed before it.
+    const claimId = `${job.id ?? 'job'}:${randomUUID()}`;
+    const dates = (await ctx.queue.claim(a, claimId)).sort();
+    if (dates.length === 0) return;
+    const stopRenewing = keepClaim(ctx, a, claimId);
+    try {
+      for (const d of dates) ctx.afterRun(a, await ctx.roller.rollFrom(a, d));
+      stopRenewing();
+      await ctx.queue.release(a, dates, false, claimId);
+    } catch (e) {
+      stopRenewing();
+      await ctx.queue.release(a, dates, true, claimId);
+      throw e;
+    }
+  } finally {
+    await unlock();
+  }
+}
+
+/**
+ * Keeps a claim's lease while its rollup runs, however long that takes; a failed renewal
+ * (Redis away for a moment) is tried again at the next tick, within the lease. Returns the stop.
+ */
+export function keepClaim(ctx: Pick<JobContext, 'queue' | 'log' | 'opts'>, a: AssetRef, claimId: string): () => void {
+  let lost = false;
+  const timer = setInterval(() => {
+    ctx.queue
+      .renewClaim(a, claimId)
+      .then((held) => {
+        if (held || lost) return;
+        // Our lease ran out (this process stalled past it) and another job took the dates
+        // over: they are rolled there; our writes are the same rebuild, so harmless.
+        lost = true;
+        ctx.log.warn({ ...a, claimId }, 'rollup claim lease ran out and was taken over by another job');
+      })
+      .catch(() => undefined);
+  }, Math.max(100, Math.floor(ctx.opts.claimLeaseMs / 3)));
+  return () => clearInterval(timer);
+}
+
+/**
+ * `backfill` job: an operator's `booktape rollup`: full rebuilds (forced: even days that look
+ * current, after an engine fix) of a date range, asset by asset under its lock, with progress
+ * for the CLI's bar.
+ */
+export async function runBackfillJob(ctx: JobContext, job: AnyJob, req: BackfillRequest): Promise<{ days: number; assets: number }> {
+  const assets = req.asset !== undefined ? [req.asset] : req.venue === 'exchange-b' ? [req.market] : await ctx.repo.assetsOf(req.market, req.from, req.to);
+  const plan: { asset: string; dates: string[] }[] = [];
+  for (const asset of assets) plan.push({ asset, dates: await ctx.repo.dataDates({ venue: req.venue, market: req.market, asset }, req.from, req.to) });
+  const total = plan.reduce((n, p) => n + p.dates.length, 0);
+  let done = 0;
+  await job.updateProgress({ done, total } satisfies BackfillProgress);
+  for (const { asset, dates } of plan) {
+    const a = { venue: req.venue, market: req.market, asset };
+    const unlock = await ctx.locks.waitLock(a);
+    try {
+      for (const date of dates) {
+        ctx.afterRun(a, await ctx.roller.rollFrom(a, date, true));
+        done++;
+        await job.updateProgress({ done, total, asset, date } satisfies BackfillProgress);
+      }
+    } finally {
+      await unlock();
+    }
+  }
+  return { days: done, assets: plan.length };
+}
+
+/**
+ * `sweep` job (a job scheduler): marks dirty the days that ended but are not finalised, days
+ * of an older engine version, and recently stored partitions whose notification was lost;
+ * then takes over the claims whose process died holding them.
+ */
+export async function runSweepJob(ctx: JobContext): Promise<{ marked: number; takenOver: number }> {
+  const closedBefore = utcDate((ctx.now ?? Date.now)() - ctx.opts.closeGraceMs);
+  const [open, outdated, stale] = await Promise.all([
+    ctx.repo.openDaysBefore(closedBefore, 1000),
+    ctx.repo.outdatedDays(ENGINE_VERSION, 200),
+    ctx.repo.staleRecentPartitions(Math.max(3 * ctx.opts.sweepEveryMs, 300_000), 5000),
+  ]);
+  const parts = [...open, ...outdated, ...stale];
+  await ctx.queue.markDirty(parts);
+  if (parts.length > 0) ctx.log.debug({ open: open.length, outdated: outdated.length, stale: stale.length }, 'sweep marked partitions');
+  const takenOver = await ctx.queue.takeOverExpiredClaims();
+  if (takenOver.length > 0) ctx.log.warn({ assets: takenOver.slice(0, 10), count: takenOver.length }, 'took over rollup claims whose lease ran out (their process stopped)');
+  return { marked: parts.length, takenOver: takenOver.length };
+}
+
+/** A job of the `rollup` queue to its handler. */
+export function runJob(ctx: JobContext, job: Job<RollupJobData>, token?: string): Promise<unknown> {
+  const d = job.data;
+  switch (d.kind) {
+    case 'asset':
+      return runAssetJob(ctx, job, { venue: d.venue, market: d.market, asset: d.asset }, token);
+    case 'backfill':
+      return runBackfillJob(ctx, job, d);
+    case 'sweep':
+      return runSweepJob(ctx);
+    default:
+      return Promise.reject(new Error(`unknown rollup job ${JSON.stringify(d)}`));
+  }
+}
