@@ -28,6 +28,7 @@ const BENCHES = {
   lag: 'benchmarks/lag.bench.ts',
   'data-out': 'benchmarks/data-out.bench.ts',
   'kafka-codec': 'benchmarks/kafka-codec.bench.ts',
+  fairness: 'benchmarks/fairness.bench.ts',
 };
 // A group name runs several benchmarks, in order. ingest: issue 10's figures, replay end to
 // end, then live capture from the simulator.
