@@ -21,8 +21,9 @@
  *     when a page ends or is refused.
  * Meanwhile: GET /health every 100 ms and the other key's 5-row raw page every 250 ms
  * (latency to the last byte, 10 s timeout counted as 10 s), the API process's RSS every
- * 50 ms. After each scenario: the calls /usage counted for each user against the 2xx
- * answers its client received whole. The last line printed is the JSON summary.
+ * 50 ms. After each scenario, once /usage stands still (two equal readings 2 s apart: the
+ * server settles the requests the clients left): the calls it counted for each user against
+ * the 2xx answers that user's client received whole. The last line printed is the JSON summary.
  *
  * A guard: an API process above BENCH_RSS_KILL_MB (default 3072) is killed (the machine is
  * shared), and the scenario says so.
@@ -386,8 +387,20 @@ async function main(): Promise<void> {
       await sleep(2000);
       clearInterval(sampler);
       const loadUser = s === 'slow_readers' ? k.slow : k.heavy;
-      const loadBilled = killed ? null : await billed(ready.url, loadUser[0], loadUser[1]);
-      const otherBilled = killed ? null : await billed(ready.url, k.other[0], k.other[1]);
+      // Counted once the counters stand still (requests the clients left are still being
+      // settled by the server for a while): two equal readings 2 s apart, at most 60 s.
+      const settled = async (user: [string, string]) => {
+        let last = await billed(ready.url, user[0], user[1]);
+        for (let i = 0; i < 30 && !killed; i++) {
+          await sleep(2000);
+          const now = await billed(ready.url, user[0], user[1]);
+          if (now !== null && now === last) return now;
+          last = now;
+        }
+        return last;
+      };
+      const loadBilled = killed ? null : await settled(loadUser);
+      const otherBilled = killed ? null : await settled(k.other);
       const load2xx = 'whole2xx' in load ? load.whole2xx : 0;
       const other5xx = Object.entries(p.other.byStatus).reduce((n, [st, c]) => n + (Number(st) >= 500 || st === '0' ? c : 0), 0);
       results[s] = {

@@ -124,6 +124,11 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           const assetId = asset ? query[asset.param]! : market;
           // A large answer is built in its turn (large-answers.ts); a small one at once.
           const release = p.plan.count >= LARGE_ANSWER_BUCKETS ? await largeTurns.take(req.apiKey?.key_id ?? '') : () => undefined;
+          if (req.raw.destroyed || reply.raw.destroyed) {
+            // The client went away while the answer waited for its turn: nothing to build.
+            release();
+            return reply;
+          }
           let body: Buffer;
           let tag: string | null;
           const format = query.format ?? 'json';
