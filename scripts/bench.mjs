@@ -29,6 +29,7 @@ const BENCHES = {
   'data-out': 'benchmarks/data-out.bench.ts',
   'kafka-codec': 'benchmarks/kafka-codec.bench.ts',
   import: 'benchmarks/import.bench.ts',
+  fairness: 'benchmarks/fairness.bench.ts',
 };
 // A group name runs several benchmarks, in order. ingest: issue 10's figures, replay end to
 // end, then live capture from the simulator.

@@ -7,6 +7,7 @@ import { defaultSessionsPerOwner } from '@booktape/storage';
 import { ConfigError, envInt, envString, envUrl, platformConfig, platformEnvSchema } from '@booktape/config';
 import type { BillingConfig } from './billing/stripe-client.ts';
 import type { CachePolicy } from './http/caching.ts';
+import type { FloorOptions } from './http/slow-reader.ts';
 import { parseCorsOrigins, type CorsOrigins } from './http/cors.ts';
 import { isCalendarDate } from './http/params.ts';
 import { DEFAULT_THRESHOLDS, type Thresholds } from './monitoring/status.ts';
@@ -119,6 +120,13 @@ export const apiEnvSchema = platformEnvSchema.extend({
   API_STREAM_SESSIONS: envInt(4, 1, 64),
   /** Embedded engine: of those, how many one API key may hold at once; 0 = half of them (at least 1). */
   API_STREAM_SESSIONS_PER_KEY: envInt(0, 0, 64),
+  /**
+   * The slow-reader floor: a streamed raw page handed to its client at less than this many
+   * bytes a second over the last API_STREAM_FLOOR_WINDOW_SECONDS is cut (error `slow_reader`)
+   * and its store stream session released; 0 = no floor.
+   */
+  API_STREAM_FLOOR_BYTES_PER_SECOND: envInt(32_768, 0, 1 << 30),
+  API_STREAM_FLOOR_WINDOW_SECONDS: envInt(10, 1, 3600),
   /** Exchange A metadata API, asked by the slug lookup when the market catalogue misses. */
   EXCHANGE_A_GAMMA_URL: envUrl('https://gamma-api.polymarket.com', ['http', 'https']),
   /** How long the slug lookup waits for the metadata API; 0 = answer from the catalogue only. */
@@ -186,6 +194,8 @@ export interface ApiConfig {
   streamSessions: number;
   /** Of the stream sessions, how many one API key may hold at once (a raw page holds one while it streams). */
   streamSessionsPerKey: number;
+  /** The slow-reader floor of streamed raw pages (http/slow-reader.ts). */
+  streamFloor: FloorOptions;
   /** Slug lookup: the metadata API for catalogue misses (null: catalogue only) and how it is asked. */
   slugLookup: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number };
   /** Key prefix of the rollup queue (ROLLUP_QUEUE_PREFIX): summaries ask it which dates are still being rolled up. */
@@ -313,6 +323,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     usageFlushMs: env.API_USAGE_FLUSH_MS,
     streamSessions: env.API_STREAM_SESSIONS,
     streamSessionsPerKey: streamSessionsPerKey(env.API_STREAM_SESSIONS, env.API_STREAM_SESSIONS_PER_KEY),
+    streamFloor: { bytesPerSecond: env.API_STREAM_FLOOR_BYTES_PER_SECOND, windowMs: env.API_STREAM_FLOOR_WINDOW_SECONDS * 1000 },
     slugLookup: {
       gammaUrl: env.SLUG_LOOKUP_TIMEOUT_MS > 0 ? env.EXCHANGE_A_GAMMA_URL! : null,
       timeoutMs: env.SLUG_LOOKUP_TIMEOUT_MS,

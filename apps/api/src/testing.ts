@@ -145,6 +145,8 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     streamSessions: 4,
     // As many as the pool: a test that shares the sessions out between keys says so.
     streamSessionsPerKey: 4,
+    // No slow-reader floor: a test that reads slowly on purpose sets one.
+    streamFloor: { bytesPerSecond: 0, windowMs: 10_000 },
     // Catalogue only: tests never reach the venue's metadata API unless they point it at a fake.
     slugLookup: { gammaUrl: null, timeoutMs: 3000, missCacheMs: 30_000 },
     rollupQueuePrefix: 'booktape',

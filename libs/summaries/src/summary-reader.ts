@@ -1,3 +1,4 @@
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import {
   DAY_MS,
@@ -178,7 +179,9 @@ export class SummaryReader {
       const versions = new Map(rows.map((r) => [r.date, r.version]));
       if (chunks.some((c) => c.version > versions.get(c.date)!)) return RACED;
       const fetched = new Map<string, ExactBucket[]>();
-      for (const c of chunks) {
+      for (const [i, c] of chunks.entries()) {
+        // A day is 24 stored chunks at R=1: the event loop turns between them (other requests run).
+        if (i > 0) await yieldToLoop();
         let list = fetched.get(c.date);
         if (list === undefined) fetched.set(c.date, (list = []));
         for (const b of decodeBuckets(c.buckets)) list.push(b);

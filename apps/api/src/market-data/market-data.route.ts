@@ -11,7 +11,7 @@ import type { Services } from '../services.ts';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
 import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, nextLink, type Format } from '../http/formats.ts';
-import { bothOpen, closeRows, openRows, sendRawPage } from './raw-page.ts';
+import { bothOpen, closeRows, csvCutMarker, jsonCutMarker, ndjsonCutMarker, openRows, sendRawPage, type SlowReaderCut } from './raw-page.ts';
 import { RawRowsToCsv, RawRowsToJson, type RawRows } from './raw-rows.ts';
 import { datePage as datePageSchema, rangePage as rangePageSchema } from './schemas.ts';
 import { slugRoute } from './market-by-slug.ts';
@@ -28,6 +28,9 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
    */
   const pageEnds = new TtlMap<string[]>(config.offsetContinuationMs);
   const pageEndKey = (venue: Venue, market: string, date: string, offset: number) => `${venue}\u0000${market}\u0000${date}\u0000${offset}`;
+
+  /** A reader below the floor loses its store session: the page ends with an error marker in its format. */
+  const slow = (format: Format): SlowReaderCut => ({ floor: config.streamFloor, marker: format === 'csv' ? csvCutMarker : format === 'ndjson' ? ndjsonCutMarker : jsonCutMarker });
 
   /** The page's records as the chosen format: the converter and the body's head and tail. */
   function converter(v: VenueApi, format: Format, limit: number): RawRows {
@@ -64,14 +67,14 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       if (last) pageEnds.set(pageEndKey(venue, market, date, offset + conv.count), last);
     };
     if (format !== 'json') {
-      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => (rememberEnd(), ''), CONTENT_TYPES[format]);
+      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => (rememberEnd(), ''), CONTENT_TYPES[format], slow(format));
     }
     const head = `{${JSON.stringify(marketField)}:${JSON.stringify(market)},"date":${JSON.stringify(date)},"data":[`;
     return sendRawPage(reply, rows, conv, head, () => {
       rememberEnd();
       const pagination = { offset, limit, total_count: total, has_more: offset + conv.count < total };
       return `],"data_count":${conv.count},"pagination":${JSON.stringify(pagination)}}`;
-    });
+    }, undefined, slow(format));
   }
 
   async function rangePage(v: VenueApi, market: string, start: number, end: number, cursor: string | undefined, limit: number, format: Format, req: FastifyRequest, reply: FastifyReply) {
@@ -124,7 +127,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       headers(n);
       if (pageEnd.last && pageEnd.more) reply.header('link', nextLink(req, { cursor: encodeCursor(config.cursorSecret, scope, pageEnd.last) }));
       const conv = converter(v, format, pageEnd.last ? Number.MAX_SAFE_INTEGER : limit);
-      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => '', CONTENT_TYPES[format]);
+      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => '', CONTENT_TYPES[format], slow(format));
     }
     // One row beyond the page tells whether there is a next one.
     const [n, rows] = await bothOpen(versionP, openRows(data.streamByRange(venue, market, start, end, after, limit + 1, undefined, null, req.apiKey?.key_id)), closeRows);
@@ -135,6 +138,14 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       const last = conv.more ? conv.lastPosition() : null;
       const pagination = { limit, has_more: conv.more, next_cursor: last ? encodeCursor(config.cursorSecret, scope, last) : null };
       return `],"data_count":${conv.count},"pagination":${JSON.stringify(pagination)}}`;
+    }, undefined, {
+      ...slow(format),
+      // A cut page says where to go on from: the cursor after its last row.
+      marker: (code, message, count) => {
+        const last = count > 0 ? conv.lastPosition() : null;
+        const pagination = { limit, has_more: true, next_cursor: last ? encodeCursor(config.cursorSecret, scope, last) : (cursor ?? null) };
+        return `],"data_count":${count},"pagination":${JSON.stringify(pagination)},"error":${JSON.stringify({ code, message })}}`;
+      },
     });
   }
 

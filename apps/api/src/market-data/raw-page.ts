@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { StreamBusyError, StreamOwnerBusyError, type ByteStream } from '@booktape/storage';
 import { ApiError, TooManyConcurrentError, guard } from '../http/errors.ts';
 import type { RawRows } from './raw-rows.ts';
+import { CUT_DRAIN_MS, FloorWatch, SLOW_READER_CODE, markCut, slowReaderMessage, type FloorOptions } from '../http/slow-reader.ts';
 
 /**
  * A raw-data page as a streamed JSON body: the head of the envelope, then the records as
@@ -96,6 +97,21 @@ export async function* converted(rows: OpenRows, conv: RawRows): AsyncGenerator<
   conv.end();
 }
 
+/** How a cut answer ends, in the page's format (docs/api.md, "Slow readers"). */
+export type CutMarker = (code: string, message: string, count: number) => string;
+
+/** JSON page: the data array closed, the count of rows sent, and the error in place of the pagination. */
+export const jsonCutMarker: CutMarker = (code, message, count) => `],"data_count":${count},"error":${JSON.stringify({ code, message })}}`;
+/** NDJSON: a last line that is an error object. */
+export const ndjsonCutMarker: CutMarker = (code, message) => `${JSON.stringify({ error: { code, message } })}\n`;
+/** CSV: a last line starting `#error` (no record's first field starts with `#`). */
+export const csvCutMarker: CutMarker = (code, message) => `#error,${code},${JSON.stringify(message).replace(/,/g, ';')}\n`;
+
+export interface SlowReaderCut {
+  floor: FloorOptions;
+  marker: CutMarker;
+}
+
 export function sendRawPage(
   reply: FastifyReply,
   rows: OpenRows,
@@ -103,32 +119,63 @@ export function sendRawPage(
   head: string,
   tail: () => string,
   contentType = 'application/json; charset=utf-8',
+  slow?: SlowReaderCut,
 ): FastifyReply {
   // The stream holds a store session (a pooled one on the embedded engine) from openRows
-  // on. It must be given back on every path: page full, read error, and a client that
-  // goes away, including before the body generator ever ran (destroying a Readable.from
-  // stream whose generator has not started never enters its try/finally).
+  // on. It must be given back on every path: page full, read error, a client that goes
+  // away, including before the body generator ever ran (destroying a Readable.from stream
+  // whose generator has not started never enters its try/finally), and a reader below the
+  // floor (given back at once, while the body waits for the client to take what it has).
   let released = false;
   const release = async (): Promise<void> => {
     if (released) return;
     released = true;
     await rows.it.return?.(undefined).catch(() => undefined);
   };
+  let cutMessage: string | null = null;
+  const watch =
+    slow && slow.floor.bytesPerSecond > 0
+      ? new FloorWatch(slow.floor, (rate) => {
+          cutMessage = slowReaderMessage(slow.floor, rate);
+          markCut(reply.raw, SLOW_READER_CODE);
+          reply.log.warn({ reason: SLOW_READER_CODE, rate_bytes_per_s: Math.round(rate), floor_bytes_per_s: slow.floor.bytesPerSecond, rows_sent: conv.count, key_id: reply.request.apiKey?.key_id }, 'slow_reader: answer cut, store stream session released');
+          void release();
+          // What was buffered for the client stays bounded; a client that takes even that too
+          // slowly loses the connection.
+          setTimeout(() => {
+            if (!reply.raw.writableFinished) reply.raw.destroy();
+          }, CUT_DRAIN_MS).unref();
+        })
+      : null;
   async function* body(): AsyncGenerator<Buffer> {
     try {
       if (head.length > 0) yield Buffer.from(head, 'utf8');
-      yield* converted(rows, conv);
+      for await (const out of converted(rows, conv)) {
+        if (cutMessage !== null) break;
+        watch?.add(out.length);
+        yield out;
+        if (cutMessage !== null) break;
+      }
+      if (cutMessage !== null) {
+        yield Buffer.from(slow!.marker(SLOW_READER_CODE, cutMessage, conv.count), 'utf8');
+        return;
+      }
       const end = tail();
       if (end.length > 0) yield Buffer.from(end, 'utf8');
     } finally {
+      watch?.stop();
       // Cancels the read when the page is full or the client went away.
       await release();
     }
   }
   const stream = Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 });
   stream.on('error', (err) => reply.log.error({ err }, 'raw page stream failed after the status line was sent'));
-  stream.once('close', () => void release());
+  stream.once('close', () => {
+    watch?.stop();
+    void release();
+  });
   reply.raw.once('close', () => {
+    watch?.stop();
     if (!reply.raw.writableFinished) stream.destroy();
   });
   return reply.header('content-type', contentType).send(stream as never);

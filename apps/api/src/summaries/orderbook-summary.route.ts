@@ -2,9 +2,10 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { TooManyBucketsError, utcDayWindow, type ExactBucket } from '@booktape/book';
 import { summaryBody } from './summary-body.ts';
+import { FairTurns, LARGE_ANSWER_BUCKETS, etagInSlices } from './large-answers.ts';
 import { planSummary, type SummaryPlan } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
-import { cacheHeaders, etagOf, isFinalised, notModified } from '../http/caching.ts';
+import { cacheHeaders, isFinalised, notModified } from '../http/caching.ts';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
 import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, type Format } from '../http/formats.ts';
 import { TIME_SCHEMA, earliestMs, optionalField, parseInteger, parseTimestamp, q, timeDescription } from '../http/params.ts';
@@ -45,6 +46,8 @@ interface WindowQuery {
  */
 export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, requireKey, summaries } = services;
+  // One large answer built at a time in this process, keys served in turn.
+  const largeTurns = new FairTurns(1);
 
   function plan(v: VenueApi, query: WindowQuery): SummaryPlan {
     const { date, start_timestamp: start, end_timestamp: end } = query;
@@ -119,15 +122,29 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           const p = plan(v, query);
           const market = marketOf(v, query);
           const assetId = asset ? query[asset.param]! : market;
-          const exact = await guard('ClickHouse', () => summaries.summary({ venue: v.venue, market, asset: assetId }, p));
+          // A large answer is built in its turn (large-answers.ts); a small one at once.
+          const release = p.plan.count >= LARGE_ANSWER_BUCKETS ? await largeTurns.take(req.apiKey?.key_id ?? '') : () => undefined;
+          if (req.raw.destroyed || reply.raw.destroyed) {
+            // The client went away while the answer waited for its turn: nothing to build.
+            release();
+            return reply;
+          }
+          let body: Buffer;
+          let tag: string | null;
           const format = query.format ?? 'json';
-          const body =
-            format === 'json'
-              ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
-              : await summaryBody(exact, format);
-          // The answer is whole here: its tag is its digest.
           const finalised = isFinalised(p.window.endMs, Date.now(), config.caching.finalisedAfterMs);
-          if (cacheHeaders(req, reply, finalised ? etagOf('summary', format, body) : null, config.caching)) return reply.send(undefined as never);
+          try {
+            const exact = await guard('ClickHouse', () => summaries.summary({ venue: v.venue, market, asset: assetId }, p));
+            body =
+              format === 'json'
+                ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
+                : await summaryBody(exact, format);
+            // The answer is whole here: its tag is its digest.
+            tag = finalised ? await etagInSlices('summary', format, body) : null;
+          } finally {
+            release();
+          }
+          if (cacheHeaders(req, reply, tag, config.caching)) return reply.send(undefined as never);
           reply.type(CONTENT_TYPES[format]);
           return body as never;
         },

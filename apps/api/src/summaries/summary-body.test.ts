@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, type ExactBucket } from '@booktape/book';
 import { summaryBody } from './summary-body.ts';
@@ -47,4 +48,25 @@ describe('summary answers written a slice at a time', () => {
     await summaryBody(buckets.slice(0, 5), 'json', '', '', 10);
     expect(ranSingle).toBe(false);
   });
+
+  it('hold the event loop for a fraction of the time writing a whole day in one go takes', async () => {
+    // 86,400 buckets: a whole day at R=1, about 37 MB of JSON.
+    const sample = fc.sample(bucket, { numRuns: 1000, seed: 7 });
+    const day = Array.from({ length: 86_400 }, (_, i) => ({ ...sample[i % sample.length]!, timestamp: 1_772_323_200_000 + i * 1000 }));
+    const t0 = performance.now();
+    const whole = summaryBucketsJsonBytes(day, '{"data":', '}');
+    const oneGo = performance.now() - t0;
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
+    // A timer that must keep firing while the answer is written.
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const sliced = await summaryBody(day, 'json', '{"data":', '}');
+    clearInterval(timer);
+    loop.disable();
+    expect(sliced.equals(whole)).toBe(true);
+    const longest = loop.max / 1e6;
+    expect(longest, `longest block ${longest.toFixed(0)} ms, one go ${oneGo.toFixed(0)} ms`).toBeLessThan(oneGo / 2);
+    expect(ticks).toBeGreaterThan(5);
+  }, 60_000);
 });

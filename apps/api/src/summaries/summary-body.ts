@@ -7,7 +7,7 @@ import { summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBy
  * in one go holds every other request of the process (the health check included) for as long
  * as it takes. The bytes are exactly those the one-go writers give (tested).
  */
-export const SLICE_BUCKETS = 4096;
+export const SLICE_BUCKETS = 1024;
 
 export type SummaryFormat = 'json' | 'ndjson' | 'csv';
 

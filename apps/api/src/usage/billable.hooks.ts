@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Stream } from 'node:stream';
 import type { FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import { isServerRequestId } from '../http/request-id.ts';
+import { CUT_STATUS, cutReason } from '../http/slow-reader.ts';
 import type { Plan } from '../billing/plans.ts';
 import type { SubscriptionService } from '../billing/subscription.service.ts';
 import type { RequestLogWriter } from './request-log.ts';
@@ -20,7 +21,8 @@ import { tooManyRequestsSchema } from './schemas.ts';
  *   request-log row is written, then the reservation (if any) settled. The call counts only
  *   when the client got a 2xx answer whole: a 2xx whose body was cut is logged as 499 when
  *   the client went away, as 500 when the answer's stream failed, and neither is billed; a
- *   client gone before the status line is logged as 499. Requests refused for their
+ *   client gone before the status line is logged as 499, and an answer cut for a reader
+ *   below the slow-reader floor (http/slow-reader.ts) as 408, not billed. Requests refused for their
  *   parameters (400) are logged too, but hold no reservation.
  * - onSend: notes a streamed body that fails after the status line (the 500 above).
  * - preHandler, after parameter validation: a slot among the key's requests in progress
@@ -134,8 +136,10 @@ interface TrackState {
 }
 
 /** The status a request is logged with: what the client got, a cut 2xx answer not being a 2xx. */
-export function loggedStatus(r: { headersSent: boolean; statusCode: number; finished: boolean; bodyFailed: boolean }): number {
+export function loggedStatus(r: { headersSent: boolean; statusCode: number; finished: boolean; bodyFailed: boolean; cut?: boolean }): number {
   if (!r.headersSent) return 499;
+  // Cut by the server for a reader below the floor: the client got an error marker, not the answer.
+  if (r.cut) return CUT_STATUS;
   const success = r.statusCode >= 200 && r.statusCode < 300;
   if (success && !r.finished) return r.bodyFailed ? 500 : 499;
   return r.statusCode;
@@ -164,7 +168,7 @@ export function billableRoutes(deps: BillableDeps) {
     reply.raw.once('close', () => {
       state.closed = true;
       state.release?.();
-      const status = loggedStatus({ headersSent: reply.raw.headersSent, statusCode: reply.raw.statusCode, finished: finished || reply.raw.writableFinished, bodyFailed: state.bodyFailed });
+      const status = loggedStatus({ headersSent: reply.raw.headersSent, statusCode: reply.raw.statusCode, finished: finished || reply.raw.writableFinished, bodyFailed: state.bodyFailed, cut: cutReason(reply.raw) !== undefined });
       const reserved = state.result?.ok ? state.result.reservation : null;
       const ok = reserved !== null && status >= 200 && status < 300;
       const endpoint = endpointOf(req.routeOptions.url ?? req.url.split('?')[0]!, deps.prefix);
