@@ -31,6 +31,10 @@ export const BOOK_ROW_COLUMNS: Record<Venue, string> = {
     yes_null, ${LEVELS('yes')}, no_null, ${LEVELS('no')}, toString(side), price, price_scale, delta, delta_scale`,
 };
 
+/** What an empty array column reads as: shared, never written to (most rows have empty level or change arrays). */
+const EMPTY: number[] = [];
+const EMPTY_STRINGS: string[] = [];
+
 /** Thrown by RowBinaryReader when a row runs past the bytes it holds (the rest is in the next chunk). */
 const UNDERFLOW = Symbol('row-binary underflow');
 
@@ -108,6 +112,7 @@ export class RowBinaryReader {
 
   i64Array(): number[] {
     const n = this.length();
+    if (n === 0) return EMPTY;
     const out: number[] = new Array(n);
     for (let i = 0; i < n; i++) out[i] = this.i64();
     return out;
@@ -115,6 +120,7 @@ export class RowBinaryReader {
 
   u8Array(): number[] {
     const n = this.length();
+    if (n === 0) return EMPTY;
     this.need(n);
     const out: number[] = new Array(n);
     const b = this.buf;
@@ -126,6 +132,7 @@ export class RowBinaryReader {
 
   i8Array(): number[] {
     const n = this.length();
+    if (n === 0) return EMPTY;
     const out: number[] = new Array(n);
     for (let i = 0; i < n; i++) out[i] = this.i8();
     return out;
@@ -133,6 +140,7 @@ export class RowBinaryReader {
 
   stringArray(): string[] {
     const n = this.length();
+    if (n === 0) return EMPTY_STRINGS;
     const out: string[] = new Array(n);
     for (let i = 0; i < n; i++) out[i] = this.string();
     return out;
@@ -176,8 +184,15 @@ export async function* rowBinaryRows<T>(chunks: AsyncIterable<Buffer | Uint8Arra
  */
 const TEXTS = new Map<number, string>();
 const TEXTS_MAX = 1 << 16;
+/** Small non-negative mantissas (most prices and sizes) are looked up by index, per scale. */
+const SMALL = 1 << 17;
+const SMALL_TEXTS: (string | undefined)[][] = [];
 
 function decimalText(m: number, s: number): string {
+  if (m >= 0 && m < SMALL && s < 32) {
+    const byScale = (SMALL_TEXTS[s] ??= new Array<string | undefined>(SMALL).fill(undefined));
+    return (byScale[m] ??= formatScaled(m, s));
+  }
   // Exact as a key while |m| < 2^44 (a key is m · 512 + s); larger mantissas are not cached.
   if (m >= 2 ** 44 || m <= -(2 ** 44)) return formatScaled(m, s);
   const key = m * 512 + s;
@@ -211,7 +226,7 @@ function pairs(r: RowBinaryReader): [string, string][] {
   return out;
 }
 
-/** Skips one side's four level arrays. */
+/** Skips one side's four level arrays (a skip past the chunk's end is caught by the next read, or need(0)). */
 function skipLevels(r: RowBinaryReader): void {
   // The length first: `r.pos += r.length()` would add to the position before the length was read.
   for (let k = 0; k < 4; k++) {
@@ -225,6 +240,11 @@ const SIDES = ['', 'BUY', 'SELL'] as const;
 const BOOK = Buffer.from('book');
 const PRICE_CHANGE = Buffer.from('price_change');
 
+function bytesAre(b: Buffer, p: number, want: Buffer): boolean {
+  for (let i = 0; i < want.length; i++) if (b[p + i] !== want[i]) return false;
+  return true;
+}
+
 /** An exchange A event type: the two a book reads are not made into a new string on every row. */
 function eventType(r: RowBinaryReader): string {
   const n = r.length();
@@ -232,8 +252,8 @@ function eventType(r: RowBinaryReader): string {
   const b = r.buf;
   const p = r.pos;
   r.pos = p + n;
-  if (n === 12 && b.compare(PRICE_CHANGE, 0, 12, p, p + 12) === 0) return 'price_change';
-  if (n === 4 && b.compare(BOOK, 0, 4, p, p + 4) === 0) return 'book';
+  if (n === 12 && bytesAre(b, p, PRICE_CHANGE)) return 'price_change';
+  if (n === 4 && bytesAre(b, p, BOOK)) return 'book';
   return b.toString('utf8', p, p + n);
 }
 
@@ -255,30 +275,90 @@ export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: 
     skipLevels(r);
     skipLevels(r);
   }
-  const p = r.i64Array();
-  const ps = r.u8Array();
-  const sd = r.i8Array();
-  const z = r.i64Array();
-  const zs = r.u8Array();
-  const h = r.stringArray();
-  const bb = r.i64Array();
-  const bbs = r.u8Array();
-  const ba = r.i64Array();
-  const bas = r.u8Array();
-  if (r.pos > r.buf.length) r.u8(); // a skip ran past the chunk: read it again with the next one
-  if (residue !== '') return JSON.parse(residue) as ExchangeAEvent;
-  if (type === 'price_change') {
-    const changes: PriceChange[] = new Array(p.length);
-    for (let i = 0; i < p.length; i++) {
-      const c: PriceChange = { price: decimalText(p[i]!, ps[i]!), side: SIDES[sd[i]!] as 'BUY' | 'SELL', size: decimalText(z[i]!, zs[i]!) };
-      if (h[i] !== '') c.hash = h[i]!;
-      if (bbs[i] !== SCALE_ABSENT) c.best_bid = decimalText(bb[i]!, bbs[i]!);
-      if (bas[i] !== SCALE_ABSENT) c.best_ask = decimalText(ba[i]!, bas[i]!);
-      changes[i] = c;
-    }
-    ev.changes = changes;
+  if (residue !== '') {
+    skipChanges(r);
+    return JSON.parse(residue) as ExchangeAEvent;
   }
+  if (type === 'price_change') ev.changes = changes(r);
+  else skipChanges(r);
   return ev;
+}
+
+/**
+ * A price_change's entries, read straight from the ten change arrays (each holds one value
+ * per entry: price, scale, side, size, scale, hash, best bid, scale, best ask, scale) without
+ * making an array of each first: where each array starts is found, then every entry is read
+ * across them.
+ */
+function changes(r: RowBinaryReader): PriceChange[] {
+  const n = r.length();
+  const pAt = r.pos;
+  r.pos += n * 8;
+  const psAt = sameLength(r, n);
+  r.pos += n;
+  const sdAt = sameLength(r, n);
+  r.pos += n;
+  const zAt = sameLength(r, n);
+  r.pos += n * 8;
+  const zsAt = sameLength(r, n);
+  r.pos += n;
+  const hashes = r.stringArray();
+  if (hashes.length !== n) throw new RangeError(`book row: ${hashes.length} change hashes for ${n} changes`);
+  const bbAt = sameLength(r, n);
+  r.pos += n * 8;
+  const bbsAt = sameLength(r, n);
+  r.pos += n;
+  const baAt = sameLength(r, n);
+  r.pos += n * 8;
+  const basAt = sameLength(r, n);
+  r.pos += n;
+  r.need(0);
+  const end = r.pos;
+  const b = r.buf;
+  const out: PriceChange[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    r.pos = pAt + i * 8;
+    const price = decimalText(r.i64(), b[psAt + i]!);
+    r.pos = zAt + i * 8;
+    const side = b[sdAt + i]!;
+    const c: PriceChange = { price, side: (side < 3 ? SIDES[side] : '') as 'BUY' | 'SELL', size: decimalText(r.i64(), b[zsAt + i]!) };
+    const h = hashes[i]!;
+    if (h !== '') c.hash = h;
+    const bbs = b[bbsAt + i]!;
+    if (bbs !== SCALE_ABSENT) {
+      r.pos = bbAt + i * 8;
+      c.best_bid = decimalText(r.i64(), bbs);
+    }
+    const bas = b[basAt + i]!;
+    if (bas !== SCALE_ABSENT) {
+      r.pos = baAt + i * 8;
+      c.best_ask = decimalText(r.i64(), bas);
+    }
+    out[i] = c;
+  }
+  r.pos = end;
+  return out;
+}
+
+/** The next array's length, which must be `n` (the change arrays run in step); returns where its elements start. */
+function sameLength(r: RowBinaryReader, n: number): number {
+  const m = r.length();
+  if (m !== n) throw new RangeError(`book row: change arrays of ${n} and ${m} entries`);
+  return r.pos;
+}
+
+/** Skips the ten change arrays. */
+function skipChanges(r: RowBinaryReader): void {
+  for (let k = 0; k < 10; k++) {
+    const n = r.length();
+    if (k === 5) {
+      for (let i = 0; i < n; i++) {
+        const len = r.length();
+        r.pos += len;
+      }
+    } else r.pos += n * (k === 0 || k === 3 || k === 6 || k === 8 ? 8 : 1);
+  }
+  r.need(0);
 }
 
 /** One exchange B row (BOOK_ROW_COLUMNS) as the record the book engine and the checks read. */
@@ -298,7 +378,7 @@ export function readExchangeBBookRow(r: RowBinaryReader, ticker: string): Exchan
   const pms = r.u8();
   const dm = r.i64();
   const dms = r.u8();
-  if (r.pos > r.buf.length) r.u8();
+  r.need(0);
   if (residue !== '') return JSON.parse(residue) as ExchangeBRecord;
   const rec: ExchangeBRecord = { type, ticker, timestamp: new Date(ms).toISOString(), epoch_ms: ms, sid, seq };
   if (type === 'snapshot') {
