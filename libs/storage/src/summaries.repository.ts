@@ -496,7 +496,8 @@ export class SummariesRepository {
     const count =
       countBeforeMs === null
         ? `toUInt64(0)`
-        : countBeforeSql(table, where);
+        : // A scalar subquery is Nullable to the engine: the binary row needs the plain UInt64.
+          `toUInt64(ifNull(${countBeforeSql(table, where)}, 0))`;
     const next = `ifNull((SELECT toString(event_date) FROM ${this.ch.table('market_dates')}
         WHERE venue = {venue:String} AND market = {market:String} AND event_date > {date:Date} ORDER BY event_date LIMIT 1), '')`;
     const params = { venue: key.venue, market: key.market, asset: key.asset, date, from: fromMs, to: toMs, before: countBeforeMs ?? 0 };
