@@ -1,9 +1,9 @@
 import type { BookRecord } from '@booktape/book';
 import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
-import { BOOK_ROW_SETTINGS, BOOK_ROW_SQL, bookRecordOf } from './book-rows.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowBatches } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
-import { openLines, streamLines, streamQuery } from './stream.ts';
+import { streamQuery } from './stream.ts';
 
 
 /** One book's rows (exchange A: an outcome token; exchange B: the ticker), its snapshots, and the record types a book answer reads. */
@@ -48,12 +48,11 @@ export class BookEventsRepository {
       'exchange-a',
       market,
       asset,
-      `SELECT ${BOOK_ROW_SQL['exchange-a']} AS row FROM ${table} FINAL
+      `SELECT ${BOOK_ROW_COLUMNS['exchange-a']} FROM ${table} FINAL
         WHERE market = {m:String} AND asset_id = {a:String} AND event_type IN ('book', 'price_change')
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id
-        SETTINGS ${BOOK_ROW_SETTINGS}`,
+        ORDER BY event_ts, ingest_seq, dedup_id`,
       { m: market, a: asset, from: anchor, to: toMs },
     );
   }
@@ -71,12 +70,11 @@ export class BookEventsRepository {
       'exchange-b',
       ticker,
       '',
-      `SELECT ${BOOK_ROW_SQL['exchange-b']} AS row FROM ${table} FINAL
+      `SELECT ${BOOK_ROW_COLUMNS['exchange-b']} FROM ${table} FINAL
         WHERE ticker = {m:String}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id
-        SETTINGS ${BOOK_ROW_SETTINGS}`,
+        ORDER BY event_ts, ingest_seq, dedup_id`,
       { m: ticker, from: anchor, to: toMs },
     );
   }
@@ -128,14 +126,20 @@ export class BookEventsRepository {
   private async span(venue: Venue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean): Promise<Omit<BookHistory, 'anchorMs'>> {
     const params = { m: market, a: asset, from: fromMs, to: untilMs };
     const count = counted ? await this.count(venue, market, asset, fromMs, untilMs) : null;
-    // A book row is JSON text (toJSONString): no raw tab or newline, one line each.
-    const lines = streamLines(streamQuery(this.ch, { query: `SELECT ${BOOK_ROW_SQL[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id SETTINGS ${BOOK_ROW_SETTINGS}`, query_params: params, format: 'TabSeparatedRaw' }));
-    const { first, close } = await openLines(lines);
+    const batches = bookRowBatches(venue, streamQuery(this.ch, { query: `SELECT ${BOOK_ROW_COLUMNS[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`, query_params: params, format: BOOK_ROW_FORMAT }), market, asset);
+    const close = async () => void (await batches.return(undefined));
+    let first: IteratorResult<BookRecord[], void>;
+    try {
+      first = await batches.next();
+    } catch (e) {
+      await close();
+      throw e;
+    }
     async function* records(): AsyncGenerator<BookRecord> {
       try {
         if (first.done === true) return;
-        yield bookRecordOf(venue, first.value, market, asset);
-        for await (const line of lines) yield bookRecordOf(venue, line, market, asset);
+        yield* first.value;
+        for await (const batch of batches) yield* batch;
       } finally {
         await close();
       }
@@ -151,7 +155,10 @@ export class BookEventsRepository {
   }
 
   private async books<T extends BookRecord>(venue: Venue, market: string, asset: string, query: string, params: Record<string, unknown>): Promise<T[]> {
-    const rs = await this.ch.client.query({ query, query_params: params, format: 'JSONEachRow' });
-    return (await rs.json<{ row: string }>()).map((r) => bookRecordOf(venue, r.row, market, asset) as T);
+    const out: T[] = [];
+    for await (const batch of bookRowBatches(venue, streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT }), market, asset)) {
+      for (const r of batch) out.push(r as T);
+    }
+    return out;
   }
 }

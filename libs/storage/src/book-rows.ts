@@ -3,29 +3,179 @@ import type { ExchangeAEvent, ExchangeBRecord, PriceChange, PriceLevel, Venue } 
 import { A_HASH_SQL, formatScaled, SCALE_ABSENT, SCALE_NULL } from './raw-codec.ts';
 
 /**
- * What the book readers (the rollup, the book at any instant) read of a raw row: the typed
- * columns a book and its cross-checks need, as one compact JSON array per row, and not the
- * served `payload`, whose rebuild in the engine costs more than the read itself (an
- * asset-day of 200,000 rows: 0.34 s for these columns against 1.8 s for the rebuilt payload
- * and 0.8 s for the JSON text the tables held before migration 012). A row with a residue
- * carries it, and is read from it.
+ * What the book readers (the rollup, the book at any instant, book snapshots) read of a raw
+ * row: the typed columns a book and its cross-checks need, in ClickHouse's RowBinary format
+ * (BOOK_ROW_FORMAT), decoded here straight into book records: no JSON is made by the engine
+ * or parsed here. Not the served `payload`, whose rebuild in the engine costs more than the
+ * read itself. A row with a residue carries it, and is read from it (the one JSON parse
+ * left, for records the typed columns do not hold).
  *
- * Queries that select BOOK_ROW_SQL end with BOOK_ROW_SETTINGS: mantissas are Int64, which
- * JSON would otherwise quote (clickhouse.ts sets that for every query).
+ * Measured on a 1,000,000-event asset-day (docs/BENCHMARKS.md, "Reads on typed columns"):
+ * the engine spends 1.1 s of CPU on these columns as RowBinary against 2.7 s for the same
+ * columns as one toJSONString per row, and decoding the bytes here costs a fraction of
+ * JSON.parse on that text.
  */
-export const BOOK_ROW_SETTINGS = 'output_format_json_quote_64bit_integers = 0';
+export const BOOK_ROW_FORMAT = 'RowBinary';
 
 const LEVELS = (side: string) => `${side}_price, ${side}_price_scale, ${side}_size, ${side}_size_scale`;
 
-export const BOOK_ROW_SQL: Record<Venue, string> = {
-  'exchange-a': `toJSONString(tuple(toUnixTimestamp64Milli(event_ts), event_type, ${A_HASH_SQL}, residue, ${LEVELS('bid')}, ${LEVELS('ask')},
-    chg_price, chg_price_scale, CAST(chg_side AS Array(Int8)), chg_size, chg_size_scale, chg_hash,
-    chg_best_bid, chg_best_bid_scale, chg_best_ask, chg_best_ask_scale))`,
-  'exchange-b': `toJSONString(tuple(toUnixTimestamp64Milli(event_ts), record_type, residue, sid, seq, expected_seq,
-    yes_null, ${LEVELS('yes')}, no_null, ${LEVELS('no')}, side, price, price_scale, delta, delta_scale))`,
+/** The SELECT list of a book row, per venue, in the order the decoders below read it. */
+export const BOOK_ROW_COLUMNS: Record<Venue, string> = {
+  // Int64 ms, String, String, String, 4 × (Array(Int64), Array(UInt8)) × 2 (bids, asks),
+  // then the changes: price, scale, side (Enum8: Int8), size, scale, hash, best bid and ask with scales.
+  'exchange-a': `toUnixTimestamp64Milli(event_ts), toString(event_type), ${A_HASH_SQL}, residue, ${LEVELS('bid')}, ${LEVELS('ask')},
+    chg_price, chg_price_scale, chg_side, chg_size, chg_size_scale, chg_hash,
+    chg_best_bid, chg_best_bid_scale, chg_best_ask, chg_best_ask_scale`,
+  // Int64 ms, String, String, Nullable(Int64) × 3, UInt8, levels, UInt8, levels, String, Int64, UInt8, Int64, UInt8.
+  'exchange-b': `toUnixTimestamp64Milli(event_ts), toString(record_type), residue, sid, seq, expected_seq,
+    yes_null, ${LEVELS('yes')}, no_null, ${LEVELS('no')}, toString(side), price, price_scale, delta, delta_scale`,
 };
 
-type Scales = [number[], number[], number[], number[]];
+/** What an empty array column reads as: shared, never written to (most rows have empty level or change arrays). */
+const EMPTY: number[] = [];
+const EMPTY_STRINGS: string[] = [];
+
+/** Thrown by RowBinaryReader when a row runs past the bytes it holds (the rest is in the next chunk). */
+const UNDERFLOW = Symbol('row-binary underflow');
+
+/**
+ * A reader of ClickHouse RowBinary values (the twin of row-binary.ts's writer): integers
+ * little-endian, String and Array as a LEB128 length then the bytes or elements, Nullable as
+ * one byte (1 = NULL) before the value. Int64 is read as a JS number, exact below 2^53 (every
+ * stored mantissa has at most 15 digits, raw-codec.ts). Reading past the end throws
+ * UNDERFLOW, so that a row cut by a chunk boundary is read again with the next chunk.
+ */
+export class RowBinaryReader {
+  buf: Buffer = Buffer.alloc(0);
+  pos = 0;
+
+  reset(buf: Buffer): void {
+    this.buf = buf;
+    this.pos = 0;
+  }
+
+  /** Throws UNDERFLOW unless `n` more bytes are there. */
+  need(n: number): void {
+    if (this.pos + n > this.buf.length) throw UNDERFLOW;
+  }
+
+  u8(): number {
+    this.need(1);
+    return this.buf[this.pos++]!;
+  }
+
+  i8(): number {
+    this.need(1);
+    const v = this.buf[this.pos++]!;
+    return v > 127 ? v - 256 : v;
+  }
+
+  i64(): number {
+    this.need(8);
+    const b = this.buf;
+    const p = this.pos;
+    this.pos = p + 8;
+    return (b[p + 4]! | (b[p + 5]! << 8) | (b[p + 6]! << 16) | (b[p + 7]! << 24)) * 4294967296 + (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16)) + b[p + 3]! * 16777216;
+  }
+
+  u64(): number {
+    this.need(8);
+    const b = this.buf;
+    const p = this.pos;
+    this.pos = p + 8;
+    return b.readUInt32LE(p + 4) * 4294967296 + b.readUInt32LE(p);
+  }
+
+  nullableI64(): number | null {
+    return this.u8() === 1 ? null : this.i64();
+  }
+
+  length(): number {
+    let n = 0;
+    let shift = 1;
+    for (;;) {
+      const c = this.u8();
+      n += (c & 0x7f) * shift;
+      if (c < 0x80) return n;
+      shift *= 128;
+    }
+  }
+
+  string(): string {
+    const n = this.length();
+    if (n === 0) return '';
+    this.need(n);
+    const p = this.pos;
+    this.pos = p + n;
+    return this.buf.toString('utf8', p, p + n);
+  }
+
+  i64Array(): number[] {
+    const n = this.length();
+    if (n === 0) return EMPTY;
+    const out: number[] = new Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.i64();
+    return out;
+  }
+
+  u8Array(): number[] {
+    const n = this.length();
+    if (n === 0) return EMPTY;
+    this.need(n);
+    const out: number[] = new Array(n);
+    const b = this.buf;
+    const p = this.pos;
+    for (let i = 0; i < n; i++) out[i] = b[p + i]!;
+    this.pos = p + n;
+    return out;
+  }
+
+  i8Array(): number[] {
+    const n = this.length();
+    if (n === 0) return EMPTY;
+    const out: number[] = new Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.i8();
+    return out;
+  }
+
+  stringArray(): string[] {
+    const n = this.length();
+    if (n === 0) return EMPTY_STRINGS;
+    const out: string[] = new Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.string();
+    return out;
+  }
+}
+
+/**
+ * The rows of a RowBinary byte stream, decoded by `row`, one array per chunk (a chunk holds
+ * thousands: one await per chunk, not per row). A row cut by a chunk boundary (a server's
+ * chunks may cut anywhere; the embedded engine's hold whole rows) is joined with the next
+ * chunk's bytes first. A stream that ends inside a row is an error.
+ */
+export async function* rowBinaryRows<T>(chunks: AsyncIterable<Buffer | Uint8Array>, row: (r: RowBinaryReader) => T): AsyncGenerator<T[]> {
+  const r = new RowBinaryReader();
+  let tail: Buffer | null = null;
+  for await (const c of chunks) {
+    const chunk = Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+    const b: Buffer = tail === null ? chunk : Buffer.concat([tail, chunk]);
+    tail = null;
+    r.reset(b);
+    const out: T[] = [];
+    while (r.pos < b.length) {
+      const start = r.pos;
+      try {
+        out.push(row(r));
+      } catch (e) {
+        if (e !== UNDERFLOW) throw e;
+        tail = b.subarray(start);
+        break;
+      }
+    }
+    if (out.length > 0) yield out;
+  }
+  if (tail !== null) throw new Error(`RowBinary stream ends inside a row (${tail.length} bytes left)`);
+}
 
 /**
  * Decimal texts by (mantissa, scale): a book's prices and sizes repeat all day, and making
@@ -34,8 +184,15 @@ type Scales = [number[], number[], number[], number[]];
  */
 const TEXTS = new Map<number, string>();
 const TEXTS_MAX = 1 << 16;
+/** Small non-negative mantissas (most prices and sizes) are looked up by index, per scale. */
+const SMALL = 1 << 17;
+const SMALL_TEXTS: (string | undefined)[][] = [];
 
 function decimalText(m: number, s: number): string {
+  if (m >= 0 && m < SMALL && s < 32) {
+    const byScale = (SMALL_TEXTS[s] ??= new Array<string | undefined>(SMALL).fill(undefined));
+    return (byScale[m] ??= formatScaled(m, s));
+  }
   // Exact as a key while |m| < 2^44 (a key is m · 512 + s); larger mantissas are not cached.
   if (m >= 2 ** 44 || m <= -(2 ** 44)) return formatScaled(m, s);
   const key = m * 512 + s;
@@ -48,73 +205,201 @@ function decimalText(m: number, s: number): string {
   return t;
 }
 
-function levels([p, ps, z, zs]: Scales): PriceLevel[] {
+/** One side's levels (price, scale, size, scale arrays) as the record's level objects. */
+function levels(r: RowBinaryReader): PriceLevel[] {
+  const p = r.i64Array();
+  const ps = r.u8Array();
+  const z = r.i64Array();
+  const zs = r.u8Array();
   const out: PriceLevel[] = new Array(p.length);
   for (let i = 0; i < p.length; i++) out[i] = { price: decimalText(p[i]!, ps[i]!), size: decimalText(z[i]!, zs[i]!) };
   return out;
 }
 
-function pairs([p, ps, z, zs]: Scales): [string, string][] {
+function pairs(r: RowBinaryReader): [string, string][] {
+  const p = r.i64Array();
+  const ps = r.u8Array();
+  const z = r.i64Array();
+  const zs = r.u8Array();
   const out: [string, string][] = new Array(p.length);
   for (let i = 0; i < p.length; i++) out[i] = [decimalText(p[i]!, ps[i]!), decimalText(z[i]!, zs[i]!)];
   return out;
 }
 
-function claim(m: number, s: number): string | undefined {
-  return s === SCALE_ABSENT ? undefined : decimalText(m, s);
+/** Skips one side's four level arrays (a skip past the chunk's end is caught by the next read, or need(0)). */
+function skipLevels(r: RowBinaryReader): void {
+  // The length first: `r.pos += r.length()` would add to the position before the length was read.
+  for (let k = 0; k < 4; k++) {
+    const n = r.length() * (k % 2 === 0 ? 8 : 1);
+    r.pos += n;
+  }
 }
 
 const SIDES = ['', 'BUY', 'SELL'] as const;
 
+const BOOK = Buffer.from('book');
+const PRICE_CHANGE = Buffer.from('price_change');
+
+function bytesAre(b: Buffer, p: number, want: Buffer): boolean {
+  for (let i = 0; i < want.length; i++) if (b[p + i] !== want[i]) return false;
+  return true;
+}
+
+/** An exchange A event type: the two a book reads are not made into a new string on every row. */
+function eventType(r: RowBinaryReader): string {
+  const n = r.length();
+  r.need(n);
+  const b = r.buf;
+  const p = r.pos;
+  r.pos = p + n;
+  if (n === 12 && bytesAre(b, p, PRICE_CHANGE)) return 'price_change';
+  if (n === 4 && bytesAre(b, p, BOOK)) return 'book';
+  return b.toString('utf8', p, p + n);
+}
+
 /**
- * One exchange A row (BOOK_ROW_SQL) as the record the book engine and the checks read: the
- * record's own fields, not the venue's extras (no book reads them). `market` and `asset` are
- * the ones the read was for.
+ * One exchange A row (BOOK_ROW_COLUMNS) as the record the book engine and the checks read:
+ * the record's own fields, not the venue's extras (no book reads them). `market` and
+ * `asset` are the ones the read was for.
  */
-export function exchangeABookRecord(text: string, market: string, asset: string): ExchangeAEvent {
-  const r = JSON.parse(text) as unknown[];
-  if (r[3] !== '') return JSON.parse(r[3] as string) as ExchangeAEvent;
-  const ev: ExchangeAEvent = { market, asset_id: asset, timestamp: String(r[0]), hash: r[2] as string, event_type: r[1] as string };
-  if (ev.event_type === 'book') {
-    ev.bids = levels(r.slice(4, 8) as Scales);
-    ev.asks = levels(r.slice(8, 12) as Scales);
-  } else if (ev.event_type === 'price_change') {
-    const [p, ps, sd, z, zs, h, bb, bbs, ba, bas] = r.slice(12, 22) as [number[], number[], number[], number[], number[], string[], number[], number[], number[], number[]];
-    const changes: PriceChange[] = new Array(p.length);
-    for (let i = 0; i < p.length; i++) {
-      const c: PriceChange = { price: decimalText(p[i]!, ps[i]!), side: SIDES[sd[i]!] as 'BUY' | 'SELL', size: decimalText(z[i]!, zs[i]!) };
-      if (h[i] !== '') c.hash = h[i]!;
-      const bid = claim(bb[i]!, bbs[i]!);
-      if (bid !== undefined) c.best_bid = bid;
-      const ask = claim(ba[i]!, bas[i]!);
-      if (ask !== undefined) c.best_ask = ask;
-      changes[i] = c;
-    }
-    ev.changes = changes;
+export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: string): ExchangeAEvent {
+  const ms = r.i64();
+  const type = eventType(r);
+  const hash = r.string();
+  const residue = r.string();
+  const ev: ExchangeAEvent = { market, asset_id: asset, timestamp: String(ms), hash, event_type: type };
+  if (type === 'book') {
+    ev.bids = levels(r);
+    ev.asks = levels(r);
+  } else {
+    skipLevels(r);
+    skipLevels(r);
   }
+  if (residue !== '') {
+    skipChanges(r);
+    return JSON.parse(residue) as ExchangeAEvent;
+  }
+  if (type === 'price_change') ev.changes = changes(r);
+  else skipChanges(r);
   return ev;
 }
 
-/** One exchange B row (BOOK_ROW_SQL) as the record the book engine and the checks read. */
-export function exchangeBBookRecord(text: string, ticker: string): ExchangeBRecord {
-  const r = JSON.parse(text) as unknown[];
-  if (r[2] !== '') return JSON.parse(r[2] as string) as ExchangeBRecord;
-  const ms = r[0] as number;
-  const rec: ExchangeBRecord = { type: r[1] as ExchangeBRecord['type'], ticker, timestamp: new Date(ms).toISOString(), epoch_ms: ms, sid: r[3] as number | null, seq: r[4] as number | null };
-  if (rec.type === 'snapshot') {
-    rec.yes = r[6] === 1 ? null : pairs(r.slice(7, 11) as Scales);
-    rec.no = r[11] === 1 ? null : pairs(r.slice(12, 16) as Scales);
-  } else if (rec.type === 'delta') {
-    rec.side = r[16] as 'yes' | 'no';
-    rec.price = (r[18] as number) >= SCALE_NULL ? null : decimalText(r[17] as number, r[18] as number);
-    rec.delta = (r[20] as number) >= SCALE_NULL ? null : decimalText(r[19] as number, r[20] as number);
-  } else if (rec.type === 'gap' && r[5] !== null) {
-    rec.expected_seq = r[5] as number;
+/**
+ * A price_change's entries, read straight from the ten change arrays (each holds one value
+ * per entry: price, scale, side, size, scale, hash, best bid, scale, best ask, scale) without
+ * making an array of each first: where each array starts is found, then every entry is read
+ * across them.
+ */
+function changes(r: RowBinaryReader): PriceChange[] {
+  const n = r.length();
+  const pAt = r.pos;
+  r.pos += n * 8;
+  const psAt = sameLength(r, n);
+  r.pos += n;
+  const sdAt = sameLength(r, n);
+  r.pos += n;
+  const zAt = sameLength(r, n);
+  r.pos += n * 8;
+  const zsAt = sameLength(r, n);
+  r.pos += n;
+  const hashes = r.stringArray();
+  if (hashes.length !== n) throw new RangeError(`book row: ${hashes.length} change hashes for ${n} changes`);
+  const bbAt = sameLength(r, n);
+  r.pos += n * 8;
+  const bbsAt = sameLength(r, n);
+  r.pos += n;
+  const baAt = sameLength(r, n);
+  r.pos += n * 8;
+  const basAt = sameLength(r, n);
+  r.pos += n;
+  r.need(0);
+  const end = r.pos;
+  const b = r.buf;
+  const out: PriceChange[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    r.pos = pAt + i * 8;
+    const price = decimalText(r.i64(), b[psAt + i]!);
+    r.pos = zAt + i * 8;
+    const side = b[sdAt + i]!;
+    const c: PriceChange = { price, side: (side < 3 ? SIDES[side] : '') as 'BUY' | 'SELL', size: decimalText(r.i64(), b[zsAt + i]!) };
+    const h = hashes[i]!;
+    if (h !== '') c.hash = h;
+    const bbs = b[bbsAt + i]!;
+    if (bbs !== SCALE_ABSENT) {
+      r.pos = bbAt + i * 8;
+      c.best_bid = decimalText(r.i64(), bbs);
+    }
+    const bas = b[basAt + i]!;
+    if (bas !== SCALE_ABSENT) {
+      r.pos = baAt + i * 8;
+      c.best_ask = decimalText(r.i64(), bas);
+    }
+    out[i] = c;
+  }
+  r.pos = end;
+  return out;
+}
+
+/** The next array's length, which must be `n` (the change arrays run in step); returns where its elements start. */
+function sameLength(r: RowBinaryReader, n: number): number {
+  const m = r.length();
+  if (m !== n) throw new RangeError(`book row: change arrays of ${n} and ${m} entries`);
+  return r.pos;
+}
+
+/** Skips the ten change arrays. */
+function skipChanges(r: RowBinaryReader): void {
+  for (let k = 0; k < 10; k++) {
+    const n = r.length();
+    if (k === 5) {
+      for (let i = 0; i < n; i++) {
+        const len = r.length();
+        r.pos += len;
+      }
+    } else r.pos += n * (k === 0 || k === 3 || k === 6 || k === 8 ? 8 : 1);
+  }
+  r.need(0);
+}
+
+/** One exchange B row (BOOK_ROW_COLUMNS) as the record the book engine and the checks read. */
+export function readExchangeBBookRow(r: RowBinaryReader, ticker: string): ExchangeBRecord {
+  const ms = r.i64();
+  const type = r.string() as ExchangeBRecord['type'];
+  const residue = r.string();
+  const sid = r.nullableI64();
+  const seq = r.nullableI64();
+  const expected = r.nullableI64();
+  const yesNull = r.u8();
+  const yes = type === 'snapshot' ? pairs(r) : (skipLevels(r), null);
+  const noNull = r.u8();
+  const no = type === 'snapshot' ? pairs(r) : (skipLevels(r), null);
+  const side = r.string();
+  const pm = r.i64();
+  const pms = r.u8();
+  const dm = r.i64();
+  const dms = r.u8();
+  r.need(0);
+  if (residue !== '') return JSON.parse(residue) as ExchangeBRecord;
+  const rec: ExchangeBRecord = { type, ticker, timestamp: new Date(ms).toISOString(), epoch_ms: ms, sid, seq };
+  if (type === 'snapshot') {
+    rec.yes = yesNull === 1 ? null : yes;
+    rec.no = noNull === 1 ? null : no;
+  } else if (type === 'delta') {
+    rec.side = side as 'yes' | 'no';
+    rec.price = pms >= SCALE_NULL ? null : decimalText(pm, pms);
+    rec.delta = dms >= SCALE_NULL ? null : decimalText(dm, dms);
+  } else if (type === 'gap' && expected !== null) {
+    rec.expected_seq = expected;
   }
   return rec;
 }
 
-/** A row of `venue` (BOOK_ROW_SQL) as its book record. */
-export function bookRecordOf(venue: Venue, text: string, market: string, asset: string): BookRecord {
-  return venue === 'exchange-a' ? exchangeABookRecord(text, market, asset) : exchangeBBookRecord(text, market);
+/** A book row of `venue` (BOOK_ROW_COLUMNS) as its book record. */
+export function readBookRow(venue: Venue, r: RowBinaryReader, market: string, asset: string): BookRecord {
+  return venue === 'exchange-a' ? readExchangeABookRow(r, market, asset) : readExchangeBBookRow(r, market);
+}
+
+/** The book records of a RowBinary stream of book rows, one array per chunk. */
+export function bookRowBatches(venue: Venue, chunks: AsyncIterable<Buffer | Uint8Array>, market: string, asset: string): AsyncGenerator<BookRecord[]> {
+  return rowBinaryRows(chunks, (r) => readBookRow(venue, r, market, asset));
 }

@@ -16,7 +16,8 @@ import { onClickHouseClose, type ClickHouse } from './clickhouse.ts';
  * settings, and session-level SETs would leak into later reads.
  */
 
-export type StreamFormat = 'TabSeparatedRaw' | 'JSONEachRow' | 'TabSeparated' | 'CSV';
+/** RowBinary: the engine's binary values (book-rows.ts reads them); the chunks are bytes as the engine wrote them. */
+export type StreamFormat = 'TabSeparatedRaw' | 'JSONEachRow' | 'TabSeparated' | 'CSV' | 'RowBinary';
 
 export interface StreamQuery {
   query: string;

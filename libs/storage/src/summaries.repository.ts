@@ -1,9 +1,9 @@
 // Type only: storage does not load the book engine.
-import type { ChecksState } from '@booktape/book';
+import type { BookRecord, ChecksState } from '@booktape/book';
 import type { Venue } from '@booktape/domain';
-import { BOOK_ROW_SETTINGS, BOOK_ROW_SQL } from './book-rows.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, readBookRow, rowBinaryRows } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
-import { openLines, streamLines, streamQuery } from './stream.ts';
+import { streamQuery } from './stream.ts';
 
 /** One asset's summaries: exchange A (condition id, outcome token), exchange B (ticker, ticker). */
 export interface SummaryKey {
@@ -89,8 +89,8 @@ export interface BookEventsFacts {
 
 export interface BookEventsRead {
   facts: BookEventsFacts;
-  /** Book rows (book-rows.ts BOOK_ROW_SQL, read with `bookRecordOf`) in serving order. */
-  events: AsyncGenerator<string>;
+  /** The book records (book-rows.ts), in serving order, one array per chunk read. */
+  events: AsyncGenerator<BookRecord[]>;
   /** Ends the read early (frees its stream session); harmless after the end. */
   close(): Promise<void>;
 }
@@ -496,7 +496,8 @@ export class SummariesRepository {
     const count =
       countBeforeMs === null
         ? `toUInt64(0)`
-        : countBeforeSql(table, where);
+        : // A scalar subquery is Nullable to the engine: the binary row needs the plain UInt64.
+          `toUInt64(ifNull(${countBeforeSql(table, where)}, 0))`;
     const next = `ifNull((SELECT toString(event_date) FROM ${this.ch.table('market_dates')}
         WHERE venue = {venue:String} AND market = {market:String} AND event_date > {date:Date} ORDER BY event_date LIMIT 1), '')`;
     const params = { venue: key.venue, market: key.market, asset: key.asset, date, from: fromMs, to: toMs, before: countBeforeMs ?? 0 };
@@ -504,44 +505,59 @@ export class SummariesRepository {
       countedBefore: countBeforeMs === null ? null : Number(counted),
       nextDataDate: nextDate === '' ? null : nextDate,
     });
-    const lines = streamLines(streamQuery(this.ch, {
-      query: `SELECT ${count} AS counted, ${next} AS next, ${BOOK_ROW_SQL[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+    // Every row carries the facts (the engine computes the scalar subqueries once): the
+    // first row's are read, the others' skipped.
+    const got: { facts: BookEventsFacts | null } = { facts: null };
+    const batches = rowBinaryRows(
+      streamQuery(this.ch, {
+        query: `SELECT ${count} AS counted, ${next} AS next, ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id
-        SETTINGS ${BOOK_ROW_SETTINGS}`,
-      query_params: params,
-      format: 'TabSeparatedRaw',
-    }));
-    const { first, close } = await openLines(lines);
-    if (first.done === true) {
+        ORDER BY event_ts, ingest_seq, dedup_id`,
+        query_params: params,
+        format: BOOK_ROW_FORMAT,
+      }),
+      (r) => {
+        const counted = r.u64();
+        const nextDate = r.string();
+        got.facts ??= factsOf(String(counted), nextDate);
+        return readBookRow(key.venue, r, key.market, key.asset);
+      },
+    );
+    const close = async () => void (await batches.return(undefined));
+    let first: IteratorResult<BookRecord[], void>;
+    try {
+      first = await batches.next();
+    } catch (e) {
+      await close();
+      throw e;
+    }
+    if (first.done === true || got.facts === null) {
       const [r] = await this.rows<{ counted: string | number; next: string }>(`SELECT ${count} AS counted, ${next} AS next`, params);
       return { facts: factsOf(String(r!.counted), r!.next), events: (async function* () {})(), close };
     }
-    // A book row is JSON text (toJSONString): it holds no raw tab (nor newline).
-    const payloadOf = (line: string) => line.slice(line.indexOf('\t', line.indexOf('\t') + 1) + 1);
     const head = first.value;
-    const t1 = head.indexOf('\t');
-    const facts = factsOf(head.slice(0, t1), head.slice(t1 + 1, head.indexOf('\t', t1 + 1)));
-    async function* events(): AsyncGenerator<string> {
-      yield payloadOf(head);
-      for await (const line of lines) yield payloadOf(line);
+    async function* events(): AsyncGenerator<BookRecord[]> {
+      yield head;
+      yield* batches;
     }
-    return { facts, events: events(), close };
+    return { facts: got.facts, events: events(), close };
   }
 
   /**
-   * A date's book events with event_ts in [fromMs, toMs), in serving order, as book rows
-   * (book-rows.ts, read with `bookRecordOf`), streamed (a busy asset-day holds millions).
+   * A date's book events with event_ts in [fromMs, toMs), in serving order, as book records
+   * (book-rows.ts), one array per chunk, streamed (a busy asset-day holds millions).
    */
-  async *bookEvents(key: SummaryKey, date: string, fromMs: number, toMs: number): AsyncGenerator<string> {
+  bookEvents(key: SummaryKey, date: string, fromMs: number, toMs: number): AsyncGenerator<BookRecord[]> {
     const { table, where } = this.bookFilter(key);
-    yield* streamLines(streamQuery(this.ch, {
-      query: `SELECT ${BOOK_ROW_SQL[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+    return rowBinaryRows(
+      streamQuery(this.ch, {
+        query: `SELECT ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id
-        SETTINGS ${BOOK_ROW_SETTINGS}`,
-      query_params: { market: key.market, asset: key.asset, date, from: fromMs, to: toMs },
-      format: 'TabSeparatedRaw',
-    }));
+        ORDER BY event_ts, ingest_seq, dedup_id`,
+        query_params: { market: key.market, asset: key.asset, date, from: fromMs, to: toMs },
+        format: BOOK_ROW_FORMAT,
+      }),
+      (r) => readBookRow(key.venue, r, key.market, key.asset),
+    );
   }
 }

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
-import { BOOK_ROW_SETTINGS, BOOK_ROW_SQL, RawEventsRepository, bookRecordOf, exchangeAPayload, exchangeBPayload, migrate } from './index.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, RawEventsRepository, exchangeAPayload, exchangeBPayload, migrate, readBookRow, rowBinaryRows, streamQuery } from './index.ts';
+import type { BookRecord } from '@booktape/book';
 import { exchangeAMessage, exchangeAMessages, exchangeBMessage, exchangeBMessages } from './venue-shapes.test-support.ts';
 
 /**
@@ -78,25 +79,50 @@ describe('typed raw tables', () => {
       const messages = distinct(ms);
       const venue = messages[0]!.venue;
       await raw.insert(venue, messages.map((message, i) => ({ message, position: { partition: 0, offset: String(i) } })), `book${++batch}`);
-      const rs = await t.ch.client.query({
-        query: `SELECT dedup_id, residue, ${BOOK_ROW_SQL[venue]} AS row FROM ${t.ch.table(venue === 'exchange-a' ? 'raw_exchange_a' : 'raw_exchange_b')} FINAL
-          WHERE dedup_id IN {ids:Array(String)} SETTINGS ${BOOK_ROW_SETTINGS}`,
+      // The rows as the book readers read them: RowBinary, decoded in JS (the dedup id and
+      // residue first, to find the message); in one stream, and again one byte at a time
+      // (every row cut by a chunk boundary, as a server's stream may cut it).
+      const query = {
+        query: `SELECT dedup_id, residue, ${BOOK_ROW_COLUMNS[venue]} FROM ${t.ch.table(venue === 'exchange-a' ? 'raw_exchange_a' : 'raw_exchange_b')} FINAL
+          WHERE dedup_id IN {ids:Array(String)}`,
         query_params: { ids: messages.map((m) => m.dedup_id) },
-        format: 'JSONEachRow',
-      });
-      const rows = new Map((await rs.json<{ dedup_id: string; residue: string; row: string }>()).map((r) => [r.dedup_id, r]));
+        format: BOOK_ROW_FORMAT,
+      } as const;
+      const read = async (chunks: AsyncIterable<Buffer>) => {
+        const rows = new Map<string, { residue: string; rec: BookRecord }>();
+        const decoded = rowBinaryRows(chunks, (r) => {
+          const id = r.string();
+          const residue = r.string();
+          const m = byId.get(id)!;
+          const market = m.venue === 'exchange-a' ? m.event.market : m.record.ticker;
+          const asset = m.venue === 'exchange-a' ? m.event.asset_id : '';
+          return { id, residue, rec: readBookRow(venue, r, market, asset) };
+        });
+        for await (const batch of decoded) for (const x of batch) rows.set(x.id, x);
+        return rows;
+      };
+      const byId = new Map<string, M>(messages.map((m) => [m.dedup_id, m]));
+      const whole: Buffer[] = [];
+      for await (const c of streamQuery(t.ch, query)) whole.push(c);
+      const rows = await read((async function* () {
+        yield* whole;
+      })());
+      const bytes = Buffer.concat(whole);
+      const split = await read((async function* () {
+        for (let i = 0; i < bytes.length; i++) yield bytes.subarray(i, i + 1);
+      })());
+      expect(rows.size).toBe(messages.length);
       for (const m of messages) {
         const row = rows.get(m.dedup_id)!;
         const full = m.venue === 'exchange-a' ? m.event : m.record;
-        const market = m.venue === 'exchange-a' ? m.event.market : m.record.ticker;
-        const asset = m.venue === 'exchange-a' ? m.event.asset_id : '';
         // What no book reads: A's venue extras; B's venue time, market id and channel data.
         const { extra: _e, ...a } = full as ExchangeAMessage['event'];
         const { venue_ts: _v, market_id: _m, data: _d, ...b } = full as ExchangeBMessage['record'];
         // A row with a residue is read from it: the served record (A's extras flattened in).
         const served = m.venue === 'exchange-a' ? exchangeAPayload(m) : exchangeBPayload(m);
         const expected = row.residue !== '' ? JSON.parse(served) : JSON.parse(JSON.stringify(m.venue === 'exchange-a' ? a : b));
-        expect(bookRecordOf(venue, row.row, market, asset), m.dedup_id).toEqual(expected);
+        expect(row.rec, m.dedup_id).toEqual(expected);
+        expect(split.get(m.dedup_id)?.rec, m.dedup_id).toEqual(expected);
       }
     };
     await run(exchangeAMessages());

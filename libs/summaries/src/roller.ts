@@ -16,7 +16,7 @@ import {
   type ExactBucket,
 } from '@booktape/book';
 import type { Logger } from '@booktape/config';
-import { bookRecordOf, type BookCheckpoint, type SummariesRepository, type SummaryChunk, type SummaryDay, type SummaryKey } from '@booktape/storage';
+import { type BookCheckpoint, type SummariesRepository, type SummaryChunk, type SummaryDay, type SummaryKey } from '@booktape/storage';
 import { eventTs, isBookRecord } from './book-at.ts';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 
@@ -240,15 +240,17 @@ export class Roller {
     }
     const { nextDataDate } = read.facts;
     try {
-      for await (const text of read.events) {
-        const rec: BookRecord = bookRecordOf(key.venue, text, key.market, key.asset);
-        const ts = eventTs(rec);
-        if (ts !== heldTs) {
-          applyHeld();
-          heldTs = ts;
+      for await (const batch of read.events) {
+        for (let i = 0; i < batch.length; i++) {
+          const rec = batch[i]!;
+          const ts = eventTs(rec);
+          if (ts !== heldTs) {
+            applyHeld();
+            heldTs = ts;
+          }
+          held.push(rec);
+          if (isBookRecord(rec)) heldBook = true;
         }
-        held.push(rec);
-        if (isBookRecord(rec)) heldBook = true;
       }
     } finally {
       await read.close();
