@@ -117,6 +117,8 @@ export const apiEnvSchema = platformEnvSchema.extend({
   API_IMMUTABLE_MAX_AGE_S: envInt(86_400, 0, 31_536_000),
   /** Embedded engine: how many raw-data pages may stream at once (one chdb session each). */
   API_STREAM_SESSIONS: envInt(4, 1, 64),
+  /** Websocket replays (issue 25) one API key may run at once in this process; 0 = no cap. */
+  API_REPLAYS_PER_KEY: envInt(2, 0, 1000),
   /** Embedded engine: of those, how many one API key may hold at once; 0 = half of them (at least 1). */
   API_STREAM_SESSIONS_PER_KEY: envInt(0, 0, 64),
   /** Exchange A metadata API, asked by the slug lookup when the market catalogue misses. */
@@ -186,6 +188,8 @@ export interface ApiConfig {
   streamSessions: number;
   /** Of the stream sessions, how many one API key may hold at once (a raw page holds one while it streams). */
   streamSessionsPerKey: number;
+  /** Websocket replays one API key may run at once in this process (null: no cap); unset: 2. */
+  replaysPerKey?: number | null;
   /** Slug lookup: the metadata API for catalogue misses (null: catalogue only) and how it is asked. */
   slugLookup: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number };
   /** Key prefix of the rollup queue (ROLLUP_QUEUE_PREFIX): summaries ask it which dates are still being rolled up. */
@@ -313,6 +317,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     usageFlushMs: env.API_USAGE_FLUSH_MS,
     streamSessions: env.API_STREAM_SESSIONS,
     streamSessionsPerKey: streamSessionsPerKey(env.API_STREAM_SESSIONS, env.API_STREAM_SESSIONS_PER_KEY),
+    replaysPerKey: env.API_REPLAYS_PER_KEY === 0 ? null : env.API_REPLAYS_PER_KEY,
     slugLookup: {
       gammaUrl: env.SLUG_LOOKUP_TIMEOUT_MS > 0 ? env.EXCHANGE_A_GAMMA_URL! : null,
       timeoutMs: env.SLUG_LOOKUP_TIMEOUT_MS,

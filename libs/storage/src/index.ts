@@ -16,3 +16,4 @@ export * from './outages.repository.ts';
 export * from './coverage.repository.ts';
 export * from './footprint.repository.ts';
 export * from './book-rows.ts';
+export * from './replay.repository.ts';
