@@ -15,6 +15,7 @@ import type { Services } from '../services.ts';
 import { ConcurrencyLimiter } from '../usage/concurrency.ts';
 import { paramsJson } from '../usage/billable.hooks.ts';
 import { quotaExceededBody } from '../usage/limits.ts';
+import { tooManyRequestsSchema } from '../usage/schemas.ts';
 import type { Reservation } from '../usage/quota.service.ts';
 import { runExchangeA } from './exchange-a.session.ts';
 import type { ReplayOutcome, ReplayWindow } from './replay-socket.ts';
@@ -226,7 +227,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
           speed: optionalField(parseSpeed, 'Factor of real time (1: as the events happened; 10: ten times faster). Without it: as fast as the client reads.', { maximum: SPEED_MAX }),
           api_key: optionalField((r): Parsed<string> => ({ ok: true, value: r }), 'The API key, for clients that cannot set headers.'),
         }),
-        response: { 426: upgradeRequired, ...errors, 429: errorSchema },
+        response: { 426: upgradeRequired, ...errors, 429: tooManyRequestsSchema },
       },
       config: { billable: false },
     },
