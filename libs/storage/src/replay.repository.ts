@@ -12,7 +12,8 @@ import { leaseStreams, streamLines, type StreamOptions } from './stream.ts';
  * most `subReadRows` rows inside a time slice, continuing after the last key of the one
  * before (keyset, like the raw pages: nothing is skipped or repeated however many rows share
  * one millisecond). The slice grows while slices come back sparse and shrinks when one
- * fills, so a quiet window is read in few queries and a dense one in bounded ones.
+ * fills (to the time its rows spanned), so a quiet window is read in few queries and a
+ * dense one in queries of about `subReadRows` rows each.
  *
  * A replay may last hours (paced at real time), and the embedded engine has a handful of
  * stream sessions: so each sub-read takes a session, reads its rows whole (at most
@@ -48,7 +49,7 @@ const COLUMNS: Record<Venue, Columns> = {
 export const REPLAY_SUB_READ_ROWS = 5_000;
 /** The first time slice, and its bounds. */
 const FIRST_SLICE_MS = 15 * 60_000;
-const MIN_SLICE_MS = 1_000;
+const MIN_SLICE_MS = 10;
 const MAX_SLICE_MS = 31 * 86_400_000;
 
 export interface ReplayReadOptions extends StreamOptions {
@@ -134,7 +135,8 @@ export class ReplayRepository {
         lease.release();
       }
       // The slice held more: continue inside it after the last key, with smaller slices later.
-      if (rows.length >= n && last) return { rows, next: { lower: Number(last[0]), after: last, slice: Math.max(MIN_SLICE_MS, Math.floor(slice / 2)) } };
+      // The next slice spans about the time this one's rows did (a dense stretch is read in slices of ~n rows).
+      if (rows.length >= n && last) return { rows, next: { lower: Number(last[0]), after: last, slice: Math.max(MIN_SLICE_MS, Number(last[0]) - lower + 1) } };
       if (upper >= toMs) return { rows, next: null };
       return { rows, next: { lower: upper + 1, after: null, slice: rows.length < n / 4 ? Math.min(MAX_SLICE_MS, slice * 2) : slice } };
     };
