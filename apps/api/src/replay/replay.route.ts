@@ -230,6 +230,11 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         response: { 426: upgradeRequired, ...errors, 429: tooManyRequestsSchema },
       },
       config: { billable: false },
+      // The key first, as for the upgrade (header or api_key): then the parameters, then 426.
+      onRequest: async (req) => {
+        const apiKey = (req.query as Record<string, unknown>).api_key;
+        await keys.authenticate(req.headers.authorization ?? (typeof apiKey === 'string' ? `Bearer ${apiKey}` : undefined));
+      },
     },
     async (_req, reply) => reply.code(426).header('upgrade', 'websocket').send(errorBody('bad_request', 'this is a websocket: connect with a websocket client (Upgrade: websocket)')),
   );
