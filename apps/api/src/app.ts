@@ -24,6 +24,7 @@ import { venueAliasRewrite } from './market-data/venues.ts';
 import { healthRoutes } from './monitoring/health.route.ts';
 import { monitoringRoutes } from './monitoring/monitoring.route.ts';
 import type { Services } from './services.ts';
+import { replayRoutes } from './replay/replay.route.ts';
 import { orderbookSummaryRoutes } from './summaries/orderbook-summary.route.ts';
 import { statsRoutes } from './usage/stats.route.ts';
 import { usageRoutes } from './usage/usage.route.ts';
@@ -40,6 +41,7 @@ const FEATURES = [
   bookRoutes,
   exportRoutes,
   dailyRoutes,
+  replayRoutes,
   keysRoutes,
   lookupRoutes,
   subscriptionsRoutes,

@@ -6,6 +6,7 @@ import {
   MarketCatalogueRepository,
   MarketDataRepository,
   OutagesRepository,
+  ReplayRepository,
   RequestLogRepository,
   SubscriptionsRepository,
   SummariesRepository,
@@ -77,6 +78,7 @@ export function buildServices(deps: ApiDeps): Composition {
       onStateError: (err) => log.warn({ err }, 'rollup state unreadable: book answers rebuilt from raw events'),
     }),
     assetMarkets: summariesRepo,
+    replay: new ReplayRepository(ch),
     exports,
     lookup: new SlugLookupService({
       catalogue,

@@ -118,6 +118,8 @@ export const apiEnvSchema = platformEnvSchema.extend({
   API_IMMUTABLE_MAX_AGE_S: envInt(86_400, 0, 31_536_000),
   /** Embedded engine: how many raw-data pages may stream at once (one chdb session each). */
   API_STREAM_SESSIONS: envInt(4, 1, 64),
+  /** Websocket replays (issue 25) one API key may run at once in this process; 0 = no cap. */
+  API_REPLAYS_PER_KEY: envInt(2, 0, 1000),
   /** Embedded engine: of those, how many one API key may hold at once; 0 = half of them (at least 1). */
   API_STREAM_SESSIONS_PER_KEY: envInt(0, 0, 64),
   /**
@@ -196,6 +198,8 @@ export interface ApiConfig {
   streamSessionsPerKey: number;
   /** The slow-reader floor of streamed raw pages (http/slow-reader.ts). */
   streamFloor: FloorOptions;
+  /** Websocket replays one API key may run at once in this process (null: no cap); unset: 2. */
+  replaysPerKey?: number | null;
   /** Slug lookup: the metadata API for catalogue misses (null: catalogue only) and how it is asked. */
   slugLookup: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number };
   /** Key prefix of the rollup queue (ROLLUP_QUEUE_PREFIX): summaries ask it which dates are still being rolled up. */
@@ -324,6 +328,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     streamSessions: env.API_STREAM_SESSIONS,
     streamSessionsPerKey: streamSessionsPerKey(env.API_STREAM_SESSIONS, env.API_STREAM_SESSIONS_PER_KEY),
     streamFloor: { bytesPerSecond: env.API_STREAM_FLOOR_BYTES_PER_SECOND, windowMs: env.API_STREAM_FLOOR_WINDOW_SECONDS * 1000 },
+    replaysPerKey: env.API_REPLAYS_PER_KEY === 0 ? null : env.API_REPLAYS_PER_KEY,
     slugLookup: {
       gammaUrl: env.SLUG_LOOKUP_TIMEOUT_MS > 0 ? env.EXCHANGE_A_GAMMA_URL! : null,
       timeoutMs: env.SLUG_LOOKUP_TIMEOUT_MS,

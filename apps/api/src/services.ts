@@ -8,6 +8,7 @@ import type {
   MarketCatalogueRepository,
   MarketDataRepository,
   OutagesRepository,
+  ReplayRepository,
   RequestLogRepository,
   StreamPoolStats,
 } from '@booktape/storage';
@@ -68,6 +69,8 @@ export interface Services {
   books: BookReader;
   /** Exchange A: the condition id an outcome token was rolled up under. */
   assetMarkets: { marketOfAsset(asset: string): Promise<string | null>; assetsOf(market: string, from: string, to: string): Promise<string[]> };
+  /** The websocket replay's reads: several markets' records in one serving order (issue 25). */
+  replay: ReplayRepository;
   /** Bulk exports written as Parquet by the engine. */
   exports: ExportRepository;
   /** Exchange A slug → condition ids (catalogue, then the metadata API). */

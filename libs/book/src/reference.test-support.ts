@@ -152,6 +152,14 @@ export function referenceBookA(events: readonly ExchangeAEvent[]): ReferenceBook
   return { known: book.known, bids: book.known ? levelsOf(book.bids, 'desc') : [], asks: book.known ? levelsOf(book.asks, 'asc') : [] };
 }
 
+/** Exchange A: the whole book after each book event (rules 1–4), one pass: for comparing two streams at every event. */
+export function* referenceBookStepsA(events: readonly ExchangeAEvent[]): Generator<ReferenceBook> {
+  const book = new RefBook();
+  for (const ev of events) {
+    if (applyRefA(book, ev)) yield { known: book.known, bids: book.known ? levelsOf(book.bids, 'desc') : [], asks: book.known ? levelsOf(book.asks, 'asc') : [] };
+  }
+}
+
 /** Applies one exchange B record to the reference book; false for a record that is no book event (gaps only forget). */
 function applyRefB(book: RefBook, rec: ExchangeBRecord): boolean {
   if (rec.type === 'gap') {

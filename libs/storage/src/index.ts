@@ -18,3 +18,4 @@ export * from './coverage.repository.ts';
 export * from './footprint.repository.ts';
 export * from './book-rows.ts';
 export * from './pmxt-import.ts';
+export * from './replay.repository.ts';

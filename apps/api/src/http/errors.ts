@@ -53,8 +53,8 @@ export class ApiError extends Error {
 
 /** What a `too_many_concurrent_requests` answer carries besides the error (ConcurrencyExceeded). */
 export interface ConcurrencyInfo {
-  /** requests: the key's requests in progress; stream_sessions: the key's share of the raw-data stream sessions. */
-  limit: 'requests' | 'stream_sessions';
+  /** requests: the key's requests in progress; stream_sessions: the key's share of the raw-data stream sessions; replays: its websocket replays. */
+  limit: 'requests' | 'stream_sessions' | 'replays';
   allowed: number;
   retry_after_seconds: number;
 }

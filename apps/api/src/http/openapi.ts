@@ -56,6 +56,7 @@ export async function registerOpenApi(app: FastifyInstance, config: ApiConfig): 
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key from POST /api/v1/keys: bt_live_…' },
           adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Token', description: 'The ADMIN_TOKEN the service was started with.' },
           adminBearer: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN as a Bearer token (GET /metrics only: what a Prometheus scrape sends).' },
+          apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key', description: 'An API key in the URL, for websocket clients that cannot set headers (the replay websockets only).' },
         },
       },
     },

@@ -32,8 +32,8 @@ export const concurrencyExceededSchema = z
     }),
     concurrency: z.object({
       limit: z
-        .enum(['requests', 'stream_sessions'])
-        .describe("Which share the key has used up: its requests in progress (PLAN_<PLAN>_CONCURRENT), or its share of this API process's raw-data stream sessions (API_STREAM_SESSIONS_PER_KEY)."),
+        .enum(['requests', 'stream_sessions', 'replays'])
+        .describe("Which share the key has used up: its requests in progress (PLAN_<PLAN>_CONCURRENT), its share of this API process's raw-data stream sessions (API_STREAM_SESSIONS_PER_KEY), or its websocket replays running (API_REPLAYS_PER_KEY)."),
       allowed: z.number().int().describe('How many of them one API key may have at once on this API process.'),
       retry_after_seconds: z.number().int().describe('Same value as the Retry-After header.'),
     }),

@@ -421,6 +421,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/exchange-a/replay/ws/market": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Exchange A replay over the market channel websocket protocol
+         * @description A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send the market channel subscribe message `{"assets_ids": [...], "type": "market"}`; the answer is one array of `book`s (each asset's full book at `from`, where known), then every stored event of those assets (book, price_change, last_trade_price, tick_size_change, …) in serving order in the venue's shapes, then a close with code 1000. `PING` is answered `PONG`. The key goes in `Authorization: Bearer` or the `api_key` parameter. A replay counts one unit per UTC day of the window when it was sent to its end; at most API_REPLAYS_PER_KEY (default 2) run at once per key. docs/api.md, "Replay".
+         */
+        get: operations["getExchangeAReplayWsMarket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/keys": {
         parameters: {
             query?: never;
@@ -1218,42 +1238,6 @@ export interface components {
                 } | null;
             };
         };
-        SummaryBucket: {
-            /** @description Bucket start, Unix milliseconds. */
-            timestamp: number;
-            quote_count: number;
-            is_forward_filled: boolean;
-            best_bid: number | null;
-            best_bid_size: number | null;
-            best_ask: number | null;
-            best_ask_size: number | null;
-            mid_price: number | null;
-            spread: number | null;
-            best_bid_ohlc: {
-                open: number;
-                high: number;
-                low: number;
-                close: number;
-            } | null;
-            best_ask_ohlc: {
-                open: number;
-                high: number;
-                low: number;
-                close: number;
-            } | null;
-            mid_price_ohlc: {
-                open: number;
-                high: number;
-                low: number;
-                close: number;
-            } | null;
-            spread_ohlc: {
-                open: number;
-                high: number;
-                low: number;
-                close: number;
-            } | null;
-        };
         /** @description A plan limit was reached. The Retry-After header says when to try again. */
         QuotaExceeded: {
             error: {
@@ -1294,10 +1278,10 @@ export interface components {
             };
             concurrency: {
                 /**
-                 * @description Which share the key has used up: its requests in progress (PLAN_<PLAN>_CONCURRENT), or its share of this API process's raw-data stream sessions (API_STREAM_SESSIONS_PER_KEY).
+                 * @description Which share the key has used up: its requests in progress (PLAN_<PLAN>_CONCURRENT), its share of this API process's raw-data stream sessions (API_STREAM_SESSIONS_PER_KEY), or its websocket replays running (API_REPLAYS_PER_KEY).
                  * @enum {string}
                  */
-                limit: "requests" | "stream_sessions";
+                limit: "requests" | "stream_sessions" | "replays";
                 /** @description How many of them one API key may have at once on this API process. */
                 allowed: number;
                 /** @description Same value as the Retry-After header. */
@@ -1483,6 +1467,42 @@ export interface components {
                 /** @description ISO 8601, UTC, milliseconds. */
                 last_requested_at: string;
             }[];
+        };
+        SummaryBucket: {
+            /** @description Bucket start, Unix milliseconds. */
+            timestamp: number;
+            quote_count: number;
+            is_forward_filled: boolean;
+            best_bid: number | null;
+            best_bid_size: number | null;
+            best_ask: number | null;
+            best_ask_size: number | null;
+            mid_price: number | null;
+            spread: number | null;
+            best_bid_ohlc: {
+                open: number;
+                high: number;
+                low: number;
+                close: number;
+            } | null;
+            best_ask_ohlc: {
+                open: number;
+                high: number;
+                low: number;
+                close: number;
+            } | null;
+            mid_price_ohlc: {
+                open: number;
+                high: number;
+                low: number;
+                close: number;
+            } | null;
+            spread_ohlc: {
+                open: number;
+                high: number;
+                low: number;
+                close: number;
+            } | null;
         };
     };
     responses: never;
@@ -5026,6 +5046,98 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeAReplayWsMarket: {
+        parameters: {
+            query: {
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                from: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                to: number | string;
+                /** @description Factor of real time (1: as the events happened; 10: ten times faster). Without it: as fast as the client reads. */
+                speed?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not a websocket upgrade: connect with a websocket client. */
+            426: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying (1). */
                     "Retry-After"?: number;
                     [name: string]: unknown;

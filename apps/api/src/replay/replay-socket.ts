@@ -1,0 +1,143 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WebSocket } from 'ws';
+import { StreamBusyError, StreamOwnerBusyError, type StreamOptions } from '@booktape/storage';
+import type { Logger } from '@booktape/config';
+
+/**
+ * The part of a websocket replay both venues share (issue 25): pacing, back-pressure, and
+ * an end that frees everything.
+ *
+ * - Pace: `speed` null sends as fast as the client reads; a factor sends each frame at
+ *   `start + (event time - from) / speed` (`start`: when the opening frames were sent).
+ * - Back-pressure: below HIGH_WATER bytes waiting in the socket a frame is queued at once;
+ *   above it the replay waits until that frame has been handed to the kernel, so a slow
+ *   client slows its own replay and the server holds at most HIGH_WATER plus one frame
+ *   (and the reader's current batch) for it. A client that takes nothing for STALL_MS is
+ *   dropped (its socket destroyed), like an HTTP answer nobody reads.
+ * - End: the client leaving, the server closing, or the window's end abort the read
+ *   (the engine read is cancelled, its session given back) and settle `outcome` once.
+ */
+
+export const HIGH_WATER = 1 << 20;
+export const STALL_MS = 60_000;
+/** How long a client may take to send its subscription. */
+export const SUBSCRIBE_WAIT_MS = 60_000;
+
+/** How a replay ended: `done` (the window was sent, closed 1000) is the one a key pays for. */
+export type ReplayOutcome = 'done' | 'client_left' | 'refused' | 'no_subscribe' | 'busy' | 'failed' | 'shutdown';
+
+export interface ReplayWindow {
+  fromMs: number;
+  toMs: number;
+  /** Factor of real time; null: as fast as the client reads. */
+  speed: number | null;
+  /** Stream-session options of the reads: the pool and the key's share of it. */
+  read: StreamOptions;
+  log: Logger;
+  /** Overrides for tests. */
+  stallMs?: number;
+  subscribeWaitMs?: number;
+}
+
+class Gone extends Error {}
+
+export class ReplaySocket {
+  private readonly abort = new AbortController();
+  private over = false;
+  private t0 = 0;
+  private resolve!: (o: ReplayOutcome) => void;
+  private readonly subscribeTimer: NodeJS.Timeout;
+  readonly outcome: Promise<ReplayOutcome>;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly w: ReplayWindow,
+  ) {
+    this.outcome = new Promise((r) => (this.resolve = r));
+    this.subscribeTimer = setTimeout(() => this.finish('no_subscribe', 1008, 'no subscribe message'), w.subscribeWaitMs ?? SUBSCRIBE_WAIT_MS);
+    ws.on('close', () => this.finish('client_left'));
+    ws.on('error', () => this.finish('client_left'));
+  }
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /** Text messages from the client (binary ones are read as UTF-8 text). */
+  onText(fn: (text: string) => void): void {
+    this.ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
+      if (this.over) return;
+      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+      fn(buf.toString('utf8'));
+    });
+  }
+
+  /** A small answer outside the replayed stream (PONG, INVALID OPERATION): not paced, not held back. */
+  control(text: string): void {
+    if (!this.over && this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+  }
+
+  /** Runs the replay once the client has subscribed; its failures end the socket with a clear code. */
+  start(run: () => Promise<void>): void {
+    clearTimeout(this.subscribeTimer);
+    run().catch((e: unknown) => {
+      if (e instanceof Gone || this.over) return;
+      if (e instanceof StreamOwnerBusyError) return this.finish('busy', 1013, 'this API key holds its share of the read sessions: retry later');
+      if (e instanceof StreamBusyError) return this.finish('busy', 1013, 'the store is busy: retry later');
+      this.w.log.error({ err: e }, 'replay failed');
+      this.finish('failed', 1011, 'replay failed: internal error');
+    });
+  }
+
+  /** The pace's origin: now (after the opening frames). */
+  clockStarts(): void {
+    this.t0 = performance.now();
+  }
+
+  /** A frame of event time `ts`, at its time when paced. */
+  async sendAt(text: string, ts: number): Promise<void> {
+    if (this.w.speed !== null) {
+      const wait = this.t0 + (ts - this.w.fromMs) / this.w.speed - performance.now();
+      if (wait >= 1) {
+        try {
+          await sleep(wait, undefined, { signal: this.abort.signal });
+        } catch {
+          throw new Gone();
+        }
+      }
+    }
+    await this.send(text);
+  }
+
+  /** A frame now, waiting for the socket to drain when the client is behind. */
+  async send(text: string): Promise<void> {
+    if (this.over) throw new Gone();
+    if (this.ws.bufferedAmount < HIGH_WATER) {
+      this.ws.send(text);
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      const stall = setTimeout(() => {
+        this.w.log.info('replay client stopped reading: dropped');
+        this.ws.terminate();
+        reject(new Gone());
+      }, this.w.stallMs ?? STALL_MS);
+      this.ws.send(text, (err) => {
+        clearTimeout(stall);
+        if (err || this.over) reject(new Gone());
+        else resolve();
+      });
+    });
+  }
+
+  /** Ends the replay once: the read is aborted; `code` closes the socket (none: it is gone already). */
+  finish(outcome: ReplayOutcome, code?: number, reason?: string): void {
+    if (this.over) return;
+    this.over = true;
+    clearTimeout(this.subscribeTimer);
+    this.abort.abort();
+    if (code !== undefined && this.ws.readyState === WebSocket.OPEN) this.ws.close(code, reason);
+    this.resolve(outcome);
+  }
+}
