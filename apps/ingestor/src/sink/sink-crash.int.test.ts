@@ -110,6 +110,8 @@ describe('sink crash safety', () => {
     LOG_LEVEL: 'warn',
   };
   let child: ChildProcess | undefined;
+  const ROUNDS = 4;
+  let kills = 0;
 
   function startSink(): ChildProcess {
     const c = spawn(process.execPath, [path.join(REPO_ROOT, 'apps/cli/bin/booktape.mjs'), 'ingest'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
@@ -140,7 +142,10 @@ describe('sink crash safety', () => {
     const producing = (async () => {
       let aDone = false;
       while (produced < total) {
-        for (let k = 0; k < 500 && produced < total; k++, produced++) {
+        // The last fifth trickles until the last kill, however slowly the sinks start: every
+        // sink then has new messages to commit, and every kill hits one with more to come.
+        const chunk = produced >= total * 0.8 && kills < ROUNDS ? 20 : 500;
+        for (let k = 0; k < chunk && produced < total; k++, produced++) {
           const m = bMessage(produced);
           sentB.push(m);
           await producer.send({ topic: topics.raw['exchange-b'], key: m.record.ticker, value: encodeRawMessages([m]) });
@@ -159,7 +164,7 @@ describe('sink crash safety', () => {
           }
         }
         await producer.flush();
-        await new Promise((r) => setTimeout(r, 350)); // ~20 s of flow: it spans every kill
+        await new Promise((r) => setTimeout(r, 350)); // ~20 s of flow on a quick machine
       }
       for (let next = framesA.next(); !next.done; next = framesA.next()) {
         sentA.push(...next.value);
@@ -176,11 +181,14 @@ describe('sink crash safety', () => {
       return sum;
     };
     const progress: number[] = [];
-    let kills = 0;
-    for (let round = 0; round < 4; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       const c = startSink();
-      // Let it join, consume and insert for a while, then kill it mid-flight.
-      await new Promise((r) => setTimeout(r, 5_000 + round * 700));
+      // Let it join, consume and commit (more than the sinks before it), then kill it
+      // mid-flight a moment later. Waiting for its first commit, not a fixed time, keeps the
+      // kill inside its work on a slow machine too (a cold start can take many seconds).
+      const before = round === 0 ? 0 : progress[round - 1]!;
+      await waitFor(`sink ${round + 1} to commit`, async () => (await committed()) > before, 120_000, 200);
+      await new Promise((r) => setTimeout(r, 300 + round * 400));
       c.kill('SIGKILL');
       await new Promise((r) => c.once('exit', r));
       kills += 1;
@@ -204,7 +212,7 @@ describe('sink crash safety', () => {
     const ch = await openClickHouse({ database: 'booktape', embeddedPath: path.join(dataDir, 'clickhouse') });
     try {
       const repo = new RawEventsRepository(ch);
-      expect(kills).toBe(4);
+      expect(kills).toBe(ROUNDS);
       await waitFor('rows readable', async () => (await repo.count('exchange-b')) > 0);
       expect(await repo.count('exchange-b')).toBe(total);
       const rs = await ch.client.query({
