@@ -1,6 +1,6 @@
 import type { BookRecord } from '@booktape/book';
 import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowBatches } from './book-rows.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowBatches, firstBatch } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
 import { streamQuery } from './stream.ts';
@@ -126,15 +126,7 @@ export class BookEventsRepository {
   private async span(venue: Venue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean): Promise<Omit<BookHistory, 'anchorMs'>> {
     const params = { m: market, a: asset, from: fromMs, to: untilMs };
     const count = counted ? await this.count(venue, market, asset, fromMs, untilMs) : null;
-    const batches = bookRowBatches(venue, streamQuery(this.ch, { query: `SELECT ${BOOK_ROW_COLUMNS[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`, query_params: params, format: BOOK_ROW_FORMAT }), market, asset);
-    const close = async () => void (await batches.return(undefined));
-    let first: IteratorResult<BookRecord[], void>;
-    try {
-      first = await batches.next();
-    } catch (e) {
-      await close();
-      throw e;
-    }
+    const { first, batches, close } = await firstBatch(bookRowBatches(venue, streamQuery(this.ch, { query: `SELECT ${BOOK_ROW_COLUMNS[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`, query_params: params, format: BOOK_ROW_FORMAT }), market, asset));
     async function* records(): AsyncGenerator<BookRecord> {
       try {
         if (first.done === true) return;

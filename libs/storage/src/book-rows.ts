@@ -403,3 +403,19 @@ export function readBookRow(venue: Venue, r: RowBinaryReader, market: string, as
 export function bookRowBatches(venue: Venue, chunks: AsyncIterable<Buffer | Uint8Array>, market: string, asset: string): AsyncGenerator<BookRecord[]> {
   return rowBinaryRows(chunks, (r) => readBookRow(venue, r, market, asset));
 }
+
+/**
+ * Reads the first batch of a stream of batches before the caller answers (so that a failed
+ * query fails the call, not the first read of its events), and gives back that batch, the
+ * stream to go on with, and a `close` that ends the engine read. The stream is closed when
+ * the first read fails.
+ */
+export async function firstBatch<T>(batches: AsyncGenerator<T[]>): Promise<{ first: IteratorResult<T[], void>; batches: AsyncGenerator<T[]>; close: () => Promise<void> }> {
+  const close = async () => void (await batches.return(undefined));
+  try {
+    return { first: await batches.next(), batches, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}

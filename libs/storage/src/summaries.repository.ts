@@ -1,7 +1,7 @@
 // Type only: storage does not load the book engine.
 import type { BookRecord, ChecksState } from '@booktape/book';
 import type { Venue } from '@booktape/domain';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, readBookRow, rowBinaryRows } from './book-rows.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, firstBatch, readBookRow, rowBinaryRows } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { streamQuery } from './stream.ts';
 
@@ -508,7 +508,7 @@ export class SummariesRepository {
     // Every row carries the facts (the engine computes the scalar subqueries once): the
     // first row's are read, the others' skipped.
     const got: { facts: BookEventsFacts | null } = { facts: null };
-    const batches = rowBinaryRows(
+    const { first, batches, close } = await firstBatch(rowBinaryRows(
       streamQuery(this.ch, {
         query: `SELECT ${count} AS counted, ${next} AS next, ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
@@ -522,15 +522,7 @@ export class SummariesRepository {
         got.facts ??= factsOf(String(counted), nextDate);
         return readBookRow(key.venue, r, key.market, key.asset);
       },
-    );
-    const close = async () => void (await batches.return(undefined));
-    let first: IteratorResult<BookRecord[], void>;
-    try {
-      first = await batches.next();
-    } catch (e) {
-      await close();
-      throw e;
-    }
+    ));
     if (first.done === true || got.facts === null) {
       const [r] = await this.rows<{ counted: string | number; next: string }>(`SELECT ${count} AS counted, ${next} AS next`, params);
       return { facts: factsOf(String(r!.counted), r!.next), events: (async function* () {})(), close };
