@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
+import { SingleFlight } from '@booktape/domain';
 import type { SubscriptionRow, SubscriptionsRepository } from '@booktape/storage';
 import { ApiError, UnavailableError, guard } from '../http/errors.ts';
 import { changeOf, grantsAccess, planOf, reduce, type Outcome, type Plan, type StripeEventLike, type SubscriptionState, type Tier } from './plans.ts';
@@ -74,6 +75,7 @@ export const notConfigured = () => new ApiError(503, 'service_unavailable', 'bil
 export class SubscriptionService {
   private readonly stripe: Stripe | undefined;
   private readonly p: string;
+  private readonly rowReads = new SingleFlight<string, SubscriptionRow | null>();
 
   constructor(private readonly deps: SubscriptionServiceDeps) {
     this.stripe = deps.stripe ?? (deps.billing ? createStripeClient(deps.billing) : undefined);
@@ -114,10 +116,13 @@ export class SubscriptionService {
         // An unreadable cache entry is a miss: ClickHouse has the record.
       }
     }
-    const row = await guard('ClickHouse', () => this.deps.repo.findByUser(userId));
-    const value: Cached = row ?? { none: true };
-    await this.redisCall((r) => r.set(this.userKey(userId), JSON.stringify(value), 'EX', CACHE_TTL_S, 'NX'));
-    return row;
+    // Many requests of one user missing at once (its entry expired under load) share one read.
+    return this.rowReads.run(userId, async () => {
+      const row = await guard('ClickHouse', () => this.deps.repo.findByUser(userId));
+      const value: Cached = row ?? { none: true };
+      await this.redisCall((r) => r.set(this.userKey(userId), JSON.stringify(value), 'EX', CACHE_TTL_S, 'NX'));
+      return row;
+    });
   }
 
   /**

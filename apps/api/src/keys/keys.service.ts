@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
+import { SingleFlight } from '@booktape/domain';
 import type { ApiKeyListItem, ApiKeyRecord, ApiKeysRepository } from '@booktape/storage';
 import { ApiError, UnavailableError, guard } from '../http/errors.ts';
 
@@ -58,6 +59,7 @@ export interface KeyServiceDeps {
 
 export class KeyService {
   private readonly pendingRedis = new Map<string, number>();
+  private readonly lookups = new SingleFlight<string, ApiKeyRecord | null>();
   private readonly pendingClickHouse = new Map<string, number>();
   private timers: NodeJS.Timeout[] = [];
   private readonly lastUsedKey: string;
@@ -153,11 +155,14 @@ export class KeyService {
         // An unreadable cache entry is a miss: ClickHouse has the record.
       }
     }
-    const rec = await guard('ClickHouse', () => this.deps.repo.findByHash(hash));
-    // Unknown hashes are remembered briefly too, so a flood of bad keys stays off ClickHouse.
-    const value: Cached = rec ?? { missing: true };
-    await this.redisCall((r) => r.set(this.cacheKey(hash), JSON.stringify(value), 'EX', rec ? POSITIVE_TTL_S : NEGATIVE_TTL_S));
-    return rec;
+    // Many requests with one key missing at once (its entry expired under load) share one read.
+    return this.lookups.run(hash, async () => {
+      const rec = await guard('ClickHouse', () => this.deps.repo.findByHash(hash));
+      // Unknown hashes are remembered briefly too, so a flood of bad keys stays off ClickHouse.
+      const value: Cached = rec ?? { missing: true };
+      await this.redisCall((r) => r.set(this.cacheKey(hash), JSON.stringify(value), 'EX', rec ? POSITIVE_TTL_S : NEGATIVE_TTL_S));
+      return rec;
+    });
   }
 
   touch(keyId: string, at = Date.now()): void {
