@@ -1,4 +1,5 @@
 import type { Logger } from '@booktape/config';
+import { SingleFlight } from '@booktape/domain';
 import { compareCatalogueMarkets, type CatalogueMarket, type MarketCatalogueRepository } from '@booktape/storage';
 import { fetchGammaEventBySlug, fetchGammaMarketsBySlug, type GammaRequestOptions } from '@booktape/venues';
 import { LookupUnavailableError, UnavailableError } from '../http/errors.ts';
@@ -82,7 +83,7 @@ const MAX_LIVE_IN_FLIGHT = 16;
 export class SlugLookupService {
   private readonly misses: TtlMap<true>;
   private readonly hits: TtlMap<SlugLookupResult>;
-  private readonly inFlight = new Map<string, Promise<SlugLookupResult | null>>();
+  private readonly inFlight = new SingleFlight<string, SlugLookupResult | null>();
   private liveInFlight = 0;
 
   constructor(private readonly opts: SlugLookupOptions) {
@@ -101,16 +102,11 @@ export class SlugLookupService {
     const key = JSON.stringify(plan);
     const hit = this.hits.get(key);
     if (hit) return Promise.resolve(hit);
-    const pending = this.inFlight.get(key);
-    if (pending) return pending;
-    const p = this.resolve(plan, key)
-      .then((r) => {
-        if (r) this.hits.set(key, r);
-        return r;
-      })
-      .finally(() => this.inFlight.delete(key));
-    this.inFlight.set(key, p);
-    return p;
+    return this.inFlight.run(key, async () => {
+      const r = await this.resolve(plan, key);
+      if (r) this.hits.set(key, r);
+      return r;
+    });
   }
 
   /**
