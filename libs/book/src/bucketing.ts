@@ -337,7 +337,14 @@ function flat(v: string | null): Ohlc | null {
   return v === null ? null : { open: v, high: v, low: v, close: v };
 }
 
-function filled(timestamp: number, c: Top): ExactBucket {
+/** The OHLCs of a forward-filled bucket after `c`: made once per carried state and shared by its filled buckets (buckets are never changed once made). */
+type FlatOhlcs = Pick<ExactBucket, 'best_bid_ohlc' | 'best_ask_ohlc' | 'mid_price_ohlc' | 'spread_ohlc'>;
+
+function flatOhlcs(c: Top): FlatOhlcs {
+  return { best_bid_ohlc: flat(c.best_bid), best_ask_ohlc: flat(c.best_ask), mid_price_ohlc: flat(c.mid_price), spread_ohlc: flat(c.spread) };
+}
+
+function filled(timestamp: number, c: Top, o: FlatOhlcs): ExactBucket {
   return {
     timestamp,
     quote_count: 0,
@@ -348,10 +355,10 @@ function filled(timestamp: number, c: Top): ExactBucket {
     best_ask_size: c.best_ask_size,
     mid_price: c.mid_price,
     spread: c.spread,
-    best_bid_ohlc: flat(c.best_bid),
-    best_ask_ohlc: flat(c.best_ask),
-    mid_price_ohlc: flat(c.mid_price),
-    spread_ohlc: flat(c.spread),
+    best_bid_ohlc: o.best_bid_ohlc,
+    best_ask_ohlc: o.best_ask_ohlc,
+    mid_price_ohlc: o.mid_price_ohlc,
+    spread_ohlc: o.spread_ohlc,
   };
 }
 
@@ -365,12 +372,26 @@ function filled(timestamp: number, c: Top): ExactBucket {
  * the series starts at the first bucket that holds an observation or follows one.
  */
 export function fillSeries(observed: readonly ExactBucket[], plan: BucketPlan, carried: Top | null = null): ExactBucket[] {
-  const r = plan.resolutionMs;
   const out: ExactBucket[] = [];
+  for (const part of fillSeriesSlices(observed, plan, carried, Infinity)) for (const b of part) out.push(b);
+  return out;
+}
+
+/**
+ * fillSeries in parts of at most `size` buckets, each made when asked for: a whole day at
+ * R=1 is 86,400 buckets, and a caller that lets the event loop turn between parts
+ * (`fillSeriesYielding`) never holds it for the whole series.
+ */
+export function* fillSeriesSlices(observed: readonly ExactBucket[], plan: BucketPlan, carried: Top | null, size: number): Generator<ExactBucket[]> {
+  const r = plan.resolutionMs;
+  let out: ExactBucket[] = [];
   let cur: Top | null = carried;
+  let ohlcs: FlatOhlcs | null = null;
+  let last: ExactBucket | null = null;
   let j = 0;
   const n = observed.length;
   let prev = -Infinity;
+  const fill = (s: number, c: Top): ExactBucket => filled(s, c, (ohlcs ??= flatOhlcs(c)));
   for (let s = plan.firstStart; s <= plan.lastStart; s += r) {
     while (j < n && observed[j]!.timestamp <= s) {
       const b = observed[j]!;
@@ -380,17 +401,22 @@ export function fillSeries(observed: readonly ExactBucket[], plan: BucketPlan, c
       prev = b.timestamp;
       j++;
       if (b.quote_count === 0) {
-        if (b.timestamp === s && cur !== null) out.push(filled(s, cur));
+        if (b.timestamp === s && cur !== null) out.push((last = fill(s, cur)));
         continue;
       }
       cur = b;
-      if (b.timestamp === s) out.push(b);
+      ohlcs = null;
+      if (b.timestamp === s) out.push((last = b));
     }
-    if (out.length === 0 || out[out.length - 1]!.timestamp !== s) {
-      if (cur !== null) out.push(filled(s, cur));
+    if (last === null || last.timestamp !== s) {
+      if (cur !== null) out.push((last = fill(s, cur)));
+    }
+    if (out.length >= size) {
+      yield out;
+      out = [];
     }
   }
-  return out;
+  if (out.length > 0) yield out;
 }
 
 /** Rules 5–10 from raw observations in serving order: the plan's series. */

@@ -7,6 +7,7 @@ import {
   DAY_MS,
   aggregateObservations,
   fillSeries,
+  fillSeriesSlices,
   mergeBuckets,
   planBuckets,
   summarise,
@@ -200,7 +201,8 @@ describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the re
         unitArb,
         unitArb,
         unitArb,
-        (records, fine, k, u, v, w) => {
+        fc.integer({ min: 1, max: 40 }),
+        (records, fine, k, u, v, w, slice) => {
           const R = fine * k;
           fc.pre(R <= 3600);
           const obs = run(newBook(venue), records);
@@ -210,7 +212,12 @@ describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the re
           if (records.length === 0) return;
           const window = windowFor(records.map(tsOf), R, u, v, w);
           const plan = planBuckets(window, R);
-          expect(fillSeries(merged, plan)).toEqual(referenceBuckets(reference(venue, records), R, window.startMs, window.endMs));
+          const expected = referenceBuckets(reference(venue, records), R, window.startMs, window.endMs);
+          expect(fillSeries(merged, plan)).toEqual(expected);
+          // Made a slice at a time (the API lets the event loop turn between slices): the same series, no slice over its size.
+          const parts = [...fillSeriesSlices(merged, plan, null, slice)];
+          expect(parts.every((p) => p.length > 0 && p.length <= slice)).toBe(true);
+          expect(parts.flat()).toEqual(expected);
         },
       ),
       { numRuns: 300 },

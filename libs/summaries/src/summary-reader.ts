@@ -5,7 +5,7 @@ import {
   HOUR_MS,
   appendBuckets,
   decodeBuckets,
-  fillSeries,
+  fillSeriesSlices,
   ladderFor,
   mergeBuckets,
   newBook,
@@ -25,6 +25,21 @@ type Plan = BucketPlan;
 
 const RACED = Symbol('raced');
 const WINDOW_TTL_MS = 30_000;
+
+/** Buckets filled between turns of the event loop: a whole day at R=1 in one go held it for tens of ms (issue 27). */
+const FILL_SLICE = 4096;
+
+/** fillSeries (rules 6, 7) with the event loop turning between slices of FILL_SLICE buckets. */
+export async function fillSeriesYielding(observed: readonly ExactBucket[], plan: Plan, carried: Top | null): Promise<ExactBucket[]> {
+  const out: ExactBucket[] = [];
+  let first = true;
+  for (const part of fillSeriesSlices(observed, plan, carried, FILL_SLICE)) {
+    if (!first) await yieldToLoop();
+    first = false;
+    for (const b of part) out.push(b);
+  }
+  return out;
+}
 
 function parseObservation(text: string): Top | null {
   return text === '' ? null : (JSON.parse(text) as Top);
@@ -207,7 +222,7 @@ export class SummaryReader {
       stored = appendBuckets(stored, fold.finish());
     }
     const merged = level === resolution ? stored : mergeBuckets(stored, level, resolution);
-    return fillSeries(merged, plan, carried);
+    return fillSeriesYielding(merged, plan, carried);
   }
 
   /** The stored day rows an answer needs, reused while the asset's summaries version stands still (`VersionedCache`). */
@@ -269,7 +284,7 @@ export class SummaryReader {
         : await this.events.exchangeB(key.market, plan.firstStart, plan.dataEndMs);
     const fold = new BookFold(newBook(key.venue), resolution, plan.firstStart);
     for (const r of records) fold.apply(r);
-    return fillSeries(fold.finish(), plan, fold.carried);
+    return fillSeriesYielding(fold.finish(), plan, fold.carried);
   }
 }
 

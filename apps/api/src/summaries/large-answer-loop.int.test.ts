@@ -62,11 +62,14 @@ function wholeDay(): ExactBucket[] {
 }
 
 describe('a whole-day R=1 summary', () => {
-  // Skipped: not met yet. Measured on a shared two-core machine (load average about 20):
-  // longest block 1,920 ms against 1,767 ms for writing the day in one go. The writing and the
-  // digest yield (summary-body.test.ts measures that part alone); a block of about that size
-  // remains elsewhere on the answer's path (filling the 86,400 buckets from raw events, or
-  // the garbage collection of their objects). Unskip once it is found.
+  // Skipped: a timing test in a process it shares with its own client and vitest. On a quiet
+  // machine it passes (longest block 30-110 ms against 140-200 ms for the one-go write); with
+  // the two cores loaded (load average 5-8) the longest blocks are the process's major
+  // garbage collections (70-120 ms, measured with a 'gc' PerformanceObserver) and scheduling,
+  // which the answer's code cannot slice. What the code controls is tested deterministically
+  // instead: the writing (summary-body.test.ts) and the fill (summary-reader.test.ts in
+  // libs/summaries) yield between slices; the fairness benchmark measures the latency other
+  // requests see, from a separate process.
   it.skip('never holds the event loop as long as writing it in one go would', async () => {
     const url = `${base}/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&date=2026-03-01&resolution=1`;
     // Warm-up (first read of the day, code loaded), outside the measurement.
@@ -95,13 +98,17 @@ describe('a whole-day R=1 summary', () => {
       }
     })();
     const res = await fetch(url, { headers: bearer(key) });
-    const bytes = await res.arrayBuffer();
+    // The client shares this process: its chunks are kept as they come and joined only once
+    // the measurement ends (joining 37 MB is itself a block of the client's, not the API's).
+    const chunks: Uint8Array[] = [];
+    for await (const c of res.body!) chunks.push(c);
     answering = false;
     await probe;
     loop.disable();
     const longest = loop.max / 1e6;
     expect(res.status).toBe(200);
-    const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as { data_points: number };
+    const bytes = Buffer.concat(chunks);
+    const body = JSON.parse(bytes.toString('utf8')) as { data_points: number };
     expect(body.data_points).toBeGreaterThan(86_000);
     expect(bytes.byteLength).toBeGreaterThan(20_000_000);
     // Writing in slices: the longest block is a fraction of writing the whole at once.
