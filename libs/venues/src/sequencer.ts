@@ -77,11 +77,12 @@ export class Sequencer {
 
 export function dedupIdA(event: ExchangeAEvent): string {
   const e = event;
+  // Keys in sorted order: the canonical JSON then takes its fast path (content-hash.ts).
   if (e.event_type === 'book') {
-    return contentHash({ hash: e.hash, event_type: e.event_type, asset_id: e.asset_id, timestamp: e.timestamp, bids: e.bids ?? null, asks: e.asks ?? null });
+    return contentHash({ asks: e.asks ?? null, asset_id: e.asset_id, bids: e.bids ?? null, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp });
   }
   if (e.event_type === 'price_change') {
-    return contentHash({ hash: e.hash, event_type: e.event_type, asset_id: e.asset_id, timestamp: e.timestamp, changes: e.changes ?? null });
+    return contentHash({ asset_id: e.asset_id, changes: e.changes ?? null, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp });
   }
   return contentHash(e);
 }
