@@ -33,24 +33,21 @@ export function encodeBuckets(buckets: readonly ExactBucket[]): string {
     }
     return i;
   };
-  const nums: number[] = [];
+  const ohlc = (o: Ohlc | null): string => (o === null ? ',-1' : `,${idx(o.open)},${idx(o.high)},${idx(o.low)},${idx(o.close)}`);
+  // The fields by name, not through a list of names: a keyed read with a changing name is a
+  // dictionary lookup each time, and this runs for every bucket of every rollup.
+  let out = '';
   let prev = 0;
-  for (const b of buckets) {
+  for (let k = 0; k < buckets.length; k++) {
+    const b = buckets[k]!;
     if (b.quote_count < 1 || b.timestamp % 1000 !== 0 || b.timestamp <= prev) {
       throw new RangeError(`bucket ${b.timestamp} (quote_count ${b.quote_count}) cannot be stored: observed buckets on whole seconds in time order only`);
     }
-    nums.push((b.timestamp - prev) / 1000, b.quote_count);
+    out += `${k === 0 ? '' : ','}${(b.timestamp - prev) / 1000},${b.quote_count},${idx(b.best_bid)},${idx(b.best_bid_size)},${idx(b.best_ask)},${idx(b.best_ask_size)},${idx(b.mid_price)},${idx(b.spread)}`;
     prev = b.timestamp;
-    for (const f of CLOSES) nums.push(idx(b[f]));
-    if (b.quote_count > 1) {
-      for (const f of OHLCS) {
-        const o = b[f];
-        if (o === null) nums.push(-1);
-        else nums.push(idx(o.open), idx(o.high), idx(o.low), idx(o.close));
-      }
-    }
+    if (b.quote_count > 1) out += ohlc(b.best_bid_ohlc) + ohlc(b.best_ask_ohlc) + ohlc(b.mid_price_ohlc) + ohlc(b.spread_ohlc);
   }
-  return `${[...dict.keys()].join(',')}|${nums.join(',')}`;
+  return `${[...dict.keys()].join(',')}|${out}`;
 }
 
 export function decodeBuckets(text: string): ExactBucket[] {

@@ -66,56 +66,23 @@ export function readPrice(s: string): number {
   return int * POW10[digits]! + frac;
 }
 
+let lastMsText = '';
+let lastMs = 0;
+
 /**
- * Milliseconds from a record's decimal `timestamp` text, read by hand: Number() of a
- * 13-digit string, or one float multiply-add chain over it, costs more than the rest of a
- * book update. 13 digits (2001–2286) are unrolled into independent small products, up to 15
- * read in two small-integer halves; anything else goes through Number().
+ * Milliseconds from a record's decimal `timestamp` text: Number() of it, remembered for the
+ * last text asked. A record's time is asked for three times on the rollup's path (the
+ * serving order, the book, the checks), with the same string each time: the second and
+ * third are a pointer comparison. Number() rather than a hand-written digit loop: with
+ * ioredis loaded (the API and the rollup worker), `charCodeAt` is slowed for every string of
+ * the process (docs/BENCHMARKS.md) and the loop took 140-175 ns a text against 60-80.
  */
 export function msFromText(s: string): number {
-  const n = s.length;
-  if (n === 13) {
-    // Every millisecond time from 2001 to 2286: unrolled into independent small products.
-    const d0 = s.charCodeAt(0) - 48;
-    const d1 = s.charCodeAt(1) - 48;
-    const d2 = s.charCodeAt(2) - 48;
-    const d3 = s.charCodeAt(3) - 48;
-    const d4 = s.charCodeAt(4) - 48;
-    const d5 = s.charCodeAt(5) - 48;
-    const d6 = s.charCodeAt(6) - 48;
-    const d7 = s.charCodeAt(7) - 48;
-    const d8 = s.charCodeAt(8) - 48;
-    const d9 = s.charCodeAt(9) - 48;
-    const d10 = s.charCodeAt(10) - 48;
-    const d11 = s.charCodeAt(11) - 48;
-    const d12 = s.charCodeAt(12) - 48;
-    if (
-      ((d0 | d1 | d2 | d3 | d4 | d5 | d6 | d7 | d8 | d9 | d10 | d11 | d12) & ~15) === 0 &&
-      d0 < 10 && d1 < 10 && d2 < 10 && d3 < 10 && d4 < 10 && d5 < 10 && d6 < 10 &&
-      d7 < 10 && d8 < 10 && d9 < 10 && d10 < 10 && d11 < 10 && d12 < 10
-    ) {
-      const a = d0 * 10_000 + d1 * 1_000 + d2 * 100 + d3 * 10 + d4;
-      const b = d5 * 1_000 + d6 * 100 + d7 * 10 + d8;
-      const c = d9 * 1_000 + d10 * 100 + d11 * 10 + d12;
-      return a * 100_000_000 + (b * 10_000 + c);
-    }
-    return Number(s);
-  }
-  if (n === 0 || n > 15) return Number(s);
-  const split = n > 8 ? n - 8 : 0;
-  let hi = 0;
-  let lo = 0;
-  for (let i = 0; i < split; i++) {
-    const d = s.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) return Number(s);
-    hi = hi * 10 + d;
-  }
-  for (let i = split; i < n; i++) {
-    const d = s.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) return Number(s);
-    lo = lo * 10 + d;
-  }
-  return hi * 100_000_000 + lo;
+  if (s === lastMsText) return lastMs;
+  const v = Number(s);
+  lastMsText = s;
+  lastMs = v;
+  return v;
 }
 
 /** Canonical decimal text of `units / 10^scale` (units a safe integer, scale 0..15). */

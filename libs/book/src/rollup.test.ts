@@ -2,7 +2,7 @@ import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
-import { aggregateObservations, appendBuckets, fillSeries, mergeBuckets, planBuckets, summaryBucketsJsonBytes, toSummaryBucket } from './bucketing.ts';
+import { type ExactBucket, aggregateObservations, appendBuckets, fillSeries, mergeBuckets, planBuckets, summaryBucketsJsonBytes, toSummaryBucket } from './bucketing.ts';
 import type { Observation } from './observation.ts';
 import { LADDER, byHour, ladderBuckets, ladderFor, newBook, type BookVenue } from './rollup.ts';
 import { exchangeAStreamArb, exchangeBStreamArb } from './streams.test-support.ts';
@@ -31,6 +31,18 @@ describe('stored summary buckets', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('the codec writes the documented text, the one stored chunks of earlier releases hold', () => {
+    const flat = (v: string) => ({ open: v, high: v, low: v, close: v });
+    const t = 1_772_000_000_000;
+    const one = { timestamp: t, quote_count: 1, is_forward_filled: false, best_bid: '0.45', best_bid_size: '10', best_ask: '0.55', best_ask_size: '7', mid_price: '0.5', spread: '0.1', best_bid_ohlc: flat('0.45'), best_ask_ohlc: flat('0.55'), mid_price_ohlc: flat('0.5'), spread_ohlc: flat('0.1') };
+    const two = { ...one, timestamp: t + 2000, quote_count: 2, best_bid: '0.46', best_ask_size: null, best_bid_ohlc: { open: '0.45', high: '0.46', low: '0.45', close: '0.46' }, best_ask_ohlc: null };
+    // Dictionary in order of first use; per bucket: seconds since the last, quote_count, six
+    // closes; OHLCs only when quote_count > 1, -1 for null.
+    const text = '0.45,10,0.55,7,0.5,0.1,0.46|1772000000,1,0,1,2,3,4,5,2,2,6,1,2,-1,4,5,0,6,0,6,-1,4,4,4,4,5,5,5,5';
+    expect(encodeBuckets([one, two] as ExactBucket[])).toBe(text);
+    expect(decodeBuckets(text)).toEqual([one, two]);
   });
 
   it('the codec refuses malformed text instead of inventing buckets', () => {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { ENGINE_VERSION, type BookRecord } from '@booktape/book';
+import { ENGINE_VERSION, msFromText, type BookRecord } from '@booktape/book';
 import { assetRollupState } from '@booktape/messaging';
 import type { BookEventsRepository, BookHistory, CheckpointPosition, DayBuild, SummariesRepository, SummaryKey } from '@booktape/storage';
 import { utcDate } from '@booktape/domain';
@@ -30,7 +30,7 @@ const pairs = (flat: readonly string[], depth: number): Level[] => {
 };
 
 /** Event time of a book record of either venue, Unix ms. */
-export const eventTs = (r: BookRecord): number => ('epoch_ms' in r ? r.epoch_ms : Number(r.timestamp));
+export const eventTs = (r: BookRecord): number => ('epoch_ms' in r ? r.epoch_ms : msFromText(r.timestamp));
 const isSnapshot = (r: BookRecord): boolean => ('epoch_ms' in r ? r.type === 'snapshot' : r.event_type === 'book');
 /** A record the book answers count (as_of_ms): exchange A book and price_change events, exchange B snapshots, deltas and gaps. */
 export const isBookRecord = (r: BookRecord): boolean =>
