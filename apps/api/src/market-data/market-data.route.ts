@@ -14,22 +14,9 @@ import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, nextLink, type Format }
 import { bothOpen, closeRows, csvCutMarker, jsonCutMarker, ndjsonCutMarker, openRows, sendRawPage, type SlowReaderCut } from './raw-page.ts';
 import { RawRowsToCsv, RawRowsToJson, type RawRows } from './raw-rows.ts';
 import { datePage as datePageSchema, rangePage as rangePageSchema } from './schemas.ts';
+import { includeField, includeOf, trailOf, type Include } from './include.ts';
 import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from './venues.ts';
-
-/** What `include` may ask to add to every record (docs/api.md, "Records"). */
-const INCLUDE = ['source'] as const;
-type Include = (typeof INCLUDE)[number];
-const includeField = () =>
-  q.list(
-    INCLUDE,
-    'Fields to add to every record, comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always.',
-  );
-
-/** The fields asked for, as the repository reads them; empty without `include`. */
-function includeOf(include: readonly Include[] | undefined): RawInclude {
-  return include?.includes('source') ? { source: true } : {};
-}
 
 /** Raw data by UTC date (offset pages) and by time range (cursor pages), every venue. */
 export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
@@ -51,8 +38,6 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
     if (format === 'csv') return new RawRowsToCsv(limit, v.venue, '', trailOf(include));
     return new RawRowsToJson(limit, format === 'ndjson');
   }
-  /** CSV columns after the venue's own: the included fields. */
-  const trailOf = (include: RawInclude): string[] => (include.source ? ['source'] : []);
   /** Cache tags of an answer with included fields differ from the plain answer's (and the plain one's stay as they were). */
   const tagParts = (include: RawInclude): string[] => (include.source ? ['include=source'] : []);
 

@@ -1,8 +1,11 @@
 import { mkdtempSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import { importPmxtFile } from '@booktape/storage';
 import { writePmxtFile, type PmxtRow } from '../../../../libs/storage/src/pmxt.test-support.ts';
 import { aMessage, bMessage, bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
@@ -232,6 +235,47 @@ describe('raw records with include=source', () => {
     expect(plain.headers.etag).toBeDefined();
     expect(sourced.headers.etag).toBeDefined();
     expect(sourced.headers.etag).not.toBe(plain.headers.etag);
+  });
+});
+
+describe('raw export with include=source', () => {
+  const EXPORT = `/exchange-a/market/export?condition_id=${M}&start_date=2026-03-10&end_date=2026-03-11`;
+  const arrayBuffer = (buf: Buffer) => buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
+  const rawOf = async (url: string) => (await t.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: bearer(key) })).rawPayload;
+
+  it('csv.gz and Parquet get a last column source on every row; without include the file is as before', async () => {
+    // The reference: every record of both days with its source, one row per level in the CSV.
+    const records = [...(await get(DATE_URL('2026-03-10', '&include=source'))).json().data, ...(await get(DATE_URL('2026-03-11', '&include=source'))).json().data] as Array<Record<string, unknown>>;
+    const pageRows = [
+      ...(parse((await get(DATE_URL('2026-03-10', '&include=source&format=csv'))).text, { columns: true }) as Array<Record<string, string>>),
+      ...(parse((await get(DATE_URL('2026-03-11', '&include=source&format=csv'))).text, { columns: true }) as Array<Record<string, string>>),
+    ];
+
+    const csv = gunzipSync(await rawOf(`${EXPORT}&include=source`)).toString('utf8');
+    const plain = gunzipSync(await rawOf(EXPORT)).toString('utf8');
+    expect(csv.split('\n')[0]).toBe('timestamp,asset_id,event_type,side,price,size,hash,received_at,source');
+    const rows = parse(csv, { columns: true }) as Array<Record<string, string>>;
+    expect(rows).toEqual(pageRows);
+    for (const r of rows) expect(r.source).toBe(expectedSource({ hash: r.hash, timestamp: r.timestamp }));
+    expect((parse(plain, { columns: true }) as Array<Record<string, string>>)).toEqual(rows.map(({ source: _, ...r }) => r));
+    expect(plain.split('\n')[0]).toBe('timestamp,asset_id,event_type,side,price,size,hash,received_at');
+
+    const pq = await rawOf(`${EXPORT}&format=parquet&include=source`);
+    const names = parquetMetadata(arrayBuffer(pq)).schema.slice(1).map((e) => e.name);
+    expect(names).toEqual(['timestamp', 'asset_id', 'event_type', 'side', 'price', 'size', 'hash', 'received_at', 'source']);
+    const pqRows = (await parquetReadObjects({ file: arrayBuffer(pq), compressors })) as Array<Record<string, unknown>>;
+    expect(pqRows.map((r) => [r.hash, r.source])).toEqual(rows.map((r) => [r.hash, r.source]));
+    const plainPq = await rawOf(`${EXPORT}&format=parquet`);
+    expect(parquetMetadata(arrayBuffer(plainPq)).schema.slice(1).map((e) => e.name)).toEqual(names.slice(0, -1));
+    expect(new Set(records.map((r) => r.source))).toEqual(new Set(['capture:worker-3', 'capture:worker-7', SOURCE1, SOURCE2]));
+  });
+
+  it('include on a summary export, or an unknown value, is a 400 naming include', async () => {
+    for (const bad of [`${EXPORT}&kind=summary&include=source`, `${EXPORT}&include=hours`]) {
+      const r = await get(bad);
+      expect(r.status, r.text).toBe(400);
+      expect(r.json().error).toMatchObject({ code: 'invalid_parameter', param: 'include' });
+    }
   });
 });
 

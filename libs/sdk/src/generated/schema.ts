@@ -4099,6 +4099,8 @@ export interface operations {
                 resolution?: number;
                 /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
                 format?: "csv" | "parquet";
+                /** @description Fields to add to every record (kind=raw only; a last column), comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
                 /** @description kind=summary: one outcome token (Outcome token (CLOB token) id within the condition.); default every token with data in the range. */
                 asset_id?: string;
                 /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id and X-Resolved-Asset-Id. */
@@ -4231,6 +4233,8 @@ export interface operations {
                 resolution?: number;
                 /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
                 format?: "csv" | "parquet";
+                /** @description Fields to add to every record (kind=raw only; a last column), comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
             };
             header?: never;
             path?: never;
