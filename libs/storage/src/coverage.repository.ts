@@ -1,6 +1,6 @@
 import type { Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
-import { SERVED_SOURCE_SQL } from './raw-events.repository.ts';
+import { servedSourceSql } from './raw-events.repository.ts';
 import { queryRows } from './rows.ts';
 
 /** Raw records of one asset (exchange B: ticker) of a market on one UTC date. */
@@ -74,11 +74,14 @@ export class CoverageRepository {
     const [table, col, asset] = venue === 'exchange-a' ? ['raw_exchange_a', 'market', 'asset_id'] : ['raw_exchange_b', 'ticker', 'ticker'];
     const rows = await queryRows<{ d: string; asset: string; src: string; imported: number | string; h: number | string; n: string | number; first_ms: string | number; last_ms: string | number }>(
       this.ch,
-      `SELECT toString(event_date) AS d, ${asset} AS asset, ${SERVED_SOURCE_SQL} AS src, source != '' AS imported, toHour(event_ts) AS h,
-          count() AS n, toUnixTimestamp64Milli(min(event_ts)) AS first_ms, toUnixTimestamp64Milli(max(event_ts)) AS last_ms
-        FROM ${this.ch.table(table)} FINAL
-        WHERE ${col} = {market:String} AND event_date >= {from:Date} AND event_date <= {to:Date}
-        GROUP BY event_date, asset, src, imported, h`,
+      // Grouped by the stored source (and the worker of own capture's), then named: the
+      // served name is built once per group, not once per record.
+      `SELECT d, asset, ${servedSourceSql('src_stored', 'wid')} AS src, src_stored != '' AS imported, h, n, first_ms, last_ms
+        FROM (SELECT toString(event_date) AS d, ${asset} AS asset, source AS src_stored, if(source = '', worker_id, 0) AS wid, toHour(event_ts) AS h,
+            count() AS n, toUnixTimestamp64Milli(min(event_ts)) AS first_ms, toUnixTimestamp64Milli(max(event_ts)) AS last_ms
+          FROM ${this.ch.table(table)} FINAL
+          WHERE ${col} = {market:String} AND event_date >= {from:Date} AND event_date <= {to:Date}
+          GROUP BY event_date, asset, src_stored, wid, h)`,
       { market, from, to },
     );
     const assets = new Map<string, RawAssetDay>();

@@ -40,7 +40,8 @@ export const CAPTURE_SOURCE_PREFIX = 'capture:worker-';
  * import, `capture:worker-<worker_id>` for own capture (stored as '', as is every record
  * written before the column existed).
  */
-export const SERVED_SOURCE_SQL = `if(source = '', concat('${CAPTURE_SOURCE_PREFIX}', toString(worker_id)), source)`;
+export const servedSourceSql = (source = 'source', worker = 'worker_id') => `if(${source} = '', concat('${CAPTURE_SOURCE_PREFIX}', toString(${worker})), ${source})`;
+export const SERVED_SOURCE_SQL = servedSourceSql();
 
 /** Writes and reads the raw tables. Every value is bound or serialised, never glued into SQL. */
 export class RawEventsRepository {
