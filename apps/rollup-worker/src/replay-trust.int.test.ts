@@ -107,6 +107,9 @@ function summaryRefs(base: string, observations: ReturnType<typeof referenceObse
   for (const R of [1, 7]) out.set(`${base}&start_timestamp=${from}&end_timestamp=${to}&resolution=${R}`, referenceBuckets(observations, R, from, to).map(toSummaryBucket));
 }
 
+/** The UTC hours (0-23) the times fall in, ascending, each once. */
+const utcHours = (times: readonly number[]) => [...new Set(times.map((ms) => new Date(ms).getUTCHours()))].sort((a, b) => a - b);
+
 function refsA(market: string, tokens: readonly string[], expected: Expected<ExchangeAEvent>[]): Refs {
   const raw = expected.map((e) => servedA(e, WORKER));
   const summaries = new Map<string, unknown[]>();
@@ -133,6 +136,9 @@ function refsA(market: string, tokens: readonly string[], expected: Expected<Exc
       gaps: spells.map((s) => ({ kind: s.kind, start_ms: s.start_ms, end_ms: s.end_ms, detail: expect.stringMatching(new RegExp(`^asset ${s.asset}: `)) })),
       checks: sum,
       checks_complete: true,
+      // Provenance: every record is this capture's, in the hours its events fall in.
+      sources: [{ source: `capture:worker-${WORKER}`, imported: false, events: raw.length, first_event_ms: Math.min(...times), last_event_ms: Math.max(...times), hours: utcHours(times) }],
+      imported_only: false,
     },
   };
 }
@@ -155,6 +161,17 @@ function refsB(ticker: string): Refs {
       gaps: checks.spells.map((s) => ({ kind: s.kind, start_ms: s.start_ms, end_ms: s.end_ms, detail: s.detail })),
       checks: sumChecks([checks]),
       checks_complete: true,
+      sources: [
+        {
+          source: `capture:worker-${WORKER}`,
+          imported: false,
+          events: expected.length,
+          first_event_ms: expected[0]!.record.epoch_ms,
+          last_event_ms: expected.at(-1)!.record.epoch_ms,
+          hours: utcHours(expected.map((e) => e.record.epoch_ms)),
+        },
+      ],
+      imported_only: false,
     },
   };
 }

@@ -65,7 +65,7 @@ describe('book rows', () => {
 describe('coverage', () => {
   const checks = { book_events: 1, venue_best_checked: 1, venue_best_mismatches: 0, first_mismatch_ms: null, crossed_observations: 0, unknown_book_ms: 0 };
   const day = (date: string, status: CoverageDay['status'], gaps: CoverageDay['gaps'] = [], checksComplete = true): CoverageDay => ({
-    date, status, events: status === 'missing' ? 0 : 10, first_event_ms: null, last_event_ms: null, gaps, checks, checks_complete: checksComplete,
+    date, status, events: status === 'missing' ? 0 : 10, first_event_ms: null, last_event_ms: null, gaps, checks, checks_complete: checksComplete, sources: [], imported_only: false,
   });
 
   it('sorts days by status; trustworthy only when every day is complete and checked', () => {

@@ -8,7 +8,8 @@ import type { Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { A_HASH_SQL } from './raw-codec.ts';
 import { sweepDeadProcessFiles } from './leftover-files.ts';
-import { RAW_TABLE } from './raw-events.repository.ts';
+import type { RawInclude } from './market-data.repository.ts';
+import { RAW_TABLE, SERVED_SOURCE_SQL } from './raw-events.repository.ts';
 
 /**
  * Bulk exports as Parquet, written by the engine's own Parquet output with typed columns
@@ -52,16 +53,19 @@ const HOUR_FILTER = ' AND toHour(event_ts) = {hour:UInt8}';
 /**
  * One market's raw records over dates from…to, or (`allMarkets`) every market's of one date
  * `from` = `to`: then exchange A rows lead with the market's condition id (exchange B rows
- * carry the ticker already), ordered market by market, each in serving order.
+ * carry the ticker already), ordered market by market, each in serving order. With
+ * `include.source`, a last column `source` (SERVED_SOURCE_SQL); without it, the SQL is as before.
  */
-function rawSql(ch: ClickHouse, venue: Venue, allMarkets = false, oneHour = false): string {
+function rawSql(ch: ClickHouse, venue: Venue, allMarkets = false, oneHour = false, include: RawInclude = {}): string {
   const col = venue === 'exchange-a' ? 'market' : 'ticker';
+  const source = include.source ? ', record_source AS source' : '';
+  const innerSource = include.source ? `, ${SERVED_SOURCE_SQL} AS record_source` : '';
   const where = `WHERE ${allMarkets ? '' : `${col} = {market:String} AND `}event_date >= {from:Date} AND event_date <= {to:Date}${oneHour ? HOUR_FILTER : ''}`;
   const lead = allMarkets ? `${col}, ` : '';
   if (venue === 'exchange-a') {
     return `SELECT ${allMarkets ? 'market AS condition_id, ' : ''}event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, record_hash AS hash,
-        received_at
-      FROM (SELECT ${allMarkets ? 'market, ' : ''}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, ${A_HASH_SQL} AS record_hash, received_at, ${A_LEVELS} AS l0,
+        received_at${source}
+      FROM (SELECT ${allMarkets ? 'market, ' : ''}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, ${A_HASH_SQL} AS record_hash, received_at${innerSource}, ${A_LEVELS} AS l0,
               if(empty(l0), [('', '', '')], l0) AS levels
             FROM ${ch.table(RAW_TABLE['exchange-a'])} FINAL ${where})
       ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
@@ -70,8 +74,8 @@ function rawSql(ch: ClickHouse, venue: Venue, allMarkets = false, oneHour = fals
   return `SELECT event_ts AS timestamp, ticker, record_type AS type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, ${num('lv.4')} AS delta,
       JSONExtract(payload, 'seq', 'Nullable(Int64)') AS seq, JSONExtract(payload, 'sid', 'Nullable(Int64)') AS sid,
       JSONExtract(payload, 'expected_seq', 'Nullable(Int64)') AS expected_seq, received_at,
-      if(JSONHas(payload, 'data'), JSONExtractRaw(payload, 'data'), '') AS data
-    FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, ticker, record_type, received_at, payload, ${B_LEVELS} AS l0,
+      if(JSONHas(payload, 'data'), JSONExtractRaw(payload, 'data'), '') AS data${source}
+    FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, ticker, record_type, received_at, payload${innerSource}, ${B_LEVELS} AS l0,
             if(empty(l0), [('', '', '', '')], l0) AS levels
           FROM ${ch.table(RAW_TABLE['exchange-b'])} FINAL ${where})
     ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
@@ -114,8 +118,8 @@ export class ExportRepository {
   }
 
   /** One market's raw records of UTC dates `from`…`to` as a Parquet file, streamed. */
-  rawParquet(venue: Venue, market: string, from: string, to: string): Promise<Readable> {
-    return this.parquet(rawSql(this.ch, venue), { market, from, to });
+  rawParquet(venue: Venue, market: string, from: string, to: string, include: RawInclude = {}): Promise<Readable> {
+    return this.parquet(rawSql(this.ch, venue, false, false, include), { market, from, to });
   }
 
   /** Every market's raw records of UTC date `date` (or of its `hour` only) as one Parquet file, streamed (rawSql). */

@@ -1,6 +1,6 @@
 import { utcDate, type Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
-import { RAW_TABLE } from './raw-events.repository.ts';
+import { RAW_TABLE, SERVED_SOURCE_SQL } from './raw-events.repository.ts';
 import { leaseStreams, type ByteStream, type StreamQuery } from './stream.ts';
 
 /**
@@ -19,7 +19,8 @@ import { leaseStreams, type ByteStream, type StreamQuery } from './stream.ts';
  * Raw rows are streamed as `TabSeparatedRaw` lines `<key>\t<record>\n`:
  *   key    = JSON array of strings: event_ts in ms, ingest_seq, dedup_id, tie-break columns
  *   record = the served record: the stored payload plus `received_at` (ISO 8601, ms) and
- *            `worker_id` (integer), as one JSON object.
+ *            `worker_id` (integer), as one JSON object; with `include.source`, then
+ *            `source` (a JSON string, SERVED_SOURCE_SQL), the last field.
  * Neither part can contain a raw tab or newline (both are JSON text; payloads are written
  * by JSON.stringify), so the format needs no escaping.
  */
@@ -52,11 +53,20 @@ export function isoMsSql(col: string): string {
   return `concat(replaceOne(toString(${col}), ' ', 'T'), 'Z')`;
 }
 
-function lineSql(v: VenueColumns): string {
+/** Fields a raw read adds to every record on request (the API's `include`). */
+export interface RawInclude {
+  /** `source`: where the record came from (docs/rules/imports.md#provenance). */
+  source?: boolean;
+}
+
+function lineSql(v: VenueColumns, include: RawInclude): string {
   const key = keySql(v);
   // The payload is a JSON object: drop its closing brace and append the lineage fields.
   const open = `if(length(payload) <= 2, '{', concat(substring(payload, 1, length(payload) - 1), ','))`;
-  const record = `concat(${open}, '"received_at":"', ${isoMsSql('received_at')}, '","worker_id":', toString(worker_id), '}')`;
+  // toJSONString escapes whatever a file name holds (quotes, tabs, newlines), so the line
+  // keeps no raw tab or newline. Without `include` the SQL, and so every byte, is as before.
+  const source = include.source ? `, ',"source":', toJSONString(${SERVED_SOURCE_SQL})` : '';
+  const record = `concat(${open}, '"received_at":"', ${isoMsSql('received_at')}, '","worker_id":', toString(worker_id)${source}, '}')`;
   return `concat(${key}, '\\t', ${record})`;
 }
 
@@ -187,13 +197,13 @@ export class MarketDataRepository {
    * `after` (the key of record `offset-1`, known from the page before) the read starts
    * right after it instead of skipping `offset` records.
    */
-  streamByDate(venue: Venue, market: string, date: string, offset: number, limit: number, after: RawKey | null = null, signal?: AbortSignal, owner?: string): ByteStream {
+  streamByDate(venue: Venue, market: string, date: string, offset: number, limit: number, after: RawKey | null = null, signal?: AbortSignal, owner?: string, include: RawInclude = {}): ByteStream {
     const v = COLUMNS[venue];
     return this.chained(venue, limit, after, (from, n) => {
       const k = afterSql(venue, from);
       return {
         // Skipping by offset happens only without a key to continue from.
-        query: `SELECT ${lineSql(v)} FROM ${this.ch.table(v.table)} FINAL
+        query: `SELECT ${lineSql(v, include)} FROM ${this.ch.table(v.table)} FINAL
           WHERE ${v.market} = {market:String} AND event_date = {date:Date}
             ${from ? `AND event_ts >= fromUnixTimestamp64Milli({after_ts:Int64}, 'UTC') ${k.sql}` : ''}
           ${orderSql(v)}
@@ -221,6 +231,7 @@ export class MarketDataRepository {
     signal?: AbortSignal,
     upTo: RawKey | null = null,
     owner?: string,
+    include: RawInclude = {},
   ): ByteStream {
     const v = COLUMNS[venue];
     const bound = afterSql(venue, upTo, '<=', 'upto');
@@ -230,7 +241,7 @@ export class MarketDataRepository {
       const k = afterSql(venue, from);
       const lowerMs = from ? Math.max(startMs, Number(from[0])) : startMs;
       return {
-        query: `SELECT ${lineSql(v)} FROM ${this.ch.table(v.table)} FINAL
+        query: `SELECT ${lineSql(v, include)} FROM ${this.ch.table(v.table)} FINAL
           ${rangeWhereSql(v)}
             ${k.sql} ${bound.sql}
           ${orderSql(v)}

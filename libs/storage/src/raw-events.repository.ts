@@ -32,6 +32,17 @@ export const RAW_TABLE: Record<Venue, string> = {
   'exchange-b': 'raw_exchange_b',
 };
 
+/** The served source of own capture's records: this, then the worker id (docs/rules/imports.md#provenance). */
+export const CAPTURE_SOURCE_PREFIX = 'capture:worker-';
+
+/**
+ * A raw record's source as the API serves it: the stored `source` (migration 013) of an
+ * import, `capture:worker-<worker_id>` for own capture (stored as '', as is every record
+ * written before the column existed).
+ */
+export const servedSourceSql = (source = 'source', worker = 'worker_id') => `if(${source} = '', concat('${CAPTURE_SOURCE_PREFIX}', toString(${worker})), ${source})`;
+export const SERVED_SOURCE_SQL = servedSourceSql();
+
 /** Writes and reads the raw tables. Every value is bound or serialised, never glued into SQL. */
 export class RawEventsRepository {
   constructor(private readonly ch: ClickHouse) {}

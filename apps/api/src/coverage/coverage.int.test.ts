@@ -135,6 +135,9 @@ describe('coverage map', () => {
       gaps: [],
       checks: { book_events: 0, venue_best_checked: 0, venue_best_mismatches: 0, first_mismatch_ms: null, crossed_observations: 0, unknown_book_ms: 0 },
       checks_complete: true,
+      // Provenance (issue 24): no record, so no source.
+      sources: [],
+      imported_only: false,
     });
   });
 

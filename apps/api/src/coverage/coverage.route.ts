@@ -29,13 +29,13 @@ export const coverageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
     }
     const fromMs = Date.parse(`${start}T00:00:00Z`);
     const toMs = Date.parse(`${end}T00:00:00Z`) + DAY_MS;
-    const [raw, checkRows, declared] = await guard('ClickHouse', () =>
-      Promise.all([coverage.rawAssetDays(venue, market, start, end), checks.checksForMarket(venue, market, start, end), outages.list({ venue, fromMs, toMs })]),
+    const [{ assets: raw, sources }, checkRows, declared] = await guard('ClickHouse', () =>
+      Promise.all([coverage.rawDays(venue, market, start, end), checks.checksForMarket(venue, market, start, end), outages.list({ venue, fromMs, toMs })]),
     );
     // Capture gaps of a venue with outcome tokens name markets or, without the catalogue, tokens.
     const ids = v.asset ? [market, ...new Set([...raw.map((r) => r.asset), ...checkRows.map((c) => c.asset)])] : [market];
     const gaps = await guard('ClickHouse', () => coverage.captureGaps(venue, fromMs, toMs, ids));
-    return coverageDays({ venue, dates: datesBetween(start, end), raw, captureGaps: gaps, checks: checkRows, outages: declared, now: Date.now() });
+    return coverageDays({ venue, dates: datesBetween(start, end), raw, sources, captureGaps: gaps, checks: checkRows, outages: declared, now: Date.now() });
   }
 
   const description = `One item per UTC day from start_date to end_date (at most ${COVERAGE_MAX_DAYS} days). Needs a key; not billed. See docs/api.md "Coverage".`;
@@ -46,7 +46,7 @@ export const coverageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       `/${v.venue}/market/coverage`,
       {
         schema: {
-          summary: `${v.label} coverage map of one market: per day, records, gaps and cross-checks`,
+          summary: `${v.label} coverage map of one market: per day, records, their sources, gaps and cross-checks`,
           description,
           tags: [v.venue],
           security: KEY_SECURITY,

@@ -15,6 +15,17 @@ const gap = z
   })
   .meta({ id: 'CoverageGap' });
 
+const source = z
+  .object({
+    source: z.string().describe('As the raw endpoints serve it with include=source: `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>`.'),
+    imported: z.boolean().describe('An import, not own capture.'),
+    events: z.number().int().describe("This source's records of the day (every outcome token, every record type)."),
+    first_event_ms: z.number().int(),
+    last_event_ms: z.number().int(),
+    hours: z.array(z.number().int().min(0).max(23)).describe('The UTC hours (0-23) of the event times this source holds records in, ascending.'),
+  })
+  .meta({ id: 'CoverageSource' });
+
 const coverageDay = z
   .object({
     date: z.string(),
@@ -34,6 +45,10 @@ const coverageDay = z
       })
       .describe("The rollup's cross-checks of the rebuilt books, summed over the market's outcome tokens."),
     checks_complete: z.boolean().describe('false: the rollup has not checked the whole day yet (today, or not rolled up); `checks` holds what was checked so far.'),
+    sources: z
+      .array(source)
+      .describe('The sources that contributed records this day, by name (own capture per worker, each imported file); empty on a day without records. Their events add up to `events`.'),
+    imported_only: z.boolean().describe('true: the day has records and every one came from an import (no own capture).'),
   })
   .meta({ id: 'CoverageDay' });
 

@@ -181,3 +181,30 @@ describe('outage input', () => {
     expect(parseOutage({ venue: 'b', from: 1, to: 2 })).toMatchObject({ ok: false, field: 'reason', message: 'reason is required' });
   });
 });
+
+describe('coverageDays: sources (provenance)', () => {
+  const src = (date: string, source: string, hours: number[], events = hours.length) => {
+    const t0 = Date.parse(`${date}T00:00:00Z`);
+    return { date, source, imported: source.startsWith('import:'), events, first_ms: t0 + hours[0]! * 3_600_000, last_ms: t0 + hours.at(-1)! * 3_600_000, hours };
+  };
+
+  it('lists each day its sources by name with their hours; imported_only only when every record of a day is imported', () => {
+    const days = coverageDays(
+      input({
+        raw: [raw(DATES[0]!, 'T1', 5, D0, D0 + 1), raw(DATES[1]!, 'T1', 2, D0 + DAY_MS, D0 + DAY_MS + 1)],
+        sources: [src(DATES[0]!, 'import:pmxt-v2:b.parquet', [3, 7]), src(DATES[0]!, 'capture:worker-2', [0, 1, 2]), src(DATES[1]!, 'import:pmxt-v2:a.parquet', [0, 23], 2)],
+      }),
+    );
+    expect(days.map((d) => d.sources.map((s) => [s.source, s.hours]))).toEqual([
+      [['capture:worker-2', [0, 1, 2]], ['import:pmxt-v2:b.parquet', [3, 7]]],
+      [['import:pmxt-v2:a.parquet', [0, 23]]],
+      [],
+    ]);
+    expect(days.map((d) => d.imported_only)).toEqual([false, true, false]);
+    expect(days[0]!.sources[1]).toEqual({ source: 'import:pmxt-v2:b.parquet', imported: true, events: 2, first_event_ms: D0 + 3 * 3_600_000, last_event_ms: D0 + 7 * 3_600_000, hours: [3, 7] });
+  });
+
+  it('without sources given, every day lists none', () => {
+    expect(coverageDays(input({ raw: [raw(DATES[0]!, 'T1', 5, D0, D0 + 1)] })).map((d) => [d.sources, d.imported_only])).toEqual([[[], false], [[], false], [[], false]]);
+  });
+});

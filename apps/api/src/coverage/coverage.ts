@@ -1,6 +1,6 @@
 import { BookChecker, type BookChecks } from '@booktape/book';
 import type { Venue } from '@booktape/domain';
-import type { AssetDayChecks, CaptureGapSpan, DeclaredOutage, RawAssetDay } from '@booktape/storage';
+import type { AssetDayChecks, CaptureGapSpan, DeclaredOutage, RawAssetDay, RawSourceDay } from '@booktape/storage';
 
 /**
  * The coverage map (issue 9 point 7): per UTC day of one market, what was stored, where it
@@ -34,6 +34,18 @@ export interface CoverageChecks {
   unknown_book_ms: number;
 }
 
+/** One source's share of a day (docs/rules/imports.md#provenance). */
+export interface CoverageSource {
+  /** As the raw endpoints serve it (`include=source`): `capture:worker-<id>` or `import:<format>:<file>`. */
+  source: string;
+  imported: boolean;
+  events: number;
+  first_event_ms: number;
+  last_event_ms: number;
+  /** UTC hours (0–23) of the event times this source holds records in, ascending. */
+  hours: number[];
+}
+
 export interface CoverageDay {
   date: string;
   status: 'complete' | 'partial' | 'missing';
@@ -48,6 +60,10 @@ export interface CoverageDay {
    * counts only what was checked so far (zeros when nothing was).
    */
   checks_complete: boolean;
+  /** The sources that contributed records this day, by name; empty when there is none. */
+  sources: CoverageSource[];
+  /** The day has records and every one of them came from an import. */
+  imported_only: boolean;
 }
 
 export interface CoverageInput {
@@ -55,6 +71,8 @@ export interface CoverageInput {
   /** Dates to answer, ascending, YYYY-MM-DD. */
   dates: string[];
   raw: RawAssetDay[];
+  /** The same records by source and hour; absent: none known. */
+  sources?: RawSourceDay[];
   captureGaps: CaptureGapSpan[];
   checks: AssetDayChecks[];
   outages: DeclaredOutage[];
@@ -94,6 +112,8 @@ export function coverageDays(input: CoverageInput): CoverageDay[] {
   const { venue } = input;
   const rawByDate = new Map<string, RawAssetDay[]>();
   for (const r of input.raw) rawByDate.set(r.date, [...(rawByDate.get(r.date) ?? []), r]);
+  const sourcesByDate = new Map<string, RawSourceDay[]>();
+  for (const s of input.sources ?? []) sourcesByDate.set(s.date, [...(sourcesByDate.get(s.date) ?? []), s]);
   const checksByDate = new Map<string, AssetDayChecks[]>();
   for (const c of input.checks) checksByDate.set(c.date, [...(checksByDate.get(c.date) ?? []), c]);
 
@@ -145,6 +165,9 @@ export function coverageDays(input: CoverageInput): CoverageDay[] {
     }
     gaps.sort((a, b) => a.start_ms - b.start_ms || a.end_ms - b.end_ms || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0) || (a.detail < b.detail ? -1 : 1));
 
+    const sources: CoverageSource[] = [...(sourcesByDate.get(date) ?? [])]
+      .sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0))
+      .map((s) => ({ source: s.source, imported: s.imported, events: s.events, first_event_ms: s.first_ms, last_event_ms: s.last_ms, hours: [...s.hours].sort((x, y) => x - y) }));
     const status: CoverageDay['status'] = events === 0 ? 'missing' : gaps.length > 0 || sum.venue_best_mismatches > 0 || sum.crossed_observations > 0 ? 'partial' : 'complete';
     return {
       date,
@@ -155,6 +178,8 @@ export function coverageDays(input: CoverageInput): CoverageDay[] {
       gaps,
       checks: sum,
       checks_complete: raw.every((r) => checked.has(r.asset)),
+      sources,
+      imported_only: sources.length > 0 && sources.every((s) => s.imported),
     };
   });
 }

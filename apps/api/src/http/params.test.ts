@@ -11,6 +11,7 @@ import {
   parseConditionIdPrefix,
   parseDate,
   parseInteger,
+  parseList,
   parseTicker,
   parseTickerPrefix,
   parseTimestamp,
@@ -171,5 +172,22 @@ describe('dates and the earliest-date rule', () => {
       }),
     );
     expect(earliestMs('2026-02-08')).toBe(Date.UTC(2026, 1, 8));
+  });
+});
+
+describe('comma-separated lists (include)', () => {
+  const include = parseList(['source', 'other'] as const);
+  it('takes known values in any case, spaces around items ignored, a repeat once', () => {
+    expect(include('source')).toEqual({ ok: true, value: ['source'] });
+    expect(include(' Source , OTHER,source')).toEqual({ ok: true, value: ['source', 'other'] });
+  });
+  it('refuses an empty list, an empty item or an unknown value, naming it', () => {
+    for (const bad of ['', ',', 'source,', 'sorce', 'source,worker']) {
+      const r = include(bad);
+      expect(r.ok, bad).toBe(false);
+      if (!r.ok) expect(r.message).toContain('must be a comma-separated list of source, other');
+    }
+    const r = include('source,worker');
+    expect(!r.ok && r.message).toContain('"worker"');
   });
 });

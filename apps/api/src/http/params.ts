@@ -124,6 +124,22 @@ export function parseOneOf<T extends string>(values: readonly T[]): (raw: string
 }
 
 /**
+ * A comma-separated list of `values` (any case, spaces around items ignored, a repeat kept
+ * once), at least one: `include=source`. An empty item or an unknown value is refused, so a
+ * misspelt request never silently answers without what it asked for.
+ */
+export function parseList<T extends string>(values: readonly T[]): (raw: string) => Parsed<T[]> {
+  return (r) => {
+    const items = r.split(',').map((i) => i.trim().toLowerCase());
+    const unknown = items.find((i) => !(values as readonly string[]).includes(i));
+    if (unknown !== undefined) {
+      return { ok: false, message: `${unknown === '' ? 'has an empty item' : `knows no ${JSON.stringify(unknown.slice(0, 40))}`}: must be a comma-separated list of ${values.join(', ')}` };
+    }
+    return { ok: true, value: [...new Set(items)] as T[] };
+  };
+}
+
+/**
  * A pure parser as a zod query field. A repeated name arrives as an array and is refused;
  * a missing one gets the message MISSING, so the error handler can answer
  * `missing_parameter` rather than `invalid_parameter`.
@@ -208,6 +224,8 @@ export const q = {
     optionalField((r) => (r.length > 0 && r.length <= 2048 ? { ok: true, value: r } : { ok: false, message: 'must be the next_cursor of the previous page' }), 'The next_cursor of the previous page, unchanged.'),
   text: (description: string, max: number) => requiredField(parseText(max), description),
   optionalText: (description: string, max: number) => optionalField(parseText(max), description),
+  /** An optional comma-separated list of `values` (parseList). */
+  list: <T extends string>(values: readonly T[], description: string) => optionalField(parseList(values), description, { example: values.join(',') }),
   /** An optional choice among `values` (the first is the default the description names). */
   oneOf: <T extends string>(values: readonly T[], description: string) => optionalField(parseOneOf(values), description, { enum: [...values] }),
 };

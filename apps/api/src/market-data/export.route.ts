@@ -13,6 +13,7 @@ import { earliestMs, optionalField, parseDate, parseInteger, q, requiredField } 
 import type { Services } from '../services.ts';
 import { closeRows, converted, openRows } from './raw-page.ts';
 import { RawRowsToCsv } from './raw-rows.ts';
+import { includeField, includeOf, trailOf, type Include } from './include.ts';
 import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, marketOf, venueName } from './venues.ts';
 
@@ -68,6 +69,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         kind: q.oneOf(['raw', 'summary'] as const, 'raw (default): every record, the long format of the CSV pages; summary: the buckets at `resolution`.'),
         resolution: optionalField((r) => parseInteger(r, 1, 3600), 'kind=summary: bucket seconds, 1 to 3600. Default 60.', { type: 'integer', minimum: 1, maximum: 3600 }),
         format: q.oneOf(['csv', 'parquet'] as const, 'csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns.'),
+        include: includeField(' (kind=raw only; a last column)'),
         ...(v.asset ? { [v.asset.param]: q.optionalText(`kind=summary: one outcome token (${v.asset.description}); default every token with data in the range.`, 128) } : {}),
         ...bySlug.fields,
       })
@@ -80,7 +82,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         if (qs.kind !== 'summary') {
           if (qs.resolution !== undefined) fail('resolution', 'applies to kind=summary only');
           if (v.asset && qs[v.asset.param] !== undefined) fail(v.asset.param, 'applies to kind=summary only: a raw export holds every token of the market');
-        }
+        } else if (qs.include !== undefined) fail('include', 'applies to kind=raw only: summary buckets have no source');
       });
     app.get(
       `/${v.venue}/market/export`,
@@ -102,13 +104,14 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         exposeHeadRoute: false,
       },
       async (req, reply) => {
-        const qs = req.query as Record<string, string | undefined> & { start_date: string; end_date: string; kind?: 'raw' | 'summary'; resolution?: number; format?: 'csv' | 'parquet' };
+        const qs = req.query as Record<string, string | undefined> & { start_date: string; end_date: string; kind?: 'raw' | 'summary'; resolution?: number; format?: 'csv' | 'parquet'; include?: Include[] };
         const market = marketOf(v, req.query);
         const { start_date: from, end_date: to } = qs;
         const days = datesBetween(from, to);
         const kind = qs.kind ?? 'raw';
         const format = qs.format ?? 'csv';
         const resolution = qs.resolution ?? 60;
+        const include = includeOf(qs.include);
         const oneAsset = v.asset ? qs[v.asset.param] : undefined;
         // Set once the first read succeeded: an error answer is never offered as the file.
         const fileHeaders = () => {
@@ -133,7 +136,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         if (format === 'parquet') {
           const file =
             kind === 'raw'
-              ? await guard('ClickHouse', () => exports.rawParquet(v.venue, market, from, to))
+              ? await guard('ClickHouse', () => exports.rawParquet(v.venue, market, from, to, include))
               : await guard('ClickHouse', async () =>
                   exports.rowsParquet(
                     [...lead.map((name) => ({ name, type: 'String' })), ...SUMMARY_CSV_COLUMNS.map((name) => ({ name, ...summaryColumn(name) }))],
@@ -151,11 +154,11 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         // body generator ran never enters its finally).
         let release = async (): Promise<void> => undefined;
         if (kind === 'raw') {
-          const rows = await openRows(data.streamByRange(v.venue, market, earliestMs(from), earliestMs(to) + DAY_MS - 1, null, Number.MAX_SAFE_INTEGER, undefined, null, req.apiKey?.key_id));
+          const rows = await openRows(data.streamByRange(v.venue, market, earliestMs(from), earliestMs(to) + DAY_MS - 1, null, Number.MAX_SAFE_INTEGER, undefined, null, req.apiKey?.key_id, include));
           body = (async function* () {
             try {
-              yield Buffer.from(RawRowsToCsv.header(v.venue), 'utf8');
-              yield* converted(rows, new RawRowsToCsv(Number.MAX_SAFE_INTEGER, v.venue));
+              yield Buffer.from(RawRowsToCsv.header(v.venue, [], trailOf(include)), 'utf8');
+              yield* converted(rows, new RawRowsToCsv(Number.MAX_SAFE_INTEGER, v.venue, '', trailOf(include)));
             } finally {
               await closeRows(rows);
             }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Venue } from '@booktape/domain';
-import { rawKeyLength } from '@booktape/storage';
+import { rawKeyLength, type RawInclude } from '@booktape/storage';
 import { CursorError, decodeCursor, encodeCursor } from '../http/cursor.ts';
 import { ApiError, errors, guard, invalidParameter } from '../http/errors.ts';
 import { earliestMs, q } from '../http/params.ts';
@@ -14,6 +14,7 @@ import { CONTENT_TYPES, FORMAT_MEDIA_TYPES, formatField, nextLink, type Format }
 import { bothOpen, closeRows, csvCutMarker, jsonCutMarker, ndjsonCutMarker, openRows, sendRawPage, type SlowReaderCut } from './raw-page.ts';
 import { RawRowsToCsv, RawRowsToJson, type RawRows } from './raw-rows.ts';
 import { datePage as datePageSchema, rangePage as rangePageSchema } from './schemas.ts';
+import { includeField, includeOf, trailOf, type Include } from './include.ts';
 import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, marketOf, venueName, venuePaths, type VenueApi } from './venues.ts';
 
@@ -33,12 +34,14 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
   const slow = (format: Format): SlowReaderCut => ({ floor: config.streamFloor, marker: format === 'csv' ? csvCutMarker : format === 'ndjson' ? ndjsonCutMarker : jsonCutMarker });
 
   /** The page's records as the chosen format: the converter and the body's head and tail. */
-  function converter(v: VenueApi, format: Format, limit: number): RawRows {
-    if (format === 'csv') return new RawRowsToCsv(limit, v.venue);
+  function converter(v: VenueApi, format: Format, limit: number, include: RawInclude): RawRows {
+    if (format === 'csv') return new RawRowsToCsv(limit, v.venue, '', trailOf(include));
     return new RawRowsToJson(limit, format === 'ndjson');
   }
+  /** Cache tags of an answer with included fields differ from the plain answer's (and the plain one's stay as they were). */
+  const tagParts = (include: RawInclude): string[] => (include.source ? ['include=source'] : []);
 
-  async function datePage(v: VenueApi, market: string, date: string, offset: number, limit: number, format: Format, req: FastifyRequest, reply: FastifyReply) {
+  async function datePage(v: VenueApi, market: string, date: string, offset: number, limit: number, format: Format, include: RawInclude, req: FastifyRequest, reply: FastifyReply) {
     const { venue, marketField } = v;
     const first = dataFloor(v, config);
     if (first !== undefined && date < first) {
@@ -53,21 +56,21 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
     let known: number | undefined;
     if (finalised && req.headers['if-none-match'] !== undefined) {
       known = await count();
-      if (cacheHeaders(req, reply, etagOf('raw-date', venue, market, date, offset, limit, format, known), config.caching)) return reply.send();
+      if (cacheHeaders(req, reply, etagOf('raw-date', venue, market, date, offset, limit, format, ...tagParts(include), known), config.caching)) return reply.send();
     }
     const after = offset > 0 ? (pageEnds.get(pageEndKey(venue, market, date, offset)) ?? null) : null;
     // The count and the page are independent reads: run them side by side.
-    const [total, rows] = await bothOpen(known !== undefined ? Promise.resolve(known) : count(), openRows(data.streamByDate(venue, market, date, offset, limit, after, undefined, req.apiKey?.key_id)), closeRows);
-    if (known === undefined) cacheHeaders(req, reply, finalised ? etagOf('raw-date', venue, market, date, offset, limit, format, total) : null, config.caching);
+    const [total, rows] = await bothOpen(known !== undefined ? Promise.resolve(known) : count(), openRows(data.streamByDate(venue, market, date, offset, limit, after, undefined, req.apiKey?.key_id, include)), closeRows);
+    if (known === undefined) cacheHeaders(req, reply, finalised ? etagOf('raw-date', venue, market, date, offset, limit, format, ...tagParts(include), total) : null, config.caching);
     reply.header('x-total-count', String(total));
     if (offset + limit < total) reply.header('link', nextLink(req, { offset: offset + limit }));
-    const conv = converter(v, format, limit);
+    const conv = converter(v, format, limit, include);
     const rememberEnd = () => {
       const last = conv.count > 0 ? conv.lastPosition() : null;
       if (last) pageEnds.set(pageEndKey(venue, market, date, offset + conv.count), last);
     };
     if (format !== 'json') {
-      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => (rememberEnd(), ''), CONTENT_TYPES[format], slow(format));
+      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue, [], trailOf(include)) : '', () => (rememberEnd(), ''), CONTENT_TYPES[format], slow(format));
     }
     const head = `{${JSON.stringify(marketField)}:${JSON.stringify(market)},"date":${JSON.stringify(date)},"data":[`;
     return sendRawPage(reply, rows, conv, head, () => {
@@ -77,7 +80,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
     }, undefined, slow(format));
   }
 
-  async function rangePage(v: VenueApi, market: string, start: number, end: number, cursor: string | undefined, limit: number, format: Format, req: FastifyRequest, reply: FastifyReply) {
+  async function rangePage(v: VenueApi, market: string, start: number, end: number, cursor: string | undefined, limit: number, format: Format, include: RawInclude, req: FastifyRequest, reply: FastifyReply) {
     const { venue, marketField } = v;
     if (start > end) throw invalidParameter('start_timestamp', 'start_timestamp must not be after end_timestamp');
     const first = dataFloor(v, config);
@@ -99,7 +102,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
     const version = isFinalised(end, Date.now(), config.caching.finalisedAfterMs)
       ? () => cache.get(`${venue}\u0000range-count\u0000${market}\u0000${start}\u0000${end}`, () => guard('ClickHouse', () => data.countByRange(venue, market, start, end)))
       : null;
-    const tag = (n: number | null) => (n === null ? null : etagOf('raw-range', venue, market, start, end, cursor ?? '', limit, format, n));
+    const tag = (n: number | null) => (n === null ? null : etagOf('raw-range', venue, market, start, end, cursor ?? '', limit, format, ...tagParts(include), n));
     let known: number | null | undefined;
     if (version !== null && req.headers['if-none-match'] !== undefined) {
       known = await version();
@@ -118,21 +121,21 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
         const pageEnd = await guard('ClickHouse', () => data.rangePageEnd(venue, market, start, end, after, limit));
         const rows = await openRows(
           pageEnd.last
-            ? data.streamByRange(venue, market, start, end, after, Number.MAX_SAFE_INTEGER, undefined, pageEnd.last, req.apiKey?.key_id)
-            : data.streamByRange(venue, market, start, end, after, limit, undefined, null, req.apiKey?.key_id),
+            ? data.streamByRange(venue, market, start, end, after, Number.MAX_SAFE_INTEGER, undefined, pageEnd.last, req.apiKey?.key_id, include)
+            : data.streamByRange(venue, market, start, end, after, limit, undefined, null, req.apiKey?.key_id, include),
         );
         return { pageEnd, rows };
       })();
       const [n, { pageEnd, rows }] = await bothOpen(versionP, opened, (o) => closeRows(o.rows));
       headers(n);
       if (pageEnd.last && pageEnd.more) reply.header('link', nextLink(req, { cursor: encodeCursor(config.cursorSecret, scope, pageEnd.last) }));
-      const conv = converter(v, format, pageEnd.last ? Number.MAX_SAFE_INTEGER : limit);
-      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue) : '', () => '', CONTENT_TYPES[format], slow(format));
+      const conv = converter(v, format, pageEnd.last ? Number.MAX_SAFE_INTEGER : limit, include);
+      return sendRawPage(reply, rows, conv, format === 'csv' ? RawRowsToCsv.header(venue, [], trailOf(include)) : '', () => '', CONTENT_TYPES[format], slow(format));
     }
     // One row beyond the page tells whether there is a next one.
-    const [n, rows] = await bothOpen(versionP, openRows(data.streamByRange(venue, market, start, end, after, limit + 1, undefined, null, req.apiKey?.key_id)), closeRows);
+    const [n, rows] = await bothOpen(versionP, openRows(data.streamByRange(venue, market, start, end, after, limit + 1, undefined, null, req.apiKey?.key_id, include)), closeRows);
     headers(n);
-    const conv = converter(v, format, limit);
+    const conv = converter(v, format, limit, include);
     const head = `{${JSON.stringify(marketField)}:${JSON.stringify(market)},"start_timestamp":${start},"end_timestamp":${end},"data":[`;
     return sendRawPage(reply, rows, conv, head, () => {
       const last = conv.more ? conv.lastPosition() : null;
@@ -165,7 +168,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
             deprecated: alias,
             produces: FORMAT_MEDIA_TYPES,
             answerHeaders: ['X-Total-Count', 'Link', ...bySlug.answerHeaders],
-            querystring: z.object({ [v.marketParam]: v.market(), ...bySlug.fields, date: q.date(), offset: q.offset(), limit: q.rawLimit(), format: formatField() }),
+            querystring: z.object({ [v.marketParam]: v.market(), ...bySlug.fields, date: q.date(), offset: q.offset(), limit: q.rawLimit(), format: formatField(), include: includeField() }),
             response: {
               200: datePageSchema(v.marketField, v.record).describe(`One page of the date's ${v.recordNoun} in serving order (offset pages; the total in X-Total-Count, the next page in Link).`),
               304: notModified,
@@ -176,8 +179,8 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
           ...bySlug.options,
         },
         (req, reply) => {
-          const { date, offset, limit, format } = req.query as { date: string; offset: number; limit: number; format?: Format };
-          return datePage(v, marketOf(v, req.query), date, offset, limit, format ?? 'json', req, reply);
+          const { date, offset, limit, format, include } = req.query as { date: string; offset: number; limit: number; format?: Format; include?: Include[] };
+          return datePage(v, marketOf(v, req.query), date, offset, limit, format ?? 'json', includeOf(include), req, reply);
         },
       );
     }
@@ -200,6 +203,7 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
               cursor: q.cursor(),
               limit: q.rawLimit(),
               format: formatField(),
+              include: includeField(),
             }),
             response: {
               200: rangePageSchema(v.marketField, v.record).describe(`One page of the range's ${v.recordNoun} in serving order (cursor pages: pagination.next_cursor, or the Link header for ndjson and csv).`),
@@ -211,8 +215,8 @@ export const marketDataRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
           ...bySlug.options,
         },
         (req, reply) => {
-          const { start_timestamp, end_timestamp, cursor, limit, format } = req.query as { start_timestamp: number; end_timestamp: number; cursor?: string; limit: number; format?: Format };
-          return rangePage(v, marketOf(v, req.query), start_timestamp, end_timestamp, cursor, limit, format ?? 'json', req, reply);
+          const { start_timestamp, end_timestamp, cursor, limit, format, include } = req.query as { start_timestamp: number; end_timestamp: number; cursor?: string; limit: number; format?: Format; include?: Include[] };
+          return rangePage(v, marketOf(v, req.query), start_timestamp, end_timestamp, cursor, limit, format ?? 'json', includeOf(include), req, reply);
         },
       );
     }

@@ -93,3 +93,19 @@ describe('raw rows to NDJSON and CSV', () => {
     );
   });
 });
+
+describe('raw rows to CSV with a trailing field (include=source)', () => {
+  it('puts the field last on every row of the record, quoted where it must be; the header names it', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 30 }), fc.integer({ min: 0, max: 3 }), (source, levels) => {
+        const bids = Array.from({ length: levels }, (_, i) => ({ price: `0.${i + 1}`, size: String(i + 10) }));
+        const rec = { market: '0xab', asset_id: '1', timestamp: '1000', hash: '0xh', event_type: 'book', bids, asks: [], received_at: '2026-03-01T00:00:01.000Z', worker_id: 0, source };
+        const conv = new RawRowsToCsv(10, 'exchange-a', '', ['source']);
+        const body = RawRowsToCsv.header('exchange-a', [], ['source']) + conv.push(linesOf([[['1000'], rec]])).toString('utf8');
+        const rows = parse(body, { columns: true }) as Array<Record<string, string>>;
+        expect(rows).toEqual(aCsv(rec).map((r) => ({ ...r, source })));
+        expect(body.split('\n')[0]!.split(',').at(-1)).toBe('source');
+      }),
+    );
+  });
+});

@@ -117,8 +117,9 @@ type Rec = Record<string, unknown>;
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const A_SIDE: Record<string, string> = { BUY: 'bid', SELL: 'ask' };
 
-function exchangeARows(r: Rec, out: string[]): void {
-  const row = (side: unknown, price: unknown, size: unknown) => out.push(csvRow([r.timestamp, r.asset_id, r.event_type, side, price, size, r.hash, r.received_at]));
+/** `more`: the record's own fields put after the venue's columns (the API's `include`). */
+function exchangeARows(r: Rec, out: string[], more: unknown[]): void {
+  const row = (side: unknown, price: unknown, size: unknown) => out.push(csvRow([r.timestamp, r.asset_id, r.event_type, side, price, size, r.hash, r.received_at, ...more]));
   const before = out.length;
   for (const l of list(r.bids) as Rec[]) row('bid', l?.price, l?.size);
   for (const l of list(r.asks) as Rec[]) row('ask', l?.price, l?.size);
@@ -126,9 +127,9 @@ function exchangeARows(r: Rec, out: string[]): void {
   if (out.length === before) row(null, null, null);
 }
 
-function exchangeBRows(r: Rec, out: string[]): void {
+function exchangeBRows(r: Rec, out: string[], more: unknown[]): void {
   const row = (side: unknown, price: unknown, size: unknown, delta: unknown) =>
-    out.push(csvRow([r.epoch_ms, r.ticker, r.type, side, price, size, delta, r.seq, r.sid, r.expected_seq, r.received_at, r.data]));
+    out.push(csvRow([r.epoch_ms, r.ticker, r.type, side, price, size, delta, r.seq, r.sid, r.expected_seq, r.received_at, r.data, ...more]));
   const before = out.length;
   if (r.type === 'delta') return void row(r.side, r.price, null, r.delta);
   for (const l of list(r.yes)) row('yes', list(l)[0], list(l)[1], null);
@@ -139,21 +140,26 @@ function exchangeBRows(r: Rec, out: string[]): void {
 /** Records as CSV rows of the venue's long format (the header is the page's head). */
 export class RawRowsToCsv extends RawRows {
   private parts: string[] = [];
-  private readonly rows: (r: Rec, out: string[]) => void;
+  private readonly rows: (r: Rec, out: string[], more: unknown[]) => void;
 
-  /** `lead`: CSV fields (with their trailing comma) put before every row, e.g. the market of a file of many. */
+  /**
+   * `lead`: CSV fields (with their trailing comma) put before every row, e.g. the market of
+   * a file of many. `trail`: names of record fields put after the venue's columns, on every
+   * row of the record (`source` with include=source).
+   */
   constructor(
     max: number,
     venue: Venue,
     private readonly lead = '',
+    private readonly trail: readonly string[] = [],
   ) {
     super(max);
     this.rows = venue === 'exchange-a' ? exchangeARows : exchangeBRows;
   }
 
-  /** The header row; `lead`: names of the columns put before the venue's own. */
-  static header(venue: Venue, lead: readonly string[] = []): string {
-    return `${[...lead, ...RAW_CSV_COLUMNS[venue]].join(',')}\n`;
+  /** The header row; `lead`: names of the columns put before the venue's own; `trail`: after them. */
+  static header(venue: Venue, lead: readonly string[] = [], trail: readonly string[] = []): string {
+    return `${[...lead, ...RAW_CSV_COLUMNS[venue], ...trail].join(',')}\n`;
   }
 
   protected begin(): void {
@@ -162,7 +168,8 @@ export class RawRowsToCsv extends RawRows {
 
   protected record(buf: Buffer, start: number, end: number): void {
     const before = this.parts.length;
-    this.rows(JSON.parse(buf.toString('utf8', start, end)) as Rec, this.parts);
+    const r = JSON.parse(buf.toString('utf8', start, end)) as Rec;
+    this.rows(r, this.parts, this.trail.length === 0 ? NONE : this.trail.map((f) => r[f]));
     // Each part is one whole row.
     if (this.lead !== '') for (let i = before; i < this.parts.length; i++) this.parts[i] = this.lead + this.parts[i];
   }
@@ -173,3 +180,4 @@ export class RawRowsToCsv extends RawRows {
 }
 
 const EMPTY = Buffer.alloc(0);
+const NONE: unknown[] = [];

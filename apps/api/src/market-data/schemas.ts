@@ -8,6 +8,12 @@ import { z } from 'zod';
 
 const level = z.object({ price: z.string(), size: z.string() });
 
+/** Present only with include=source, as the record's last field. */
+const sourceField = z
+  .string()
+  .optional()
+  .describe('Only with include=source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (an imported file).');
+
 export const exchangeARecord = z
   .looseObject({
     market: z.string().describe('Market condition id.'),
@@ -20,6 +26,7 @@ export const exchangeARecord = z
     changes: z.array(z.looseObject({ price: z.string(), side: z.string(), size: z.string() })).optional(),
     received_at: z.string().describe('ISO 8601 time of recording.'),
     worker_id: z.number().int().describe('Ingestion worker id.'),
+    source: sourceField,
   })
   .describe('Exchange A raw event (venue extras such as tick_size may appear as further fields).')
   .meta({ id: 'ExchangeARawEvent' });
@@ -47,6 +54,7 @@ export const exchangeBRecord = z
     data: z.record(z.string(), z.unknown()).optional().describe("ticker / trade: the venue's message as received."),
     received_at: z.string(),
     worker_id: z.number().int(),
+    source: sourceField,
   })
   .describe('Exchange B raw record: a book snapshot or delta, a gap marker, or a ticker / trade message.')
   .meta({ id: 'ExchangeBRawRecord' });

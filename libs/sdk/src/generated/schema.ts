@@ -709,7 +709,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Exchange A coverage map of one market: per day, records, gaps and cross-checks
+         * Exchange A coverage map of one market: per day, records, their sources, gaps and cross-checks
          * @description One item per UTC day from start_date to end_date (at most 31 days). Needs a key; not billed. See docs/api.md "Coverage".
          */
         get: operations["getExchangeAMarketCoverage"];
@@ -729,7 +729,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Exchange B coverage map of one market: per day, records, gaps and cross-checks
+         * Exchange B coverage map of one market: per day, records, their sources, gaps and cross-checks
          * @description One item per UTC day from start_date to end_date (at most 31 days). Needs a key; not billed. See docs/api.md "Coverage".
          */
         get: operations["getExchangeBMarketCoverage"];
@@ -900,6 +900,8 @@ export interface components {
             received_at: string;
             /** @description Ingestion worker id. */
             worker_id: number;
+            /** @description Only with include=source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (an imported file). */
+            source?: string;
         } & {
             [key: string]: unknown;
         };
@@ -941,6 +943,8 @@ export interface components {
             };
             received_at: string;
             worker_id: number;
+            /** @description Only with include=source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (an imported file). */
+            source?: string;
         } & {
             [key: string]: unknown;
         };
@@ -966,6 +970,18 @@ export interface components {
             end_ms: number;
             detail: string;
         };
+        CoverageSource: {
+            /** @description As the raw endpoints serve it with include=source: `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>`. */
+            source: string;
+            /** @description An import, not own capture. */
+            imported: boolean;
+            /** @description This source's records of the day (every outcome token, every record type). */
+            events: number;
+            first_event_ms: number;
+            last_event_ms: number;
+            /** @description The UTC hours (0-23) of the event times this source holds records in, ascending. */
+            hours: number[];
+        };
         CoverageDay: {
             date: string;
             /**
@@ -990,6 +1006,10 @@ export interface components {
             };
             /** @description false: the rollup has not checked the whole day yet (today, or not rolled up); `checks` holds what was checked so far. */
             checks_complete: boolean;
+            /** @description The sources that contributed records this day, by name (own capture per worker, each imported file); empty on a day without records. Their events add up to `events`. */
+            sources: components["schemas"]["CoverageSource"][];
+            /** @description true: the day has records and every one came from an import (no own capture). */
+            imported_only: boolean;
         };
         DeclaredOutage: {
             id: string;
@@ -1640,6 +1660,8 @@ export interface operations {
                 limit?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
                 format?: "json" | "ndjson" | "csv";
+                /** @description Fields to add to every record, comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
             };
             header?: never;
             path?: never;
@@ -1787,6 +1809,8 @@ export interface operations {
                 limit?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
                 format?: "json" | "ndjson" | "csv";
+                /** @description Fields to add to every record, comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
             };
             header?: never;
             path?: never;
@@ -1936,6 +1960,8 @@ export interface operations {
                 limit?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
                 format?: "json" | "ndjson" | "csv";
+                /** @description Fields to add to every record, comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
             };
             header?: never;
             path?: never;
@@ -2085,6 +2111,8 @@ export interface operations {
                 limit?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
                 format?: "json" | "ndjson" | "csv";
+                /** @description Fields to add to every record, comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
             };
             header?: never;
             path?: never;
@@ -2230,6 +2258,8 @@ export interface operations {
                 limit?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
                 format?: "json" | "ndjson" | "csv";
+                /** @description Fields to add to every record, comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
             };
             header?: never;
             path?: never;
@@ -2376,6 +2406,8 @@ export interface operations {
                 limit?: number;
                 /** @description Answer format: json (default), ndjson (one record per line) or csv (header row, then one row per record; see docs/api.md). */
                 format?: "json" | "ndjson" | "csv";
+                /** @description Fields to add to every record, comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
             };
             header?: never;
             path?: never;
@@ -4067,6 +4099,8 @@ export interface operations {
                 resolution?: number;
                 /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
                 format?: "csv" | "parquet";
+                /** @description Fields to add to every record (kind=raw only; a last column), comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
                 /** @description kind=summary: one outcome token (Outcome token (CLOB token) id within the condition.); default every token with data in the range. */
                 asset_id?: string;
                 /** @description Instead of condition_id: the market's slug, or its URL at the venue (as GET /lookup/slug takes it). A slug naming an event of several markets is refused with their slugs. The ids used are in X-Resolved-Condition-Id and X-Resolved-Asset-Id. */
@@ -4199,6 +4233,8 @@ export interface operations {
                 resolution?: number;
                 /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
                 format?: "csv" | "parquet";
+                /** @description Fields to add to every record (kind=raw only; a last column), comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                include?: string;
             };
             header?: never;
             path?: never;
