@@ -1,4 +1,6 @@
 import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueId } from '@booktape/testkit';
 import { UNLIMITED_PLANS } from '../usage/limits.ts';
@@ -57,12 +59,24 @@ function slowClient(path: string, key: string) {
         s.on('close', () => resolve(dechunk(Buffer.concat(chunks))));
         s.resume();
       }),
+    /** As drain, the body's bytes. */
+    drainBytes: () =>
+      new Promise<Buffer>((resolve) => {
+        s.on('data', (c: Buffer) => chunks.push(c));
+        s.on('end', () => resolve(dechunkBytes(Buffer.concat(chunks))));
+        s.on('close', () => resolve(dechunkBytes(Buffer.concat(chunks))));
+        s.resume();
+      }),
     close: () => s.destroy(),
   };
 }
 
 /** The body of a chunked HTTP/1.1 answer (headers dropped), as far as it got. */
 function dechunk(raw: Buffer): string {
+  return dechunkBytes(raw).toString('utf8');
+}
+
+function dechunkBytes(raw: Buffer): Buffer {
   let at = raw.indexOf('\r\n\r\n') + 4;
   const parts: Buffer[] = [];
   for (;;) {
@@ -73,7 +87,7 @@ function dechunk(raw: Buffer): string {
     parts.push(raw.subarray(eol + 2, eol + 2 + size));
     at = eol + 2 + size + 2;
   }
-  return Buffer.concat(parts).toString('utf8');
+  return Buffer.concat(parts);
 }
 
 async function usage(user: string, key: string): Promise<number> {
@@ -145,4 +159,39 @@ describe('a raw-page reader below the floor rate', () => {
       }
     }
   }, 60_000);
+
+  it('cuts a raw export too: the session is freed for others, the file ends with a #error line, and the export is not billed', async () => {
+    const slowUser = uniqueId('slow-export');
+    const otherUser = uniqueId('other-export');
+    const slowKey = await t.newKey(slowUser);
+    const otherKey = await t.newKey(otherUser);
+    // A file that compresses poorly (random hashes), so that even gzipped it outgrows the
+    // socket buffers of loopback and the compressor waits for the client.
+    const DAY2 = DAY + 86_400_000;
+    const EXPORT_ROWS = 200_000;
+    const messages = Array.from({ length: EXPORT_ROWS }, (_, i) => aMessage({ market: MARKET, ts: DAY2 + i * 400, hash: `0x${randomBytes(32).toString('hex')}` }));
+    for (let i = 0; i < messages.length; i += 50_000) await t.filler.insert('exchange-a', messages.slice(i, i + 50_000));
+    const slow = slowClient(`/api/v1/exchange-a/market/export?condition_id=${MARKET}&start_date=2026-03-02&end_date=2026-03-02&kind=raw&format=csv`, slowKey);
+    try {
+      expect(await slow.statusLine).toBe('HTTP/1.1 200 OK');
+      await new Promise((r) => setTimeout(r, FLOOR.windowMs + 1500));
+      const started = Date.now();
+      const small = await fetch(`${base()}/api/v1/exchange-a/market/data?condition_id=${MARKET}&date=2026-03-01&limit=5`, { headers: bearer(otherKey) });
+      expect(small.status).toBe(200);
+      expect(((await small.json()) as { data_count: number }).data_count).toBe(5);
+      expect(Date.now() - started).toBeLessThan(2_000);
+
+      // A whole gzip file: the records before the marker, then the marker.
+      const lines = gunzipSync(await slow.drainBytes()).toString('utf8').trimEnd().split('\n');
+      expect(lines.at(-1)).toMatch(/^#error,slow_reader,"the answer was cut/);
+      const records = lines.slice(1, -1);
+      expect(records.length).toBeGreaterThan(0);
+      expect(records.length).toBeLessThan(EXPORT_ROWS);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await usage(slowUser, slowKey)).toBe(0);
+      expect(await usage(otherUser, otherKey)).toBe(1);
+    } finally {
+      slow.close();
+    }
+  }, 120_000);
 });
