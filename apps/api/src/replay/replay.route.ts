@@ -18,6 +18,7 @@ import { quotaExceededBody } from '../usage/limits.ts';
 import { tooManyRequestsSchema } from '../usage/schemas.ts';
 import type { Reservation } from '../usage/quota.service.ts';
 import { runExchangeA } from './exchange-a.session.ts';
+import { runExchangeB } from './exchange-b.session.ts';
 import type { ReplayOutcome, ReplayWindow } from './replay-socket.ts';
 
 /**
@@ -25,6 +26,11 @@ import type { ReplayOutcome, ReplayWindow } from './replay-socket.ts';
  * API's port: a client of the live feed changes only its URL.
  *
  *   ws://HOST:PORT/api/v1/exchange-a/replay/ws/market?from=…&to=…[&speed=…]
+ *   ws://HOST:PORT/api/v1/exchange-b/replay/trade-api/ws/v2?from=…&to=…[&speed=…]
+ *
+ * Both venues share everything here (admission, limits, billing, the request log) and the
+ * socket's pacing and back-pressure (replay-socket.ts); each speaks its own protocol
+ * (exchange-a.session.ts, exchange-b.session.ts).
  *
  * The upgrade is admitted before it is accepted, with the answers of the other data
  * endpoints as plain HTTP (the socket is then closed): the key (`Authorization: Bearer` or
@@ -70,8 +76,18 @@ function field(params: URLSearchParams, name: string, parse: (raw: string) => Pa
   return r.value;
 }
 
+type ReplayVenue = 'exchange-a' | 'exchange-b';
+
 /** Paths (after alias rewriting) → the venue whose replay they are. */
-const PATHS: Record<string, 'exchange-a'> = { [`${API_PREFIX}/exchange-a/replay/ws/market`]: 'exchange-a' };
+const PATHS: Record<string, ReplayVenue> = {
+  [`${API_PREFIX}/exchange-a/replay/ws/market`]: 'exchange-a',
+  [`${API_PREFIX}/exchange-b/replay/trade-api/ws/v2`]: 'exchange-b',
+};
+
+const RUN: Record<ReplayVenue, (ws: WebSocket, w: ReplayWindow, services: Services) => Promise<ReplayOutcome>> = {
+  'exchange-a': runExchangeA,
+  'exchange-b': runExchangeB,
+};
 
 export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, keys, subscriptions, quota, requestLog, log } = services;
@@ -80,7 +96,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1 << 20 });
   const live = new Set<WebSocket>();
 
-  function parseWindow(params: URLSearchParams, venue: 'exchange-a'): ReplayQuery {
+  function parseWindow(params: URLSearchParams, venue: ReplayVenue): ReplayQuery {
     const fromMs = field(params, 'from', parseTimestamp('start'), true)!;
     const toMs = field(params, 'to', parseTimestamp('end'), true)!;
     const speed = field(params, 'speed', parseSpeed, false) ?? null;
@@ -183,7 +199,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         log,
         read: { maxSessions: config.streamSessions, maxPerOwner: config.streamSessionsPerKey, owner: logged!.key_id },
       };
-      runExchangeA(ws, w, services).then((outcome) => {
+      RUN[venue](ws, w, services).then((outcome) => {
         live.delete(ws);
         settle(outcome, bytes);
       }, (e: unknown) => {
@@ -209,33 +225,53 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
 
   // The path in the OpenAPI document, with its parameters; a GET without an upgrade gets 426.
   const upgradeRequired = errorSchema.describe('Not a websocket upgrade: connect with a websocket client.');
-  app.get(
-    '/exchange-a/replay/ws/market',
+  const common = ' The key goes in `Authorization: Bearer` or the `api_key` parameter. A replay counts one unit per UTC day of the window when it was sent to its end; at most API_REPLAYS_PER_KEY (default 2) run at once per key. docs/api.md, "Replay over the venues\' websockets".';
+  const documented: Array<{ path: string; venue: ReplayVenue; summary: string; description: string }> = [
     {
-      schema: {
-        summary: 'Exchange A replay over the market channel websocket protocol',
-        description:
-          'A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send the market channel subscribe message ' +
-          '`{"assets_ids": [...], "type": "market"}`; the answer is one array of `book`s (each asset\'s full book at `from`, where known), then every stored event of those assets ' +
-          '(book, price_change, last_trade_price, tick_size_change, …) in serving order in the venue\'s shapes, then a close with code 1000. `PING` is answered `PONG`. ' +
-          `The key goes in \`Authorization: Bearer\` or the \`api_key\` parameter. A replay counts one unit per UTC day of the window when it was sent to its end; at most API_REPLAYS_PER_KEY (default 2) run at once per key. docs/api.md, "Replay".`,
-        tags: ['exchange-a'],
-        security: [...KEY_SECURITY, { apiKeyQuery: [] }],
-        querystring: z.object({
-          from: q.timestamp('Window start', 'start'),
-          to: q.timestamp('Window end', 'end'),
-          speed: optionalField(parseSpeed, 'Factor of real time (1: as the events happened; 10: ten times faster). Without it: as fast as the client reads.', { maximum: SPEED_MAX }),
-          api_key: optionalField((r): Parsed<string> => ({ ok: true, value: r }), 'The API key, for clients that cannot set headers.'),
-        }),
-        response: { 426: upgradeRequired, ...errors, 429: tooManyRequestsSchema },
-      },
-      config: { billable: false },
-      // The key first, as for the upgrade (header or api_key): then the parameters, then 426.
-      onRequest: async (req) => {
-        const apiKey = (req.query as Record<string, unknown>).api_key;
-        await keys.authenticate(req.headers.authorization ?? (typeof apiKey === 'string' ? `Bearer ${apiKey}` : undefined));
-      },
+      path: '/exchange-a/replay/ws/market',
+      venue: 'exchange-a',
+      summary: 'Exchange A replay over the market channel websocket protocol',
+      description:
+        'A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send the market channel subscribe message ' +
+        '`{"assets_ids": [...], "type": "market"}`; the answer is one array of `book`s (each asset\'s full book at `from`, where known), then every stored event of those assets ' +
+        '(book, price_change, last_trade_price, tick_size_change, …) in serving order in the venue\'s shapes, then a close with code 1000. `PING` is answered `PONG`.',
     },
-    async (_req, reply) => reply.code(426).header('upgrade', 'websocket').send(errorBody('bad_request', 'this is a websocket: connect with a websocket client (Upgrade: websocket)')),
-  );
+    {
+      path: '/exchange-b/replay/trade-api/ws/v2',
+      venue: 'exchange-b',
+      summary: 'Exchange B replay over the trade-api v2 websocket protocol',
+      description:
+        'A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send trade-api v2 `subscribe` commands ' +
+        '(`{"id": 1, "cmd": "subscribe", "params": {"channels": ["orderbook_delta"], "market_tickers": [...]}}`; channels `orderbook_delta`, `trade`, `ticker`), answered `subscribed` with a `sid` per channel; ' +
+        'then an `orderbook_snapshot` per ticker (its full book at `from`, where known; `seq` 1, 2, …), every stored delta (and trade / ticker message) in serving order with continuous `seq` per `sid`, ' +
+        'a skipped `seq` and fresh snapshots where the stored data has a gap, then a close with code 1000. Bad commands get the venue\'s `error` message.',
+    },
+  ];
+  for (const d of documented) {
+    app.get(
+      d.path,
+      {
+        schema: {
+          summary: d.summary,
+          description: d.description + common,
+          tags: [d.venue],
+          security: [...KEY_SECURITY, { apiKeyQuery: [] }],
+          querystring: z.object({
+            from: q.timestamp('Window start', 'start'),
+            to: q.timestamp('Window end', 'end'),
+            speed: optionalField(parseSpeed, 'Factor of real time (1: as the events happened; 10: ten times faster). Without it: as fast as the client reads.', { maximum: SPEED_MAX }),
+            api_key: optionalField((r): Parsed<string> => ({ ok: true, value: r }), 'The API key, for clients that cannot set headers.'),
+          }),
+          response: { 426: upgradeRequired, ...errors, 429: tooManyRequestsSchema },
+        },
+        config: { billable: false },
+        // The key first, as for the upgrade (header or api_key): then the parameters, then 426.
+        onRequest: async (req) => {
+          const apiKey = (req.query as Record<string, unknown>).api_key;
+          await keys.authenticate(req.headers.authorization ?? (typeof apiKey === 'string' ? `Bearer ${apiKey}` : undefined));
+        },
+      },
+      async (_req, reply) => reply.code(426).header('upgrade', 'websocket').send(errorBody('bad_request', 'this is a websocket: connect with a websocket client (Upgrade: websocket)')),
+    );
+  }
 };
