@@ -17,7 +17,7 @@ import {
   unsubscribedFrame,
   type Channel,
 } from './exchange-b.frames.ts';
-import { ReplaySocket, type ReplayOutcome, type ReplayWindow } from './replay-socket.ts';
+import { ReplaySocket, type ReplayOutcome, type ReplayWindow, type VenueReplay } from './replay-socket.ts';
 
 /**
  * One exchange B replay on an open websocket (issue 25): trade-api v2 as the venue speaks it
@@ -74,6 +74,8 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
   let nextSid = 1;
   /** open: subscribes accepted; started: the replay's tickers are fixed. */
   let started = false;
+  /** The start is scheduled (once: the first accepted subscribe). */
+  let scheduled = false;
   /** The books as the client has them (tracked from the window's start); null until the replay sends. */
   let books: Map<string, ExchangeBBook> | null = null;
   let chain: Promise<void> = Promise.resolve();
@@ -159,7 +161,6 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
     const missing = raw.find((r) => !stored.has(normaliseTicker(r)!));
     if (missing !== undefined) return error(id, ERR.market, `Market not found: ${missing} (no stored data up to the window's end)`);
     if (s.ended) return;
-    const first = subs.size === 0;
     const frames: string[] = [];
     for (const channel of channels) {
       const sid = nextSid++;
@@ -168,12 +169,13 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
     }
     s.subscribed();
     await s.sendAll(frames);
-    if (first) {
+    if (!scheduled) {
+      scheduled = true;
       setTimeout(() => {
         // Behind every command received until now (a subscribe being checked included).
         chain = chain.then(() => {
           started = true;
-          s.start(stream);
+          if (!s.ended) s.start(stream);
         });
       }, GATHER_MS).unref();
     }
@@ -282,3 +284,15 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
 
   return s.outcome;
 }
+
+export const exchangeBReplay: VenueReplay<ExchangeBDeps> = {
+  venue: 'exchange-b',
+  path: '/exchange-b/replay/trade-api/ws/v2',
+  summary: 'Exchange B replay over the trade-api v2 websocket protocol',
+  description:
+    'A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send trade-api v2 `subscribe` commands ' +
+    '(`{"id": 1, "cmd": "subscribe", "params": {"channels": ["orderbook_delta"], "market_tickers": [...]}}`; channels `orderbook_delta`, `trade`, `ticker`), answered `subscribed` with a `sid` per channel; ' +
+    'then an `orderbook_snapshot` per ticker (its full book at `from`, where known; `seq` 1, 2, …), every stored delta (and trade / ticker message) in serving order with continuous `seq` per `sid`, ' +
+    'a skipped `seq` and fresh snapshots where the stored data has a gap, then a close with code 1000. Bad commands get the venue\'s `error` message.',
+  run: runExchangeB,
+};

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { ExchangeBMessage, ExchangeBRecord } from '@booktape/domain';
 import { referenceBookB } from '@booktape/book/testing';
+import { streamPoolStats } from '@booktape/storage';
 import { ExchangeBNormaliser } from '@booktape/venues';
 import { waitFor } from '@booktape/testkit';
 import { bearer, ingestSeq, startTestApi, type TestApi } from '../testing.ts';
@@ -282,6 +283,36 @@ describe('exchange B replay websocket', () => {
     expect(msgs[5]).toEqual({ type: 'subscribed', id: 6, msg: { channel: 'orderbook_delta', sid: 1 } });
     expect(msgs[6]!.type).toBe('orderbook_snapshot');
   });
+
+  it('ends on unsubscribe, caps replays per key, and frees everything when the client leaves', async () => {
+    const s = await connect(url(`from=${BASE + 3000}&to=${BASE + 30_000}&speed=1`));
+    s.ws.send(subscribe(1, [T1, T2]));
+    await waitFor('replay under way', () => s.messages.length > 3, 5000);
+    // One replay per key here: a second is refused before the upgrade.
+    const second = await refusal(url(`from=${BASE}&to=${BASE + 1000}`));
+    expect([second.status, second.body.error.code]).toEqual([429, 'too_many_concurrent_requests']);
+    s.ws.send(JSON.stringify({ id: 2, cmd: 'unsubscribe', params: { sids: [1, 9] } }));
+    const c = await s.close;
+    expect(c.code).toBe(1000);
+    const answers = parsed(s).filter((m) => m.id === 2);
+    expect(answers.map((m) => [m.type, m.msg?.code])).toEqual([['unsubscribed', undefined], ['error', 7]]);
+
+    // Gone mid-replay: the slot and the store session come back at once.
+    const gone = await connect(url(`from=${BASE + 3000}&to=${BASE + 30_000}&speed=1`));
+    gone.ws.send(subscribe(1, [T3]));
+    await waitFor('replay under way', () => gone.messages.length > 2, 5000);
+    gone.ws.terminate();
+    await waitFor('slot freed', async () => {
+      try {
+        const again = await connect(url(`from=${BASE}&to=${BASE + 1000}`));
+        again.ws.send(subscribe(1, [T1]));
+        return (await again.close).code === 1000;
+      } catch {
+        return false;
+      }
+    }, 10_000);
+    await waitFor('no store session held', () => (streamPoolStats(t.ch)?.inUse ?? 0) === 0, 5000);
+  }, 30_000);
 
   it('closes a window without data clearly, and refuses bad windows before the upgrade', async () => {
     // T4 is stored that day, but nothing of it is known or stored in this window.

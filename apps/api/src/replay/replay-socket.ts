@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
 import { StreamBusyError, StreamOwnerBusyError, type StreamOptions } from '@booktape/storage';
 import type { Logger } from '@booktape/config';
+import type { Venue } from '@booktape/domain';
 
 /**
  * The part of a websocket replay both venues share (issue 25): pacing, back-pressure, and
@@ -43,6 +44,15 @@ export interface ReplayWindow {
 export interface ReplaySocketOptions {
   /** Websocket pings from the server this often (exchange B's venue pings every 10 s; clients watch for silence). */
   pingEveryMs?: number;
+}
+
+/** One venue's replay: its path under the API prefix, its OpenAPI text, and the session that speaks its protocol. */
+export interface VenueReplay<D> {
+  venue: Venue;
+  path: string;
+  summary: string;
+  description: string;
+  run(ws: WebSocket, w: ReplayWindow, deps: D): Promise<ReplayOutcome>;
 }
 
 class Gone extends Error {}

@@ -17,9 +17,9 @@ import { paramsJson } from '../usage/billable.hooks.ts';
 import { quotaExceededBody } from '../usage/limits.ts';
 import { tooManyRequestsSchema } from '../usage/schemas.ts';
 import type { Reservation } from '../usage/quota.service.ts';
-import { runExchangeA } from './exchange-a.session.ts';
-import { runExchangeB } from './exchange-b.session.ts';
-import type { ReplayOutcome, ReplayWindow } from './replay-socket.ts';
+import { exchangeAReplay } from './exchange-a.session.ts';
+import { exchangeBReplay } from './exchange-b.session.ts';
+import type { ReplayOutcome, ReplayWindow, VenueReplay } from './replay-socket.ts';
 
 /**
  * Replay of stored history through the venues' own websocket protocols (issue 25), on the
@@ -76,18 +76,9 @@ function field(params: URLSearchParams, name: string, parse: (raw: string) => Pa
   return r.value;
 }
 
-type ReplayVenue = 'exchange-a' | 'exchange-b';
-
-/** Paths (after alias rewriting) → the venue whose replay they are. */
-const PATHS: Record<string, ReplayVenue> = {
-  [`${API_PREFIX}/exchange-a/replay/ws/market`]: 'exchange-a',
-  [`${API_PREFIX}/exchange-b/replay/trade-api/ws/v2`]: 'exchange-b',
-};
-
-const RUN: Record<ReplayVenue, (ws: WebSocket, w: ReplayWindow, services: Services) => Promise<ReplayOutcome>> = {
-  'exchange-a': runExchangeA,
-  'exchange-b': runExchangeB,
-};
+/** The venues' replays (one module each); a path (after alias rewriting) finds its venue's. */
+const REPLAYS: ReadonlyArray<VenueReplay<Services>> = [exchangeAReplay, exchangeBReplay];
+const BY_PATH = new Map(REPLAYS.map((r) => [`${API_PREFIX}${r.path}`, r]));
 
 export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, keys, subscriptions, quota, requestLog, log } = services;
@@ -96,7 +87,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1 << 20 });
   const live = new Set<WebSocket>();
 
-  function parseWindow(params: URLSearchParams, venue: ReplayVenue): ReplayQuery {
+  function parseWindow(params: URLSearchParams, venue: VenueReplay<Services>['venue']): ReplayQuery {
     const fromMs = field(params, 'from', parseTimestamp('start'), true)!;
     const toMs = field(params, 'to', parseTimestamp('end'), true)!;
     const speed = field(params, 'speed', parseSpeed, false) ?? null;
@@ -119,8 +110,8 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(venueAliasRewrite(req.url ?? '/'), 'http://replay.invalid');
-    const venue = PATHS[url.pathname];
-    if (venue === undefined) return refuse(socket, 404, errorBody('not_found', `no websocket at ${url.pathname}`));
+    const replay = BY_PATH.get(url.pathname);
+    if (replay === undefined) return refuse(socket, 404, errorBody('not_found', `no websocket at ${url.pathname}`));
     socket.on('error', () => undefined);
     const started = Date.now();
     const requestId = randomUUID();
@@ -132,7 +123,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       const apiKey = url.searchParams.get('api_key');
       const header = req.headers.authorization ?? (apiKey !== null ? `Bearer ${apiKey}` : undefined);
       const key = await keys.authenticate(header);
-      window = parseWindow(url.searchParams, venue);
+      window = parseWindow(url.searchParams, replay.venue);
       const plan = await subscriptions.planOf(key.user_id);
       logged = { key_id: key.key_id, user_id: key.user_id, plan };
       release = limiter.tryAcquire(key.key_id, cap);
@@ -173,7 +164,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         key_id: logged!.key_id,
         plan: logged!.plan,
         endpoint,
-        venue,
+        venue: replay.venue,
         market: '',
         params: paramsJson({ from: window.fromMs, to: window.toMs, ...(window.speed !== null ? { speed: window.speed } : {}), outcome }),
         status: ok ? 200 : outcome === 'client_left' || outcome === 'no_subscribe' ? 499 : outcome === 'failed' ? 500 : outcome === 'busy' || outcome === 'shutdown' ? 503 : 400,
@@ -199,7 +190,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         log,
         read: { maxSessions: config.streamSessions, maxPerOwner: config.streamSessionsPerKey, owner: logged!.key_id },
       };
-      RUN[venue](ws, w, services).then((outcome) => {
+      replay.run(ws, w, services).then((outcome) => {
         live.delete(ws);
         settle(outcome, bytes);
       }, (e: unknown) => {
@@ -226,28 +217,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
   // The path in the OpenAPI document, with its parameters; a GET without an upgrade gets 426.
   const upgradeRequired = errorSchema.describe('Not a websocket upgrade: connect with a websocket client.');
   const common = ' The key goes in `Authorization: Bearer` or the `api_key` parameter. A replay counts one unit per UTC day of the window when it was sent to its end; at most API_REPLAYS_PER_KEY (default 2) run at once per key. docs/api.md, "Replay over the venues\' websockets".';
-  const documented: Array<{ path: string; venue: ReplayVenue; summary: string; description: string }> = [
-    {
-      path: '/exchange-a/replay/ws/market',
-      venue: 'exchange-a',
-      summary: 'Exchange A replay over the market channel websocket protocol',
-      description:
-        'A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send the market channel subscribe message ' +
-        '`{"assets_ids": [...], "type": "market"}`; the answer is one array of `book`s (each asset\'s full book at `from`, where known), then every stored event of those assets ' +
-        '(book, price_change, last_trade_price, tick_size_change, …) in serving order in the venue\'s shapes, then a close with code 1000. `PING` is answered `PONG`.',
-    },
-    {
-      path: '/exchange-b/replay/trade-api/ws/v2',
-      venue: 'exchange-b',
-      summary: 'Exchange B replay over the trade-api v2 websocket protocol',
-      description:
-        'A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send trade-api v2 `subscribe` commands ' +
-        '(`{"id": 1, "cmd": "subscribe", "params": {"channels": ["orderbook_delta"], "market_tickers": [...]}}`; channels `orderbook_delta`, `trade`, `ticker`), answered `subscribed` with a `sid` per channel; ' +
-        'then an `orderbook_snapshot` per ticker (its full book at `from`, where known; `seq` 1, 2, …), every stored delta (and trade / ticker message) in serving order with continuous `seq` per `sid`, ' +
-        'a skipped `seq` and fresh snapshots where the stored data has a gap, then a close with code 1000. Bad commands get the venue\'s `error` message.',
-    },
-  ];
-  for (const d of documented) {
+  for (const d of REPLAYS) {
     app.get(
       d.path,
       {
