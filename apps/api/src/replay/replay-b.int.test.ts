@@ -1,12 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import type { ExchangeBMessage, ExchangeBRecord } from '@booktape/domain';
-import { referenceBookB } from '@booktape/book/testing';
+import { compareReplayedBooksB } from '@booktape/book/testing';
 import { streamPoolStats } from '@booktape/storage';
 import { ExchangeBNormaliser } from '@booktape/venues';
 import { waitFor } from '@booktape/testkit';
 import { bearer, ingestSeq, startTestApi, type TestApi } from '../testing.ts';
+import { connectReplay, prng, replayRefusal, type ReplaySession as Session } from './replay.test-support.ts';
 
 /**
  * The exchange B replay websocket against stored venue frames: what a client of the live
@@ -23,17 +23,6 @@ const BASE = Date.parse('2026-03-01T10:00:00Z');
 const N = 3000;
 const GAP_AT = 1500;
 const NULL_AT = 2000;
-
-/** A small deterministic PRNG (mulberry32). */
-function prng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Stored {
   record: ExchangeBRecord;
@@ -112,41 +101,9 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => t?.close());
 
-interface Session {
-  messages: string[];
-  close: Promise<{ code: number; reason: string }>;
-  ws: WebSocket;
-}
-
 const url = (qs: string) => `ws://127.0.0.1:${port}/api/v1/exchange-b/replay/trade-api/ws/v2?${qs}`;
-
-function connect(u: string, headers: Record<string, string> = bearer(key)): Promise<Session> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(u, { headers });
-    const messages: string[] = [];
-    ws.on('message', (d) => messages.push(d.toString()));
-    const close = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
-    ws.once('open', () => resolve({ ws, messages, close }));
-    ws.once('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode, body: JSON.parse(body || '{}') as unknown })));
-    });
-    ws.once('error', (e) => reject(e));
-  });
-}
-
-async function refusal(u: string, headers?: Record<string, string>): Promise<{ status: number; body: { error: { code: string; param?: string } } }> {
-  try {
-    const s = await connect(u, headers);
-    s.ws.close();
-  } catch (e) {
-    const x = e as { status?: number; body?: { error: { code: string; param?: string } } };
-    if (x.status !== undefined) return { status: x.status, body: x.body! };
-    throw e;
-  }
-  throw new Error('the upgrade was accepted');
-}
+const connect = (u: string, headers: Record<string, string> = bearer(key)) => connectReplay(u, headers);
+const refusal = (u: string, headers: Record<string, string> = bearer(key)) => replayRefusal(u, headers);
 
 const subscribe = (id: number, tickers: string[], channels = ['orderbook_delta']) => JSON.stringify({ id, cmd: 'subscribe', params: { channels, market_tickers: tickers } });
 
@@ -164,7 +121,6 @@ function clientRecords(s: Session): ExchangeBRecord[] {
 }
 
 const sourceOf = (ticker: string) => stored.filter((x) => x.record.ticker === ticker).sort((a, b) => a.ts - b.ts || (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
-const deltaKey = (r: ExchangeBRecord) => `${r.side}|${r.price}|${r.delta}|${r.venue_ts}`;
 
 /**
  * The client's book (its records) against the reference book of the stored records, at every
@@ -175,32 +131,10 @@ function expectBooksEqual(mine: ExchangeBRecord[], ticker: string, from: number,
   const src = sourceOf(ticker);
   const before = src.filter((x) => x.ts < from).map((x) => x.record);
   const win = src.filter((x) => x.ts >= from && x.ts <= to).map((x) => x.record);
-  const theirs = [...before];
-  const got: ExchangeBRecord[] = [];
-  let j = 0;
-  let deltas = 0;
-  for (const r of mine.filter((x) => x.ticker === ticker)) {
-    got.push(r);
-    if (r.type !== 'delta') continue;
-    while (j < win.length && !(win[j]!.type === 'delta' && deltaKey(win[j]!) === deltaKey(r))) theirs.push(win[j++]!);
-    expect(j, `${ticker}: a delta the source does not have next: ${deltaKey(r)}`).toBeLessThan(win.length);
-    theirs.push(win[j++]!);
-    if (++deltas % 9 === 0) expect(referenceBookB(got), `${ticker} book after received delta ${deltas}`).toEqual(referenceBookB(theirs));
-  }
-  theirs.push(...win.slice(j));
-  expect(referenceBookB(got)).toEqual(referenceBookB(theirs));
-  // Every delta the source applied to a known book was received.
-  // (Rule 4 of docs/rules/summaries.md, as the data here needs it: a snapshot without a null
-  // side makes a book known; a gap, or a delta with a null price, unknown.)
-  let known = referenceBookB(before).known;
-  let applied = 0;
-  for (const r of win) {
-    if (r.type === 'delta' && known) applied++;
-    if (r.type === 'snapshot') known = r.yes !== null && r.no !== null;
-    if (r.type === 'gap' || (r.type === 'delta' && (r.price === null || r.delta === null))) known = false;
-  }
-  expect(deltas).toBe(applied);
-  return deltas;
+  const c = compareReplayedBooksB(before, win, mine.filter((x) => x.ticker === ticker), 9);
+  expect(c.mismatch, ticker).toBeNull();
+  expect(c.deltas).toBe(c.applied);
+  return c.deltas;
 }
 
 describe('exchange B replay websocket', () => {
