@@ -86,5 +86,8 @@ describe('exchange B replay frames', () => {
     expect(code(JSON.stringify({ id: 1, cmd: 'subscribe', params: { channels: ['orderbook_delta'], market_tickers: [] } }))).toBe(14);
     expect(code(JSON.stringify({ id: 1, cmd: 'unsubscribe', params: {} }))).toBe(4);
     expect(code(JSON.stringify({ id: 1, cmd: 'hello' }))).toBe(5);
+    expect(code(JSON.stringify({ id: 1, cmd: 'subscribe' }))).toBe(2);
+    expect(code(JSON.stringify({ id: 1, cmd: 'update_subscription', params: { sids: [1, 2], action: 'get_snapshot', market_tickers: [T] } }))).toBe(12);
+    expect(code(JSON.stringify({ id: 1, cmd: 'update_subscription', params: { sid: 1, market_tickers: [T] } }))).toBe(15);
   });
 });

@@ -20,23 +20,26 @@ import type { ExchangeBRecord } from '@booktape/domain';
 export type Channel = 'orderbook_delta' | 'trade' | 'ticker';
 export const CHANNELS: readonly Channel[] = ['orderbook_delta', 'trade', 'ticker'];
 
-/** The venue's error codes (those the simulator and the venue's documentation use). */
+/** The venue's error codes and texts, as its documentation lists them. */
 export const ERR = {
   process: 1,
+  params: 2,
   channels: 3,
   sids: 4,
   command: 5,
   unknownSid: 7,
   channelName: 8,
+  oneSid: 12,
   action: 13,
   ticker: 14,
+  actionRequired: 15,
   market: 16,
 } as const;
 
 export type Command =
   | { kind: 'subscribe'; id: number | null; channels: Channel[]; tickers: string[] }
   | { kind: 'unsubscribe'; id: number | null; sids: unknown[] }
-  | { kind: 'update'; id: number | null; sid: unknown; action: unknown; tickers: string[] | null }
+  | { kind: 'update'; id: number | null; sid: number; action: unknown; tickers: string[] | null }
   | { kind: 'error'; id: number | null; code: number; msg: string };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -59,7 +62,10 @@ export function parseCommand(text: string): Command {
   }
   if (!isObject(v)) return { kind: 'error', id: null, code: ERR.process, msg: 'Unable to process message' };
   const id = typeof v.id === 'number' && Number.isSafeInteger(v.id) ? v.id : null;
-  const params = isObject(v.params) ? v.params : {};
+  const known = v.cmd === 'subscribe' || v.cmd === 'unsubscribe' || v.cmd === 'update_subscription';
+  if (!known) return { kind: 'error', id, code: ERR.command, msg: 'Unknown command' };
+  if (!isObject(v.params)) return { kind: 'error', id, code: ERR.params, msg: 'Params required' };
+  const params = v.params;
   switch (v.cmd) {
     case 'subscribe': {
       const channels = params.channels;
@@ -74,12 +80,12 @@ export function parseCommand(text: string): Command {
       if (!Array.isArray(sids) || sids.length === 0) return { kind: 'error', id, code: ERR.sids, msg: 'Subscription IDs required' };
       return { kind: 'unsubscribe', id, sids };
     }
-    case 'update_subscription': {
+    default: {
       const sid = params.sid ?? (Array.isArray(params.sids) && params.sids.length === 1 ? params.sids[0] : undefined);
+      if (typeof sid !== 'number') return { kind: 'error', id, code: ERR.oneSid, msg: 'Exactly one subscription ID is required' };
+      if (params.action === undefined) return { kind: 'error', id, code: ERR.actionRequired, msg: 'Action required' };
       return { kind: 'update', id, sid, action: params.action, tickers: tickersOf(params) };
     }
-    default:
-      return { kind: 'error', id, code: ERR.command, msg: 'Unknown command' };
   }
 }
 

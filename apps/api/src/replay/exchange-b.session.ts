@@ -116,7 +116,6 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
         return;
       }
       case 'update': {
-        if (typeof c.sid !== 'number') return error(c.id, ERR.sids, 'Subscription IDs required');
         const sub = subs.get(c.sid);
         if (!sub) return error(c.id, ERR.unknownSid, 'Unknown subscription ID');
         if (c.tickers === null) return error(c.id, ERR.ticker, 'Market Ticker required');
