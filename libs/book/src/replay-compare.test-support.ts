@@ -1,14 +1,14 @@
 import type { ExchangeBRecord } from '@booktape/domain';
-import { referenceBookB, type ReferenceBook } from './reference.test-support.ts';
+import { referenceBookB, ReferenceBookStepperB, type ReferenceBook } from './reference.test-support.ts';
 
 /**
  * An exchange B replay's copy against its source (issue 25): the records a capture made of
  * the replay (`copy`, one ticker, one connection) and the stored records it replayed
  * (`before` the window and `window`, the ticker's, in serving order). The copy's sid, seq,
  * times and extra snapshots are its own, so its deltas are matched to the source's by
- * content (side, price, delta, venue time), in order; after each matched delta (every
- * `every`-th, and at the end) both reference books must be equal. Every delta the source
- * applied to a known book must be in the copy.
+ * content (side, price, delta, venue time), in order; after each matched delta, and at the
+ * end, both reference books must be equal. Every delta the source applied to a known book
+ * must be in the copy.
  */
 export interface CopyComparison {
   /** Deltas of the copy matched to the source's. */
@@ -21,26 +21,29 @@ export interface CopyComparison {
 
 const deltaKey = (r: ExchangeBRecord) => `${r.side}|${r.price}|${r.delta}|${r.venue_ts}`;
 
-export function compareReplayedBooksB(before: readonly ExchangeBRecord[], window: readonly ExchangeBRecord[], copy: readonly ExchangeBRecord[], every = 1): CopyComparison {
-  const theirs = [...before];
-  const got: ExchangeBRecord[] = [];
+export function compareReplayedBooksB(before: readonly ExchangeBRecord[], window: readonly ExchangeBRecord[], copy: readonly ExchangeBRecord[]): CopyComparison {
+  const theirs = new ReferenceBookStepperB();
+  const got = new ReferenceBookStepperB();
+  for (const r of before) theirs.apply(r);
   let j = 0;
   let deltas = 0;
   let mismatch: CopyComparison['mismatch'] = null;
+  const differ = (what: string) => {
+    const [c, s] = [got.current(), theirs.current()];
+    return JSON.stringify(c) === JSON.stringify(s) ? null : { what, copy: c, source: s };
+  };
   for (const r of copy) {
-    got.push(r);
+    got.apply(r);
     if (r.type !== 'delta') continue;
-    while (j < window.length && !(window[j]!.type === 'delta' && deltaKey(window[j]!) === deltaKey(r))) theirs.push(window[j++]!);
+    while (j < window.length && !(window[j]!.type === 'delta' && deltaKey(window[j]!) === deltaKey(r))) theirs.apply(window[j++]!);
     if (j >= window.length) return { deltas, applied: -1, mismatch: { what: `copy delta ${deltas + 1} (${deltaKey(r)}) is not the source's next` } };
-    theirs.push(window[j++]!);
-    if (++deltas % every === 0) {
-      const [c, s] = [referenceBookB(got), referenceBookB(theirs)];
-      if (JSON.stringify(c) !== JSON.stringify(s)) return { deltas, applied: -1, mismatch: { what: `book after copy delta ${deltas}`, copy: c, source: s } };
-    }
+    theirs.apply(window[j++]!);
+    deltas++;
+    mismatch = differ(`book after copy delta ${deltas}`);
+    if (mismatch) return { deltas, applied: -1, mismatch };
   }
-  theirs.push(...window.slice(j));
-  const [c, s] = [referenceBookB(got), referenceBookB(theirs)];
-  if (JSON.stringify(c) !== JSON.stringify(s)) mismatch = { what: 'book at the end', copy: c, source: s };
+  while (j < window.length) theirs.apply(window[j++]!);
+  mismatch = differ('book at the end');
   // Rule 4 of docs/rules/summaries.md, as far as a delta's being applied goes: a snapshot
   // without a null side makes a book known; a gap, or a delta with a null payload, unknown.
   let known = referenceBookB(before).known;

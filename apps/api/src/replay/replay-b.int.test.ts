@@ -124,14 +124,14 @@ const sourceOf = (ticker: string) => stored.filter((x) => x.record.ticker === ti
 
 /**
  * The client's book (its records) against the reference book of the stored records, at every
- * ninth delta it received and at the end; every delta the source applied to a known book
+ * delta it received and at the end; every delta the source applied to a known book
  * must have been received, in order.
  */
 function expectBooksEqual(mine: ExchangeBRecord[], ticker: string, from: number, to: number): number {
   const src = sourceOf(ticker);
   const before = src.filter((x) => x.ts < from).map((x) => x.record);
   const win = src.filter((x) => x.ts >= from && x.ts <= to).map((x) => x.record);
-  const c = compareReplayedBooksB(before, win, mine.filter((x) => x.ticker === ticker), 9);
+  const c = compareReplayedBooksB(before, win, mine.filter((x) => x.ticker === ticker));
   expect(c.mismatch, ticker).toBeNull();
   expect(c.deltas).toBe(c.applied);
   return c.deltas;
