@@ -25,6 +25,7 @@ const KEPT_WARNINGS = [
   ['operation-4xx-response', '#/paths/~1api~1v1~1monitoring~1status/get/responses'],
   ['operation-4xx-response', '#/paths/~1status/get/responses'],
   ['operation-2xx-response', '#/paths/~1api~1v1~1exchange-a~1replay~1ws~1market/get/responses'],
+  ['operation-2xx-response', '#/paths/~1api~1v1~1exchange-b~1replay~1trade-api~1ws~1v2/get/responses'],
 ];
 
 async function buildDocument() {

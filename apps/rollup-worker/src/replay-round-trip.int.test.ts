@@ -1,16 +1,14 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Kafka } from 'kafkajs';
-import { parseEnv, silentLogger } from '@booktape/config';
+import { silentLogger } from '@booktape/config';
 import { utcDate, type ExchangeAEvent } from '@booktape/domain';
-import { createIngestor, ingestorConfig, ingestorEnvSchema, waitUntilStored, type Ingestor } from '@booktape/ingestor';
-import { createKafka } from '@booktape/messaging';
-import { startSimulator, type Simulator } from '@booktape/simulator';
-import { migrate, openClickHouse, RawEventsRepository, SummariesRepository, type ClickHouse } from '@booktape/storage';
+import { waitUntilStored, type Ingestor } from '@booktape/ingestor';
+import type { Simulator } from '@booktape/simulator';
+import { RawEventsRepository, SummariesRepository, type ClickHouse } from '@booktape/storage';
 import { Roller } from '@booktape/summaries';
-import { requireEnv, uniqueId, waitFor } from '@booktape/testkit';
+import { waitFor } from '@booktape/testkit';
 import { referenceBookStepsA } from '@booktape/book/testing';
-import { startTestApi, type TestApi } from '@booktape/api/testing';
+import type { TestApi } from '@booktape/api/testing';
+import { startRoundTrip, type RoundTrip } from './round-trip.test-support.ts';
 
 const log = silentLogger();
 const t0 = Date.now();
@@ -43,55 +41,30 @@ const ofAsset = (rows: Row[], asset: string) => rows.filter((r) => r.asset_id ==
 const isBookEvent = (e: ExchangeAEvent) => e.event_type === 'book' || e.event_type === 'price_change';
 
 describe('exchange A history → replay websocket → capture → a second copy', () => {
+  let rt: RoundTrip;
   let t: TestApi;
   let sim: Simulator;
-  let kafka: Kafka;
-  let source: Ingestor;
   let copy: Ingestor | undefined;
-  let copyCh: ClickHouse;
-  let apiKey: string;
-  const sourceGroup = uniqueId('rt-src-g');
-
-  const env = (prefix: string, group: string, wsUrl: string, extra: Record<string, string> = {}) => ({
-    KAFKA_BROKERS: requireEnv('KAFKA_BROKERS'),
-    KAFKA_TOPIC_PREFIX: `${uniqueId(prefix)}.`,
-    KAFKA_PARTITIONS: '2',
-    SINK_GROUP_ID: group,
-    CAPTURE_VENUES: 'exchange-a',
-    EXCHANGE_A_WS_URL: wsUrl,
-    EXCHANGE_A_GAMMA_URL: sim.urls.gamma,
-    EXCHANGE_A_CATALOGUE_REFRESH_SECONDS: '0',
-    WORKER_ID: '4',
-    ...extra,
-  });
 
   beforeAll(async () => {
-    t = await startTestApi({ dataFloors: { 'exchange-a': null, 'exchange-b': null } });
-    apiKey = await t.newKey();
-    sim = await startSimulator({ eventsPerSecond: 600, seed: 25, markets: { exchangeA: 2, exchangeB: 1 } });
-    const e = env('rt-src', sourceGroup, sim.urls.exchangeA);
-    const config = ingestorConfig(parseEnv(ingestorEnvSchema, e), e);
-    kafka = createKafka({ brokers: config.platform.kafka.brokers, clientId: 'replay-round-trip' }, log);
-    source = createIngestor({ config, kafka, ch: t.ch, log });
-    await source.start();
-    copyCh = await openClickHouse({ database: 'booktape_copy', embeddedPath: t.ch.embeddedPath! });
-    await migrate(copyCh);
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    rt = await startRoundTrip({
+      venue: 'exchange-a',
+      sim: { eventsPerSecond: 600, seed: 25, markets: { exchangeA: 2, exchangeB: 1 } },
+      copyDatabase: 'booktape_copy',
+      venueEnv: (s, wsUrl) => ({ EXCHANGE_A_WS_URL: wsUrl, EXCHANGE_A_GAMMA_URL: s.urls.gamma, EXCHANGE_A_CATALOGUE_REFRESH_SECONDS: '0' }),
+    });
+    ({ t, sim } = rt);
   }, 120_000);
 
-  afterAll(async () => {
-    await copy?.stop();
-    await source?.stop();
-    await sim?.close();
-    await t?.close();
-  });
+  afterAll(async () => rt?.close());
 
   it('records a copy whose events and books equal the source and whose cross-checks find nothing', async () => {
+    const { source, kafka, copyCh } = rt;
     const pipeline = source.pipeline!;
     await waitFor('source flowing', () => pipeline.counters['exchange-a'].records > 3000, 60_000);
     await source.stopCapture();
     step('source captured');
-    await waitUntilStored(kafka, source.topics, sourceGroup, { timeoutMs: 60_000 });
+    await waitUntilStored(kafka, source.topics, rt.sourceGroup, { timeoutMs: 60_000 });
     const src = new RawEventsRepository(t.ch);
     await waitFor('source stored', async () => (await src.count('exchange-a')) >= 3000, 60_000);
     step('source stored');
@@ -103,12 +76,8 @@ describe('exchange A history → replay websocket → capture → a second copy'
     const to = last;
     const tokens = sim.markets.exchangeA.flatMap((m) => m.tokenIds);
 
-    const port = (t.app.server.address() as AddressInfo).port;
-    const wsUrl = `ws://127.0.0.1:${port}/api/v1/exchange-a/replay/ws/market?from=${from}&to=${to}&api_key=${apiKey}`;
-    const e = env('rt-copy', uniqueId('rt-copy-g'), wsUrl, { EXCHANGE_A_TOKENS: tokens.join(',') });
-    const config = ingestorConfig(parseEnv(ingestorEnvSchema, e), e);
-    copy = createIngestor({ config, kafka, ch: copyCh, log });
-    await copy.start();
+    const wsUrl = `${rt.apiWs}/exchange-a/replay/ws/market?from=${from}&to=${to}&api_key=${rt.apiKey}`;
+    copy = (await rt.startCopy(wsUrl, { EXCHANGE_A_TOKENS: tokens.join(',') })).ingestor;
     step('copy capturing the replay');
 
     const inWindow = srcRows.filter((r) => Number(r.timestamp) >= from && Number(r.timestamp) <= to);

@@ -204,6 +204,21 @@ export function referenceObservationsB(records: readonly ExchangeBRecord[]): Obs
   return out;
 }
 
+/** Exchange B, record by record (rules 1–4): for comparing two streams at every record without rebuilding from the start. */
+export class ReferenceBookStepperB {
+  private readonly book = new RefBook();
+
+  apply(rec: ExchangeBRecord): void {
+    applyRefB(this.book, rec);
+  }
+
+  /** The book now, as referenceBookB gives it. */
+  current(): ReferenceBook {
+    const b = this.book;
+    return { known: b.known, bids: b.known ? levelsOf(b.bids, 'desc') : [], asks: b.known ? levelsOf(b.asks, 'desc') : [] };
+  }
+}
+
 /** Exchange B: the book after every record (rules 1–4); `bids` = YES bids, `asks` = NO bids, both highest first. */
 export function referenceBookB(records: readonly ExchangeBRecord[]): ReferenceBook {
   const book = new RefBook();

@@ -6,3 +6,4 @@
 export * from './reference.test-support.ts';
 export * from './streams.test-support.ts';
 export * from './checks-reference.test-support.ts';
+export * from './replay-compare.test-support.ts';

@@ -81,6 +81,21 @@ export class ReplayRepository {
   }
 
   /**
+   * Exchange B: which of `tickers` have any stored record up to `toMs`'s date (the table's
+   * key starts with the ticker: each one is a short range of the key).
+   */
+  async tickersStored(tickers: readonly string[], toMs: number): Promise<Set<string>> {
+    if (tickers.length === 0) return new Set();
+    const rs = await this.ch.client.query({
+      query: `SELECT DISTINCT ticker AS t FROM ${this.ch.table(RAW_TABLE['exchange-b'])}
+        WHERE ticker IN {tickers:Array(String)} AND event_date <= {last:Date}`,
+      query_params: { tickers: [...tickers], last: utcDate(toMs) },
+      format: 'JSONEachRow',
+    });
+    return new Set((await rs.json<{ t: string }>()).map((r) => r.t));
+  }
+
+  /**
    * The stored records of `markets` with fromMs <= event_ts <= toMs in serving order. The
    * session is taken on the first `next()`; returning from the generator (or an abort)
    * cancels the read and gives it back.

@@ -2,7 +2,7 @@ import { bookAt, type BookReader } from '@booktape/summaries';
 import type { WebSocket } from 'ws';
 import type { ReplayRepository } from '@booktape/storage';
 import { ExchangeAFrameEncoder, openingBook } from './exchange-a.frames.ts';
-import { ReplaySocket, type ReplayOutcome, type ReplayWindow } from './replay-socket.ts';
+import { ReplaySocket, type ReplayOutcome, type ReplayWindow, type VenueReplay } from './replay-socket.ts';
 
 /**
  * One exchange A replay on an open websocket (issue 25): the market channel as the venue
@@ -109,3 +109,14 @@ export function runExchangeA(ws: WebSocket, w: ReplayWindow, deps: ExchangeADeps
 
   return s.outcome;
 }
+
+export const exchangeAReplay: VenueReplay<ExchangeADeps> = {
+  venue: 'exchange-a',
+  path: '/exchange-a/replay/ws/market',
+  summary: 'Exchange A replay over the market channel websocket protocol',
+  description:
+    'A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send the market channel subscribe message ' +
+    '`{"assets_ids": [...], "type": "market"}`; the answer is one array of `book`s (each asset\'s full book at `from`, where known), then every stored event of those assets ' +
+    '(book, price_change, last_trade_price, tick_size_change, …) in serving order in the venue\'s shapes, then a close with code 1000. `PING` is answered `PONG`.',
+  run: runExchangeA,
+};

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
 import { StreamBusyError, StreamOwnerBusyError, type StreamOptions } from '@booktape/storage';
 import type { Logger } from '@booktape/config';
+import type { Venue } from '@booktape/domain';
 
 /**
  * The part of a websocket replay both venues share (issue 25): pacing, back-pressure, and
@@ -40,6 +41,20 @@ export interface ReplayWindow {
   subscribeWaitMs?: number;
 }
 
+export interface ReplaySocketOptions {
+  /** Websocket pings from the server this often (exchange B's venue pings every 10 s; clients watch for silence). */
+  pingEveryMs?: number;
+}
+
+/** One venue's replay: its path under the API prefix, its OpenAPI text, and the session that speaks its protocol. */
+export interface VenueReplay<D> {
+  venue: Venue;
+  path: string;
+  summary: string;
+  description: string;
+  run(ws: WebSocket, w: ReplayWindow, deps: D): Promise<ReplayOutcome>;
+}
+
 class Gone extends Error {}
 
 export class ReplaySocket {
@@ -48,16 +63,28 @@ export class ReplaySocket {
   private t0 = 0;
   private resolve!: (o: ReplayOutcome) => void;
   private readonly subscribeTimer: NodeJS.Timeout;
+  private readonly pinger: NodeJS.Timeout | null;
   readonly outcome: Promise<ReplayOutcome>;
 
   constructor(
     private readonly ws: WebSocket,
     private readonly w: ReplayWindow,
+    o: ReplaySocketOptions = {},
   ) {
     this.outcome = new Promise((r) => (this.resolve = r));
     this.subscribeTimer = setTimeout(() => this.finish('no_subscribe', 1008, 'no subscribe message'), w.subscribeWaitMs ?? SUBSCRIBE_WAIT_MS);
+    this.pinger = o.pingEveryMs
+      ? setInterval(() => {
+          if (!this.over && ws.readyState === WebSocket.OPEN) ws.ping();
+        }, o.pingEveryMs)
+      : null;
     ws.on('close', () => this.finish('client_left'));
     ws.on('error', () => this.finish('client_left'));
+  }
+
+  /** The replay has ended (nothing more is sent). */
+  get ended(): boolean {
+    return this.over;
   }
 
   get signal(): AbortSignal {
@@ -80,14 +107,22 @@ export class ReplaySocket {
 
   /** Runs the replay once the client has subscribed; its failures end the socket with a clear code. */
   start(run: () => Promise<void>): void {
+    this.subscribed();
+    run().catch((e: unknown) => this.fail(e));
+  }
+
+  /** A subscription was accepted: the wait for one is over. */
+  subscribed(): void {
     clearTimeout(this.subscribeTimer);
-    run().catch((e: unknown) => {
-      if (e instanceof Gone || this.over) return;
-      if (e instanceof StreamOwnerBusyError) return this.finish('busy', 1013, 'this API key holds its share of the read sessions: retry later');
-      if (e instanceof StreamBusyError) return this.finish('busy', 1013, 'the store is busy: retry later');
-      this.w.log.error({ err: e }, 'replay failed');
-      this.finish('failed', 1011, 'replay failed: internal error');
-    });
+  }
+
+  /** Ends the replay for a failure of its own work (a read, a command's answer) with a clear code. */
+  fail(e: unknown): void {
+    if (e instanceof Gone || this.over) return;
+    if (e instanceof StreamOwnerBusyError) return this.finish('busy', 1013, 'this API key holds its share of the read sessions: retry later');
+    if (e instanceof StreamBusyError) return this.finish('busy', 1013, 'the store is busy: retry later');
+    this.w.log.error({ err: e }, 'replay failed');
+    this.finish('failed', 1011, 'replay failed: internal error');
   }
 
   /** The pace's origin: now (after the opening frames). */
@@ -97,6 +132,12 @@ export class ReplaySocket {
 
   /** A frame of event time `ts`, at its time when paced. */
   async sendAt(text: string, ts: number): Promise<void> {
+    await this.waitUntil(ts);
+    await this.send(text);
+  }
+
+  /** Until event time `ts` is due (at once when not paced). */
+  async waitUntil(ts: number): Promise<void> {
     if (this.w.speed !== null) {
       const wait = this.t0 + (ts - this.w.fromMs) / this.w.speed - performance.now();
       if (wait >= 1) {
@@ -107,7 +148,18 @@ export class ReplaySocket {
         }
       }
     }
-    await this.send(text);
+    if (this.over) throw new Gone();
+  }
+
+  /**
+   * Frames now, handed to the socket in this order at once (so that nothing sent meanwhile
+   * comes between them), then waiting for the socket to drain when the client is behind.
+   */
+  async sendAll(texts: readonly string[]): Promise<void> {
+    if (texts.length === 0) return;
+    if (this.over) throw new Gone();
+    for (let i = 0; i < texts.length - 1; i++) this.ws.send(texts[i]!);
+    await this.send(texts[texts.length - 1]!);
   }
 
   /** A frame now, waiting for the socket to drain when the client is behind. */
@@ -136,6 +188,7 @@ export class ReplaySocket {
     if (this.over) return;
     this.over = true;
     clearTimeout(this.subscribeTimer);
+    if (this.pinger) clearInterval(this.pinger);
     this.abort.abort();
     if (code !== undefined && this.ws.readyState === WebSocket.OPEN) this.ws.close(code, reason);
     this.resolve(outcome);

@@ -1,12 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import type { ExchangeAEvent, ExchangeAMessage } from '@booktape/domain';
 import { referenceBookA } from '@booktape/book/testing';
 import { streamPoolStats } from '@booktape/storage';
 import { normaliseExchangeA } from '@booktape/venues';
 import { waitFor } from '@booktape/testkit';
 import { bearer, conditionId, ingestSeq, startTestApi, type TestApi } from '../testing.ts';
+import { connectReplay, prng, replayRefusal } from './replay.test-support.ts';
 
 /**
  * The exchange A replay websocket against stored venue frames: what a client of the live
@@ -22,17 +22,6 @@ const T2 = '2222' + '2'.repeat(70);
 const T3 = '3333' + '3'.repeat(70);
 const T4 = '4444' + '4'.repeat(70); // stored, never subscribed
 const BASE = Date.parse('2026-03-01T10:00:00Z');
-
-/** A small deterministic PRNG (mulberry32). */
-function prng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Stored {
   event: ExchangeAEvent;
@@ -119,39 +108,9 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => t?.close());
 
-interface Session {
-  messages: string[];
-  close: Promise<{ code: number; reason: string }>;
-  ws: WebSocket;
-}
-
 const url = (qs: string) => `ws://127.0.0.1:${port}/api/v1/exchange-a/replay/ws/market?${qs}`;
-
-function connect(u: string, headers: Record<string, string> = bearer(key)): Promise<Session> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(u, { headers });
-    const messages: string[] = [];
-    ws.on('message', (d) => messages.push(d.toString()));
-    const close = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
-    ws.once('open', () => resolve({ ws, messages, close }));
-    ws.once('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode, body: JSON.parse(body || '{}') as unknown })));
-    });
-    ws.once('error', (e) => reject(e));
-  });
-}
-
-async function refusal(u: string, headers?: Record<string, string>): Promise<{ status: number; body: { error: { code: string; message: string; param?: string } } }> {
-  try {
-    const s = await connect(u, headers);
-    s.ws.close();
-  } catch (e) {
-    return e as never;
-  }
-  throw new Error('connected');
-}
+const connect = (u: string, headers: Record<string, string> = bearer(key)) => connectReplay(u, headers);
+const refusal = (u: string, headers: Record<string, string> = bearer(key)) => replayRefusal(u, headers);
 
 const subscribe = (assets: string[]) => JSON.stringify({ assets_ids: assets, type: 'market', custom_feature_enabled: true });
 

@@ -17,14 +17,20 @@ import { paramsJson } from '../usage/billable.hooks.ts';
 import { quotaExceededBody } from '../usage/limits.ts';
 import { tooManyRequestsSchema } from '../usage/schemas.ts';
 import type { Reservation } from '../usage/quota.service.ts';
-import { runExchangeA } from './exchange-a.session.ts';
-import type { ReplayOutcome, ReplayWindow } from './replay-socket.ts';
+import { exchangeAReplay } from './exchange-a.session.ts';
+import { exchangeBReplay } from './exchange-b.session.ts';
+import type { ReplayOutcome, ReplayWindow, VenueReplay } from './replay-socket.ts';
 
 /**
  * Replay of stored history through the venues' own websocket protocols (issue 25), on the
  * API's port: a client of the live feed changes only its URL.
  *
  *   ws://HOST:PORT/api/v1/exchange-a/replay/ws/market?from=…&to=…[&speed=…]
+ *   ws://HOST:PORT/api/v1/exchange-b/replay/trade-api/ws/v2?from=…&to=…[&speed=…]
+ *
+ * Both venues share everything here (admission, limits, billing, the request log) and the
+ * socket's pacing and back-pressure (replay-socket.ts); each speaks its own protocol
+ * (exchange-a.session.ts, exchange-b.session.ts).
  *
  * The upgrade is admitted before it is accepted, with the answers of the other data
  * endpoints as plain HTTP (the socket is then closed): the key (`Authorization: Bearer` or
@@ -70,8 +76,9 @@ function field(params: URLSearchParams, name: string, parse: (raw: string) => Pa
   return r.value;
 }
 
-/** Paths (after alias rewriting) → the venue whose replay they are. */
-const PATHS: Record<string, 'exchange-a'> = { [`${API_PREFIX}/exchange-a/replay/ws/market`]: 'exchange-a' };
+/** The venues' replays (one module each); a path (after alias rewriting) finds its venue's. */
+const REPLAYS: ReadonlyArray<VenueReplay<Services>> = [exchangeAReplay, exchangeBReplay];
+const BY_PATH = new Map(REPLAYS.map((r) => [`${API_PREFIX}${r.path}`, r]));
 
 export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, keys, subscriptions, quota, requestLog, log } = services;
@@ -80,7 +87,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1 << 20 });
   const live = new Set<WebSocket>();
 
-  function parseWindow(params: URLSearchParams, venue: 'exchange-a'): ReplayQuery {
+  function parseWindow(params: URLSearchParams, venue: VenueReplay<Services>['venue']): ReplayQuery {
     const fromMs = field(params, 'from', parseTimestamp('start'), true)!;
     const toMs = field(params, 'to', parseTimestamp('end'), true)!;
     const speed = field(params, 'speed', parseSpeed, false) ?? null;
@@ -103,8 +110,8 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(venueAliasRewrite(req.url ?? '/'), 'http://replay.invalid');
-    const venue = PATHS[url.pathname];
-    if (venue === undefined) return refuse(socket, 404, errorBody('not_found', `no websocket at ${url.pathname}`));
+    const replay = BY_PATH.get(url.pathname);
+    if (replay === undefined) return refuse(socket, 404, errorBody('not_found', `no websocket at ${url.pathname}`));
     socket.on('error', () => undefined);
     const started = Date.now();
     const requestId = randomUUID();
@@ -116,7 +123,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       const apiKey = url.searchParams.get('api_key');
       const header = req.headers.authorization ?? (apiKey !== null ? `Bearer ${apiKey}` : undefined);
       const key = await keys.authenticate(header);
-      window = parseWindow(url.searchParams, venue);
+      window = parseWindow(url.searchParams, replay.venue);
       const plan = await subscriptions.planOf(key.user_id);
       logged = { key_id: key.key_id, user_id: key.user_id, plan };
       release = limiter.tryAcquire(key.key_id, cap);
@@ -157,7 +164,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         key_id: logged!.key_id,
         plan: logged!.plan,
         endpoint,
-        venue,
+        venue: replay.venue,
         market: '',
         params: paramsJson({ from: window.fromMs, to: window.toMs, ...(window.speed !== null ? { speed: window.speed } : {}), outcome }),
         status: ok ? 200 : outcome === 'client_left' || outcome === 'no_subscribe' ? 499 : outcome === 'failed' ? 500 : outcome === 'busy' || outcome === 'shutdown' ? 503 : 400,
@@ -183,7 +190,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         log,
         read: { maxSessions: config.streamSessions, maxPerOwner: config.streamSessionsPerKey, owner: logged!.key_id },
       };
-      runExchangeA(ws, w, services).then((outcome) => {
+      replay.run(ws, w, services).then((outcome) => {
         live.delete(ws);
         settle(outcome, bytes);
       }, (e: unknown) => {
@@ -209,33 +216,32 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
 
   // The path in the OpenAPI document, with its parameters; a GET without an upgrade gets 426.
   const upgradeRequired = errorSchema.describe('Not a websocket upgrade: connect with a websocket client.');
-  app.get(
-    '/exchange-a/replay/ws/market',
-    {
-      schema: {
-        summary: 'Exchange A replay over the market channel websocket protocol',
-        description:
-          'A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send the market channel subscribe message ' +
-          '`{"assets_ids": [...], "type": "market"}`; the answer is one array of `book`s (each asset\'s full book at `from`, where known), then every stored event of those assets ' +
-          '(book, price_change, last_trade_price, tick_size_change, …) in serving order in the venue\'s shapes, then a close with code 1000. `PING` is answered `PONG`. ' +
-          `The key goes in \`Authorization: Bearer\` or the \`api_key\` parameter. A replay counts one unit per UTC day of the window when it was sent to its end; at most API_REPLAYS_PER_KEY (default 2) run at once per key. docs/api.md, "Replay".`,
-        tags: ['exchange-a'],
-        security: [...KEY_SECURITY, { apiKeyQuery: [] }],
-        querystring: z.object({
-          from: q.timestamp('Window start', 'start'),
-          to: q.timestamp('Window end', 'end'),
-          speed: optionalField(parseSpeed, 'Factor of real time (1: as the events happened; 10: ten times faster). Without it: as fast as the client reads.', { maximum: SPEED_MAX }),
-          api_key: optionalField((r): Parsed<string> => ({ ok: true, value: r }), 'The API key, for clients that cannot set headers.'),
-        }),
-        response: { 426: upgradeRequired, ...errors, 429: tooManyRequestsSchema },
+  const common = ' The key goes in `Authorization: Bearer` or the `api_key` parameter. A replay counts one unit per UTC day of the window when it was sent to its end; at most API_REPLAYS_PER_KEY (default 2) run at once per key. docs/api.md, "Replay over the venues\' websockets".';
+  for (const d of REPLAYS) {
+    app.get(
+      d.path,
+      {
+        schema: {
+          summary: d.summary,
+          description: d.description + common,
+          tags: [d.venue],
+          security: [...KEY_SECURITY, { apiKeyQuery: [] }],
+          querystring: z.object({
+            from: q.timestamp('Window start', 'start'),
+            to: q.timestamp('Window end', 'end'),
+            speed: optionalField(parseSpeed, 'Factor of real time (1: as the events happened; 10: ten times faster). Without it: as fast as the client reads.', { maximum: SPEED_MAX }),
+            api_key: optionalField((r): Parsed<string> => ({ ok: true, value: r }), 'The API key, for clients that cannot set headers.'),
+          }),
+          response: { 426: upgradeRequired, ...errors, 429: tooManyRequestsSchema },
+        },
+        config: { billable: false },
+        // The key first, as for the upgrade (header or api_key): then the parameters, then 426.
+        onRequest: async (req) => {
+          const apiKey = (req.query as Record<string, unknown>).api_key;
+          await keys.authenticate(req.headers.authorization ?? (typeof apiKey === 'string' ? `Bearer ${apiKey}` : undefined));
+        },
       },
-      config: { billable: false },
-      // The key first, as for the upgrade (header or api_key): then the parameters, then 426.
-      onRequest: async (req) => {
-        const apiKey = (req.query as Record<string, unknown>).api_key;
-        await keys.authenticate(req.headers.authorization ?? (typeof apiKey === 'string' ? `Bearer ${apiKey}` : undefined));
-      },
-    },
-    async (_req, reply) => reply.code(426).header('upgrade', 'websocket').send(errorBody('bad_request', 'this is a websocket: connect with a websocket client (Upgrade: websocket)')),
-  );
+      async (_req, reply) => reply.code(426).header('upgrade', 'websocket').send(errorBody('bad_request', 'this is a websocket: connect with a websocket client (Upgrade: websocket)')),
+    );
+  }
 };

@@ -430,9 +430,29 @@ export interface paths {
         };
         /**
          * Exchange A replay over the market channel websocket protocol
-         * @description A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send the market channel subscribe message `{"assets_ids": [...], "type": "market"}`; the answer is one array of `book`s (each asset's full book at `from`, where known), then every stored event of those assets (book, price_change, last_trade_price, tick_size_change, …) in serving order in the venue's shapes, then a close with code 1000. `PING` is answered `PONG`. The key goes in `Authorization: Bearer` or the `api_key` parameter. A replay counts one unit per UTC day of the window when it was sent to its end; at most API_REPLAYS_PER_KEY (default 2) run at once per key. docs/api.md, "Replay".
+         * @description A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send the market channel subscribe message `{"assets_ids": [...], "type": "market"}`; the answer is one array of `book`s (each asset's full book at `from`, where known), then every stored event of those assets (book, price_change, last_trade_price, tick_size_change, …) in serving order in the venue's shapes, then a close with code 1000. `PING` is answered `PONG`. The key goes in `Authorization: Bearer` or the `api_key` parameter. A replay counts one unit per UTC day of the window when it was sent to its end; at most API_REPLAYS_PER_KEY (default 2) run at once per key. docs/api.md, "Replay over the venues' websockets".
          */
         get: operations["getExchangeAReplayWsMarket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exchange-b/replay/trade-api/ws/v2": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Exchange B replay over the trade-api v2 websocket protocol
+         * @description A websocket (upgrade this GET) that replays stored history the way the venue sends it live: send trade-api v2 `subscribe` commands (`{"id": 1, "cmd": "subscribe", "params": {"channels": ["orderbook_delta"], "market_tickers": [...]}}`; channels `orderbook_delta`, `trade`, `ticker`), answered `subscribed` with a `sid` per channel; then an `orderbook_snapshot` per ticker (its full book at `from`, where known; `seq` 1, 2, …), every stored delta (and trade / ticker message) in serving order with continuous `seq` per `sid`, a skipped `seq` and fresh snapshots where the stored data has a gap, then a close with code 1000. Bad commands get the venue's `error` message. The key goes in `Authorization: Bearer` or the `api_key` parameter. A replay counts one unit per UTC day of the window when it was sent to its end; at most API_REPLAYS_PER_KEY (default 2) run at once per key. docs/api.md, "Replay over the venues' websockets".
+         */
+        get: operations["getExchangeBReplayTradeApiWsV2"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5093,6 +5113,98 @@ export interface operations {
         };
     };
     getExchangeAReplayWsMarket: {
+        parameters: {
+            query: {
+                /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                from: number | string;
+                /** @description Window end, inclusive, to the last millisecond of the unit given (1772409599 in seconds includes 23:59:59.999). an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
+                to: number | string;
+                /** @description Factor of real time (1: as the events happened; 10: ten times faster). Without it: as fast as the client reads. */
+                speed?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Invalid request (`missing_parameter`, `invalid_parameter`, `invalid_cursor` or `bad_request`): `error.param` names the parameter at fault. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated (`unauthorized`): the request needs a valid API key (`Authorization: Bearer <key>`); it was missing, malformed or wrong. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused (`forbidden`): a revoked API key, or a key asking for what only its own user or the operator may see. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`): nothing matches the path, or what the request names does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not a websocket upgrade: connect with a websocket client. */
+            426: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the plan's monthly quota or per-second limit (`rate_limited`: `quota` says which), or the key already has as many requests in progress as its plan allows, or as many raw-data pages streaming as one key may (`too_many_concurrent_requests`: `concurrency.limit` says which; counted against nothing); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds until the limit that refused the request allows it again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaExceeded"] | components["schemas"]["ConcurrencyExceeded"];
+                };
+            };
+            /** @description A backing service (ClickHouse, Redis, Stripe) is down or overloaded, or the feature is not configured (`service_unavailable`); or a slug the market catalogue does not know could not be looked up because the metadata API failed, timed out or is busy (`lookup_unavailable`: not a sign the slug does not exist). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying (1). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExchangeBReplayTradeApiWsV2: {
         parameters: {
             query: {
                 /** @description Window start, inclusive, from the first millisecond of the unit given. an ISO 8601 time with a zone (2026-03-01T12:00:00Z), Unix seconds or milliseconds (below 10^11 = seconds), or a UTC date YYYY-MM-DD. See docs/api.md, "Time". */
