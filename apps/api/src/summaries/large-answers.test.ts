@@ -51,4 +51,19 @@ describe('the tag of a large answer', () => {
     }
     expect(createHash('sha256')).toBeDefined();
   });
+
+  it('of a body in pieces is the tag of the whole body, however it is cut', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), fc.array(fc.nat({ max: 300 }), { maxLength: 6 }), async (bytes, cuts) => {
+        const body = Buffer.from(bytes);
+        const at = [...new Set(cuts.map((c) => Math.min(c, body.length)))].sort((a, b) => a - b);
+        const pieces = [0, ...at].map((from, i) => body.subarray(from, [...at, body.length][i]));
+        expect(await etagInSlices('summary', 'csv', pieces)).toBe(etagOf('summary', 'csv', body));
+      }),
+    );
+    // Pieces across the digest's 4 MB slices.
+    const big = Buffer.alloc(9 * 1024 * 1024 + 3, 5);
+    const pieces = [big.subarray(0, 3 * 1024 * 1024 + 1), big.subarray(3 * 1024 * 1024 + 1, 7 * 1024 * 1024), big.subarray(7 * 1024 * 1024)];
+    expect(await etagInSlices('summary', 'json', pieces)).toBe(etagOf('summary', 'json', big));
+  });
 });

@@ -73,16 +73,31 @@ export class FairTurns {
 /** Bytes hashed between turns of the event loop. */
 const DIGEST_SLICE = 4 * 1024 * 1024;
 
-/** etagOf's tag (http/caching.ts) of `parts`, the large buffers hashed a slice at a time with the event loop turning between slices. */
-export async function etagInSlices(...parts: ReadonlyArray<string | number | Buffer>): Promise<string> {
+/**
+ * etagOf's tag (http/caching.ts) of `parts`, the large buffers hashed a slice at a time with
+ * the event loop turning between slices. A part given as an array of buffers is one part,
+ * their concatenation (a body sent in pieces has the tag of the whole).
+ */
+export async function etagInSlices(...parts: ReadonlyArray<string | number | Buffer | readonly Buffer[]>): Promise<string> {
   const h = createHash('sha256');
+  let since = 0;
   for (const p of parts) {
-    if (Buffer.isBuffer(p)) {
-      for (let at = 0; at < p.length; at += DIGEST_SLICE) {
-        if (at > 0) await yieldToLoop();
-        h.update(p.subarray(at, at + DIGEST_SLICE));
+    const pieces = Array.isArray(p) ? (p as readonly Buffer[]) : Buffer.isBuffer(p) ? [p] : null;
+    if (pieces === null) h.update(typeof p === 'number' ? String(p) : (p as string));
+    else {
+      for (const b of pieces) {
+        for (let at = 0; at < b.length; ) {
+          const end = Math.min(b.length, at + DIGEST_SLICE - since);
+          h.update(b.subarray(at, end));
+          since += end - at;
+          at = end;
+          if (since >= DIGEST_SLICE) {
+            await yieldToLoop();
+            since = 0;
+          }
+        }
       }
-    } else h.update(typeof p === 'number' ? String(p) : p);
+    }
     h.update('\u0000');
   }
   return `"${h.digest('hex').slice(0, 32)}"`;

@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExchangeAEvent, ExchangeAMessage, ExchangeBMessage, ExchangeBRecord } from '@booktape/domain';
 import { toSummaryBucket } from '@booktape/book';
@@ -103,6 +104,28 @@ describe('order-book summaries served from the raw events', () => {
     const w = await get(`/exchange-b/market/orderbook-summary?ticker=${TICKER}&start_timestamp=${DAY1 + 10_000_000}&end_timestamp=${DAY2 + 50_000_000}&resolution=120`);
     expect(w.body.data).toEqual(expectedB(120, DAY1 + 10_000_000, DAY2 + 50_000_000));
     expect(w.body.data.some((b: { quote_count: number; best_bid: number | null }) => b.quote_count > 0 && b.best_bid === null)).toBe(true);
+  });
+
+  it('a large answer, sent part by part, has its length, its tag, and the same bytes compressed or not', async () => {
+    for (const format of ['json', 'csv']) {
+      const url = `/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&date=2026-03-01&resolution=1&format=${format}`;
+      const plain = await t.app.inject({ method: 'GET', url, headers: { ...bearer(key), 'accept-encoding': 'identity' } });
+      expect(plain.statusCode).toBe(200);
+      expect(plain.rawPayload.length).toBeGreaterThan(1024 * 1024);
+      expect(Number(plain.headers['content-length'])).toBe(plain.rawPayload.length);
+      const tag = plain.headers.etag as string;
+      expect(tag).toMatch(/^"[0-9a-f]{32}"$/);
+      const zipped = await t.app.inject({ method: 'GET', url, headers: { ...bearer(key), 'accept-encoding': 'gzip' } });
+      expect(zipped.headers['content-encoding']).toBe('gzip');
+      expect(gunzipSync(zipped.rawPayload).equals(plain.rawPayload)).toBe(true);
+      const again = await t.app.inject({ method: 'GET', url, headers: { ...bearer(key), 'accept-encoding': 'identity', 'if-none-match': tag } });
+      expect(again.statusCode).toBe(304);
+      const head = await t.app.inject({ method: 'HEAD', url, headers: { ...bearer(key), 'accept-encoding': 'identity' } });
+      expect(head.statusCode).toBe(200);
+      expect(head.rawPayload.length).toBe(0);
+      expect(Number(head.headers['content-length'])).toBe(plain.rawPayload.length);
+      if (format === 'json') expect((JSON.parse(plain.payload) as { data_points: number }).data_points).toBe(86_400 - 3600);
+    }
   });
 
   it('a market without data answers 200 with no buckets', async () => {

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { TooManyBucketsError, utcDayWindow, type ExactBucket } from '@booktape/book';
-import { summaryBody } from './summary-body.ts';
+import { Readable } from 'node:stream';
+import { summaryBodyParts } from './summary-body.ts';
 import { FairTurns, LARGE_ANSWER_BUCKETS, etagInSlices } from './large-answers.ts';
 import { planSummary, type SummaryPlan } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
@@ -19,6 +20,9 @@ import { summaryCommon } from './orderbook-summary.schemas.ts';
  * schema still documents them in OpenAPI); validating up to 100,000 buckets again on the
  * way out would cost more than computing them. Error bodies are objects: stringified.
  */
+/** Answers from this size on are sent part by part, not joined first. */
+const STREAM_BODY_BYTES = 1024 * 1024;
+
 const plainJson = () => (data: unknown) => (typeof data === 'string' ? data : JSON.stringify(data));
 
 
@@ -78,7 +82,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
   }
 
   // The body as JSON bytes: the small head stringified, the buckets written from their exact decimals.
-  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: SummaryPlan, date: string | undefined): Promise<Buffer> => {
+  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: SummaryPlan, date: string | undefined): Promise<Buffer[]> => {
     const fields = {
       ...head,
       date: date ?? null,
@@ -86,7 +90,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
       resolution_seconds: p.resolution,
       data_points: exact.length,
     };
-    return summaryBody(exact, 'json', `${JSON.stringify(fields).slice(0, -1)},"data":`, '}');
+    return summaryBodyParts(exact, 'json', `${JSON.stringify(fields).slice(0, -1)},"data":`, '}');
   };
 
   for (const v of VENUES) {
@@ -129,7 +133,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
             release();
             return reply;
           }
-          let body: Buffer;
+          let body: Buffer[];
           let tag: string | null;
           const format = query.format ?? 'json';
           const finalised = isFinalised(p.window.endMs, Date.now(), config.caching.finalisedAfterMs);
@@ -138,7 +142,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
             body =
               format === 'json'
                 ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
-                : await summaryBody(exact, format);
+                : await summaryBodyParts(exact, format);
             // The answer is whole here: its tag is its digest.
             tag = finalised ? await etagInSlices('summary', format, body) : null;
           } finally {
@@ -146,7 +150,12 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           }
           if (cacheHeaders(req, reply, tag, config.caching)) return reply.send(undefined as never);
           reply.type(CONTENT_TYPES[format]);
-          return body as never;
+          let length = 0;
+          for (const b of body) length += b.length;
+          // A small answer joined; a large one sent part by part (joining it is a copy of the whole).
+          if (length < STREAM_BODY_BYTES) return Buffer.concat(body, length) as never;
+          reply.header('content-length', length);
+          return reply.send(Readable.from(body, { objectMode: false }) as never);
         },
       );
     }
