@@ -30,6 +30,7 @@ const BENCHES = {
   'kafka-codec': 'benchmarks/kafka-codec.bench.ts',
   import: 'benchmarks/import.bench.ts',
   fairness: 'benchmarks/fairness.bench.ts',
+  'replay-ws': 'benchmarks/replay-ws.bench.ts',
 };
 // A group name runs several benchmarks, in order. ingest: issue 10's figures, replay end to
 // end, then live capture from the simulator.
