@@ -44,7 +44,6 @@ async function serve(): Promise<void> {
   const { createApi, createRedis } = await import('@booktape/api');
   const { testConfig } = await import('@booktape/api/testing');
   const { Roller } = await import('@booktape/summaries');
-  const { UNLIMITED_PLANS } = await import('../apps/api/src/usage/limits.ts');
   const { fillDay } = await import('./fill-day.ts');
 
   const dir = mkdtempSync(path.join(tmpdir(), 'booktape-replay-ws-bench-'));
@@ -61,7 +60,7 @@ async function serve(): Promise<void> {
     redisKeyPrefix: `bt-replay-ws-bench-${randomBytes(4).toString('hex')}:`,
     rollupQueuePrefix: `bench-replay-ws-${process.pid}`,
     dataFloors: { 'exchange-a': null, 'exchange-b': null },
-    plans: UNLIMITED_PLANS,
+    plans: { free: { monthly: null, perSecond: null }, starter: { monthly: null, perSecond: null }, pro: { monthly: null, perSecond: null } },
   });
   const api = createApi({ ch, log, redis, config }, { host: '127.0.0.1', port: 0 });
   const url = await api.start();
