@@ -60,6 +60,7 @@ class Gone extends Error {}
 export class ReplaySocket {
   private readonly abort = new AbortController();
   private over = false;
+  private corked = false;
   private t0 = 0;
   private resolve!: (o: ReplayOutcome) => void;
   private readonly subscribeTimer: NodeJS.Timeout;
@@ -158,13 +159,33 @@ export class ReplaySocket {
   async sendAll(texts: readonly string[]): Promise<void> {
     if (texts.length === 0) return;
     if (this.over) throw new Gone();
+    this.batch();
     for (let i = 0; i < texts.length - 1; i++) this.ws.send(texts[i]!);
     await this.send(texts[texts.length - 1]!);
+  }
+
+  /**
+   * Holds the socket's writes until the current run of work yields to I/O, so that the
+   * frames sent meanwhile go to the kernel in one write: one write per frame (200,000 of
+   * them for a busy day) was half the replay's CPU in a profile. Paced frames are held for
+   * no longer than the tick they are sent in.
+   */
+  private batch(): void {
+    if (this.corked) return;
+    const socket = (this.ws as unknown as { _socket?: { cork?: () => void; uncork?: () => void } })._socket;
+    if (typeof socket?.cork !== 'function' || typeof socket.uncork !== 'function') return;
+    socket.cork();
+    this.corked = true;
+    process.nextTick(() => {
+      this.corked = false;
+      socket.uncork!();
+    });
   }
 
   /** A frame now, waiting for the socket to drain when the client is behind. */
   async send(text: string): Promise<void> {
     if (this.over) throw new Gone();
+    this.batch();
     if (this.ws.bufferedAmount < HIGH_WATER) {
       this.ws.send(text);
       return;
