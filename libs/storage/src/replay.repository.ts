@@ -1,7 +1,6 @@
 import { utcDate, type Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
-import { leaseStreams, streamLines, type StreamOptions } from './stream.ts';
 
 /**
  * Reads for the websocket replay (issue 25): the stored records of several markets of one
@@ -15,11 +14,14 @@ import { leaseStreams, streamLines, type StreamOptions } from './stream.ts';
  * fills (to the time its rows spanned), so a quiet window is read in few queries and a
  * dense one in queries of about `subReadRows` rows each.
  *
- * A replay may last hours (paced at real time), and the embedded engine has a handful of
- * stream sessions: so each sub-read takes a session, reads its rows whole (at most
- * `subReadRows`, bounded memory) and gives the session back before its rows are handed on.
- * The next sub-read is fetched while the consumer works through the current one (at most
- * two batches held). Each session taken counts against the owner (the API key).
+ * A replay may last hours (paced at real time): so each sub-read is a bounded query of its
+ * own (at most `subReadRows` rows, read whole, bounded memory), and nothing of the engine is
+ * held between sub-reads. It is not a stream: the embedded engine starts a stream
+ * synchronously on the event loop and this read's sort runs before its first row, so a
+ * streamed sub-read held the whole API process for tens of ms each; a query runs on the
+ * engine's thread. The next sub-read is fetched while the consumer works through the
+ * current one (at most two batches held). How many replays a key runs at once is bounded
+ * by the callers (API_REPLAYS_PER_KEY).
  */
 
 export interface ReplayRow {
@@ -52,7 +54,7 @@ const FIRST_SLICE_MS = 15 * 60_000;
 const MIN_SLICE_MS = 10;
 const MAX_SLICE_MS = 31 * 86_400_000;
 
-export interface ReplayReadOptions extends StreamOptions {
+export interface ReplayReadOptions {
   /** Exchange A: only these assets' records (and the markets' market-level ones, asset_id ''). */
   assets?: readonly string[];
   /** Stops the read between chunks. */
@@ -123,31 +125,35 @@ export class ReplayRepository {
       if (after) after.forEach((v, i) => (params[`a${i}`] = i === 0 ? Number(v) : v));
       const rows: ReplayRow[] = [];
       let last: string[] | null = null;
-      const lease = await leaseStreams(ch, o);
-      try {
-        const lines = streamLines(
-          lease.query({
-            query: `SELECT concat(${key}, '\\t', payload) FROM ${table} FINAL
-              WHERE ${c.market} IN {markets:Array(String)} ${assetSql}
-                AND event_date >= {first_date:Date} AND event_date <= {last_date:Date}
-                AND event_ts >= fromUnixTimestamp64Milli({lower:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({upper:Int64}, 'UTC')
-                ${afterSql}
-              ORDER BY ${keyCols.join(', ')}
-              LIMIT {n:UInt32}
-              SETTINGS max_threads = 1`,
-            query_params: params,
-            format: 'TabSeparatedRaw',
-            ...(o.signal ? { signal: o.signal } : {}),
-          }),
-        );
-        for await (const line of lines) {
-          const tab = line.indexOf('\t');
-          const k = JSON.parse(line.slice(0, tab)) as string[];
-          last = k;
-          rows.push({ ts: Number(k[0]), seq: k[1]!, market: k[3]!, tie: k[4]!, payload: line.slice(tab + 1) });
-        }
-      } finally {
-        lease.release();
+      // A bounded sub-read (at most n rows) asked whole, not streamed: the embedded engine
+      // starts a stream synchronously on the event loop, and this read's sort runs before its
+      // first row, so a streamed sub-read held the whole API process for tens of ms each
+      // (the replay benchmark's largest self time). Asked whole, it runs on the engine's own
+      // thread, beside the frames of the previous sub-read being sent.
+      const rs = await ch.client.query({
+        query: `SELECT concat(${key}, '\\t', payload) AS line FROM ${table} FINAL
+          WHERE ${c.market} IN {markets:Array(String)} ${assetSql}
+            AND event_date >= {first_date:Date} AND event_date <= {last_date:Date}
+            AND event_ts >= fromUnixTimestamp64Milli({lower:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({upper:Int64}, 'UTC')
+            ${afterSql}
+          ORDER BY ${keyCols.join(', ')}
+          LIMIT {n:UInt32}
+          SETTINGS max_threads = 1`,
+        query_params: params,
+        format: 'TabSeparatedRaw',
+        ...(o.signal ? { abort_signal: o.signal } : {}),
+      });
+      const text = await rs.text();
+      for (let at = 0; at < text.length; ) {
+        let nl = text.indexOf('\n', at);
+        if (nl < 0) nl = text.length;
+        const line = text.slice(at, nl);
+        at = nl + 1;
+        if (line.length === 0) continue;
+        const tab = line.indexOf('\t');
+        const k = JSON.parse(line.slice(0, tab)) as string[];
+        last = k;
+        rows.push({ ts: Number(k[0]), seq: k[1]!, market: k[3]!, tie: k[4]!, payload: line.slice(tab + 1) });
       }
       // The slice held more: continue inside it after the last key, with smaller slices later.
       // The next slice spans about the time this one's rows did (a dense stretch is read in slices of ~n rows).
