@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import { BooktapeClient, BooktapeError, type ReplayMessage } from '@booktape/client';
-import { CaptureGapsRepository, OutagesRepository } from '@booktape/storage';
+import { CaptureGapsRepository, OutagesRepository, streamPoolStats } from '@booktape/storage';
 import { bearer, conditionId, ingestSeq, startTestApi, type TestApi } from '../testing.ts';
 
 /**
@@ -53,6 +53,8 @@ const cents2 = (c: number) => (c / 100).toFixed(2); // A's "0.42"
 const canon = (c: number) => String(c / 100); // "0.42", "0.4"
 
 const recs: Rec[] = [];
+/** ingest_seq → the receive time it was stored with. */
+const receivedOf = new Map<string, number>();
 const aMessages: ExchangeAMessage[] = [];
 const bMessages: ExchangeBMessage[] = [];
 
@@ -64,7 +66,9 @@ function build(): void {
   const seqOf = (venue: 'exchange-a' | 'exchange-b', received: number) => {
     const f = frames[venue].get(received) ?? 0;
     frames[venue].set(received, f + 1);
-    return ingestSeq(received, f, 0);
+    const seq = ingestSeq(received, f, 0);
+    receivedOf.set(seq, received);
+    return seq;
   };
   const aBook = (asset: string, market: string, ts: number) => {
     const bids: Array<[number, number]> = [[40, 100], [30, 50], [35, 7]];
@@ -158,7 +162,7 @@ function expected(o: { markets: string[]; snapshotMs?: number; depth?: number })
   const books = new Map<string, RefBook>(o.markets.map((m) => [m, { known: false, bids: new Map(), asks: new Map() }]));
   const apply = (x: Rec): Record<string, unknown> | null => {
     const b = books.get(name(x))!;
-    const common = { market: name(x), venue: x.venue, ts: x.ts, ingest_seq: String(x.seq), received_at: Number(x.seq >> 23n) };
+    const common = { market: name(x), venue: x.venue, ts: x.ts, ingest_seq: String(x.seq), received_at: receivedOf.get(String(x.seq))! };
     if (x.venue === 'exchange-a') {
       if (x.kind === 'book') {
         b.known = true;
@@ -375,6 +379,8 @@ describe('GET /api/v1/replay/stream', () => {
     }
     expect(again.status).toBe(200);
     expect(again.lines.at(-1)!.type).toBe('end');
+    // Nothing of the stream that was left holds a store session.
+    expect(streamPoolStats(t.ch)?.inUse ?? 0).toBe(0);
     // The request log: the stream read whole counts its two UTC days; the one left early is a 499, not billed.
     const rows = async () => {
       const rs = await t.ch.client.query({ query: `SELECT status, units, params FROM ${t.ch.table('request_log')} WHERE endpoint = '/replay/stream' AND status IN (200, 499) ORDER BY ts`, format: 'JSONEachRow' });
