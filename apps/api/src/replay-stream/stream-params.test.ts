@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { STREAM_MAX_MARKETS, parseInterval, parseMarkets, snapshotInstants } from './stream-params.ts';
 
 describe('replay stream parameters', () => {
-  it('reads markets repeated and comma-separated, venue names as prefixes, tickers upper-cased, duplicates once', () => {
+  it('reads markets repeated and comma-separated, venue names as prefixes, tickers upper-cased, a market named twice once', () => {
     const r = parseMarkets(['exchange-a:123, kalshi:kx-one', 'polymarket:123', 'EXCHANGE-B:KX-ONE,exchange-b:KX-TWO']);
     expect(r).toEqual({
       ok: true,

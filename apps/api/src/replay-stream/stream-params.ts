@@ -28,7 +28,7 @@ const PREFIXES: Record<string, Venue> = { 'exchange-a': 'exchange-a', polymarket
 
 /**
  * `markets`, repeated and/or comma-separated: `exchange-a:<asset_id>` (an outcome token id,
- * decimal digits) and `exchange-b:<ticker>`; duplicates count once, the first keeps its place.
+ * decimal digits) and `exchange-b:<ticker>`; a market named twice counts once, at its first place.
  */
 export function parseMarkets(raw: string | readonly string[] | undefined): Parsed<StreamMarket[]> {
   const values = raw === undefined ? [] : typeof raw === 'string' ? [raw] : raw;
