@@ -25,6 +25,7 @@ import { healthRoutes } from './monitoring/health.route.ts';
 import { monitoringRoutes } from './monitoring/monitoring.route.ts';
 import type { Services } from './services.ts';
 import { replayRoutes } from './replay/replay.route.ts';
+import { replayStreamRoutes } from './replay-stream/stream.route.ts';
 import { orderbookSummaryRoutes } from './summaries/orderbook-summary.route.ts';
 import { statsRoutes } from './usage/stats.route.ts';
 import { usageRoutes } from './usage/usage.route.ts';
@@ -42,6 +43,7 @@ const FEATURES = [
   exportRoutes,
   dailyRoutes,
   replayRoutes,
+  replayStreamRoutes,
   keysRoutes,
   lookupRoutes,
   subscriptionsRoutes,

@@ -379,3 +379,36 @@ class RateLimits(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@needs_api
+class ReplayStream(unittest.TestCase):
+    def test_one_stream_of_both_venues_in_time_order_normalised(self):
+        c = Client()
+        start, end = F["day1_ms"], F["day1_ms"] + 86_399_999
+        got = list(c.replay_stream([f"polymarket:{F['asset_a']}", f"kalshi:{F['ticker_b'].lower()}"], start, end))
+        self.assertEqual(got[0]["type"], "start")
+        self.assertEqual(got[0]["markets"], [f"exchange-a:{F['asset_a']}", f"exchange-b:{F['ticker_b']}"])
+        self.assertEqual(got[-1], {"type": "end", "ts": end, "messages": len(got) - 2})
+        # Opening books at the window's start: nothing stored before it.
+        self.assertEqual([(m["type"], m.get("opening"), m["known"]) for m in got[1:3]], [("book", True, False), ("book", True, False)])
+        body = [m for m in got[3:-1]]
+        kind_a = {"book": "book", "price_change": "book_change"}
+        want = [(int(r["timestamp"]), "exchange-a", kind_a[r["event_type"]]) for r in F["expected_a"] if r["asset_id"] == F["asset_a"] and start <= int(r["timestamp"]) <= end]
+        want += [(r["epoch_ms"], "exchange-b", "book" if r["type"] == "snapshot" else "book_change") for r in F["expected_b"] if start <= r["epoch_ms"] <= end]
+        want.sort()
+        self.assertEqual([(m["ts"], m["venue"], m["type"]) for m in body], want)
+        # Exchange B as the YES book: NO bids are asks at 1 - price; a delta gives the level's new size.
+        b = [m for m in body if m["venue"] == "exchange-b"]
+        self.assertEqual((b[0]["bids"], b[0]["asks"]), ([["0.42", "15"], ["0.41", "120"]], [["0.45", "40"]]))
+        self.assertEqual(b[1]["changes"], [{"side": "bid", "price": "0.42", "size": "22.5"}])
+        self.assertTrue(all(m["ingest_seq"] is not None and m["received_at"] is not None for m in body))
+
+    def test_bad_markets_raise_bad_request_and_leaving_early_ends_the_request(self):
+        c = Client()
+        with self.assertRaises(BadRequestError) as e:
+            next(c.replay_stream(["nasdaq:AAPL"], F["day1_ms"], F["day1_ms"] + 1000))
+        self.assertEqual((e.exception.status, e.exception.param), (400, "markets"))
+        it = c.replay_stream([f"kalshi:{F['ticker_b']}"], F["day1_ms"], F["day1_ms"] + 86_399_999)
+        self.assertEqual(next(it)["type"], "start")
+        it.close()

@@ -264,3 +264,41 @@ describe('bestLevels', () => {
     );
   });
 });
+
+describe('the level a record names, after it (the merged replay stream)', () => {
+  const bRec = (r: Partial<ExchangeBRecord>): ExchangeBRecord => ({ type: 'delta', ticker: 'T', timestamp: '', epoch_ms: TS, sid: 1, seq: 1, ...r });
+
+  it('exchange B: a YES bid is a bid at its price, a NO bid an ask at 1 − price, with the size after the delta', () => {
+    const book = new ExchangeBBook();
+    book.apply(bRec({ type: 'snapshot', yes: [['0.4100', '120.00'], ['0.4200', '15.00']], no: [['0.5500', '40.00'], ['0.5000', '3.00']] }));
+    expect(book.bidsAsks(10)).toEqual([['0.42', '15', '0.41', '120'], ['0.45', '40', '0.5', '3']]);
+    book.apply(bRec({ side: 'no', price: '0.5500', delta: '-10.00' }));
+    expect(book.levelAfter('no', '0.5500')).toEqual({ side: 'ask', price: '0.45', size: '30' });
+    book.apply(bRec({ side: 'yes', price: '0.4200', delta: '-15' }));
+    expect(book.levelAfter('yes', '0.4200')).toEqual({ side: 'bid', price: '0.42', size: '0' });
+    // A finer price than the book holds yet: re-indexed, and still 1 − price exactly.
+    book.apply(bRec({ side: 'no', price: '0.555', delta: '2.5' }));
+    expect(book.levelAfter('no', '0.555')).toEqual({ side: 'ask', price: '0.445', size: '2.5' });
+    expect(book.bidsAsks(2)).toEqual([['0.41', '120'], ['0.445', '2.5', '0.45', '30']]);
+    // Reads change nothing; a price finer than any held level is empty.
+    expect(book.levelAfter('yes', '0.4111')).toEqual({ side: 'bid', price: '0.4111', size: '0' });
+    expect(book.bidsAsks(1)).toEqual([['0.41', '120'], ['0.445', '2.5']]);
+  });
+
+  it('exchange B: on an unknown book the level is named but its size is unknown; an unreadable price or side names none', () => {
+    const book = new ExchangeBBook();
+    book.apply(bRec({ side: 'yes', price: '0.4200', delta: '5' }));
+    expect(book.levelAfter('yes', '0.4200')).toEqual({ side: 'bid', price: '0.42', size: null });
+    expect(book.levelAfter('no', '0.3')).toEqual({ side: 'ask', price: '0.7', size: null });
+    expect(book.levelAfter('no', 'abc')).toBeNull();
+    expect(book.levelAfter('maybe', '0.3')).toBeNull();
+  });
+
+  it('exchange A: a BUY names a bid, a SELL an ask, with the size the event left', () => {
+    const book = new ExchangeABook();
+    book.apply(aBook(TS, [['0.48', '30']], [['0.52', '25']]));
+    book.apply(aChange(TS + 1, ['0.520', 'SELL', '0'], ['0.47', 'BUY', '10.50']));
+    expect(book.levelAfter('SELL', '0.520')).toEqual({ side: 'ask', price: '0.52', size: '0' });
+    expect(book.levelAfter('BUY', '0.47')).toEqual({ side: 'bid', price: '0.47', size: '10.5' });
+  });
+});

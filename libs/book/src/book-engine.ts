@@ -214,6 +214,27 @@ abstract class LadderBook {
     };
   }
 
+  /**
+   * The level a record names, read after the record was applied (nothing changes): its
+   * price on the side the book shows it (`mirror`: the ask at 1 − price, as the engine
+   * indexes exchange B's NO bids) as canonical text, and its size now, '0' when the level
+   * is empty, null when the book is unknown. Null when the price is not one the engine
+   * holds. `comps` / `mirror` as setLevel takes them.
+   */
+  protected levelOf(price: unknown, comps: boolean, mirror: boolean, shownMirrored: boolean): { price: string; size: string | null } | null {
+    if (typeof price !== 'string') return null;
+    const units = readPrice(price);
+    if (units < 0) return null;
+    const decimals = readScratch.decimals;
+    const shown = unitsText(shownMirrored ? POW10[decimals]! - units : units, decimals);
+    if (!this.known) return { price: shown, size: null };
+    // A price finer than the book's scale names no level it holds.
+    if (decimals > this.scale) return { price: shown, size: '0' };
+    const i = units * POW10[this.scale - decimals]!;
+    const ladder = comps ? this.comps : this.bids;
+    return { price: shown, size: ladder.sizes[mirror ? this.one - i : i] ?? '0' };
+  }
+
   /** Levels best first, flat: [price, size, price, size, …]. */
   /** A side's levels, best first, as flat [price, size, …] text; at most `max` levels. */
   protected levels(ladder: PriceLadder, complement: boolean, max = Infinity): string[] {
@@ -372,6 +393,13 @@ export class ExchangeABook extends LadderBook {
     return this.setLevel(ch.price, ch.size, ask, ask);
   }
 
+  /** A change entry's level after the event was applied: a BUY names a bid, a SELL an ask (levelOf). */
+  levelAfter(side: unknown, price: unknown): { side: 'bid' | 'ask'; price: string; size: string | null } | null {
+    if (side !== 'BUY' && side !== 'SELL') return null;
+    const l = this.levelOf(price, side === 'SELL', side === 'SELL', false);
+    return l && { side: side === 'BUY' ? 'bid' : 'ask', ...l };
+  }
+
   /** The best `depth` bids and asks, as `toState` writes them: an answer at a depth without serialising the whole book. */
   bestLevels(depth: number): [string[], string[]] {
     return [this.levels(this.bids, false, depth), this.levels(this.comps, true, depth)];
@@ -468,6 +496,21 @@ export class ExchangeBBook extends LadderBook {
     const size = addSizes(ladder.sizes[i] ?? '0', change);
     if (isNonPositive(size)) ladder.delete(i);
     else ladder.set(i, size);
+  }
+
+  /**
+   * A delta's level after it was applied, on the YES book the engine keeps: a YES bid is a
+   * bid at its price, a NO bid at p an ask at 1 − p (levelOf).
+   */
+  levelAfter(side: unknown, price: unknown): { side: 'bid' | 'ask'; price: string; size: string | null } | null {
+    if (side !== 'yes' && side !== 'no') return null;
+    const l = this.levelOf(price, side === 'no', false, side === 'no');
+    return l && { side: side === 'yes' ? 'bid' : 'ask', ...l };
+  }
+
+  /** The best `depth` bids and asks of the YES book: YES bids, and NO bids as asks at 1 − price, lowest first. */
+  bidsAsks(depth: number): [string[], string[]] {
+    return [this.levels(this.bids, false, depth), this.levels(this.comps, true, depth)];
   }
 
   /** The best `depth` YES and NO bids, as `toState` writes them. */

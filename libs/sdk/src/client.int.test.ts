@@ -65,6 +65,42 @@ const caught = (p: Promise<unknown>) => p.then(() => expect.unreachable('resolve
 
 const client = (extra: Partial<ConstructorParameters<typeof BooktapeClient>[0]> = {}) => new BooktapeClient({ baseUrl, apiKey: key, ...extra });
 
+describe('merged replay stream', () => {
+  it('replayStream() yields the stream of both venues in time order as it arrives; the markets go as repeated parameters', async () => {
+    const rec = recordingFetch();
+    const c = client({ fetch: rec.fetch });
+    const markets = [`exchange-b:${TICKER}`, `exchange-a:${ASSET}`];
+    const got = await collect(c.replayStream({ markets, from: DAY1, to: new Date(DAY1 + 86_399_999), snapshotInterval: '1h', depth: 1 }));
+    const url = rec.calls[0]!.url;
+    expect(url.pathname).toBe('/api/v1/replay/stream');
+    expect(url.searchParams.getAll('markets')).toEqual(markets);
+    expect([url.searchParams.get('from'), url.searchParams.get('to'), url.searchParams.get('snapshot_interval'), url.searchParams.get('depth')]).toEqual([String(DAY1), new Date(DAY1 + 86_399_999).toISOString(), '1h', '1']);
+    expect(got[0]).toMatchObject({ type: 'start', markets, unknown_markets: [] });
+    expect(got.at(-1)).toEqual({ type: 'end', ts: DAY1 + 86_399_999, messages: got.length - 2 });
+    // The stored records of both, by event time (none share a millisecond here).
+    const stored = [
+      ...t.filler.expected('exchange-a', MARKET, (ts) => ts < DAY2).map((r) => ({ ts: Number(r.timestamp), type: r.event_type === 'book' ? 'book' : 'book_change' })),
+      ...t.filler.expected('exchange-b', TICKER, (ts) => ts < DAY2).map((r) => ({ ts: r.epoch_ms as number, type: r.type === 'snapshot' ? 'book' : 'book_change' })),
+    ].sort((x, y) => x.ts - y.ts);
+    const records = got.filter((m) => 'ingest_seq' in m && m.ingest_seq !== null).map((m) => ({ ts: (m as { ts: number }).ts, type: m.type }));
+    expect(records).toEqual(stored);
+    // Hourly top-of-book snapshots of both, 24 instants.
+    expect(got.filter((m) => m.type === 'snapshot')).toHaveLength(48);
+  });
+
+  it('replayStream() throws the API error for bad input, and stops the request when the loop stops', async () => {
+    const e = await caught(collect(client().replayStream({ markets: ['exchange-z:1'], from: DAY1, to: DAY2 })));
+    expect(e).toBeInstanceOf(BooktapeError);
+    expect([e.status, e.code, e.parameter]).toEqual([400, 'invalid_parameter', 'markets']);
+    let n = 0;
+    for await (const m of client().replayStream({ markets: [`exchange-a:${ASSET}`], from: DAY1, to: DAY2 })) {
+      expect(m.type).toBe('start');
+      if (++n === 1) break;
+    }
+    expect(n).toBe(1);
+  });
+});
+
 describe('raw data', () => {
   it('raw() walks the cursor pages of a window and yields every record in serving order', async () => {
     const rec = recordingFetch();

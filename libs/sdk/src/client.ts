@@ -1,6 +1,7 @@
 import type { paths } from './generated/schema.ts';
 import { nextLink, walkCursors, walkOffsets } from './pages.ts';
 import { toQuery } from './query.ts';
+import { ndjsonMessages, type ReplayMessage, type ReplayStreamParams } from './replay.ts';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
 import { Transport, type FetchLike, type RequestOptions } from './transport.ts';
 import type {
@@ -312,6 +313,24 @@ export class BooktapeClient {
   /** Health of the API and its stores. A degraded service (503) is an answer here, not an error. */
   health(o?: CallOptions): Promise<Json<'/api/v1/health'>> {
     return this.t.json(this.t.url('/api/v1/health'), { ...o, okStatuses: [503], noRetry: true });
+  }
+
+  /**
+   * The merged replay stream (docs/api.md, "Merged replay stream"): many markets of both
+   * venues in one time order, normalised, as the API sends them: `start`, the opening
+   * `book`s, then `book`, `book_change`, `trade`, `gap` and `snapshot` messages, and `end`.
+   * Read as you iterate (a slow loop slows the server's read; `break` ends the request).
+   * An error line from the server, or a stream cut before its `end`, is thrown (BooktapeError).
+   */
+  async *replayStream(params: ReplayStreamParams, o?: CallOptions): AsyncGenerator<ReplayMessage, void, undefined> {
+    const { markets, snapshotInterval, depth, from, to } = params;
+    const url = this.t.url('/api/v1/replay/stream', [
+      ...markets.map((m): [string, string] => ['markets', m]),
+      // This route's window is `from` / `to` themselves (not start_timestamp / end_timestamp).
+      ...toQuery({ from, to, snapshotInterval, depth }),
+    ]);
+    const res = await this.t.request(url, { ...o, accept: 'application/x-ndjson' });
+    yield* ndjsonMessages(res.body);
   }
 
   /** Outages the operator declared (public): periods a venue's data is missing or wrong. */

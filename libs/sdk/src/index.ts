@@ -6,3 +6,4 @@ export { nextLink } from './pages.ts';
 export * from './helpers.ts';
 export type * from './types.ts';
 export type { FetchLike } from './transport.ts';
+export { ndjsonMessages, type ReplayLevel, type ReplayMessage, type ReplayStreamParams } from './replay.ts';
