@@ -12,6 +12,7 @@
  *     origin + venue time / speed and the origin the earliest the arrivals allow (the most
  *     punctual event is 0 late); p50, p99 and max (target at speed=1: p99 <= 5 ms).
  * The last line printed is the JSON summary. No baseline: the replay did not exist before.
+ * BENCH_CHILD_PROF=DIR writes a CPU profile of the API process there.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -129,7 +130,7 @@ function lateness(times: Array<[number, number]>, speed: number) {
 
 async function main(): Promise<void> {
   const self = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, ['--import', 'tsx', self, '--serve'], { stdio: ['pipe', 'pipe', 'inherit'], env: process.env });
+  const child = spawn(process.execPath, [...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHILD_PROF}`] : []), '--import', 'tsx', self, '--serve'], { stdio: ['pipe', 'pipe', 'inherit'], env: process.env });
   try {
     const ready = await new Promise<Ready>((resolve, reject) => {
       child.once('exit', (code) => reject(new Error(`API process exited early (${code})`)));
