@@ -16,7 +16,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -43,7 +43,7 @@ async function serve(): Promise<void> {
   const { silentLogger } = await import('@booktape/config');
   const { openClickHouse, migrate, RawEventsRepository, SummariesRepository } = await import('@booktape/storage');
   const { createApi, createRedis } = await import('@booktape/api');
-  const { testConfig } = await import('@booktape/api/testing');
+  const { deleteRedisPrefix, testConfig } = await import('@booktape/api/testing');
   const { Roller } = await import('@booktape/summaries');
   const { fillDay } = await import('./fill-day.ts');
 
@@ -68,10 +68,22 @@ async function serve(): Promise<void> {
   const made = await fetch(`${url}/api/v1/keys?name=bench&user_id=replay-ws-bench`, { method: 'POST' });
   const key = ((await made.json()) as { data: { api_key: string } }).data.api_key;
   const ready: Ready = { url, key, fill_s: fillS };
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await Promise.race([api.stop(), new Promise((r) => setTimeout(r, 5000))]);
+    await deleteRedisPrefix(redis, config.redisKeyPrefix).catch(() => undefined);
+    redis.disconnect();
+    await ch.close().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop());
   process.stdout.write(`READY ${JSON.stringify(ready)}\n`);
-  // Runs until the parent closes its stdin or kills it.
+  // Runs until the parent closes its stdin (or stops it).
   process.stdin.resume();
-  process.stdin.once('end', () => process.exit(0));
+  process.stdin.once('end', () => void stop());
 }
 
 /** One replay: events (array items of the frames) and frames received, with each event's arrival and venue time when `timed`. */
@@ -179,7 +191,17 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(summary));
   } finally {
     child.stdin?.end();
-    setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+    // Given time to remove its store; killed if it hangs.
+    await new Promise<void>((resolve) => {
+      const kill = setTimeout(() => {
+        child.kill('SIGKILL');
+        resolve();
+      }, 15_000);
+      child.once('exit', () => {
+        clearTimeout(kill);
+        resolve();
+      });
+    });
   }
 }
 
