@@ -38,7 +38,8 @@ function line(r: ImportResult): string {
   const s = (r.ms / 1000).toFixed(1);
   const skipped = r.skipped > 0 ? `, ${r.skipped} of event types not imported` : '';
   if (r.rows === 0) return `${r.file}: no rows (an empty hour) in ${s} s`;
-  return `${r.file}: ${r.rows} rows, ${r.inserted} records stored, ${r.alreadyStored} already stored${skipped}, in ${s} s`;
+  const superseded = r.superseded > 0 ? `, ${r.superseded} of earlier imports replaced by captured records` : '';
+  return `${r.file}: ${r.rows} rows, ${r.inserted} records stored, ${r.alreadyStored} already stored${skipped}${superseded}, in ${s} s`;
 }
 
 /**
@@ -60,6 +61,7 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
   const parts = new Map<string, PartitionRef>();
   const failed: string[] = [];
   let stored = 0;
+  let superseded = 0;
   const tty = process.stderr.isTTY === true;
   const bar = new cliProgress.SingleBar(
     { format: 'import [{bar}] {value}/{total} files | {file}', stream: process.stderr, noTTYOutput: false, hideCursor: tty, clearOnComplete: true },
@@ -73,6 +75,7 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
       try {
         const r = await importPmxtFile(ch, file);
         stored += r.inserted;
+        superseded += r.superseded;
         for (const p of r.partitions) parts.set(`${p.market}|${p.asset}|${p.date}`, { venue: 'exchange-a', ...p });
         if (tty && files.length > 1) bar.update(i + 1);
         process.stdout.write(`${line(r)}\n`);
@@ -87,7 +90,8 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
     await ch.close();
   }
   process.stdout.write(`${files.length - failed.length} of ${files.length} file(s) imported, ${stored} records stored\n`);
-  if (opts.rollup && stored > 0) await markForRollup([...parts.values()], env);
+  // Days where captured records replaced imported ones are rebuilt too.
+  if (opts.rollup && stored + superseded > 0) await markForRollup([...parts.values()], env);
   if (failed.length > 0) {
     process.stderr.write(`not imported (nothing of them stored): ${failed.join(', ')}\n`);
     return 1;
