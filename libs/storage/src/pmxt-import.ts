@@ -46,11 +46,12 @@ const MAX_RECEIVED = 2 ** 41; // the horizon of the ingest sequence
 export class ImportError extends Error {
   constructor(
     readonly file: string,
-    message: string,
+    /** What is wrong, without the file and row. */
+    readonly reason: string,
     /** 0-based row of the file, where one row is at fault. */
     readonly row?: number,
   ) {
-    super(`${file}${row === undefined ? '' : `, row ${row}`}: ${message}`);
+    super(`${file}${row === undefined ? '' : `, row ${row}`}: ${reason}`);
     this.name = 'ImportError';
   }
 }

@@ -3,8 +3,9 @@ import path from 'node:path';
 import cliProgress from 'cli-progress';
 import { parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
 import { RollupQueue, type PartitionRef } from '@booktape/messaging';
-import { ImportError, importPmxtFile, migrate, openClickHouse, type ImportResult } from '@booktape/storage';
+import { ImportError, importPmxtFile, migrate, openClickHouse, type ClickHouse, type ImportResult } from '@booktape/storage';
 import { chooseRedis } from '../local-services.ts';
+import { DownloadError, fetchToTemp, isUrl, urlFileName } from './fetch-file.ts';
 
 /** The formats `--format` names; only PMXT v2 is imported so far (issue 24). */
 export const IMPORT_FORMATS = ['pmxt-v2'] as const;
@@ -19,10 +20,15 @@ export interface ImportOptions {
 
 const REDIS_TIMEOUT_MS = 15_000;
 
-/** The files to import, in order: each path as given; a directory's `.parquet` files by name (hour order for PMXT). */
+/** The files to import, in order: each path as given; a directory's `.parquet` files by name (hour order for PMXT); a URL as given. */
 export async function importFiles(paths: readonly string[]): Promise<string[]> {
   const out: string[] = [];
   for (const p of paths) {
+    if (isUrl(p)) {
+      urlFileName(p); // a URL that names no file is refused before anything runs
+      out.push(p);
+      continue;
+    }
     const s = await stat(p).catch(() => null);
     if (s === null) throw new ImportError(p, 'no such file or directory');
     if (s.isDirectory()) {
@@ -52,7 +58,7 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
   try {
     files = await importFiles(opts.paths);
   } catch (e) {
-    if (!(e instanceof ImportError)) throw e;
+    if (!(e instanceof ImportError) && !(e instanceof DownloadError)) throw e;
     process.stderr.write(`booktape import: ${e.message}\n`);
     return 1;
   }
@@ -73,14 +79,14 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
     for (const [i, file] of files.entries()) {
       if (tty && files.length > 1) bar.update(i, { file: path.basename(file) });
       try {
-        const r = await importPmxtFile(ch, file);
+        const r = await importOne(ch, file);
         stored += r.inserted;
         superseded += r.superseded;
         for (const p of r.partitions) parts.set(`${p.market}|${p.asset}|${p.date}`, { venue: 'exchange-a', ...p });
         if (tty && files.length > 1) bar.update(i + 1);
         process.stdout.write(`${line(r)}\n`);
       } catch (e) {
-        if (!(e instanceof ImportError)) throw e;
+        if (!(e instanceof ImportError) && !(e instanceof DownloadError)) throw e;
         failed.push(file);
         process.stderr.write(`${tty && files.length > 1 ? '\n' : ''}booktape import: ${e.message}\n`);
       }
@@ -97,6 +103,24 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
     return 1;
   }
   return 0;
+}
+
+/**
+ * One file; a URL is downloaded first (fetch-file.ts) to a temporary file of the URL's file
+ * name, so the source is `import:<format>:<that name>` as for a local copy, and every error
+ * names the URL. The download is deleted once imported or refused.
+ */
+async function importOne(ch: ClickHouse, file: string): Promise<ImportResult> {
+  if (!isUrl(file)) return importPmxtFile(ch, file);
+  const d = await fetchToTemp(file);
+  try {
+    return { ...(await importPmxtFile(ch, d.file)), file };
+  } catch (e) {
+    if (e instanceof ImportError) throw new ImportError(file, e.reason, e.row);
+    throw e;
+  } finally {
+    await d.cleanup();
+  }
 }
 
 /**
