@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -203,6 +203,16 @@ describe('PMXT v2 import', () => {
     await t.ch.client.command({ query: `INSERT INTO FUNCTION file('${other}', 'Parquet', 'ticker String, yes Float64') SELECT 'KX', 0.5` });
     await expect(importPmxtFile(t.ch, other)).rejects.toThrow(/other-schema\.parquet: not a PMXT v2 file: missing column\(s\) timestamp_received/);
     await expect(importPmxtFile(t.ch, path.join(dir, 'absent.parquet'))).rejects.toThrow(/absent\.parquet: no such file/);
+
+    // A download cut short: the head of a good file.
+    const whole = path.join(dir, 'whole.parquet');
+    await writePmxtFile(t.ch, whole, rows.map((r) => ({ ...r, price: r.price === '1.5' ? '0.5' : r.price })));
+    const bytes = readFileSync(whole);
+    for (const keep of [bytes.length - 8, Math.floor(bytes.length / 2), 4]) {
+      const cut = path.join(dir, `truncated-${keep}.parquet`);
+      writeFileSync(cut, bytes.subarray(0, keep));
+      await expect(importPmxtFile(t.ch, cut), `kept ${keep} bytes`).rejects.toThrow(new RegExp(`truncated-${keep}\\.parquet: not a readable Parquet file`));
+    }
     expect(await raw.count('exchange-a')).toBe(before);
   });
 });

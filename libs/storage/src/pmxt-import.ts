@@ -253,9 +253,10 @@ export function capturedIdentitiesSql(table: string, where: string): string {
  */
 async function supersedeWhere(ch: ClickHouse, where: string): Promise<number> {
   const table = ch.table('raw_exchange_a');
-  // The common case (a captured day without imports) reads one column of the scope, without FINAL.
-  const [any] = await rows<{ x: number }>(ch, `SELECT 1 AS x FROM ${table} WHERE source != '' AND ${where} LIMIT 1`);
-  if (any === undefined) return 0;
+  // The common cases (a captured day without imports, an imported hour without capture) read
+  // one column of the scope until the first match, without FINAL.
+  const exists = async (cond: string) => (await rows<{ x: number }>(ch, `SELECT 1 AS x FROM ${table} WHERE ${cond} AND ${where} LIMIT 1`)).length > 0;
+  if (!(await exists(`source != ''`)) || !(await exists(`source = ''`))) return 0;
   const count = async () => Number((await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${table} FINAL WHERE source != '' AND ${where}`))[0]?.n ?? 0);
   const before = await count();
   await ch.client.command({ query: `DELETE FROM ${table} WHERE source != '' AND ${where} AND dedup_id IN (${capturedIdentitiesSql(table, where)})` });
