@@ -166,9 +166,12 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
         'reason; the other files are imported), 2 bad arguments.',
     )
     .argument('<paths...>', 'files, directories or https:// URLs: polymarket_orderbook_YYYY-MM-DDTHH.parquet (PMXT v2, 16 columns)')
-    .addOption(new Option('--format <format>', 'the files\' format; pmxt-v2 is the only one so far').choices(['pmxt-v2']).default('pmxt-v2'))
+    .addOption(
+      new Option('--format <format>', 'the files\' format (default: told from each file\'s content); only pmxt-v2 is imported so far, the others are recognised and refused')
+        .choices(['pmxt-v2', 'booktape-parquet', 'booktape-csv', 'capture']),
+    )
     .option('--no-rollup', 'do not mark the imported days for the rollup workers')
-    .action((paths: string[], o: { format: 'pmxt-v2'; rollup: boolean }) => run({ command: 'import', options: { paths, format: o.format, rollup: o.rollup } }));
+    .action((paths: string[], o: { format?: ImportOptions['format']; rollup: boolean }) => run({ command: 'import', options: { paths, format: o.format, rollup: o.rollup } }));
 
   program
     .command('rollup')

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -119,5 +120,21 @@ describe('booktape import', () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
+  }, 180_000);
+
+  it('tells the format from the file: a booktape export or a capture file is named and refused, nothing stored', async () => {
+    const csv = path.join(dir, 'export.csv.gz');
+    writeFileSync(csv, gzipSync('timestamp,asset_id,event_type,side,price,size,hash,received_at\n'));
+    const capture = path.join(dir, 'capture.ndjson');
+    writeFileSync(capture, '{"venue":"exchange-a","received_at":"2026-03-01T12:00:00.123Z","frame":[]}\n');
+    const r = await runCli(['import', '--no-rollup', csv, capture], env);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`${csv}: a booktape-csv file: importing this format is not implemented yet (only pmxt-v2); nothing imported`);
+    expect(r.stderr).toContain(`${capture}: a capture file: importing this format is not implemented yet (only pmxt-v2); store a capture file with \`booktape replay FILE\``);
+    expect(r.stdout).toContain('0 of 2 file(s) imported, 0 records stored');
+
+    const forced = await runCli(['import', '--no-rollup', '--format', 'pmxt-v2', csv], env);
+    expect(forced.status).toBe(1);
+    expect(forced.stderr).toContain(`${csv}: not a readable Parquet file`);
   }, 180_000);
 });

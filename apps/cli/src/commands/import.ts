@@ -3,17 +3,15 @@ import path from 'node:path';
 import cliProgress from 'cli-progress';
 import { parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
 import { RollupQueue, type PartitionRef } from '@booktape/messaging';
-import { ImportError, importPmxtFile, migrate, openClickHouse, type ClickHouse, type ImportResult } from '@booktape/storage';
+import { ImportError, PMXT_FORMAT, detectImportFormat, importPmxtFile, migrate, openClickHouse, type ClickHouse, type ImportFormat, type ImportResult } from '@booktape/storage';
 import { chooseRedis } from '../local-services.ts';
 import { DownloadError, fetchToTemp, isUrl, urlFileName } from './fetch-file.ts';
 
-/** The formats `--format` names; only PMXT v2 is imported so far (issue 24). */
-export const IMPORT_FORMATS = ['pmxt-v2'] as const;
-export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
 export interface ImportOptions {
   paths: string[];
-  format: ImportFormat;
+  /** The files' format as `--format` names it; undefined: told from each file (detectImportFormat). */
+  format?: ImportFormat | undefined;
   /** Mark the imported days for the rollup workers (summaries, cross-checks). */
   rollup: boolean;
 }
@@ -79,7 +77,7 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
     for (const [i, file] of files.entries()) {
       if (tty && files.length > 1) bar.update(i, { file: path.basename(file) });
       try {
-        const r = await importOne(ch, file);
+        const r = await importOne(ch, file, opts.format);
         stored += r.inserted;
         superseded += r.superseded;
         for (const p of r.partitions) parts.set(`${p.market}|${p.asset}|${p.date}`, { venue: 'exchange-a', ...p });
@@ -110,17 +108,26 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
  * name, so the source is `import:<format>:<that name>` as for a local copy, and every error
  * names the URL. The download is deleted once imported or refused.
  */
-async function importOne(ch: ClickHouse, file: string): Promise<ImportResult> {
-  if (!isUrl(file)) return importPmxtFile(ch, file);
+async function importOne(ch: ClickHouse, file: string, format: ImportFormat | undefined): Promise<ImportResult> {
+  if (!isUrl(file)) return importFormat(ch, file, format);
   const d = await fetchToTemp(file);
   try {
-    return { ...(await importPmxtFile(ch, d.file)), file };
+    return { ...(await importFormat(ch, d.file, format)), file };
   } catch (e) {
     if (e instanceof ImportError) throw new ImportError(file, e.reason, e.row);
     throw e;
   } finally {
     await d.cleanup();
   }
+}
+
+/** A local file in its format: given, or told from the file. Only PMXT v2 is imported so far. */
+async function importFormat(ch: ClickHouse, file: string, given: ImportFormat | undefined): Promise<ImportResult> {
+  const format = given ?? (await detectImportFormat(ch, file));
+  if (format === PMXT_FORMAT) return importPmxtFile(ch, file);
+  const what = given === undefined ? `a ${format} file` : `--format ${format}`;
+  const instead = format === 'capture' ? '; store a capture file with `booktape replay FILE`' : '';
+  throw new ImportError(file, `${what}: importing this format is not implemented yet (only ${PMXT_FORMAT})${instead}; nothing imported`);
 }
 
 /**
