@@ -222,18 +222,32 @@ export function capturedIdentitiesSql(table: string, where: string): string {
   const value = (m: string, s: string) => `if(${s} = 0, toString(${m}), concat(toString(intDiv(abs(${m}), intExp10(least(${s}, 18)))), if(${frac(m, s)} = '', '', concat('.', ${frac(m, s)}))))`;
   // A typed decimal as spelled (the served record's text, migration 012's `rebuilt`).
   const spelled = (m: string, s: string) => `if(${s} = 0, toString(${m}), concat(toString(intDiv(abs(${m}), intExp10(least(${s}, 18)))), '.', leftPad(toString(abs(${m}) % intExp10(least(${s}, 18))), ${s}, '0')))`;
-  // A venue field kept in `extra` as decimal text, without trailing zeros.
-  const field = (name: string) => `JSONExtractString(concat('{', extra, '}'), '${name}')`;
+  // A venue field as decimal text without trailing zeros: from `extra`, or the residue's JSON.
   const valueText = (t: string) => `if(position(${t}, '.') > 0, trim(TRAILING '.' FROM trim(TRAILING '0' FROM ${t})), ${t})`;
+  const field = (json: string, name: string) => `JSONExtractString(${json}, '${name}')`;
   const book = (side: 'bid' | 'ask') =>
     `arrayStringConcat(arrayMap((p, ps, z, zs) -> concat(${spelled('p', 'ps')}, ':', ${spelled('z', 'zs')}), ${side}_price, ${side}_price_scale, ${side}_size, ${side}_size_scale), ',')`;
-  const levels = `multiIf(
+  const bookJson = (side: 'bids' | 'asks') => `arrayStringConcat(arrayMap(l -> concat(JSONExtractString(l, 'price'), ':', JSONExtractString(l, 'size')), JSONExtractArrayRaw(residue, '${side}')), ',')`;
+  const one = (body: string) => `[(toUInt32(1), ${body})]`;
+  const trade = (json: string) => one(`concat(${field(json, 'side')}, '|', ${valueText(field(json, 'price'))}, '|', ${valueText(field(json, 'size'))})`);
+  const tick = (json: string) => one(`concat(${valueText(field(json, 'old_tick_size'))}, '|', ${valueText(field(json, 'new_tick_size'))})`);
+  const extraJson = `concat('{', extra, '}')`;
+  // The typed columns; a record kept whole in residue is read from it, as books read it (book-rows.ts).
+  const typed = `multiIf(
       event_type = 'price_change', arrayMap((i, p, ps, sd, z, zs) -> (toUInt32(i), concat(toString(sd), '|', ${value('p', 'ps')}, '|', ${value('z', 'zs')})),
         arrayEnumerate(chg_price), chg_price, chg_price_scale, chg_side, chg_size, chg_size_scale),
-      event_type = 'book', [(toUInt32(1), concat(${book('bid')}, '|', ${book('ask')}))],
-      event_type = 'last_trade_price', [(toUInt32(1), concat(${field('side')}, '|', ${valueText(field('price'))}, '|', ${valueText(field('size'))}))],
-      event_type = 'tick_size_change', [(toUInt32(1), concat(${valueText(field('old_tick_size'))}, '|', ${valueText(field('new_tick_size'))}))],
+      event_type = 'book', ${one(`concat(${book('bid')}, '|', ${book('ask')})`)},
+      event_type = 'last_trade_price', ${trade(extraJson)},
+      event_type = 'tick_size_change', ${tick(extraJson)},
       CAST([], 'Array(Tuple(UInt32, String))'))`;
+  const fromResidue = `multiIf(
+      event_type = 'price_change', arrayMap((i, c) -> (toUInt32(i), concat(${field('c', 'side')}, '|', ${valueText(field('c', 'price'))}, '|', ${valueText(field('c', 'size'))})),
+        arrayEnumerate(JSONExtractArrayRaw(residue, 'changes')), JSONExtractArrayRaw(residue, 'changes')),
+      event_type = 'book', ${one(`concat(${bookJson('bids')}, '|', ${bookJson('asks')})`)},
+      event_type = 'last_trade_price', ${trade('residue')},
+      event_type = 'tick_size_change', ${tick('residue')},
+      CAST([], 'Array(Tuple(UInt32, String))'))`;
+  const levels = `if(residue = '', ${typed}, ${fromResidue})`;
   return `
     SELECT lower(hex(SHA1(concat(k, '|', toString(row_number() OVER (PARTITION BY k ORDER BY ingest_seq, lvl)))))) AS id
     FROM (
