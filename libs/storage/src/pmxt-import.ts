@@ -211,10 +211,11 @@ export async function importPmxtFile(ch: ClickHouse, file: string): Promise<Impo
 /**
  * The rule's identities (docs/rules/imports.md#matching-a-captured-record) of the own-capture
  * records (`source = ''`) that `where` selects, one per level of a `price_change` frame and
- * one per other record, in the engine: the capture's typed columns give the same text the
- * import hashes (decimals as values without trailing zeros; a book's levels as spelled), and
- * n numbers equal levels in the capture's order (ingest sequence, then the level's place in
- * its frame). Read with FINAL: two copies of one captured frame (two workers) are one.
+ * one per other record, in the engine: the capture's typed columns (or, for a record kept
+ * whole in `residue`, that JSON) give the same text the import hashes (decimals as values
+ * without trailing zeros; a book's levels as spelled), and n numbers equal levels in the
+ * capture's order (ingest sequence, then the level's place in its frame). Read with FINAL:
+ * two copies of one captured frame (two workers) are one.
  */
 export function capturedIdentitiesSql(table: string, where: string): string {
   // A typed decimal as its value's text: 0.50 (50, 2) → "0.5", 200.000000 → "200".
