@@ -195,7 +195,9 @@ export async function importPmxtFile(ch: ClickHouse, file: string): Promise<Impo
   // Imported copies (of earlier imports) of events captured since go first (own capture first).
   result.superseded = await supersedeWhere(ch, storedScope(file, scan));
   const before = await storedCount(ch, file, scan);
-  await ch.client.command({ query: insertSql(table, file, source, scan) });
+  // The capture's identities are computed only where the capture holds records (a FINAL read).
+  const captured = await holds(ch, storedScope(file, scan), `source = ''`);
+  await ch.client.command({ query: insertSql(table, file, source, scan, captured) });
   const after = await storedCount(ch, file, scan);
   result.inserted = after - before;
   result.alreadyStored = Number(scan.known) - result.inserted;
@@ -259,6 +261,11 @@ export function capturedIdentitiesSql(table: string, where: string): string {
     )`;
 }
 
+/** Whether raw_exchange_a holds a record `cond` and `where` select: reads until the first, without FINAL. */
+async function holds(ch: ClickHouse, where: string, cond: string): Promise<boolean> {
+  return (await rows<{ x: number }>(ch, `SELECT 1 AS x FROM ${ch.table('raw_exchange_a')} WHERE ${cond} AND ${where} LIMIT 1`)).length > 0;
+}
+
 /**
  * Capture after import (docs/rules/imports.md#which-copy-wins): removes the imported records
  * whose identity an own-capture record of the same event holds, among the records `where`
@@ -270,8 +277,7 @@ async function supersedeWhere(ch: ClickHouse, where: string): Promise<number> {
   const table = ch.table('raw_exchange_a');
   // The common cases (a captured day without imports, an imported hour without capture) read
   // one column of the scope until the first match, without FINAL.
-  const exists = async (cond: string) => (await rows<{ x: number }>(ch, `SELECT 1 AS x FROM ${table} WHERE ${cond} AND ${where} LIMIT 1`)).length > 0;
-  if (!(await exists(`source != ''`)) || !(await exists(`source = ''`))) return 0;
+  if (!(await holds(ch, where, `source != ''`)) || !(await holds(ch, where, `source = ''`))) return 0;
   const count = async () => Number((await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${table} FINAL WHERE source != '' AND ${where}`))[0]?.n ?? 0);
   const before = await count();
   await ch.client.command({ query: `DELETE FROM ${table} WHERE source != '' AND ${where} AND dedup_id IN (${capturedIdentitiesSql(table, where)})` });
@@ -321,7 +327,7 @@ async function storedCount(ch: ClickHouse, file: string, scan: Scan): Promise<nu
  * the repeat number n (a window function over the file's columns, in file order); the
  * row's fields as texts, its identity and ingest sequence; the typed columns of the record.
  */
-function insertSql(table: string, file: string, source: string, scan: Scan): string {
+function insertSql(table: string, file: string, source: string, scan: Scan, captured: boolean): string {
   const levels = (col: string) => `arrayMap(l -> (JSONExtractString(l, 1), JSONExtractString(l, 2)), JSONExtractArrayRaw(ifNull(${col}, '[]')))`;
   const levelKey = (lv: string) => `arrayStringConcat(arrayMap(l -> concat(l.1, ':', l.2), ${lv}), ',')`;
   const opt = (col: string) => `if(${col} IS NULL, '', ${text(col)})`;
@@ -371,8 +377,8 @@ function insertSql(table: string, file: string, source: string, scan: Scan): str
       '', received, 0, -1, -1, ${sqlString(source)}
     FROM (${fields})
     WHERE dedup_id NOT IN (SELECT dedup_id FROM ${table} WHERE ${storedScope(file, scan)})
-      -- Own capture first: a row whose event a captured record holds is not stored again.
-      AND dedup_id NOT IN (${capturedIdentitiesSql(table, storedScope(file, scan))})
+      ${captured ? `-- Own capture first: a row whose event a captured record holds is not stored again.
+      AND dedup_id NOT IN (${capturedIdentitiesSql(table, storedScope(file, scan))})` : ''}
     -- Rows of one import never share an identity (n tells repeats apart): collapsing
     -- duplicates at insert would find none and costs twice the write itself.
     SETTINGS optimize_on_insert = 0`;
