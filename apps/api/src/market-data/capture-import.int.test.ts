@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -92,9 +92,14 @@ function fullRows(m: string): PmxtRow[] {
 
 async function importFile(market: string, rows: PmxtRow[]) {
   // The same file name in every market's directory: the same source.
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'booktape-cap-imp-')), FILE);
-  await writePmxtFile(t.ch, file, rows);
-  return importPmxtFile(t.ch, file);
+  const dir = mkdtempSync(path.join(tmpdir(), 'booktape-cap-imp-'));
+  try {
+    const file = path.join(dir, FILE);
+    await writePmxtFile(t.ch, file, rows);
+    return await importPmxtFile(t.ch, file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 async function roll(market: string): Promise<void> {

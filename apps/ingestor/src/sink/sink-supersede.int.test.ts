@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -49,9 +49,11 @@ describe('sink: capture after import', () => {
 
   it('replaces the imported copies of the events it stores, keeping the rest, before any rollup', async () => {
     const { t, kafka, topics, repo, produce } = bed;
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'booktape-sink-sup-')), 'polymarket_orderbook_2026-04-02T12.parquet');
+    const dir = mkdtempSync(path.join(tmpdir(), 'booktape-sink-sup-'));
+    const file = path.join(dir, 'polymarket_orderbook_2026-04-02T12.parquet');
     await writePmxtFile(t.ch, file, ROWS);
     expect(await importPmxtFile(t.ch, file)).toMatchObject({ inserted: 4 });
+    rmSync(dir, { recursive: true, force: true });
     const onlyImported = (await repo.dump('exchange-a', M)).filter((r) => r['timestamp'] === String(H + 300));
 
     const seen: StoredPartition[] = [];
