@@ -104,7 +104,7 @@ describe('booktape command line: bad usage', () => {
     expect((await usage(['outage', 'remove', 'abc'])).message).toContain('is not an outage id');
     expect((await usage(['outage', 'add', '--venue', 'a', '--to', '2026-03-02', '--reason', 'r'])).message).toContain('outage add needs --from');
     expect((await usage(['outage', 'list', '--api', 'ftp://x'])).message).toContain('--api must be an http(s) URL');
-    expect((await usage(['import', 'a.parquet', '--format', 'booktape-csv'])).message).toContain("argument 'booktape-csv' is invalid. Allowed choices are pmxt-v2");
+    expect((await usage(['import', 'a.parquet', '--format', 'csv'])).message).toContain("argument 'csv' is invalid. Allowed choices are pmxt-v2, booktape-parquet, booktape-csv, capture");
     expect((await usage(['import'])).message).toContain("missing required argument 'paths'");
   });
 });
@@ -122,7 +122,7 @@ describe('booktape command line: what runs', () => {
     expect(await run(['simulate'])).toEqual({ command: 'simulate', options: { port: 9100, rate: 1000, marketsA: 20, marketsB: 10, seed: 1 } });
     expect(await run(['simulate', '--seed', '7', '--markets-b', '3'])).toEqual({ command: 'simulate', options: { port: 9100, rate: 1000, marketsA: 20, marketsB: 3, seed: 7 } });
     expect(await run(['replay', 'a.ndjson'])).toEqual({ command: 'replay', options: { files: ['a.ndjson'], wait: false, timeoutMs: 600_000 } });
-    expect(await run(['import', 'a.parquet', 'dir'])).toEqual({ command: 'import', options: { paths: ['a.parquet', 'dir'], format: 'pmxt-v2', rollup: true } });
+    expect(await run(['import', 'a.parquet', 'dir'])).toEqual({ command: 'import', options: { paths: ['a.parquet', 'dir'], format: undefined, rollup: true } });
     expect(await run(['import', '--no-rollup', 'a.parquet', '--format', 'pmxt-v2'])).toEqual({ command: 'import', options: { paths: ['a.parquet'], format: 'pmxt-v2', rollup: false } });
     expect(await run(['ingest'])).toEqual({ command: 'ingest' });
     expect(await run(['migrate'])).toEqual({ command: 'migrate' });

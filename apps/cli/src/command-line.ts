@@ -153,7 +153,8 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .command('import')
     .summary('import archive files (PMXT v2 Polymarket hourly Parquet) into the store')
     .description(
-      'Imports archive files into the store, in the order given (a directory: its .parquet files by name), each file whole ' +
+      'Imports archive files into the store, in the order given (a directory: its .parquet files by name; an http(s):// URL is ' +
+        'downloaded first, with retries, resuming a cut download where it stopped, under the URL\'s file name), each file whole ' +
         'or not at all: a file of another schema, or with a bad row (an impossible price or time, a malformed book), is refused ' +
         'with the file and row named, and nothing of it is stored. Records are identified without a venue hash and a record ' +
         'already stored is not stored again: importing a file twice, or resuming a killed import, changes nothing more ' +
@@ -164,10 +165,13 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
         'CLICKHOUSE_URL (not yet). Exit status: 0 every file imported, 1 a file could not be (named on stderr with the ' +
         'reason; the other files are imported), 2 bad arguments.',
     )
-    .argument('<paths...>', 'files or directories: polymarket_orderbook_YYYY-MM-DDTHH.parquet (PMXT v2, 16 columns)')
-    .addOption(new Option('--format <format>', 'the files\' format; pmxt-v2 is the only one so far').choices(['pmxt-v2']).default('pmxt-v2'))
+    .argument('<paths...>', 'files, directories or https:// URLs: polymarket_orderbook_YYYY-MM-DDTHH.parquet (PMXT v2, 16 columns)')
+    .addOption(
+      new Option('--format <format>', 'the files\' format (default: told from each file\'s content); only pmxt-v2 is imported so far, the others are recognised and refused')
+        .choices(['pmxt-v2', 'booktape-parquet', 'booktape-csv', 'capture']),
+    )
     .option('--no-rollup', 'do not mark the imported days for the rollup workers')
-    .action((paths: string[], o: { format: 'pmxt-v2'; rollup: boolean }) => run({ command: 'import', options: { paths, format: o.format, rollup: o.rollup } }));
+    .action((paths: string[], o: { format?: ImportOptions['format']; rollup: boolean }) => run({ command: 'import', options: { paths, format: o.format, rollup: o.rollup } }));
 
   program
     .command('rollup')

@@ -1,4 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -77,5 +80,61 @@ describe('booktape import', () => {
     const missing = await runCli(['import', path.join(dir, 'nope.parquet')], env);
     expect(missing.status).toBe(1);
     expect(missing.stderr).toContain('nope.parquet: no such file or directory');
+  }, 180_000);
+
+  it('imports a URL: a download cut mid-file is resumed, errors name the URL', async () => {
+    const M2 = `0x${'ef'.repeat(32)}`;
+    const file = path.join(dir, 'served.parquet');
+    await writePmxtFile(t.ch, file, ROWS.map((r) => ({ ...r, market: M2 })));
+    const body = readFileSync(file);
+    const ranges: Array<string | undefined> = [];
+    let cut = true;
+    const server = createServer((req, res) => {
+      ranges.push(req.headers.range);
+      if (!req.url!.startsWith('/hours/polymarket_orderbook_2026-04-02T09.parquet')) return void res.writeHead(404).end();
+      const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+      const start = m ? Number(m[1]) : 0;
+      res.writeHead(m ? 206 : 200, { 'content-length': String(body.length - start), etag: '"e"', ...(m ? { 'content-range': `bytes ${start}-${body.length - 1}/${body.length}` } : {}) });
+      if (cut) {
+        cut = false;
+        res.write(body.subarray(0, Math.floor(body.length / 2)), () => setTimeout(() => res.destroy(), 20));
+      } else res.end(body.subarray(start));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const url = `${base}/hours/polymarket_orderbook_2026-04-02T09.parquet`;
+      const r = await runCli(['import', '--no-rollup', url], env);
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      expect(r.stdout).toContain(`${url}: 3 rows, 3 records stored, 0 already stored`);
+      expect(ranges).toEqual([undefined, `bytes=${Math.floor(body.length / 2)}-`]);
+
+      const missing = await runCli(['import', '--no-rollup', `${base}/hours/nope.parquet`], env);
+      expect(missing.status).toBe(1);
+      expect(missing.stderr).toContain(`${base}/hours/nope.parquet: HTTP 404`);
+      const noName = await runCli(['import', '--no-rollup', `${base}/hours/`], env);
+      expect(noName.status).toBe(1);
+      expect(noName.stderr).toContain('the URL names no file');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  }, 180_000);
+
+  it('tells the format from the file: a booktape export or a capture file is named and refused, nothing stored', async () => {
+    const csv = path.join(dir, 'export.csv.gz');
+    writeFileSync(csv, gzipSync('timestamp,asset_id,event_type,side,price,size,hash,received_at\n'));
+    const capture = path.join(dir, 'capture.ndjson');
+    writeFileSync(capture, '{"venue":"exchange-a","received_at":"2026-03-01T12:00:00.123Z","frame":[]}\n');
+    const r = await runCli(['import', '--no-rollup', csv, capture], env);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`${csv}: a booktape-csv file: importing this format is not implemented yet (only pmxt-v2); nothing imported`);
+    expect(r.stderr).toContain(`${capture}: a capture file: importing this format is not implemented yet (only pmxt-v2); store a capture file with \`booktape replay FILE\``);
+    expect(r.stdout).toContain('0 of 2 file(s) imported, 0 records stored');
+
+    const forced = await runCli(['import', '--no-rollup', '--format', 'pmxt-v2', csv], env);
+    expect(forced.status).toBe(1);
+    expect(forced.stderr).toContain(`${csv}: not a readable Parquet file`);
   }, 180_000);
 });

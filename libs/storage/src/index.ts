@@ -18,4 +18,5 @@ export * from './coverage.repository.ts';
 export * from './footprint.repository.ts';
 export * from './book-rows.ts';
 export * from './pmxt-import.ts';
+export * from './import-format.ts';
 export * from './replay.repository.ts';

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BookChecker, newBook, type BookRecord } from '@booktape/book';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
-import { BookEventsRepository, ImportError, RawEventsRepository, importPmxtFile } from './index.ts';
+import type { ExchangeAEvent } from '@booktape/domain';
+import { BookEventsRepository, ImportError, type StoredMessage, RawEventsRepository, importPmxtFile, supersedeImported } from './index.ts';
 import { writePmxtFile, type PmxtRow } from './pmxt.test-support.ts';
 
 /**
@@ -202,6 +203,126 @@ describe('PMXT v2 import', () => {
     await t.ch.client.command({ query: `INSERT INTO FUNCTION file('${other}', 'Parquet', 'ticker String, yes Float64') SELECT 'KX', 0.5` });
     await expect(importPmxtFile(t.ch, other)).rejects.toThrow(/other-schema\.parquet: not a PMXT v2 file: missing column\(s\) timestamp_received/);
     await expect(importPmxtFile(t.ch, path.join(dir, 'absent.parquet'))).rejects.toThrow(/absent\.parquet: no such file/);
+
+    // A download cut short: the head of a good file.
+    const whole = path.join(dir, 'whole.parquet');
+    await writePmxtFile(t.ch, whole, rows.map((r) => ({ ...r, price: r.price === '1.5' ? '0.5' : r.price })));
+    const bytes = readFileSync(whole);
+    for (const keep of [bytes.length - 8, Math.floor(bytes.length / 2), 4]) {
+      const cut = path.join(dir, `truncated-${keep}.parquet`);
+      writeFileSync(cut, bytes.subarray(0, keep));
+      await expect(importPmxtFile(t.ch, cut), `kept ${keep} bytes`).rejects.toThrow(new RegExp(`truncated-${keep}\\.parquet: not a readable Parquet file`));
+    }
     expect(await raw.count('exchange-a')).toBe(before);
   });
+});
+
+describe('own capture first (docs/rules/imports.md#matching-a-captured-record)', () => {
+  /** Decimal text without trailing zeros: the value, as the identity compares it. */
+  const norm = (d: string) => (d.includes('.') ? d.replace(/0+$/, '').replace(/\.$/, '') : d);
+  const level = fc.record({
+    side: fc.constantFrom<'BUY' | 'SELL'>('BUY', 'SELL'),
+    price: fc.constantFrom('0.5', '0.50', '0.500', '0.48', '1', '1.0', '0'),
+    size: fc.constantFrom('10', '10.0', '10.000000', '0', '219.217767', '0.5'),
+  });
+  const frame = fc.record({
+    asset: fc.constantFrom('931', '932'),
+    dt: fc.integer({ min: 0, max: 2 }),
+    type: fc.constantFrom('price_change', 'price_change', 'price_change', 'book', 'last_trade_price', 'tick_size_change'),
+    levels: fc.array(level, { minLength: 1, maxLength: 3 }),
+    bookSize: fc.constantFrom('100', '2.5'),
+    // The venue's key order (stored in typed columns), or another (the record kept whole in residue).
+    venueOrder: fc.boolean(),
+  });
+  type Frame = { asset: string; dt: number; type: string; levels: Array<{ side: 'BUY' | 'SELL'; price: string; size: string }>; bookSize: string; venueOrder: boolean };
+
+  function messages(market: string, frames: Frame[]): StoredMessage[] {
+    return frames.map((f, i) => {
+      const recv = H + 50 + f.dt;
+      const base: ExchangeAEvent = f.venueOrder
+        ? { market, asset_id: f.asset, timestamp: String(H + f.dt), hash: `0xcap${i}`, event_type: f.type }
+        : { hash: `0xcap${i}`, market, timestamp: String(H + f.dt), asset_id: f.asset, event_type: f.type };
+      const l0 = f.levels[0]!;
+      const event =
+        f.type === 'price_change'
+          ? { ...base, changes: f.levels.map((l) => (f.venueOrder ? { price: l.price, side: l.side, size: l.size, best_bid: '0.4', best_ask: '0.6' } : { side: l.side, size: l.size, price: l.price, best_ask: '0.6', best_bid: '0.4' })) }
+          : f.type === 'book'
+            ? { ...base, bids: [{ price: '0.4', size: f.bookSize }], asks: [{ price: '0.6', size: '1' }] }
+            : f.type === 'last_trade_price'
+              ? { ...base, extra: { price: l0.price, size: l0.size, fee_rate_bps: '0', side: l0.side } }
+              : { ...base, extra: { old_tick_size: l0.price === '0' ? '0.01' : l0.price, new_tick_size: '0.001' } };
+      return { message: { venue: 'exchange-a' as const, received_at: new Date(recv).toISOString(), worker_id: 2, ingest_seq: seq(recv, i), dedup_id: `0xcap${i}`, event }, position: { partition: 0, offset: String(i) } };
+    });
+  }
+
+  /** The frames as an archive has them: one row per level, in capture order. */
+  function rowsOf(market: string, frames: Frame[]): PmxtRow[] {
+    return frames.flatMap((f): PmxtRow[] => {
+      const common = { timestamp: H + f.dt, timestamp_received: H + 90 + f.dt, market, event_type: f.type, asset_id: f.asset };
+      const l0 = f.levels[0]!;
+      if (f.type === 'book') return [{ ...common, bids: `[["0.4","${f.bookSize}"]]`, asks: '[["0.6","1"]]' }];
+      if (f.type === 'last_trade_price') return [{ ...common, price: l0.price, size: l0.size, side: l0.side, fee_rate_bps: 0 }];
+      if (f.type === 'tick_size_change') return [{ ...common, old_tick_size: l0.price === '0' ? '0.01' : l0.price, new_tick_size: '0.001' }];
+      return f.levels.map((l) => ({ ...common, ...l, best_bid: '0.4', best_ask: '0.6' }));
+    });
+  }
+
+  /** What a stored imported record says about its event, to compare with the rows expected. */
+  const eventOf = (r: Record<string, unknown>) => {
+    const c = (r['changes'] as Array<Record<string, string>> | undefined)?.[0];
+    return `${r['asset_id']}|${r['timestamp']}|${r['event_type']}|${c ? `${c['side']}|${c['price']}|${c['size']}` : ''}`;
+  };
+  const eventOfRow = (r: PmxtRow) => `${r.asset_id}|${r.timestamp}|${r.event_type}|${r.event_type === 'price_change' ? `${r.side}|${norm(r.price!)}|${norm(r.size!)}` : ''}`;
+
+  it('matches every level of a captured frame, whatever the spelling, and stores only the events the capture lacks, in either order', async () => {
+    const samples = fc.sample(fc.array(frame, { minLength: 1, maxLength: 12 }), { numRuns: 4, seed: 2401 });
+    const residues = { with: 0, without: 0 };
+    for (const [k, frames] of samples.entries()) {
+      // Events only the archive has: a further repeat of a captured price level (n beyond the
+      // capture's), and a level of another size in a captured millisecond.
+      const firstChange = frames.find((f) => f.type === 'price_change');
+      const extra = (m: string): PmxtRow[] =>
+        firstChange === undefined
+          ? []
+          : [
+              { timestamp: H + firstChange.dt, timestamp_received: H + 95, market: m, event_type: 'price_change', asset_id: firstChange.asset, ...firstChange.levels[0]!, best_bid: '0.4', best_ask: '0.6' },
+              { timestamp: H + firstChange.dt, timestamp_received: H + 96, market: m, event_type: 'price_change', asset_id: firstChange.asset, side: 'BUY', price: '0.3', size: '77', best_bid: '0.4', best_ask: '0.6' },
+            ];
+
+      // Import after capture.
+      const mx = `0x${'e'.repeat(62)}${String(k).padStart(2, '0')}`;
+      await raw.insert('exchange-a', messages(mx, frames), `cap-x-${k}`);
+      const captured = await raw.dump('exchange-a', mx);
+      const rs = await t.ch.client.query({ query: `SELECT residue != '' AS r, toString(count()) AS n FROM ${t.ch.table('raw_exchange_a')} FINAL WHERE market = '${mx}' GROUP BY r`, format: 'JSONEachRow' });
+      for (const x of await rs.json<{ r: number; n: string }>()) residues[Number(x.r) === 1 ? 'with' : 'without'] += Number(x.n);
+      const fileX = path.join(dir, `after-capture-${k}.parquet`);
+      await writePmxtFile(t.ch, fileX, [...rowsOf(mx, frames), ...extra(mx)]);
+      const r = await importPmxtFile(t.ch, fileX);
+      expect(r, `sample ${k}`).toMatchObject({ inserted: extra(mx).length, alreadyStored: rowsOf(mx, frames).length, superseded: 0 });
+      const storedX = await raw.dump('exchange-a', mx);
+      expect(storedX.filter((x) => x['worker_id'] === 2), `sample ${k}`).toEqual(captured);
+      expect(storedX.filter((x) => x['worker_id'] === 0).map(eventOf).sort(), `sample ${k}`).toEqual(extra(mx).map(eventOfRow).sort());
+
+      // Capture after import: the capture's copy replaces the imported rows of its events.
+      const my = `0x${'f'.repeat(62)}${String(k).padStart(2, '0')}`;
+      const fileY = path.join(dir, `before-capture-${k}.parquet`);
+      await writePmxtFile(t.ch, fileY, [...rowsOf(my, frames), ...extra(my)]);
+      expect((await importPmxtFile(t.ch, fileY)).inserted, `sample ${k}`).toBe(rowsOf(my, frames).length + extra(my).length);
+      await raw.insert('exchange-a', messages(my, frames), `cap-y-${k}`);
+      let removed = 0;
+      for (const asset of ['931', '932']) removed += await supersedeImported(t.ch, { market: my, asset, date: '2026-03-10' });
+      expect(removed, `sample ${k}`).toBe(rowsOf(my, frames).length);
+      const storedY = await raw.dump('exchange-a', my);
+      const swap = (xs: Array<Record<string, unknown>>, m: string) => JSON.parse(JSON.stringify(xs).split(m).join('<M>')) as unknown;
+      expect(swap(storedY.filter((x) => x['worker_id'] === 2), my), `sample ${k}`).toEqual(swap(captured, mx));
+      expect(storedY.filter((x) => x['worker_id'] === 0).map(eventOf).sort(), `sample ${k}`).toEqual(extra(my).map(eventOfRow).sort());
+      // Nothing more to replace; the file again adds nothing.
+      expect(await supersedeImported(t.ch, { market: my, asset: '931', date: '2026-03-10' })).toBe(0);
+      expect(await importPmxtFile(t.ch, fileY), `sample ${k}`).toMatchObject({ inserted: 0, superseded: 0 });
+      expect(await raw.dump('exchange-a', my)).toEqual(storedY);
+    }
+    // Both kinds of captured record were matched: from the typed columns and from a residue.
+    expect(residues.with).toBeGreaterThan(3);
+    expect(residues.without).toBeGreaterThan(3);
+  }, 300_000);
 });

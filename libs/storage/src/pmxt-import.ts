@@ -46,11 +46,12 @@ const MAX_RECEIVED = 2 ** 41; // the horizon of the ingest sequence
 export class ImportError extends Error {
   constructor(
     readonly file: string,
-    message: string,
+    /** What is wrong, without the file and row. */
+    readonly reason: string,
     /** 0-based row of the file, where one row is at fault. */
     readonly row?: number,
   ) {
-    super(`${file}${row === undefined ? '' : `, row ${row}`}: ${message}`);
+    super(`${file}${row === undefined ? '' : `, row ${row}`}: ${reason}`);
     this.name = 'ImportError';
   }
 }
@@ -64,8 +65,10 @@ export interface ImportResult {
   skipped: number;
   /** Records written now (rows whose identity was not stored yet). */
   inserted: number;
-  /** Rows whose identity was already stored (an earlier import or an earlier run of this one). */
+  /** Rows whose event was already stored (own capture, an earlier import or an earlier run of this one). */
   alreadyStored: number;
+  /** Records of earlier imports in the file's markets and hours removed because own capture holds their event. */
+  superseded: number;
   /** The (market, asset, UTC date) partitions the file touches: their summaries are to be rebuilt. */
   partitions: Array<{ market: string; asset: string; date: string }>;
   ms: number;
@@ -165,7 +168,7 @@ export async function importPmxtFile(ch: ClickHouse, file: string): Promise<Impo
   );
   if (size === 0) throw new ImportError(file, 'empty file (0 bytes): not Parquet (an hour without events is a Parquet file with no rows)');
   await checkSchema(ch, file);
-  const result: ImportResult = { file, source, rows: 0, skipped: 0, inserted: 0, alreadyStored: 0, partitions: [], ms: 0 };
+  const result: ImportResult = { file, source, rows: 0, skipped: 0, inserted: 0, alreadyStored: 0, superseded: 0, partitions: [], ms: 0 };
 
   let scan: Scan;
   try {
@@ -189,8 +192,12 @@ export async function importPmxtFile(ch: ClickHouse, file: string): Promise<Impo
   }
 
   const table = ch.table('raw_exchange_a');
+  // Imported copies (of earlier imports) of events captured since go first (own capture first).
+  result.superseded = await supersedeWhere(ch, storedScope(file, scan));
   const before = await storedCount(ch, file, scan);
-  await ch.client.command({ query: insertSql(table, file, source, scan) });
+  // The capture's identities are computed only where the capture holds records (a FINAL read).
+  const captured = await holds(ch, storedScope(file, scan), `source = ''`);
+  await ch.client.command({ query: insertSql(table, file, source, scan, captured) });
   const after = await storedCount(ch, file, scan);
   result.inserted = after - before;
   result.alreadyStored = Number(scan.known) - result.inserted;
@@ -201,6 +208,106 @@ export async function importPmxtFile(ch: ClickHouse, file: string): Promise<Impo
   );
   result.ms = Date.now() - started;
   return result;
+}
+
+/**
+ * The rule's identities (docs/rules/imports.md#matching-a-captured-record) of the own-capture
+ * records (`source = ''`) that `where` selects, one per level of a `price_change` frame and
+ * one per other record, in the engine: the capture's typed columns (or, for a record kept
+ * whole in `residue`, that JSON) give the same text the import hashes (decimals as values
+ * without trailing zeros; a book's levels as spelled), and n numbers equal levels in the
+ * capture's order (ingest sequence, then the level's place in its frame). Read with FINAL:
+ * two copies of one captured frame (two workers) are one.
+ */
+export function capturedIdentitiesSql(table: string, where: string): string {
+  // A typed decimal as its value's text: 0.50 (50, 2) → "0.5", 200.000000 → "200".
+  const frac = (m: string, s: string) => `trim(TRAILING '0' FROM leftPad(toString(abs(${m}) % intExp10(least(${s}, 18))), ${s}, '0'))`;
+  const value = (m: string, s: string) => `if(${s} = 0, toString(${m}), concat(toString(intDiv(abs(${m}), intExp10(least(${s}, 18)))), if(${frac(m, s)} = '', '', concat('.', ${frac(m, s)}))))`;
+  // A typed decimal as spelled (the served record's text, migration 012's `rebuilt`).
+  const spelled = (m: string, s: string) => `if(${s} = 0, toString(${m}), concat(toString(intDiv(abs(${m}), intExp10(least(${s}, 18)))), '.', leftPad(toString(abs(${m}) % intExp10(least(${s}, 18))), ${s}, '0')))`;
+  // A venue field as decimal text without trailing zeros: from `extra`, or the residue's JSON.
+  const valueText = (t: string) => `if(position(${t}, '.') > 0, trim(TRAILING '.' FROM trim(TRAILING '0' FROM ${t})), ${t})`;
+  const field = (json: string, name: string) => `JSONExtractString(${json}, '${name}')`;
+  const book = (side: 'bid' | 'ask') =>
+    `arrayStringConcat(arrayMap((p, ps, z, zs) -> concat(${spelled('p', 'ps')}, ':', ${spelled('z', 'zs')}), ${side}_price, ${side}_price_scale, ${side}_size, ${side}_size_scale), ',')`;
+  const bookJson = (side: 'bids' | 'asks') => `arrayStringConcat(arrayMap(l -> concat(JSONExtractString(l, 'price'), ':', JSONExtractString(l, 'size')), JSONExtractArrayRaw(residue, '${side}')), ',')`;
+  const one = (body: string) => `[(toUInt32(1), ${body})]`;
+  const trade = (json: string) => one(`concat(${field(json, 'side')}, '|', ${valueText(field(json, 'price'))}, '|', ${valueText(field(json, 'size'))})`);
+  const tick = (json: string) => one(`concat(${valueText(field(json, 'old_tick_size'))}, '|', ${valueText(field(json, 'new_tick_size'))})`);
+  const extraJson = `concat('{', extra, '}')`;
+  // The typed columns; a record kept whole in residue is read from it, as books read it (book-rows.ts).
+  const typed = `multiIf(
+      event_type = 'price_change', arrayMap((i, p, ps, sd, z, zs) -> (toUInt32(i), concat(toString(sd), '|', ${value('p', 'ps')}, '|', ${value('z', 'zs')})),
+        arrayEnumerate(chg_price), chg_price, chg_price_scale, chg_side, chg_size, chg_size_scale),
+      event_type = 'book', ${one(`concat(${book('bid')}, '|', ${book('ask')})`)},
+      event_type = 'last_trade_price', ${trade(extraJson)},
+      event_type = 'tick_size_change', ${tick(extraJson)},
+      CAST([], 'Array(Tuple(UInt32, String))'))`;
+  const fromResidue = `multiIf(
+      event_type = 'price_change', arrayMap((i, c) -> (toUInt32(i), concat(${field('c', 'side')}, '|', ${valueText(field('c', 'price'))}, '|', ${valueText(field('c', 'size'))})),
+        arrayEnumerate(JSONExtractArrayRaw(residue, 'changes')), JSONExtractArrayRaw(residue, 'changes')),
+      event_type = 'book', ${one(`concat(${bookJson('bids')}, '|', ${bookJson('asks')})`)},
+      event_type = 'last_trade_price', ${trade('residue')},
+      event_type = 'tick_size_change', ${tick('residue')},
+      CAST([], 'Array(Tuple(UInt32, String))'))`;
+  const levels = `if(residue = '', ${typed}, ${fromResidue})`;
+  return `
+    SELECT lower(hex(SHA1(concat(k, '|', toString(row_number() OVER (PARTITION BY k ORDER BY ingest_seq, lvl)))))) AS id
+    FROM (
+      SELECT concat('pmxt1|', asset_id, '|', toString(toUnixTimestamp64Milli(event_ts)), '|', event_type, '|', lv.2) AS k, ingest_seq, lv.1 AS lvl
+      FROM ${table} FINAL
+      ARRAY JOIN ${levels} AS lv
+      WHERE source = '' AND ${where}
+    )`;
+}
+
+/** Whether raw_exchange_a holds a record `cond` and `where` select: reads until the first, without FINAL. */
+async function holds(ch: ClickHouse, where: string, cond: string): Promise<boolean> {
+  return (await rows<{ x: number }>(ch, `SELECT 1 AS x FROM ${ch.table('raw_exchange_a')} WHERE ${cond} AND ${where} LIMIT 1`)).length > 0;
+}
+
+/**
+ * Capture after import (docs/rules/imports.md#which-copy-wins): removes the imported records
+ * whose identity an own-capture record of the same event holds, among the records `where`
+ * selects (whole assets and milliseconds: a partition, or an import's markets and hours).
+ * Only imported rows are removed, and only where the capture's copy is stored, so no event
+ * is lost. Returns how many were removed; a scope without imported records costs one read.
+ */
+async function supersedeWhere(ch: ClickHouse, where: string): Promise<number> {
+  const table = ch.table('raw_exchange_a');
+  // The common cases (a captured day without imports, an imported hour without capture) read
+  // one column of the scope until the first match, without FINAL.
+  if (!(await holds(ch, where, `source != ''`)) || !(await holds(ch, where, `source = ''`))) return 0;
+  const count = async () => Number((await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${table} FINAL WHERE source != '' AND ${where}`))[0]?.n ?? 0);
+  const before = await count();
+  await ch.client.command({ query: `DELETE FROM ${table} WHERE source != '' AND ${where} AND dedup_id IN (${capturedIdentitiesSql(table, where)})` });
+  return before - (await count());
+}
+
+/** supersedeWhere for one asset-day (the rollup's partition) of exchange A. */
+export function supersedeImported(ch: ClickHouse, p: { market: string; asset: string; date: string }): Promise<number> {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(p.date)) return Promise.reject(new RangeError(`not a date: ${p.date}`));
+  return supersedeWhere(ch, `market = ${sqlString(p.market)} AND event_date = toDate(${sqlString(p.date)}) AND asset_id = ${sqlString(p.asset)}`);
+}
+
+/**
+ * supersedeImported for the exchange A partitions just stored by the sink (the other venue's
+ * are ignored): one read finds those holding imported records (almost never any: the rest
+ * cost nothing more), then each of them is superseded. Returns how many records were removed.
+ */
+export async function supersedeImportedIn(ch: ClickHouse, parts: ReadonlyArray<{ venue: string; market: string; asset: string; date: string }>): Promise<number> {
+  const a = parts.filter((p) => p.venue === 'exchange-a' && /^\d{4}-\d{2}-\d{2}$/.test(p.date));
+  if (a.length === 0) return 0;
+  const tuples = a.map((p) => `(${sqlString(p.market)}, ${sqlString(p.asset)}, toDate(${sqlString(p.date)}))`).join(', ');
+  const markets = [...new Set(a.map((p) => sqlString(p.market)))].join(', ');
+  const withImports = await rows<{ market: string; asset: string; date: string }>(
+    ch,
+    `SELECT DISTINCT market, asset_id AS asset, toString(event_date) AS date FROM ${ch.table('raw_exchange_a')}
+     WHERE market IN (${markets}) AND (market, asset_id, event_date) IN (${tuples}) AND source != ''`,
+  );
+  let removed = 0;
+  for (const p of withImports) removed += await supersedeImported(ch, p);
+  return removed;
 }
 
 /** The file's markets and hour in the store (what the insert's anti-join reads). */
@@ -220,7 +327,7 @@ async function storedCount(ch: ClickHouse, file: string, scan: Scan): Promise<nu
  * the repeat number n (a window function over the file's columns, in file order); the
  * row's fields as texts, its identity and ingest sequence; the typed columns of the record.
  */
-function insertSql(table: string, file: string, source: string, scan: Scan): string {
+function insertSql(table: string, file: string, source: string, scan: Scan, captured: boolean): string {
   const levels = (col: string) => `arrayMap(l -> (JSONExtractString(l, 1), JSONExtractString(l, 2)), JSONExtractArrayRaw(ifNull(${col}, '[]')))`;
   const levelKey = (lv: string) => `arrayStringConcat(arrayMap(l -> concat(l.1, ':', l.2), ${lv}), ',')`;
   const opt = (col: string) => `if(${col} IS NULL, '', ${text(col)})`;
@@ -270,6 +377,8 @@ function insertSql(table: string, file: string, source: string, scan: Scan): str
       '', received, 0, -1, -1, ${sqlString(source)}
     FROM (${fields})
     WHERE dedup_id NOT IN (SELECT dedup_id FROM ${table} WHERE ${storedScope(file, scan)})
+      ${captured ? `-- Own capture first: a row whose event a captured record holds is not stored again.
+      AND dedup_id NOT IN (${capturedIdentitiesSql(table, storedScope(file, scan))})` : ''}
     -- Rows of one import never share an identity (n tells repeats apart): collapsing
     -- duplicates at insert would find none and costs twice the write itself.
     SETTINGS optimize_on_insert = 0`;

@@ -3,6 +3,7 @@ import type { BookRecord, ChecksState } from '@booktape/book';
 import type { Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, firstBatch, readBookRow, rowBinaryRows } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
+import { supersedeImported } from './pmxt-import.ts';
 import { streamQuery } from './stream.ts';
 
 /** One asset's summaries: exchange A (condition id, outcome token), exchange B (ticker, ticker). */
@@ -164,6 +165,16 @@ const KEY = 'venue = {venue:String} AND market = {market:String} AND asset = {as
  */
 export class SummariesRepository {
   constructor(private readonly ch: ClickHouse) {}
+
+  /**
+   * Before a day is rolled up: imported records of events own capture stored since are
+   * removed (capture after import, docs/rules/imports.md#which-copy-wins), so the day is
+   * built from the capture's copy. Returns how many were removed (the day is then rebuilt).
+   */
+  async supersedeImported(key: SummaryKey, date: string): Promise<number> {
+    if (key.venue !== 'exchange-a') return 0;
+    return supersedeImported(this.ch, { market: key.market, asset: key.asset, date });
+  }
 
   private async rows<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
     const rs = await this.ch.client.query({ query, query_params: params, format: 'JSONEachRow' });

@@ -172,6 +172,8 @@ export class Roller {
     if (!Number.isFinite(dayStart)) throw new RangeError(`not a date: ${date}`);
     const dayEnd = dayStart + DAY_MS;
     const closed = now >= dayEnd + this.opts.closeGraceMs;
+    // Own capture first: imported copies of events captured since go, and the day is rebuilt.
+    if ((await this.repo.supersedeImported(key, date)) > 0) force = true;
     const memo = await this.memoFor(key, date);
     const { rows, before } = memo !== null ? { rows: [memo.day], before: memo.before } : await this.repo.window(key, date, date);
     const prev = rows[0] ?? null;

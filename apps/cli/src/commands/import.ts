@@ -3,26 +3,30 @@ import path from 'node:path';
 import cliProgress from 'cli-progress';
 import { parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
 import { RollupQueue, type PartitionRef } from '@booktape/messaging';
-import { ImportError, importPmxtFile, migrate, openClickHouse, type ImportResult } from '@booktape/storage';
+import { ImportError, PMXT_FORMAT, detectImportFormat, importPmxtFile, migrate, openClickHouse, type ClickHouse, type ImportFormat, type ImportResult } from '@booktape/storage';
 import { chooseRedis } from '../local-services.ts';
+import { DownloadError, fetchToTemp, isUrl, urlFileName } from './fetch-file.ts';
 
-/** The formats `--format` names; only PMXT v2 is imported so far (issue 24). */
-export const IMPORT_FORMATS = ['pmxt-v2'] as const;
-export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
 export interface ImportOptions {
   paths: string[];
-  format: ImportFormat;
+  /** The files' format as `--format` names it; undefined: told from each file (detectImportFormat). */
+  format?: ImportFormat | undefined;
   /** Mark the imported days for the rollup workers (summaries, cross-checks). */
   rollup: boolean;
 }
 
 const REDIS_TIMEOUT_MS = 15_000;
 
-/** The files to import, in order: each path as given; a directory's `.parquet` files by name (hour order for PMXT). */
+/** The files to import, in order: each path as given; a directory's `.parquet` files by name (hour order for PMXT); a URL as given. */
 export async function importFiles(paths: readonly string[]): Promise<string[]> {
   const out: string[] = [];
   for (const p of paths) {
+    if (isUrl(p)) {
+      urlFileName(p); // a URL that names no file is refused before anything runs
+      out.push(p);
+      continue;
+    }
     const s = await stat(p).catch(() => null);
     if (s === null) throw new ImportError(p, 'no such file or directory');
     if (s.isDirectory()) {
@@ -38,7 +42,8 @@ function line(r: ImportResult): string {
   const s = (r.ms / 1000).toFixed(1);
   const skipped = r.skipped > 0 ? `, ${r.skipped} of event types not imported` : '';
   if (r.rows === 0) return `${r.file}: no rows (an empty hour) in ${s} s`;
-  return `${r.file}: ${r.rows} rows, ${r.inserted} records stored, ${r.alreadyStored} already stored${skipped}, in ${s} s`;
+  const superseded = r.superseded > 0 ? `, ${r.superseded} of earlier imports replaced by captured records` : '';
+  return `${r.file}: ${r.rows} rows, ${r.inserted} records stored, ${r.alreadyStored} already stored${skipped}${superseded}, in ${s} s`;
 }
 
 /**
@@ -51,7 +56,7 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
   try {
     files = await importFiles(opts.paths);
   } catch (e) {
-    if (!(e instanceof ImportError)) throw e;
+    if (!(e instanceof ImportError) && !(e instanceof DownloadError)) throw e;
     process.stderr.write(`booktape import: ${e.message}\n`);
     return 1;
   }
@@ -60,6 +65,7 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
   const parts = new Map<string, PartitionRef>();
   const failed: string[] = [];
   let stored = 0;
+  let superseded = 0;
   const tty = process.stderr.isTTY === true;
   const bar = new cliProgress.SingleBar(
     { format: 'import [{bar}] {value}/{total} files | {file}', stream: process.stderr, noTTYOutput: false, hideCursor: tty, clearOnComplete: true },
@@ -71,13 +77,14 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
     for (const [i, file] of files.entries()) {
       if (tty && files.length > 1) bar.update(i, { file: path.basename(file) });
       try {
-        const r = await importPmxtFile(ch, file);
+        const r = await importOne(ch, file, opts.format);
         stored += r.inserted;
+        superseded += r.superseded;
         for (const p of r.partitions) parts.set(`${p.market}|${p.asset}|${p.date}`, { venue: 'exchange-a', ...p });
         if (tty && files.length > 1) bar.update(i + 1);
         process.stdout.write(`${line(r)}\n`);
       } catch (e) {
-        if (!(e instanceof ImportError)) throw e;
+        if (!(e instanceof ImportError) && !(e instanceof DownloadError)) throw e;
         failed.push(file);
         process.stderr.write(`${tty && files.length > 1 ? '\n' : ''}booktape import: ${e.message}\n`);
       }
@@ -87,12 +94,40 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
     await ch.close();
   }
   process.stdout.write(`${files.length - failed.length} of ${files.length} file(s) imported, ${stored} records stored\n`);
-  if (opts.rollup && stored > 0) await markForRollup([...parts.values()], env);
+  // Days where captured records replaced imported ones are rebuilt too.
+  if (opts.rollup && stored + superseded > 0) await markForRollup([...parts.values()], env);
   if (failed.length > 0) {
     process.stderr.write(`not imported (nothing of them stored): ${failed.join(', ')}\n`);
     return 1;
   }
   return 0;
+}
+
+/**
+ * One file; a URL is downloaded first (fetch-file.ts) to a temporary file of the URL's file
+ * name, so the source is `import:<format>:<that name>` as for a local copy, and every error
+ * names the URL. The download is deleted once imported or refused.
+ */
+async function importOne(ch: ClickHouse, file: string, format: ImportFormat | undefined): Promise<ImportResult> {
+  if (!isUrl(file)) return importFormat(ch, file, format);
+  const d = await fetchToTemp(file);
+  try {
+    return { ...(await importFormat(ch, d.file, format)), file };
+  } catch (e) {
+    if (e instanceof ImportError) throw new ImportError(file, e.reason, e.row);
+    throw e;
+  } finally {
+    await d.cleanup();
+  }
+}
+
+/** A local file in its format: given, or told from the file. Only PMXT v2 is imported so far. */
+async function importFormat(ch: ClickHouse, file: string, given: ImportFormat | undefined): Promise<ImportResult> {
+  const format = given ?? (await detectImportFormat(ch, file));
+  if (format === PMXT_FORMAT) return importPmxtFile(ch, file);
+  const what = given === undefined ? `a ${format} file` : `--format ${format}`;
+  const instead = format === 'capture' ? '; store a capture file with `booktape replay FILE`' : '';
+  throw new ImportError(file, `${what}: importing this format is not implemented yet (only ${PMXT_FORMAT})${instead}; nothing imported`);
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
 import type { PartitionRef, Topics } from '@booktape/messaging';
-import { CaptureGapsRepository, RawEventsRepository, badDataRefusal, type ClickHouse, type StoredMessage } from '@booktape/storage';
+import { CaptureGapsRepository, RawEventsRepository, badDataRefusal, supersedeImportedIn, type ClickHouse, type StoredMessage } from '@booktape/storage';
 import { handleBatch, type BatchLease, type BatchPorts } from './batch-handler.ts';
 import { ConsumerSupervisor } from './consumer-supervisor.ts';
 import { DeadLetterSender } from './dead-letter.ts';
@@ -100,7 +100,21 @@ export function createSink(deps: SinkDeps) {
   } satisfies Record<Venue, InsertGroup<StoredMessage>>;
   const venueOfTopic = new Map<string, Venue>(Object.entries(deps.topics.raw).map(([v, t]) => [t, v as Venue]));
   const deadLetters = new DeadLetterSender(deps.kafka, deps.topics.deadLetter, log, () => void (stats.deadLettered += 1));
-  const notifier = deps.onStored ? new StoredNotifier(deps.onStored, opts, log, stats) : undefined;
+  // Before the rollup hears of them: imported copies of events just captured are replaced by
+  // the capture's (docs/rules/imports.md#which-copy-wins), off the consumer's path. A failure
+  // is only logged: the rollup of the partition does it again before reading it.
+  const onStored = deps.onStored;
+  const notifier = onStored
+    ? new StoredNotifier(
+        async (parts) => {
+          await supersedeImportedIn(deps.ch, parts).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'replacing imported copies of captured events failed; the rollup will'));
+          await onStored(parts);
+        },
+        opts,
+        log,
+        stats,
+      )
+    : undefined;
   const supervisor: ConsumerSupervisor = new ConsumerSupervisor(
     deps.kafka,
     { ...opts, groupId: deps.groupId, topics: [...Object.values(deps.topics.raw), deps.topics.gaps] },
