@@ -290,24 +290,17 @@ export function supersedeImported(ch: ClickHouse, p: { market: string; asset: st
   return supersedeWhere(ch, `market = ${sqlString(p.market)} AND event_date = toDate(${sqlString(p.date)}) AND asset_id = ${sqlString(p.asset)}`);
 }
 
-/**
- * supersedeImported for the exchange A partitions just stored by the sink (the other venue's
- * are ignored): one read finds those holding imported records (almost never any: the rest
- * cost nothing more), then each of them is superseded. Returns how many records were removed.
- */
-export async function supersedeImportedIn(ch: ClickHouse, parts: ReadonlyArray<{ venue: string; market: string; asset: string; date: string }>): Promise<number> {
+/** The exchange A partitions among `parts` that hold imported records (one read; other venues' are ignored). */
+export async function partitionsWithImports(ch: ClickHouse, parts: ReadonlyArray<{ venue: string; market: string; asset: string; date: string }>): Promise<Array<{ market: string; asset: string; date: string }>> {
   const a = parts.filter((p) => p.venue === 'exchange-a' && /^\d{4}-\d{2}-\d{2}$/.test(p.date));
-  if (a.length === 0) return 0;
+  if (a.length === 0) return [];
   const tuples = a.map((p) => `(${sqlString(p.market)}, ${sqlString(p.asset)}, toDate(${sqlString(p.date)}))`).join(', ');
   const markets = [...new Set(a.map((p) => sqlString(p.market)))].join(', ');
-  const withImports = await rows<{ market: string; asset: string; date: string }>(
+  return rows<{ market: string; asset: string; date: string }>(
     ch,
     `SELECT DISTINCT market, asset_id AS asset, toString(event_date) AS date FROM ${ch.table('raw_exchange_a')}
      WHERE market IN (${markets}) AND (market, asset_id, event_date) IN (${tuples}) AND source != ''`,
   );
-  let removed = 0;
-  for (const p of withImports) removed += await supersedeImported(ch, p);
-  return removed;
 }
 
 /** The file's markets and hour in the store (what the insert's anti-join reads). */

@@ -2,8 +2,9 @@ import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
 import type { PartitionRef, Topics } from '@booktape/messaging';
-import { CaptureGapsRepository, RawEventsRepository, badDataRefusal, supersedeImportedIn, type ClickHouse, type StoredMessage } from '@booktape/storage';
+import { CaptureGapsRepository, RawEventsRepository, badDataRefusal, type ClickHouse, type StoredMessage } from '@booktape/storage';
 import { handleBatch, type BatchLease, type BatchPorts } from './batch-handler.ts';
+import { SupersedeGate } from './supersede-gate.ts';
 import { ConsumerSupervisor } from './consumer-supervisor.ts';
 import { DeadLetterSender } from './dead-letter.ts';
 import { emptyStats, sinkHealth, type SinkHealth, type SinkStats } from './health.ts';
@@ -104,10 +105,11 @@ export function createSink(deps: SinkDeps) {
   // the capture's (docs/rules/imports.md#which-copy-wins), off the consumer's path. A failure
   // is only logged: the rollup of the partition does it again before reading it.
   const onStored = deps.onStored;
+  const supersede = new SupersedeGate(deps.ch, log);
   const notifier = onStored
     ? new StoredNotifier(
         async (parts) => {
-          await supersedeImportedIn(deps.ch, parts).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'replacing imported copies of captured events failed; the rollup will'));
+          await supersede.run(parts);
           await onStored(parts);
         },
         opts,
