@@ -46,7 +46,7 @@ describe('the sink supersede gate', () => {
     await repo.insert('exchange-a', [
       { message: captured(0, H + 100, '11'), position: { partition: 0, offset: '1' } },
       { message: captured(1, H + 200, '22'), position: { partition: 0, offset: '2' } },
-    ]);
+    ], 'gate-test');
 
     let reads = 0;
     const query = t.ch.client.query.bind(t.ch.client);
