@@ -27,6 +27,13 @@
  *
  * A guard: an API process above BENCH_RSS_KILL_MB (default 3072) is killed (the machine is
  * shared), and the scenario says so.
+ *
+ * To find where a slow probe's time went: BENCH_ONLY=<scenario> runs one scenario;
+ * BENCH_DIAG=1 prints, per scenario, the other key's requests over 150 ms as the server logged
+ * them (arrival, latency) beside the client's (start, latency), /health probes over 100 ms,
+ * the load generator's own event-loop delay, and the API process's event-loop blocks over
+ * 150 ms and garbage collections over 80 ms; BENCH_CHILD_PROF=DIR writes the API process's
+ * CPU profile there.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -70,6 +77,18 @@ async function serve(): Promise<void> {
   const { assetKey, rollupKeys } = await import('@booktape/messaging');
   const { fillDay } = await import('./fill-day.ts');
 
+  if (process.env.BENCH_DIAG) {
+    const { PerformanceObserver } = await import('node:perf_hooks');
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) if (e.duration > 80) process.stderr.write(`[diag] API gc kind ${(e as unknown as { detail?: { kind?: number } }).detail?.kind} ${e.duration.toFixed(0)} ms at ${new Date(performance.timeOrigin + e.startTime).toISOString().slice(11, 23)}\n`);
+    }).observe({ entryTypes: ['gc'] });
+    let last = Date.now();
+    setInterval(() => {
+      const n = Date.now();
+      if (n - last > 150) process.stderr.write(`[diag] API event loop blocked ${n - last - 20} ms at ${new Date(last).toISOString().slice(11, 23)}\n`);
+      last = n;
+    }, 20).unref();
+  }
   const dir = mkdtempSync(path.join(tmpdir(), 'booktape-fairness-bench-'));
   const ch = await openClickHouse({ database: 'booktape_bench', embeddedPath: dir });
   await migrate(ch);
@@ -300,6 +319,8 @@ async function probes(base: string, otherKey: string, stop: AbortSignal) {
   const health: number[] = [];
   const healthStatus: Record<string, number> = {};
   const page: number[] = [];
+  const pageAt: Array<[string, number]> = [];
+  const healthAt: Array<[string, number]> = [];
   const other = tally();
   const agent = new Agent({ keepAlive: true, maxSockets: 2 });
   await Promise.all([
@@ -307,6 +328,7 @@ async function probes(base: string, otherKey: string, stop: AbortSignal) {
       while (!stop.aborted) {
         const g = await get(`${base}/api/v1/health`, null, agent, 10_000);
         health.push(g.status === 0 ? 10_000 : g.ms);
+        healthAt.push([new Date(Date.now() - g.ms).toISOString().slice(11, 23), Math.round(g.ms)]);
         healthStatus[String(g.status)] = (healthStatus[String(g.status)] ?? 0) + 1;
         await sleep(100);
       }
@@ -317,13 +339,14 @@ async function probes(base: string, otherKey: string, stop: AbortSignal) {
         const start = DAY + ((i++ * 997_000) % 86_000_000);
         const g = await get(`${base}/api/v1/exchange-a/market/data/range?condition_id=${MARKET}&start_timestamp=${start}&end_timestamp=${start + 600_000}&limit=5`, otherKey, agent, 10_000);
         page.push(g.status === 0 ? 10_000 : g.ms);
+        pageAt.push([new Date(Date.now() - g.ms).toISOString().slice(11, 23), Math.round(g.ms)]);
         count(other, g);
         await sleep(250);
       }
     })(),
   ]);
   agent.destroy();
-  return { health, healthStatus, page, other };
+  return { health, healthStatus, page, other, pageAt, healthAt };
 }
 
 async function billed(base: string, user: string, key: string): Promise<number | null> {
@@ -334,7 +357,7 @@ async function billed(base: string, user: string, key: string): Promise<number |
 
 async function startChild(): Promise<{ child: ChildProcess; ready: Ready }> {
   const self = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, ['--import', 'tsx', self, '--serve'], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env: process.env });
+  const child = spawn(process.execPath, [...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHILD_PROF}`] : []), '--import', 'tsx', self, '--serve'], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env: process.env });
   const lines = createInterface({ input: child.stdout! });
   const ready = await new Promise<Ready>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`API process exited early (${code})`)));
@@ -360,7 +383,7 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = {};
   try {
     process.stderr.write(`[fairness] API ready (${EVENTS} events stored and rolled up in ${ready.fill_s.toFixed(1)} s)\n`);
-    for (const s of SCENARIOS) {
+    for (const s of SCENARIOS.filter((x) => !process.env.BENCH_ONLY || x === process.env.BENCH_ONLY)) {
       if (killed) {
         results[s] = { error: 'the API process was killed in an earlier scenario (RSS guard)' };
         continue;
@@ -380,11 +403,20 @@ async function main(): Promise<void> {
       }, 50);
       const timer = setTimeout(() => ctl.abort(), SCENARIO_MS);
       const started = Date.now();
+      const { monitorEventLoopDelay } = await import('node:perf_hooks');
+      const loopH = monitorEventLoopDelay({ resolution: 10 });
+      loopH.enable();
+      const blocks: string[] = [];
+      let lastT = Date.now();
+      const ticker = setInterval(() => { const n = Date.now(); if (n - lastT > 150) blocks.push(`${new Date(lastT).toISOString().slice(11, 23)}+${n - lastT}`); lastT = n; }, 20);
       const [load, p] = await Promise.all([
         s === 'slow_readers' ? slowLoad(ready.url, k.slow[1], 4, ctl.signal) : heavyLoad(ready.url, k.heavy[1], s === 'summaries_12' ? 12 : 200, ctl.signal),
         probes(ready.url, k.other[1], ctl.signal),
       ]);
       clearTimeout(timer);
+      loopH.disable();
+      clearInterval(ticker);
+      if (process.env.BENCH_DIAG) process.stderr.write(`[diag] ${s} load generator's event loop: max ${(loopH.max / 1e6).toFixed(0)} ms, p99 ${(loopH.percentile(99) / 1e6).toFixed(0)} ms; blocks ${blocks.join(' ')}\n`);
       const ranS = (Date.now() - started) / 1000;
       // Closes settle (a reservation is given back when its answer closes), then the counters.
       await sleep(2000);
@@ -404,6 +436,13 @@ async function main(): Promise<void> {
       };
       const loadBilled = killed ? null : await settled(loadUser);
       const otherBilled = killed ? null : await settled(k.other);
+      if (process.env.BENCH_DIAG) {
+        const r = await fetch(`${ready.url}/api/v1/user/${k.other[0]}/requests/recent?limit=100`, { headers: { authorization: `Bearer ${k.other[1]}` } });
+        const j = (await r.json()) as { data: Array<{ latency_ms: number; time: string; endpoint: string }> };
+        process.stderr.write(`[diag] ${s} server: ${JSON.stringify(j.data.map((x) => [x.time.slice(11, 23), Math.round(x.latency_ms)]).filter((x) => (x[1] as number) > 150))}\n`);
+        process.stderr.write(`[diag] ${s} client: ${JSON.stringify(p.pageAt.filter((x) => x[1] > 150))}\n`);
+        process.stderr.write(`[diag] ${s} health: ${JSON.stringify(p.healthAt.filter((x) => x[1] > 100))}\n`);
+      }
       const load2xx = 'whole2xx' in load ? load.whole2xx : 0;
       const other5xx = Object.entries(p.other.byStatus).reduce((n, [st, c]) => n + (Number(st) >= 500 || st === '0' ? c : 0), 0);
       results[s] = {
