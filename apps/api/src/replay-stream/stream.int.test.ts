@@ -5,6 +5,7 @@ import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import { BooktapeClient, BooktapeError, type ReplayMessage } from '@booktape/client';
 import { CaptureGapsRepository, OutagesRepository, streamPoolStats } from '@booktape/storage';
 import { bearer, conditionId, ingestSeq, startTestApi, type TestApi } from '../testing.ts';
+import { prng } from '../replay/replay.test-support.ts';
 
 /**
  * The merged replay stream over real storage: two markets of exchange A (one outcome token
@@ -26,16 +27,6 @@ const K2 = 'KXSTREAM-TWO';
 const K3 = 'KXSTREAM-THREE'; // stored, never asked for
 const FROM = BASE + 2_000;
 const TO = BASE + 9_999;
-
-function prng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One stored record as the test sees it: enough to rebuild what the stream must say. */
 type Rec =
