@@ -148,7 +148,7 @@ describe('service routes', () => {
     }
     const op = r.body.paths['/api/v1/exchange-a/market/data'].get;
     // A market may be named by its slug instead of its condition id (docs/api.md, "Slug and outcome").
-    expect(op.parameters.map((p: any) => p.name).sort()).toEqual(['condition_id', 'date', 'format', 'limit', 'offset', 'slug']);
+    expect(op.parameters.map((p: any) => p.name).sort()).toEqual(['condition_id', 'date', 'format', 'include', 'limit', 'offset', 'slug']);
     expect(op.parameters.find((p: any) => p.name === 'format').schema.enum).toEqual(['json', 'ndjson', 'csv']);
     expect(op.security).toEqual([{ bearerAuth: [] }]);
     expect(r.body.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
