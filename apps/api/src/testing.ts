@@ -3,6 +3,7 @@
  * realistic raw messages, the served records they must turn into, and an app per test file.
  */
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -192,6 +193,7 @@ export async function startTestApi(overrides: Partial<ApiConfig> = {}): Promise<
   const app = await createApp({ ch: t.ch, log, redis, config });
   const extra: Array<{ app: FastifyInstance; redis?: Redis }> = [];
   const prefixes = new Set([config.redisKeyPrefix]);
+  const extraDailyDirs: string[] = [];
   return {
     app,
     ch: t.ch,
@@ -206,6 +208,7 @@ export async function startTestApi(overrides: Partial<ApiConfig> = {}): Promise<
     async another(o = {}, otherRedis) {
       const c = { ...config, ...o };
       prefixes.add(c.redisKeyPrefix);
+      extraDailyDirs.push(c.dailyDir);
       const a = await createApp({ ch: t.ch, log, redis: otherRedis ?? redis, config: c });
       extra.push({ app: a, ...(otherRedis ? { redis: otherRedis } : {}) });
       return a;
@@ -219,6 +222,11 @@ export async function startTestApi(overrides: Partial<ApiConfig> = {}): Promise<
       for (const p of prefixes) await deleteRedisPrefix(redis, p);
       redis.disconnect();
       await t.cleanup();
+      // The daily files the test's API wrote (testConfig gives each config a temp directory of
+      // its own; one a test named itself is left alone).
+      for (const d of new Set([config.dailyDir, ...extraDailyDirs])) {
+        if (path.dirname(d) === tmpdir() && path.basename(d).startsWith('booktape-daily-')) rmSync(d, { recursive: true, force: true });
+      }
     },
   };
 }

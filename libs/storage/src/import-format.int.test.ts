@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -21,7 +21,10 @@ beforeAll(async () => {
   t = await tempClickHouse();
   dir = mkdtempSync(path.join(tmpdir(), 'booktape-format-'));
 });
-afterAll(async () => t?.cleanup());
+afterAll(async () => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  await t?.cleanup();
+});
 
 const parquet = async (name: string, structure: string, select: string) => {
   const file = path.join(dir, name);
