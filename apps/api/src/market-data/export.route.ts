@@ -11,8 +11,7 @@ import { KEY_SECURITY } from '../http/auth.ts';
 import { errors, guard } from '../http/errors.ts';
 import { earliestMs, optionalField, parseDate, parseInteger, q, requiredField } from '../http/params.ts';
 import type { Services } from '../services.ts';
-import { closeRows, converted, csvCutMarker, openRows } from './raw-page.ts';
-import { CUT_DRAIN_MS, FloorWatch, SLOW_READER_CODE, markCut, slowReaderMessage } from '../http/slow-reader.ts';
+import { closeRows, csvCutMarker, heldToFloor, openRows } from './raw-page.ts';
 import { RawRowsToCsv } from './raw-rows.ts';
 import { includeField, includeOf, trailOf, type Include } from './include.ts';
 import { slugRoute } from './market-by-slug.ts';
@@ -157,43 +156,17 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         if (kind === 'raw') {
           const rows = await openRows(data.streamByRange(v.venue, market, earliestMs(from), earliestMs(to) + DAY_MS - 1, null, Number.MAX_SAFE_INTEGER, undefined, null, req.apiKey?.key_id, include));
           const conv = new RawRowsToCsv(Number.MAX_SAFE_INTEGER, v.venue, '', trailOf(include));
-          // The slow-reader floor holds for exports as for raw pages (http/slow-reader.ts): an
-          // export reads the store as fast as its client takes the file, so a client reading
-          // below the floor loses its stream session, and the file ends with a #error line.
-          // The rate counts the CSV bytes handed to the compressor (which takes them only as
-          // fast as the socket drains).
-          let cutMessage: string | null = null;
-          const watch =
-            config.streamFloor.bytesPerSecond > 0
-              ? new FloorWatch(config.streamFloor, (rate) => {
-                  cutMessage = slowReaderMessage(config.streamFloor, rate);
-                  markCut(reply.raw, SLOW_READER_CODE);
-                  reply.log.warn({ reason: SLOW_READER_CODE, rate_bytes_per_s: Math.round(rate), floor_bytes_per_s: config.streamFloor.bytesPerSecond, rows_sent: conv.count, key_id: req.apiKey?.key_id }, 'slow_reader: export cut, store stream session released');
-                  void closeRows(rows);
-                  setTimeout(() => {
-                    if (!reply.raw.writableFinished) reply.raw.destroy();
-                  }, CUT_DRAIN_MS).unref();
-                })
-              : null;
+          // The slow-reader floor holds for exports as for raw pages: the rate counts the CSV
+          // bytes handed to the compressor, which takes them only as fast as the socket drains.
           body = (async function* () {
             try {
               yield Buffer.from(RawRowsToCsv.header(v.venue, [], trailOf(include)), 'utf8');
-              for await (const out of converted(rows, conv)) {
-                if (cutMessage !== null) break;
-                watch?.add(out.length);
-                yield out;
-                if (cutMessage !== null) break;
-              }
-              if (cutMessage !== null) yield Buffer.from(csvCutMarker(SLOW_READER_CODE, cutMessage, conv.count), 'utf8');
+              yield* heldToFloor(reply, rows, conv, { floor: config.streamFloor, marker: csvCutMarker }, () => closeRows(rows));
             } finally {
-              watch?.stop();
               await closeRows(rows);
             }
           })();
-          release = async () => {
-            watch?.stop();
-            await closeRows(rows);
-          };
+          release = () => closeRows(rows);
         } else {
           // The first day is read before the status line, so a store that fails gets a 503.
           const parts = summaryDays(await assets());

@@ -132,6 +132,34 @@ export function sendRawPage(
     released = true;
     await rows.it.return?.(undefined).catch(() => undefined);
   };
+  async function* body(): AsyncGenerator<Buffer> {
+    try {
+      if (head.length > 0) yield Buffer.from(head, 'utf8');
+      if (yield* heldToFloor(reply, rows, conv, slow, release)) return;
+      const end = tail();
+      if (end.length > 0) yield Buffer.from(end, 'utf8');
+    } finally {
+      // Cancels the read when the page is full or the client went away.
+      await release();
+    }
+  }
+  const stream = Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 });
+  stream.on('error', (err) => reply.log.error({ err }, 'raw page stream failed after the status line was sent'));
+  stream.once('close', () => void release());
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) stream.destroy();
+  });
+  return reply.header('content-type', contentType).send(stream as never);
+}
+
+/**
+ * The rows converted (`converted`), held to the slow-reader floor when `slow` has one: a
+ * reader below it has its store read released at once (`release`), the answer marked cut
+ * (not billed) and ended by `slow.marker`; a client that then does not take what was
+ * buffered for it within CUT_DRAIN_MS loses the connection. Returns whether it was cut.
+ * Raw pages and raw exports both stream through it.
+ */
+export async function* heldToFloor(reply: FastifyReply, rows: OpenRows, conv: RawRows, slow: SlowReaderCut | undefined, release: () => Promise<void>): AsyncGenerator<Buffer, boolean> {
   let cutMessage: string | null = null;
   const watch =
     slow && slow.floor.bytesPerSecond > 0
@@ -147,36 +175,17 @@ export function sendRawPage(
           }, CUT_DRAIN_MS).unref();
         })
       : null;
-  async function* body(): AsyncGenerator<Buffer> {
-    try {
-      if (head.length > 0) yield Buffer.from(head, 'utf8');
-      for await (const out of converted(rows, conv)) {
-        if (cutMessage !== null) break;
-        watch?.add(out.length);
-        yield out;
-        if (cutMessage !== null) break;
-      }
-      if (cutMessage !== null) {
-        yield Buffer.from(slow!.marker(SLOW_READER_CODE, cutMessage, conv.count), 'utf8');
-        return;
-      }
-      const end = tail();
-      if (end.length > 0) yield Buffer.from(end, 'utf8');
-    } finally {
-      watch?.stop();
-      // Cancels the read when the page is full or the client went away.
-      await release();
+  try {
+    for await (const out of converted(rows, conv)) {
+      if (cutMessage !== null) break;
+      watch?.add(out.length);
+      yield out;
+      if (cutMessage !== null) break;
     }
+    if (cutMessage === null) return false;
+    yield Buffer.from(slow!.marker(SLOW_READER_CODE, cutMessage, conv.count), 'utf8');
+    return true;
+  } finally {
+    watch?.stop();
   }
-  const stream = Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 });
-  stream.on('error', (err) => reply.log.error({ err }, 'raw page stream failed after the status line was sent'));
-  stream.once('close', () => {
-    watch?.stop();
-    void release();
-  });
-  reply.raw.once('close', () => {
-    watch?.stop();
-    if (!reply.raw.writableFinished) stream.destroy();
-  });
-  return reply.header('content-type', contentType).send(stream as never);
 }
