@@ -79,6 +79,7 @@ export function buildServices(deps: ApiDeps): Composition {
     }),
     assetMarkets: summariesRepo,
     replay: new ReplayRepository(ch),
+    replaySlots: new ConcurrencyLimiter(),
     exports,
     lookup: new SlugLookupService({
       catalogue,

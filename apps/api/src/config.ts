@@ -198,7 +198,7 @@ export interface ApiConfig {
   streamSessionsPerKey: number;
   /** The slow-reader floor of streamed raw pages (http/slow-reader.ts). */
   streamFloor: FloorOptions;
-  /** Websocket replays one API key may run at once in this process (null: no cap); unset: 2. */
+  /** Replays one API key may run at once in this process, websocket replays and merged streams together (null: no cap); unset: 2. */
   replaysPerKey?: number | null;
   /** Slug lookup: the metadata API for catalogue misses (null: catalogue only) and how it is asked. */
   slugLookup: { gammaUrl: string | null; timeoutMs: number; missCacheMs: number };

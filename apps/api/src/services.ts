@@ -22,6 +22,7 @@ import type { SlugLookupService } from './lookup/lookup.service.ts';
 import type { Monitoring } from './monitoring/index.ts';
 import type { FootprintReader } from './monitoring/footprint.ts';
 import type { QuotaService } from './usage/quota.service.ts';
+import type { ConcurrencyLimiter } from './usage/concurrency.ts';
 import type { RequestLogWriter } from './usage/request-log.ts';
 
 /**
@@ -71,6 +72,8 @@ export interface Services {
   assetMarkets: { marketOfAsset(asset: string): Promise<string | null>; assetsOf(market: string, from: string, to: string): Promise<string[]> };
   /** The websocket replay's reads: several markets' records in one serving order (issue 25). */
   replay: ReplayRepository;
+  /** Replays running per API key, websocket replays and merged streams together (API_REPLAYS_PER_KEY). */
+  replaySlots: ConcurrencyLimiter;
   /** Bulk exports written as Parquet by the engine. */
   exports: ExportRepository;
   /** Exchange A slug → condition ids (catalogue, then the metadata API). */

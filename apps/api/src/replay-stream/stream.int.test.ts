@@ -5,7 +5,7 @@ import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import { BooktapeClient, BooktapeError, type ReplayMessage } from '@booktape/client';
 import { CaptureGapsRepository, OutagesRepository, streamPoolStats } from '@booktape/storage';
 import { bearer, conditionId, ingestSeq, startTestApi, type TestApi } from '../testing.ts';
-import { prng } from '../replay/replay.test-support.ts';
+import { prng, replayRefusal } from '../replay/replay.test-support.ts';
 
 /**
  * The merged replay stream over real storage: two markets of exchange A (one outcome token
@@ -361,6 +361,10 @@ describe('GET /api/v1/replay/stream', () => {
     const second = await get(`markets=exchange-b:${K1}&from=${FROM}&to=${TO}`);
     expect(second.status).toBe(429);
     expect(JSON.parse(second.body).error.code).toBe('too_many_concurrent_requests');
+    // One count of replays per key: the key's websocket replay is refused too, before the upgrade.
+    const ws = await replayRefusal(`${base.replace(/^http/, 'ws')}/api/v1/exchange-b/replay/trade-api/ws/v2?from=${FROM}&to=${TO}`, bearer(key));
+    expect(ws.status).toBe(429);
+    expect(ws.body.error.code).toBe('too_many_concurrent_requests');
     // The client goes away: the slot comes back once the server sees the close.
     held.req.destroy();
     let again = await get(`markets=exchange-b:${K1}&from=2026-03-01&to=2026-03-02`);

@@ -11,7 +11,6 @@ import { markCut } from '../http/slow-reader.ts';
 import { streamSessionError } from '../market-data/raw-page.ts';
 import { dataFloor, VENUES, venueName } from '../market-data/venues.ts';
 import type { Services } from '../services.ts';
-import { ConcurrencyLimiter } from '../usage/concurrency.ts';
 import { mergedMessages, type SnapshotPlan, type VenueRows } from './merge.ts';
 import { StreamBooks, type GapMessage, type Level, type Series } from './normalise.ts';
 import {
@@ -84,7 +83,8 @@ const marketsField = z
 
 export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, requireKey, replay, books, assetMarkets, coverage, outages } = services;
-  const limiter = new ConcurrencyLimiter();
+  // One count per key for both kinds of replay.
+  const limiter = services.replaySlots;
   const cap = config.replaysPerKey === undefined ? 2 : config.replaysPerKey;
 
   const query = z

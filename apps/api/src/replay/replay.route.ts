@@ -12,7 +12,6 @@ import { earliestMs, optionalField, parseTimestamp, q, type Parsed } from '../ht
 import { API_PREFIX } from '../http/prefix.ts';
 import { dataFloor, VENUES, venueAliasRewrite, venueName } from '../market-data/venues.ts';
 import type { Services } from '../services.ts';
-import { ConcurrencyLimiter } from '../usage/concurrency.ts';
 import { paramsJson } from '../usage/billable.hooks.ts';
 import { quotaExceededBody } from '../usage/limits.ts';
 import { tooManyRequestsSchema } from '../usage/schemas.ts';
@@ -82,7 +81,8 @@ const BY_PATH = new Map(REPLAYS.map((r) => [`${API_PREFIX}${r.path}`, r]));
 
 export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { config, keys, subscriptions, quota, requestLog, log } = services;
-  const limiter = new ConcurrencyLimiter();
+  // One count per key for both kinds of replay.
+  const limiter = services.replaySlots;
   const cap = config.replaysPerKey === undefined ? 2 : config.replaysPerKey;
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1 << 20 });
   const live = new Set<WebSocket>();
