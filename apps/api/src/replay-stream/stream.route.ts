@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { utcDate, type Venue } from '@booktape/domain';
-import { StreamBusyError, StreamOwnerBusyError, type ReplayRow, type StreamOptions } from '@booktape/storage';
+import { StreamBusyError, StreamOwnerBusyError, type ReplayRow } from '@booktape/storage';
 import { bookAt } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { ApiError, TooManyConcurrentError, errors, guard, notFound } from '../http/errors.ts';
@@ -38,12 +38,13 @@ import {
  *
  * - Billing: a data endpoint (requireKey): one quota unit per UTC day of the window, paid
  *   when the answer was read to its end, like a bulk export.
- * - At most API_REPLAYS_PER_KEY (default 2) streams per key at once in this process (429
- *   `too_many_concurrent_requests`, limit `replays`), besides the plan's requests cap.
+ * - At most API_REPLAYS_PER_KEY (default 2) replays per key at once in this process,
+ *   websocket replays included (429 `too_many_concurrent_requests`, limit `replays`),
+ *   besides the plan's requests cap.
  * - Back-pressure: the body is pulled (Readable.from) only as fast as the socket takes
- *   it, so a slow client slows its own read; the reads hold at most two batches each and
- *   take a store session per sub-read (counted against the key), never while waiting on
- *   the client. A client that leaves aborts the reads at once; one that stops reading is
+ *   it, so a slow client slows its own read; the reads hold at most two batches each (each
+ *   sub-read a bounded query, ReplayRepository), nothing of the store while waiting on the
+ *   client. A client that leaves aborts the reads at once; one that stops reading is
  *   dropped by the server's connection timeout.
  */
 
@@ -226,7 +227,7 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
         }
         const gaps = await guard('ClickHouse', () => gapMarkers(series, from, to));
 
-        const read: StreamOptions & { signal: AbortSignal } = { maxSessions: config.streamSessions, maxPerOwner: config.streamSessionsPerKey, owner: key.key_id, signal: abort.signal };
+        const read = { signal: abort.signal };
         const rows: Partial<Record<Venue, VenueRows>> = {};
         for (const venue of ['exchange-a', 'exchange-b'] as const) {
           const mine = series.filter((s) => s.venue === venue);

@@ -77,7 +77,7 @@ export function runExchangeA(ws: WebSocket, w: ReplayWindow, deps: ExchangeADeps
       if (b.known) opening.push(openingBook(a, market, b.sides[0], b.sides[1], b.asOfMs ?? w.fromMs - 1));
     }
     const enc = new ExchangeAFrameEncoder();
-    const rows = deps.replay.rows('exchange-a', [...new Set(markets.values())], w.fromMs, w.toMs, { ...w.read, assets: [...markets.keys()], signal: s.signal });
+    const rows = deps.replay.rows('exchange-a', [...new Set(markets.values())], w.fromMs, w.toMs, { assets: [...markets.keys()], signal: s.signal });
     try {
       // The first rows are read before the clock starts: a paced replay starts on time.
       let r = await rows.next();

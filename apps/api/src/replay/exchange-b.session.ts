@@ -250,7 +250,7 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
       }
       tracked.set(t, book);
     }
-    const rows = deps.replay.rows('exchange-b', [...all], w.fromMs, w.toMs, { ...w.read, signal: s.signal });
+    const rows = deps.replay.rows('exchange-b', [...all], w.fromMs, w.toMs, { signal: s.signal });
     try {
       // The first rows are read before the clock starts: a paced replay starts on time.
       let r = await rows.next();

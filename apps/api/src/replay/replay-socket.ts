@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
-import { StreamBusyError, StreamOwnerBusyError, type StreamOptions } from '@booktape/storage';
+import { StreamBusyError, StreamOwnerBusyError } from '@booktape/storage';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
 
@@ -33,8 +33,6 @@ export interface ReplayWindow {
   toMs: number;
   /** Factor of real time; null: as fast as the client reads. */
   speed: number | null;
-  /** Stream-session options of the reads: the pool and the key's share of it. */
-  read: StreamOptions;
   log: Logger;
   /** Overrides for tests. */
   stallMs?: number;

@@ -185,11 +185,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         bytes += Buffer.byteLength(data);
         return (send as (...a: unknown[]) => void)(data, ...rest);
       }) as typeof ws.send;
-      const w: ReplayWindow = {
-        ...window,
-        log,
-        read: { maxSessions: config.streamSessions, maxPerOwner: config.streamSessionsPerKey, owner: logged!.key_id },
-      };
+      const w: ReplayWindow = { ...window, log };
       replay.run(ws, w, services).then((outcome) => {
         live.delete(ws);
         settle(outcome, bytes);
