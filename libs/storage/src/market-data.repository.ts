@@ -96,7 +96,8 @@ function orderSql(v: VenueColumns): string {
  * row count it carries; a sub-read of 10,001 rows reads its payloads lazily, for the rows
  * that survive LIMIT only (the embedded engine's lazy materialisation, allowed up to that
  * limit), and a 100,000-record page costs no more memory than a 10,000-record one. 10,001:
- * a default range page plus the row that tells whether there is a next page.
+ * a default range page plus the row that tells whether there is a next page. Each sub-read
+ * is read whole off the event loop (StreamQuery.whole): a few MB at most.
  */
 export const SUB_READ_ROWS = 10_001;
 
@@ -211,6 +212,7 @@ export class MarketDataRepository {
           ${streamSettings(this.ch)}`,
         query_params: { market, date, limit: n, offset: from ? 0 : offset, ...k.params },
         format: 'TabSeparatedRaw',
+        whole: true,
         ...(signal ? { signal } : {}),
       };
     }, owner);
@@ -249,6 +251,7 @@ export class MarketDataRepository {
           ${streamSettings(this.ch)}`,
         query_params: { ...rangeParams(market, lowerMs, lastMs), limit: n, ...k.params, ...bound.params },
         format: 'TabSeparatedRaw',
+        whole: true,
         ...(signal ? { signal } : {}),
       };
     }, owner);
