@@ -106,6 +106,8 @@ export const apiEnvSchema = platformEnvSchema.extend({
   ) as unknown as z.ZodType<string>,
   /** How long availability and market-list answers are reused within one process. */
   API_RESULT_CACHE_MS: envInt(1000, 0, 60_000),
+  /** MB of settled summary answers kept as sent (summaries/answer-cache.ts); 0: none kept. */
+  API_SUMMARY_ANSWER_CACHE_MB: envInt(256, 0, 65_536),
   /** How long the end of an offset page is remembered so the next page can continue from it. */
   API_OFFSET_CONTINUATION_MS: envInt(60_000, 0, 3_600_000),
   /** How often last-use times of keys are written to ClickHouse. */
@@ -189,6 +191,8 @@ export interface ApiConfig {
   dataFloors: DataFloors;
   redisKeyPrefix: string;
   resultCacheMs: number;
+  /** Bytes of settled summary answers kept as sent (0: none). */
+  summaryAnswerCacheBytes: number;
   /** HTTP caching of answers about finalised days (http/caching.ts). */
   caching: CachePolicy;
   offsetContinuationMs: number;
@@ -322,6 +326,7 @@ export function apiConfigFromEnv(env: ApiEnv, rawEnv: NodeJS.ProcessEnv = proces
     },
     redisKeyPrefix: env.REDIS_KEY_PREFIX,
     resultCacheMs: env.API_RESULT_CACHE_MS,
+    summaryAnswerCacheBytes: env.API_SUMMARY_ANSWER_CACHE_MB * 1024 * 1024,
     caching: { finalisedAfterMs: env.API_FINALISED_AFTER_MS, maxAgeSeconds: env.API_IMMUTABLE_MAX_AGE_S },
     offsetContinuationMs: env.API_OFFSET_CONTINUATION_MS,
     usageFlushMs: env.API_USAGE_FLUSH_MS,

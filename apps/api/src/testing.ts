@@ -140,6 +140,7 @@ export function testConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     dataFloors: { ...DEFAULT_DATA_FLOORS },
     redisKeyPrefix: `${uniqueId('bt-api-test')}:`,
     resultCacheMs: 0,
+    summaryAnswerCacheBytes: 64 * 1024 * 1024,
     caching: { finalisedAfterMs: 3_600_000, maxAgeSeconds: 86_400 },
     offsetContinuationMs: 60_000,
     usageFlushMs: 200,

@@ -41,6 +41,14 @@ export async function fillSeriesYielding(observed: readonly ExactBucket[], plan:
   return out;
 }
 
+/** SummaryReader.stamp's rule on the state one read saw; null when the answer is not settled. */
+function settledStamp(version: string, pending: ReadonlySet<string>, rows: readonly SummaryDay[], before: SummaryDay | null): string | null {
+  if (pending.size > 0 || (rows.length === 0 && before === null)) return null;
+  if (rows.some((r) => !r.complete) || (before !== null && !before.complete)) return null;
+  const day = (r: SummaryDay) => `${r.date}:${r.version}`;
+  return `${version}|${before === null ? '' : day(before)}|${rows.map(day).join(',')}`;
+}
+
 function parseObservation(text: string): Top | null {
   return text === '' ? null : (JSON.parse(text) as Top);
 }
@@ -142,31 +150,62 @@ export class SummaryReader {
   }
 
   /** The buckets of a planned request, up to the current bucket. */
-  summary(key: SummaryKey, p: SummaryPlan): Promise<ExactBucket[]> {
-    return this.buckets(key, clampToNow(p), p.resolution);
+  async summary(key: SummaryKey, p: SummaryPlan): Promise<ExactBucket[]> {
+    return (await this.summaryStamped(key, p)).buckets;
+  }
+
+  /**
+   * The buckets of a planned request, and the answer's stamp when it is settled (see
+   * `stamp`): an answer kept under its stamp is the answer while `stamp` still gives it.
+   */
+  async summaryStamped(key: SummaryKey, p: SummaryPlan, now = Date.now()): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
+    return this.bucketsStamped(key, clampToNow(p, now), p.resolution, p.window.endMs <= now);
+  }
+
+  /**
+   * What a settled answer to `p` depends on, as a string; null when the answer is not
+   * settled. Settled: the window is over, nothing of the asset is waiting to be rolled up,
+   * and every stored day the answer reads (the window's, and the one before it that carries
+   * the state in) is complete, so the answer is the stored buckets alone, no live part. It
+   * then changes only when a rollup writes the asset again, which moves the asset's
+   * summaries version and a day row's version: both are in the stamp. One Redis read, and the
+   * day rows (cached while the version stands still).
+   */
+  async stamp(key: SummaryKey, p: SummaryPlan, now = Date.now()): Promise<string | null> {
+    if (p.window.endMs > now || p.plan.count === 0) return null;
+    const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
+    if (version === null || pending.size > 0) return null;
+    const { rows, before } = await this.window(key, utcDate(p.plan.firstStart), utcDate(p.plan.dataEndMs - 1), version);
+    return settledStamp(version, pending, rows, before);
   }
 
   async buckets(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
-    if (plan.count === 0) return [];
+    return (await this.bucketsStamped(key, plan, resolution, false)).buckets;
+  }
+
+  private async bucketsStamped(key: SummaryKey, plan: Plan, resolution: number, over: boolean): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
+    if (plan.count === 0) return { buckets: [], stamp: null };
     // A rollup that writes between our reads of a day row and its chunks would make the
     // stored part overlap the live part: such a read is retried, and after a few
     // collisions (a very busy asset) answered from raw events.
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = await this.attempt(key, plan, resolution, attempt === 0);
+      const r = await this.attempt(key, plan, resolution, attempt === 0, over);
       if (r !== RACED) return r;
     }
-    return this.fromRaw(key, plan, resolution);
+    return { buckets: await this.fromRaw(key, plan, resolution), stamp: null };
   }
 
-  private async attempt(key: SummaryKey, plan: Plan, resolution: number, cached: boolean): Promise<ExactBucket[] | typeof RACED> {
+  private async attempt(key: SummaryKey, plan: Plan, resolution: number, cached: boolean, over: boolean): Promise<{ buckets: ExactBucket[]; stamp: string | null } | typeof RACED> {
     const firstDate = utcDate(plan.firstStart);
     const lastDate = utcDate(plan.dataEndMs - 1);
     const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
     const { rows, before, firstOpen } = await this.window(key, firstDate, lastDate, cached ? version : null);
+    // Stamped only when read as `stamp` reads (the cached day rows of this version).
+    const stamp = over && cached && version !== null ? settledStamp(version, pending, rows, before) : null;
     const pendingSorted = [...pending].sort();
     // Nothing rolled up yet, or an earlier day is being re-rolled: its state may change.
     if ((rows.length === 0 && before === null) || (pendingSorted[0] !== undefined && pendingSorted[0] < firstDate)) {
-      return this.fromRaw(key, plan, resolution);
+      return { buckets: await this.fromRaw(key, plan, resolution), stamp: null };
     }
     // An open day before the window: later days started from its state before its tail.
     const live = await this.liveStart(key, rows, firstOpen !== null && firstOpen.date < firstDate ? firstOpen : before, pending, lastDate);
@@ -222,7 +261,8 @@ export class SummaryReader {
       stored = appendBuckets(stored, fold.finish());
     }
     const merged = level === resolution ? stored : mergeBuckets(stored, level, resolution);
-    return fillSeriesYielding(merged, plan, carried);
+    // A live part means the answer was not settled, whatever the rows said.
+    return { buckets: await fillSeriesYielding(merged, plan, carried), stamp: live === undefined ? stamp : null };
   }
 
   /** The stored day rows an answer needs, reused while the asset's summaries version stands still (`VersionedCache`). */

@@ -4,6 +4,7 @@ import { TooManyBucketsError, utcDayWindow, type ExactBucket } from '@booktape/b
 import { Readable } from 'node:stream';
 import { summaryBodyParts } from './summary-body.ts';
 import { FairTurns, LARGE_ANSWER_BUCKETS, etagInSlices } from './large-answers.ts';
+import { SettledAnswers } from './answer-cache.ts';
 import { planSummary, type SummaryPlan } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, isFinalised, notModified } from '../http/caching.ts';
@@ -52,6 +53,8 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
   const { config, requireKey, summaries } = services;
   // One large answer built at a time in this process, keys served in turn.
   const largeTurns = new FairTurns(1);
+  // Settled answers as sent: a finished day asked again costs a Redis read, not a rebuild.
+  const settled = new SettledAnswers(config.summaryAnswerCacheBytes);
 
   function plan(v: VenueApi, query: WindowQuery): SummaryPlan {
     const { date, start_timestamp: start, end_timestamp: end } = query;
@@ -126,28 +129,46 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           const p = plan(v, query);
           const market = marketOf(v, query);
           const assetId = asset ? query[asset.param]! : market;
-          // A large answer is built in its turn (large-answers.ts); a small one at once.
-          const release = p.plan.count >= LARGE_ANSWER_BUCKETS ? await largeTurns.take(req.apiKey?.key_id ?? '') : () => undefined;
-          if (req.raw.destroyed || reply.raw.destroyed) {
-            // The client went away while the answer waited for its turn: nothing to build.
-            release();
-            return reply;
-          }
-          let body: Buffer[];
-          let tag: string | null;
+          const key = { venue: v.venue, market, asset: assetId };
           const format = query.format ?? 'json';
           const finalised = isFinalised(p.window.endMs, Date.now(), config.caching.finalisedAfterMs);
-          try {
-            const exact = await guard('ClickHouse', () => summaries.summary({ venue: v.venue, market, asset: assetId }, p));
-            body =
-              format === 'json'
-                ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
-                : await summaryBodyParts(exact, format);
-            // The answer is whole here: its tag is its digest.
-            tag = finalised ? await etagInSlices('summary', format, body) : null;
-          } finally {
-            release();
+          // The request's answer id: the head of a json answer says date or window, so both are in it.
+          const id = JSON.stringify([v.venue, market, assetId, p.window.startMs, p.window.endMs, p.resolution, format, query.date ?? null]);
+          const kept = async (): Promise<{ body: readonly Buffer[]; tag: string | null } | undefined> => {
+            if (config.summaryAnswerCacheBytes === 0) return undefined;
+            const stamp = await guard('ClickHouse', () => summaries.stamp(key, p));
+            const hit = stamp === null ? undefined : settled.get(id, stamp);
+            if (hit === undefined) return undefined;
+            if (finalised && hit.tag === null) hit.tag = await etagInSlices('summary', format, hit.parts as Buffer[]);
+            return { body: hit.parts, tag: finalised ? hit.tag : null };
+          };
+          let answered = await kept();
+          if (answered === undefined) {
+            // A large answer is built in its turn (large-answers.ts); a small one at once.
+            const release = p.plan.count >= LARGE_ANSWER_BUCKETS ? await largeTurns.take(req.apiKey?.key_id ?? '') : () => undefined;
+            try {
+              if (req.raw.destroyed || reply.raw.destroyed) {
+                // The client went away while the answer waited for its turn: nothing to build.
+                return reply;
+              }
+              // The answer may have been built and kept while this request waited for its turn.
+              answered = p.plan.count >= LARGE_ANSWER_BUCKETS ? await kept() : undefined;
+              if (answered === undefined) {
+                const { buckets: exact, stamp } = await guard('ClickHouse', () => summaries.summaryStamped(key, p));
+                const body =
+                  format === 'json'
+                    ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
+                    : await summaryBodyParts(exact, format);
+                // The answer is whole here: its tag is its digest.
+                const tag = finalised ? await etagInSlices('summary', format, body) : null;
+                if (stamp !== null && config.summaryAnswerCacheBytes > 0) settled.set(id, stamp, body, tag);
+                answered = { body, tag };
+              }
+            } finally {
+              release();
+            }
           }
+          const { body, tag } = answered;
           if (cacheHeaders(req, reply, tag, config.caching)) return reply.send(undefined as never);
           reply.type(CONTENT_TYPES[format]);
           let length = 0;
