@@ -11,8 +11,9 @@
  * scenario's billing is its own.
  *
  * Scenarios, BENCH_SCENARIO_S seconds each (default 20):
- *   - summaries_12, summaries_200: the heavy key pulls the whole-day R=1 summary (86,400
- *     buckets, tens of MB of JSON) on 12, then 200 connections, each asking again as soon
+ *   - summaries_12, summaries_200: the heavy key pulls whole-day R=1 summaries (86,400
+ *     buckets, tens of MB of JSON; each request another 24-hour window, so that none is served
+ *     from the API's settled answers) on 12, then 200 connections, each asking again as soon
  *     as an answer ended (after the Retry-After of 1 s when refused with 429, 100 ms after
  *     another failure: a load generator spinning on refusals would take this two-core
  *     machine's CPU from the API it measures);
@@ -233,14 +234,21 @@ async function heavyLoad(base: string, key: string, conns: number, stop: AbortSi
   const t = tally();
   let bytes = 0;
   const agent = new Agent({ keepAlive: true, maxSockets: conns });
-  const url = `${base}/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&date=${DATE}&resolution=1`;
+  // Each request a different 24-hour window (its start a second later than the one before):
+  // every answer is built, none is a settled answer kept from before (the API keeps those),
+  // the worst case for everyone else.
+  let n = 0;
+  const url = () => {
+    const start = DAY + (n++ % 86_400) * 1000;
+    return `${base}/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&start_timestamp=${start}&end_timestamp=${start + 86_399_999}&resolution=1`;
+  };
   await Promise.all(
     Array.from({ length: conns }, async () => {
       while (!stop.aborted) {
         // An answer in flight at the end of the scenario is read to its end (at most 60 s):
         // cutting it would leave the server with an answer handed to the socket whole that
         // the client never read, and the billing comparison would measure the cut.
-        const g = await get(url, key, agent, 60_000);
+        const g = await get(url(), key, agent, 60_000);
         count(t, g);
         bytes += g.bytes;
         if (stop.aborted) break;
