@@ -110,7 +110,8 @@ async function main(): Promise<void> {
     await redis.incr(rollupKeys(config.rollupQueuePrefix!).version(assetKey({ venue: 'exchange-a', market: MARKET, asset: ASSET })));
 
     // Serving, from stored buckets and from raw events.
-    const app = await createApp({ ch, log, redis, config });
+    // Built every time: the API's settled answers (kept as sent) are measured apart, below.
+    const app = await createApp({ ch, log, redis, config: { ...config, summaryAnswerCacheBytes: 0 } });
     const res = await app.inject({ method: 'POST', url: '/api/v1/keys?name=bench&user_id=bench' });
     const apiKey = (res.json() as { data: { api_key: string } }).data.api_key;
     const url = (R: number) => `/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&date=${DATE}&resolution=${R}`;
@@ -173,6 +174,23 @@ async function main(): Promise<void> {
       serving[`R${R}`] = { p50: quantile(times, 0.5), p95: quantile(times, 0.95), buckets, raw_p50: rawP50, ratio: rawP50 / quantile(times, 0.5) };
       process.stderr.write(`[summaries] day at R=${R}: p50 ${quantile(times, 0.5).toFixed(1)} ms, p95 ${quantile(times, 0.95).toFixed(1)} ms (${buckets} buckets); ${raw.length ? `from raw events p50 ${rawP50.toFixed(0)} ms` : 'not measured from raw events'}\n`);
     }
+    // The same answers asked again with the settled answers kept (API_SUMMARY_ANSWER_CACHE_MB
+    // default): what a backtest asking for finished days again gets. A tree without them builds.
+    const kept: Record<string, number> = {};
+    const keptApp = await createApp({ ch, log, redis, config: { ...config, summaryAnswerCacheBytes: 256 * 1024 * 1024 } });
+    for (const R of RESOLUTIONS) {
+      const times: number[] = [];
+      for (let i = 0; i < REQUESTS + 1; i++) {
+        const t0 = performance.now();
+        const r2 = await keptApp.inject({ method: 'GET', url: url(R), headers: { authorization: `Bearer ${apiKey}` } });
+        if (r2.statusCode !== 200) throw new Error(`GET ${url(R)}: ${r2.statusCode} ${r2.body.slice(0, 200)}`);
+        if (i >= 1) times.push(performance.now() - t0);
+      }
+      times.sort((a, b) => a - b);
+      kept[`R${R}`] = Number(quantile(times, 0.5).toFixed(1));
+      process.stderr.write(`[summaries] day at R=${R} asked again (settled answer kept): p50 ${kept[`R${R}`]} ms\n`);
+    }
+    await keptApp.close();
     await app.close();
 
     // Back-fill: a month of one busy market, each token's days rolled in order.
@@ -206,6 +224,7 @@ async function main(): Promise<void> {
       rollup_peak_rss_mb: Math.round(rss / 2 ** 20),
       backfill,
       serving_ms: Object.fromEntries(Object.entries(serving).map(([k, v]) => [k, { p50: Number(v.p50.toFixed(1)), p95: Number(v.p95.toFixed(1)), buckets: v.buckets, raw_p50: Number.isNaN(v.raw_p50) ? null : Number(v.raw_p50.toFixed(0)), stored_vs_raw: Number.isNaN(v.ratio) ? null : Number(v.ratio.toFixed(1)) }])),
+      serving_kept_ms: kept,
       targets: { rollup_s: 1, R60_p50_ms: 5, R7_p50_ms: 30, R1_p50_ms: 120 },
     };
     console.log(JSON.stringify(out));
