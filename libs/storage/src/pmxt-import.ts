@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
 
 /**
@@ -59,6 +60,8 @@ export class ImportError extends Error {
 export interface ImportResult {
   file: string;
   source: string;
+  /** The venue whose table the records went to (absent: exchange A, as PMXT). */
+  venue?: Venue;
   /** Rows in the file. */
   rows: number;
   /** Rows of an event type the import does not store (counted, skipped). */
