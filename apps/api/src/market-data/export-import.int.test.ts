@@ -168,6 +168,12 @@ beforeAll(async () => {
         files[`${v} ${format}`] = path.join(dir, name);
       }
     }
+    // Into the store it came from: every record is there already.
+    for (const [v, n] of [['exchange-a', counts.a], ['exchange-b', counts.b]] as const) {
+      expect(await importBooktapeFile(t.ch, files[`${v} parquet`]!, 'booktape-parquet')).toMatchObject({ inserted: 0, alreadyStored: n });
+      expect(await importBooktapeFile(t.ch, files[`${v} csv`]!, 'booktape-csv')).toMatchObject({ inserted: 0, alreadyStored: n });
+    }
+    expect((await answers(t, key)).answers).toEqual(reference);
     // The export without include=record, for the refusal.
     const plain = await get(t, key, `/exchange-a/market/export?condition_id=${MA}&start_date=${DATES[0]}&end_date=${DATES[1]}&kind=raw&format=parquet`);
     writeFileSync(path.join(dir, 'plain.parquet'), plain.body);
