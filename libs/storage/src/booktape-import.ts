@@ -126,11 +126,13 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
   const otherKey = sqlString(STORED_RECORD_COLUMNS[OTHER[venue]][0]![0]);
   // Parquet's times are timestamps; the CSV's are text (exchange A: ms; exchange B: epoch ms).
   const rowMs = format === BOOKTAPE_PARQUET ? 'toUnixTimestamp64Milli(ts)' : 'toInt64OrNull(ts)';
+  // The record's members are read once (JSONExtractKeys: [] for text that is not a JSON
+  // object), its values once (JSONExtract): two parses a row, whatever the number of columns.
   const reason = `multiIf(
     rec = '', '',
-    NOT isValidJSON(rec) OR JSONType(rec) != 'Object', 'record is not a JSON object: the file is cut or was changed',
-    JSONHas(rec, ${otherKey}) AND NOT JSONHas(rec, ${sqlString(lead.market)}), 'record of ${OTHER[venue]} in an export of ${venue}',
-    NOT arrayAll(k -> JSONHas(rec, k), ${keys}), concat('record without ', arrayFirst(k -> NOT JSONHas(rec, k), ${keys})),
+    empty(members) OR NOT isValidJSON(rec), 'record is not a JSON object: the file is cut or was changed',
+    has(members, ${otherKey}) AND NOT has(members, ${sqlString(lead.market)}), 'record of ${OTHER[venue]} in an export of ${venue}',
+    NOT hasAll(members, ${keys}), concat('record without ', arrayFirst(k -> NOT has(members, k), ${keys})),
     ${r(lead.market)} = '', 'record without a market',
     ${r('dedup_id')} = '', 'record without an identity (dedup_id)',
     toUnixTimestamp64Milli(${r('event_ts')}) < ${MIN_TS} OR toUnixTimestamp64Milli(${r('event_ts')}) >= ${MAX_TS}, concat('record time outside the times the store holds: ', toString(${r('event_ts')})),
@@ -147,6 +149,7 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
     bad_reason: string;
     min_date: string;
     max_date: string;
+    parts: Array<[string, string, string]>;
   }
   let scan: Scan;
   try {
@@ -154,8 +157,9 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
       ch,
       `SELECT toString(count()) AS rows, toString(countIf(rec != '')) AS records,
          toString(countIf(reason != '')) AS bad, toString(minIf(rn, reason != '')) AS bad_row, argMinIf(reason, rn, reason != '') AS bad_reason,
-         toString(minIf(${r('event_date')}, rec != '')) AS min_date, toString(maxIf(${r('event_date')}, rec != '')) AS max_date
-       FROM (SELECT rn, rec, row_asset, row_type, ts, JSONExtract(rec, ${sqlString(tuple)}) AS r, ${reason} AS reason
+         toString(minIf(${r('event_date')}, rec != '')) AS min_date, toString(maxIf(${r('event_date')}, rec != '')) AS max_date,
+         arraySort(groupUniqArrayIf((${r(lead.market)}, ${r(lead.asset)}, toString(${r('event_date')})), rec != '')) AS parts
+       FROM (SELECT rn, rec, row_asset, row_type, ts, JSONExtractKeys(rec) AS members, JSONExtract(rec, ${sqlString(tuple)}) AS r, ${reason} AS reason
              FROM (SELECT _row_number AS rn, ifNull(toString(record), '') AS rec, ifNull(toString(${lead.asset}), '') AS row_asset,
                      ifNull(toString(${lead.type[0]}), '') AS row_type, timestamp AS ts
                    FROM ${reader}))`,
@@ -173,7 +177,9 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
 
   const table = ch.table(RAW_TABLE[venue]);
   const records = `SELECT JSONExtract(rec, ${sqlString(tuple)}) AS r FROM (SELECT ifNull(toString(record), '') AS rec FROM ${reader}) WHERE rec != ''`;
-  const scope = `${lead.market} IN (SELECT DISTINCT ${r(lead.market)} FROM (${records}))
+  // The file's markets and days (an export is one market): what the anti-join reads.
+  const markets = [...new Set(scan.parts.map(([m]) => m))];
+  const scope = `${lead.market} IN (${markets.map(sqlString).join(', ')})
     AND event_date BETWEEN toDate(${sqlString(scan.min_date)}) AND toDate(${sqlString(scan.max_date)})`;
   const count = async () => Number((await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${table} FINAL WHERE ${scope} AND source = ${sqlString(source)}`))[0]?.n ?? 0);
   const before = await count();
@@ -190,10 +196,7 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
   }
   result.inserted = (await count()) - before;
   result.alreadyStored = Number(scan.records) - result.inserted;
-  result.partitions = await rows<{ market: string; asset: string; date: string }>(
-    ch,
-    `SELECT DISTINCT ${r(lead.market)} AS market, ${r(lead.asset)} AS asset, toString(${r('event_date')}) AS date FROM (${records}) ORDER BY market, asset, date`,
-  );
+  result.partitions = scan.parts.map(([market, asset, date]) => ({ market, asset, date }));
   // Exchange A: records an earlier recorder imported from an archive (identities of the
   // archive rule) whose event this instance captured give way to the capture (as at rollup).
   if (venue === 'exchange-a') for (const p of result.partitions) result.superseded += await supersedeImported(ch, p);
