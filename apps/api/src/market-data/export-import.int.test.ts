@@ -277,4 +277,22 @@ describe('bad exports are refused whole, naming the file (and row)', () => {
     await refused(files.plain!, 'booktape-parquet', /without the stored records.*include=record/);
     await refused(files['exchange-b parquet']!, 'booktape-parquet', /an export of exchange-b, not of exchange-a/, { venue: 'exchange-a' });
   });
+
+  it('a record that does not match its row, a record of the other venue: the first such row is named', async () => {
+    const src = files['exchange-a parquet']!;
+    const q = async (query: string) => (await t.ch.client.query({ query, format: 'JSONEachRow' })).json<Record<string, string>>();
+    // The rows that carry a record, after the first few.
+    const [{ row }] = (await q(`SELECT toString(min(_row_number)) AS row FROM file('${src}', 'Parquet') WHERE record != '' AND _row_number > 5`)) as [{ row: string }];
+    const changed = async (name: string, replace: string) => {
+      const out = path.join(dir, name);
+      await t.ch.client.command({
+        query: `SELECT * EXCEPT (rn) REPLACE (${replace}) FROM (SELECT *, _row_number AS rn FROM file('${src}', 'Parquet')) ORDER BY rn INTO OUTFILE '${out}' TRUNCATE FORMAT Parquet`,
+      });
+      return out;
+    };
+    const asset = await changed('asset.parquet', `if(record != '' AND rn > 5, '999', asset_id) AS asset_id`);
+    expect((await refused(asset, 'booktape-parquet', /the row's asset_id is not its record's: 999/)).row).toBe(Number(row));
+    const other = await changed('other-venue.parquet', `if(record != '' AND rn > 5, '{"ticker":"KX-1","record_type":"delta"}', record) AS record`);
+    expect((await refused(other, 'booktape-parquet', /record of exchange-b in an export of exchange-a/)).row).toBe(Number(row));
+  });
 });
