@@ -1,13 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RollupQueue } from '@booktape/messaging';
 import { deleteRedisPrefix, requireEnv, tempClickHouse, uniqueId, type TestClickHouse } from '@booktape/testkit';
+import { ExportRepository, importPmxtFile } from '@booktape/storage';
 import { writePmxtFile, type PmxtRow } from '../../../libs/storage/src/pmxt.test-support.ts';
 import { runCli } from './cli.test-support.ts';
 
@@ -155,5 +157,23 @@ describe('booktape import', () => {
     const forced = await runCli(['import', '--no-rollup', '--format', 'pmxt-v2', csv], env);
     expect(forced.status).toBe(1);
     expect(forced.stderr).toContain(`${csv}: not a readable Parquet file`);
+  }, 180_000);
+
+  it("tells a booktape export from its content and imports it: another store's export of records this one has adds nothing", async () => {
+    // Another store (this process's) holds the hour the first test imported, and exports it with its records.
+    const hour = path.join(dir, 'polymarket_orderbook_2026-04-02T09.parquet');
+    await writePmxtFile(t.ch, hour, ROWS);
+    await importPmxtFile(t.ch, hour);
+    const exported = path.join(dir, 'market_2026-04-02_2026-04-02_raw.parquet');
+    await pipeline(await new ExportRepository(t.ch).rawParquet('exchange-a', M, '2026-04-02', '2026-04-02', { source: true, record: true }), createWriteStream(exported));
+
+    const r = await runCli(['import', '--no-rollup', exported], env);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/_raw\.parquet: \d+ rows, 0 records stored, 3 already stored, in [\d.]+ s/);
+
+    const wrong = await runCli(['import', '--no-rollup', '--venue', 'kalshi', exported], env);
+    expect(wrong.status).toBe(1);
+    expect(wrong.stderr).toContain(`${exported}: an export of exchange-a, not of exchange-b (--venue); nothing imported`);
   }, 180_000);
 });
