@@ -115,6 +115,14 @@ async function answers(t: TestApi, key: string): Promise<{ answers: Record<strin
     }
   }
   await add('a range', `/exchange-a/market/data/range?condition_id=${MA}&start_timestamp=${DAY1}&end_timestamp=${DAY2 + 86_399_999}&limit=7`);
+  await add('a dates', `/exchange-a/market/date-range?condition_id=${MA}`);
+  await add('b dates', `/exchange-b/market/date-range?ticker=${TB}`);
+  for (const asset of ASSETS) {
+    await add(`a summary range ${asset}`, `/exchange-a/market/orderbook-summary?condition_id=${MA}&asset_id=${asset}&start_timestamp=${DAY1 + 3_000_000}&end_timestamp=${DAY2 + 9_000_000}&resolution=300`);
+    await add(`a snapshots ${asset}`, `/exchange-a/market/book-snapshots?condition_id=${MA}&asset_id=${asset}&start_timestamp=${DAY1 + 3_500_000}&end_timestamp=${DAY1 + 6_000_000}&interval=300`);
+  }
+  await add('b summary range', `/exchange-b/market/orderbook-summary?ticker=${TB}&start_timestamp=${DAY1 + 900_000}&end_timestamp=${DAY2 + 6_000_000}&resolution=300`);
+  await add('b snapshots', `/exchange-b/market/book-snapshots?ticker=${TB}&start_timestamp=${DAY1 + 1_000_000}&end_timestamp=${DAY1 + 2_500_000}&interval=300`);
   await add('b range', `/exchange-b/market/data/range?ticker=${TB}&start_timestamp=${DAY1}&end_timestamp=${DAY2 + 86_399_999}&limit=7`);
   for (let at = DAY1 + 3_000_000; at < DAY2 + 86_400_000; at += 2_345_678) {
     for (const asset of ASSETS) await add(`a book ${asset} ${at}`, `/exchange-a/market/book?condition_id=${MA}&asset_id=${asset}&timestamp=${at}`);
