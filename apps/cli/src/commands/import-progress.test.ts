@@ -45,6 +45,23 @@ describe('import progress off a terminal', () => {
   });
 });
 
+describe('import progress on a terminal', () => {
+  it('draws a bar of the files, keeps result lines whole, and clears the bar at the end', () => {
+    const err = sink(true);
+    const out = sink(false);
+    const p = importProgress(err.stream);
+    p.start(2);
+    p.file(0, '/x/cap-1.ndjson');
+    p.detail('cap-1.ndjson: 500/2000 lines');
+    p.log(out.stream, 'cap-1.ndjson: 2000 rows, 1990 records stored');
+    p.file(1, '/x/b.parquet');
+    p.stop();
+    expect(err.text()).toMatch(/import \[[^\]]*\] 0\/2 files \| [0-9:hms ]+ \| /);
+    expect(err.text()).toContain('cap-1.ndjson');
+    expect(out.text()).toBe('cap-1.ndjson: 2000 rows, 1990 records stored\n');
+  });
+});
+
 describe('export --include', () => {
   const base = { venue: 'a', market: `0x${'ab'.repeat(32)}`, from: '2026-03-01', to: '2026-03-02', out: 'f.parquet', key: 'k', api: 'http://127.0.0.1:1' };
   it('asks the API for the columns in its order, source before record', () => {

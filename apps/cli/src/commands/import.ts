@@ -243,7 +243,7 @@ export function importProgress(stream: NodeJS.WritableStream & { isTTY?: boolean
     };
   }
   const bar = new cliProgress.SingleBar(
-    { format: 'import [{bar}] {value}/{total} files | {file} {detail}', stream, hideCursor: true, clearOnComplete: true },
+    { format: 'import [{bar}] {value}/{total} files | {duration_formatted} | {file} {detail}', stream, hideCursor: true, clearOnComplete: true },
     cliProgress.Presets.shades_classic,
   );
   let running = false;
