@@ -51,7 +51,7 @@ export async function importFiles(paths: readonly string[]): Promise<string[]> {
 function line(r: ImportResult): string {
   const s = (r.ms / 1000).toFixed(1);
   const skipped = r.skipped > 0 ? `, ${r.skipped} ${r.skippedWhat ?? 'of event types not imported'}` : '';
-  if (r.rows === 0) return `${r.file}: no rows (an empty hour) in ${s} s`;
+  if (r.rows === 0) return `${r.file}: no rows${r.source.startsWith('import:pmxt-v2:') ? ' (an empty hour)' : ''} in ${s} s`;
   const superseded = r.superseded > 0 ? `, ${r.superseded} of earlier imports replaced by captured records` : '';
   return `${r.file}: ${r.rows} rows, ${r.inserted} records stored, ${r.alreadyStored} already stored${skipped}${superseded}, in ${s} s`;
 }
