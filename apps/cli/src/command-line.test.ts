@@ -106,6 +106,7 @@ describe('booktape command line: bad usage', () => {
     expect((await usage(['outage', 'list', '--api', 'ftp://x'])).message).toContain('--api must be an http(s) URL');
     expect((await usage(['import', 'a.parquet', '--format', 'csv'])).message).toContain("argument 'csv' is invalid. Allowed choices are pmxt-v2, booktape-parquet, booktape-csv, capture");
     expect((await usage(['import'])).message).toContain("missing required argument 'paths'");
+    expect((await usage(['import', '--venue', 'nyse', 'a.parquet'])).message).toMatch(/venue/);
   });
 });
 
@@ -124,6 +125,7 @@ describe('booktape command line: what runs', () => {
     expect(await run(['replay', 'a.ndjson'])).toEqual({ command: 'replay', options: { files: ['a.ndjson'], wait: false, timeoutMs: 600_000 } });
     expect(await run(['import', 'a.parquet', 'dir'])).toEqual({ command: 'import', options: { paths: ['a.parquet', 'dir'], format: undefined, rollup: true } });
     expect(await run(['import', '--no-rollup', 'a.parquet', '--format', 'pmxt-v2'])).toEqual({ command: 'import', options: { paths: ['a.parquet'], format: 'pmxt-v2', rollup: false } });
+    expect(await run(['import', '--venue', 'kalshi', 'x.csv.gz'])).toEqual({ command: 'import', options: { paths: ['x.csv.gz'], format: undefined, rollup: true, venue: 'exchange-b' } });
     expect(await run(['ingest'])).toEqual({ command: 'ingest' });
     expect(await run(['migrate'])).toEqual({ command: 'migrate' });
     expect(await run(['services', 'start', 'redis'])).toEqual({ command: 'services', args: ['start', 'redis'] });

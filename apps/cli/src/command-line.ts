@@ -151,27 +151,32 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
 
   program
     .command('import')
-    .summary('import archive files (PMXT v2 Polymarket hourly Parquet) into the store')
+    .summary('import archive files (PMXT v2 Parquet, booktape exports, capture files) into the store')
     .description(
-      'Imports archive files into the store, in the order given (a directory: its .parquet files by name; an http(s):// URL is ' +
-        'downloaded first, with retries, resuming a cut download where it stopped, under the URL\'s file name), each file whole ' +
-        'or not at all: a file of another schema, or with a bad row (an impossible price or time, a malformed book), is refused ' +
-        'with the file and row named, and nothing of it is stored. Records are identified without a venue hash and a record ' +
-        'already stored is not stored again: importing a file twice, or resuming a killed import, changes nothing more ' +
-        '(docs/rules/imports.md). Each record keeps its source, import:<format>:<file name>. A Parquet file with no rows is ' +
+      'Imports archive files into the store, in the order given (a directory: its .parquet, .csv.gz, .csv, .ndjson and ' +
+        '.ndjson.gz files by name; an http(s):// URL is downloaded first, with retries, resuming a cut download where it ' +
+        'stopped, under the URL\'s file name), each file whole or not at all: a file of another schema, or with a bad row ' +
+        '(an impossible price or time, a malformed book, a changed record), is refused with the file and row named, and ' +
+        'nothing of it is stored. Formats, told from each file\'s content: PMXT v2 Polymarket hourly Parquet; booktape\'s own ' +
+        'raw exports (Parquet or csv.gz, exported with include=record: restored exactly); capture files (stored as ' +
+        '`booktape replay` stores them, without Kafka). A record already stored is not stored again: importing a file twice, or ' +
+        'resuming a killed import, changes nothing more (docs/rules/imports.md). Each record keeps its source, ' +
+        'import:<format>:<file name> (a capture file\'s records are own capture, as replayed). A Parquet file with no rows is ' +
         'an empty hour. The imported days are then marked for the rollup workers (summaries, cross-checks), through Redis ' +
         '(REDIS_URL, else the project\'s own). The store is the one the other commands use (BOOKTAPE_DATA_DIR, ' +
         'CLICKHOUSE_DATABASE); files are read by the embedded engine, so run it while booktape is stopped, and not with ' +
-        'CLICKHOUSE_URL (not yet). Exit status: 0 every file imported, 1 a file could not be (named on stderr with the ' +
-        'reason; the other files are imported), 2 bad arguments.',
+        'CLICKHOUSE_URL (not yet). Progress: a bar on a terminal, a line every 10 s otherwise. Exit status: 0 every file ' +
+        'imported, 1 a file could not be (named on stderr with the reason; the other files are imported), 2 bad arguments.',
     )
-    .argument('<paths...>', 'files, directories or https:// URLs: polymarket_orderbook_YYYY-MM-DDTHH.parquet (PMXT v2, 16 columns)')
+    .argument('<paths...>', 'files, directories or https:// URLs: polymarket_orderbook_YYYY-MM-DDTHH.parquet (PMXT v2), booktape raw exports, capture files')
     .addOption(
-      new Option('--format <format>', 'the files\' format (default: told from each file\'s content); only pmxt-v2 is imported so far, the others are recognised and refused')
-        .choices(['pmxt-v2', 'booktape-parquet', 'booktape-csv', 'capture']),
+      new Option('--format <format>', 'the files\' format (default: told from each file\'s content)').choices(['pmxt-v2', 'booktape-parquet', 'booktape-csv', 'capture']),
     )
+    .option(`--venue <${VENUE_CHOICES}>`, 'only files of this venue: a file of the other is refused')
     .option('--no-rollup', 'do not mark the imported days for the rollup workers')
-    .action((paths: string[], o: { format?: ImportOptions['format']; rollup: boolean }) => run({ command: 'import', options: { paths, format: o.format, rollup: o.rollup } }));
+    .action((paths: string[], o: { format?: ImportOptions['format']; rollup: boolean; venue?: string }) =>
+      run({ command: 'import', options: { paths, format: o.format, rollup: o.rollup, ...(o.venue !== undefined ? { venue: parseVenueArg(o.venue) } : {}) } }),
+    );
 
   program
     .command('rollup')
@@ -263,6 +268,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     .option('--slug <slug>', "exchange A: the market by its slug or polymarket.com URL instead of --market (passed to the API, which resolves it)")
     .option('--outcome <name>', 'with --slug and --kind summary: the outcome token by its name instead of --asset')
     .option('--format <csv|parquet>', 'csv (a .csv.gz file) or parquet; default from --out\'s name, else csv')
+    .option('--include <fields>', 'raw exports: last columns, comma-separated: source (where each record came from), record (the stored record whole, which `booktape import` needs to restore the export exactly)')
     .option('--out <file>', 'where to write; required')
     .option('--key <key>', 'API key (default BOOKTAPE_API_KEY)')
     .option('--no-progress', 'no progress bar')

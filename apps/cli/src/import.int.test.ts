@@ -1,13 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RollupQueue } from '@booktape/messaging';
 import { deleteRedisPrefix, requireEnv, tempClickHouse, uniqueId, type TestClickHouse } from '@booktape/testkit';
+import { ExportRepository, importPmxtFile } from '@booktape/storage';
 import { writePmxtFile, type PmxtRow } from '../../../libs/storage/src/pmxt.test-support.ts';
 import { runCli } from './cli.test-support.ts';
 
@@ -122,19 +124,56 @@ describe('booktape import', () => {
     }
   }, 180_000);
 
-  it('tells the format from the file: a booktape export or a capture file is named and refused, nothing stored', async () => {
+  it('tells the format from the file: a raw export without its records is refused, a capture file is stored as replay stores it', async () => {
     const csv = path.join(dir, 'export.csv.gz');
     writeFileSync(csv, gzipSync('timestamp,asset_id,event_type,side,price,size,hash,received_at\n'));
-    const capture = path.join(dir, 'capture.ndjson');
-    writeFileSync(capture, '{"venue":"exchange-a","received_at":"2026-03-01T12:00:00.123Z","frame":[]}\n');
+    const MC = `0x${'ce'.repeat(32)}`;
+    const T = Date.UTC(2026, 2, 1, 12);
+    const frame = [{ event_type: 'book', asset_id: '81', market: MC, bids: [{ price: '0.48', size: '30' }], asks: [{ price: '0.53', size: '60' }], timestamp: String(T), hash: '0xb1' }];
+    const change = { event_type: 'price_change', market: MC, timestamp: String(T + 5), price_changes: [{ asset_id: '81', price: '0.5', size: '200', side: 'BUY', hash: 'h1', best_bid: '0.5', best_ask: '0.53' }] };
+    const capture = path.join(dir, 'cap-20260301T120000.000Z-0.ndjson');
+    writeFileSync(capture, [{ frame, at: T + 7 }, { frame: change, at: T + 9 }].map((l) => JSON.stringify({ venue: 'exchange-a', received_at: new Date(l.at).toISOString(), frame: l.frame })).join('\n') + '\n');
     const r = await runCli(['import', '--no-rollup', csv, capture], env);
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain(`${csv}: a booktape-csv file: importing this format is not implemented yet (only pmxt-v2); nothing imported`);
-    expect(r.stderr).toContain(`${capture}: a capture file: importing this format is not implemented yet (only pmxt-v2); store a capture file with \`booktape replay FILE\``);
-    expect(r.stdout).toContain('0 of 2 file(s) imported, 0 records stored');
+    expect(r.stderr).toContain(`${csv}: a raw export of exchange-a without the stored records`);
+    expect(r.stderr).toContain('include=record');
+    expect(r.stdout).toMatch(/cap-20260301T120000\.000Z-0\.ndjson: 2 rows, 2 records stored, 0 already stored, in [\d.]+ s/);
+    expect(r.stdout).toContain('1 of 2 file(s) imported, 2 records stored');
+
+    const again = await runCli(['import', '--no-rollup', capture], env);
+    expect(again.status).toBe(0);
+    expect(again.stdout).toMatch(/2 rows, 0 records stored, 2 already stored/);
+
+    const wrongVenue = await runCli(['import', '--no-rollup', '--venue', 'b', capture], env);
+    expect(wrongVenue.status).toBe(1);
+    expect(wrongVenue.stderr).toContain(`${capture}: a capture file with exchange-a records, not only exchange-b (--venue); nothing imported`);
+
+    const broken = path.join(dir, 'broken.ndjson');
+    writeFileSync(broken, `${readFileSync(capture, 'utf8')}{"venue":"exchange-a","received_at":"2026-03-01T12:00:01.000Z","frame":[{"event_ty\n`);
+    const cut = await runCli(['import', '--no-rollup', '--format', 'capture', broken], env);
+    expect(cut.status).toBe(1);
+    expect(cut.stderr).toMatch(new RegExp(`${broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: line 3: .*nothing imported`));
 
     const forced = await runCli(['import', '--no-rollup', '--format', 'pmxt-v2', csv], env);
     expect(forced.status).toBe(1);
     expect(forced.stderr).toContain(`${csv}: not a readable Parquet file`);
+  }, 180_000);
+
+  it("tells a booktape export from its content and imports it: another store's export of records this one has adds nothing", async () => {
+    // Another store (this process's) holds the hour the first test imported, and exports it with its records.
+    const hour = path.join(dir, 'polymarket_orderbook_2026-04-02T09.parquet');
+    await writePmxtFile(t.ch, hour, ROWS);
+    await importPmxtFile(t.ch, hour);
+    const exported = path.join(dir, 'market_2026-04-02_2026-04-02_raw.parquet');
+    await pipeline(await new ExportRepository(t.ch).rawParquet('exchange-a', M, '2026-04-02', '2026-04-02', { source: true, record: true }), createWriteStream(exported));
+
+    const r = await runCli(['import', '--no-rollup', exported], env);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/_raw\.parquet: \d+ rows, 0 records stored, 3 already stored, in [\d.]+ s/);
+
+    const wrong = await runCli(['import', '--no-rollup', '--venue', 'kalshi', exported], env);
+    expect(wrong.status).toBe(1);
+    expect(wrong.stderr).toContain(`${exported}: an export of exchange-a, not of exchange-b (--venue); nothing imported`);
   }, 180_000);
 });

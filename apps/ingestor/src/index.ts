@@ -5,3 +5,4 @@ export * from './replay/replay.ts';
 export * from './sink/sink.ts';
 export * from './run.ts';
 export * from './status-publisher.ts';
+export * from './replay/import-capture.ts';

@@ -15,6 +15,7 @@ import { ingestorConfig, ingestorEnvSchema } from './config.ts';
 import { createIngestor, type Ingestor } from './ingestor.ts';
 import { CapturePipeline } from './capture-pipeline.ts';
 import { replayFiles, waitUntilStored } from './replay/replay.ts';
+import { importCaptureFiles } from './replay/import-capture.ts';
 import { createSink } from './sink/sink.ts';
 
 const log = silentLogger();
@@ -207,5 +208,27 @@ describe('simulator → capture → Kafka → sink → ClickHouse', () => {
     } finally {
       await sink.stop();
     }
+  });
+
+  it('importing the capture files (booktape import) stores what live capture stored, without Kafka; importing them again changes nothing', async () => {
+    const files = readdirSync(captureDir).sort().map((f) => path.join(captureDir, f));
+    const live = { a: await new RawEventsRepository(t.ch).dump('exchange-a'), b: await new RawEventsRepository(t.ch).dump('exchange-b') };
+    const liveGaps = await new CaptureGapsRepository(t.ch).list();
+    // A third database in the same engine, fed only by the import.
+    const importCh: ClickHouse = await openClickHouse({ database: 'booktape_capture_import', embeddedPath: t.dir });
+    await migrate(importCh);
+    const repo = new RawEventsRepository(importCh);
+    const first = await importCaptureFiles(importCh, files, { workerId: 3, log });
+    expect(first.inserted).toBe(live.a.length + live.b.length);
+    expect(first.skipped).toBeGreaterThan(0); // the garbage frames live capture refused too
+    expect({ a: await repo.dump('exchange-a'), b: await repo.dump('exchange-b') }).toEqual(live);
+    expect(await new CaptureGapsRepository(importCh).list()).toEqual(liveGaps);
+    // The records keep their capture lineage but were never in Kafka.
+    const rs = await importCh.client.query({ query: `SELECT DISTINCT kafka_partition, kafka_offset, source FROM ${importCh.table('raw_exchange_a')}`, format: 'JSONEachRow' });
+    expect(await rs.json()).toEqual([{ kafka_partition: -1, kafka_offset: '-1', source: '' }]);
+
+    const again = await importCaptureFiles(importCh, files, { workerId: 3, log });
+    expect(again).toMatchObject({ inserted: 0, alreadyStored: first.inserted });
+    expect({ a: await repo.dump('exchange-a'), b: await repo.dump('exchange-b') }).toEqual(live);
   });
 });

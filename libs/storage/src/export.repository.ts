@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { A_HASH_SQL } from './raw-codec.ts';
+import { storedRecordSql } from './stored-record.ts';
 import { sweepDeadProcessFiles } from './leftover-files.ts';
 import type { RawInclude } from './market-data.repository.ts';
 import { RAW_TABLE, SERVED_SOURCE_SQL } from './raw-events.repository.ts';
@@ -58,8 +59,9 @@ const HOUR_FILTER = ' AND toHour(event_ts) = {hour:UInt8}';
  */
 function rawSql(ch: ClickHouse, venue: Venue, allMarkets = false, oneHour = false, include: RawInclude = {}): string {
   const col = venue === 'exchange-a' ? 'market' : 'ticker';
-  const source = include.source ? ', record_source AS source' : '';
-  const innerSource = include.source ? `, ${SERVED_SOURCE_SQL} AS record_source` : '';
+  // With include.record, the stored record on the first row of each record (li = 1), '' on its other levels' rows.
+  const source = `${include.source ? ', record_source AS source' : ''}${include.record ? ", if(li = 1, stored_record, '') AS record" : ''}`;
+  const innerSource = `${include.source ? `, ${SERVED_SOURCE_SQL} AS record_source` : ''}${include.record ? `, ${storedRecordSql(venue)} AS stored_record` : ''}`;
   const where = `WHERE ${allMarkets ? '' : `${col} = {market:String} AND `}event_date >= {from:Date} AND event_date <= {to:Date}${oneHour ? HOUR_FILTER : ''}`;
   const lead = allMarkets ? `${col}, ` : '';
   if (venue === 'exchange-a') {

@@ -18,5 +18,7 @@ export * from './coverage.repository.ts';
 export * from './footprint.repository.ts';
 export * from './book-rows.ts';
 export * from './pmxt-import.ts';
+export * from './stored-record.ts';
+export * from './booktape-import.ts';
 export * from './import-format.ts';
 export * from './replay.repository.ts';

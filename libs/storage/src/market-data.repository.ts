@@ -1,6 +1,7 @@
 import { utcDate, type Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE, SERVED_SOURCE_SQL } from './raw-events.repository.ts';
+import { storedRecordSql } from './stored-record.ts';
 import { leaseStreams, type ByteStream, type StreamQuery } from './stream.ts';
 
 /**
@@ -29,14 +30,15 @@ import { leaseStreams, type ByteStream, type StreamQuery } from './stream.ts';
 export type RawKey = string[];
 
 interface VenueColumns {
+  venue: Venue;
   table: string;
   market: string;
   tieBreak: string[];
 }
 
 const COLUMNS: Record<Venue, VenueColumns> = {
-  'exchange-a': { table: RAW_TABLE['exchange-a'], market: 'market', tieBreak: ['asset_id', 'event_type'] },
-  'exchange-b': { table: RAW_TABLE['exchange-b'], market: 'ticker', tieBreak: ['record_type'] },
+  'exchange-a': { venue: 'exchange-a', table: RAW_TABLE['exchange-a'], market: 'market', tieBreak: ['asset_id', 'event_type'] },
+  'exchange-b': { venue: 'exchange-b', table: RAW_TABLE['exchange-b'], market: 'ticker', tieBreak: ['record_type'] },
 };
 
 /** Number of fields in a venue's RawKey. */
@@ -57,6 +59,11 @@ export function isoMsSql(col: string): string {
 export interface RawInclude {
   /** `source`: where the record came from (docs/rules/imports.md#provenance). */
   source?: boolean;
+  /**
+   * `record`: the stored record whole, as JSON text (stored-record.ts), for an import to
+   * rebuild it exactly (docs/rules/imports.md#booktapes-own-exports). After `source`.
+   */
+  record?: boolean;
 }
 
 function lineSql(v: VenueColumns, include: RawInclude): string {
@@ -66,7 +73,8 @@ function lineSql(v: VenueColumns, include: RawInclude): string {
   // toJSONString escapes whatever a file name holds (quotes, tabs, newlines), so the line
   // keeps no raw tab or newline. Without `include` the SQL, and so every byte, is as before.
   const source = include.source ? `, ',"source":', toJSONString(${SERVED_SOURCE_SQL})` : '';
-  const record = `concat(${open}, '"received_at":"', ${isoMsSql('received_at')}, '","worker_id":', toString(worker_id)${source}, '}')`;
+  const stored = include.record ? `, ',"record":', toJSONString(${storedRecordSql(v.venue)})` : '';
+  const record = `concat(${open}, '"received_at":"', ${isoMsSql('received_at')}, '","worker_id":', toString(worker_id)${source}${stored}, '}')`;
   return `concat(${key}, '\\t', ${record})`;
 }
 

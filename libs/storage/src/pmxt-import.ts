@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
 
 /**
@@ -59,10 +60,14 @@ export class ImportError extends Error {
 export interface ImportResult {
   file: string;
   source: string;
+  /** The venue whose table the records went to (absent: exchange A, as PMXT). */
+  venue?: Venue;
   /** Rows in the file. */
   rows: number;
   /** Rows of an event type the import does not store (counted, skipped). */
   skipped: number;
+  /** What the skipped rows are, when not rows of event types the import does not store. */
+  skippedWhat?: string;
   /** Records written now (rows whose identity was not stored yet). */
   inserted: number;
   /** Rows whose event was already stored (own capture, an earlier import or an earlier run of this one). */
@@ -70,7 +75,7 @@ export interface ImportResult {
   /** Records of earlier imports in the file's markets and hours removed because own capture holds their event. */
   superseded: number;
   /** The (market, asset, UTC date) partitions the file touches: their summaries are to be rebuilt. */
-  partitions: Array<{ market: string; asset: string; date: string }>;
+  partitions: Array<{ market: string; asset: string; date: string; venue?: Venue }>;
   ms: number;
 }
 

@@ -13,7 +13,7 @@ import { earliestMs, optionalField, parseDate, parseInteger, q, requiredField } 
 import type { Services } from '../services.ts';
 import { closeRows, csvCutMarker, heldToFloor, openRows } from './raw-page.ts';
 import { RawRowsToCsv } from './raw-rows.ts';
-import { includeField, includeOf, trailOf, type Include } from './include.ts';
+import { exportIncludeField, includeOf, trailOf, type Include } from './include.ts';
 import { slugRoute } from './market-by-slug.ts';
 import { dataFloor, VENUES, marketOf, venueName } from './venues.ts';
 
@@ -69,7 +69,7 @@ export const exportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         kind: q.oneOf(['raw', 'summary'] as const, 'raw (default): every record, the long format of the CSV pages; summary: the buckets at `resolution`.'),
         resolution: optionalField((r) => parseInteger(r, 1, 3600), 'kind=summary: bucket seconds, 1 to 3600. Default 60.', { type: 'integer', minimum: 1, maximum: 3600 }),
         format: q.oneOf(['csv', 'parquet'] as const, 'csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns.'),
-        include: includeField(' (kind=raw only; a last column)'),
+        include: exportIncludeField(' (kind=raw only; last columns)'),
         ...(v.asset ? { [v.asset.param]: q.optionalText(`kind=summary: one outcome token (${v.asset.description}); default every token with data in the range.`, 128) } : {}),
         ...bySlug.fields,
       })

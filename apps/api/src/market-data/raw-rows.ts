@@ -117,9 +117,16 @@ type Rec = Record<string, unknown>;
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const A_SIDE: Record<string, string> = { BUY: 'bid', SELL: 'ask' };
 
-/** `more`: the record's own fields put after the venue's columns (the API's `include`). */
-function exchangeARows(r: Rec, out: string[], more: unknown[]): void {
-  const row = (side: unknown, price: unknown, size: unknown) => out.push(csvRow([r.timestamp, r.asset_id, r.event_type, side, price, size, r.hash, r.received_at, ...more]));
+/**
+ * `more`: the record's own fields put after the venue's columns on its first row (the API's
+ * `include`); `rest`: on its other rows (the same, but for the stored record, given once).
+ */
+function exchangeARows(r: Rec, out: string[], more: unknown[], rest: unknown[]): void {
+  let m = more;
+  const row = (side: unknown, price: unknown, size: unknown) => {
+    out.push(csvRow([r.timestamp, r.asset_id, r.event_type, side, price, size, r.hash, r.received_at, ...m]));
+    m = rest;
+  };
   const before = out.length;
   for (const l of list(r.bids) as Rec[]) row('bid', l?.price, l?.size);
   for (const l of list(r.asks) as Rec[]) row('ask', l?.price, l?.size);
@@ -127,9 +134,12 @@ function exchangeARows(r: Rec, out: string[], more: unknown[]): void {
   if (out.length === before) row(null, null, null);
 }
 
-function exchangeBRows(r: Rec, out: string[], more: unknown[]): void {
-  const row = (side: unknown, price: unknown, size: unknown, delta: unknown) =>
-    out.push(csvRow([r.epoch_ms, r.ticker, r.type, side, price, size, delta, r.seq, r.sid, r.expected_seq, r.received_at, r.data, ...more]));
+function exchangeBRows(r: Rec, out: string[], more: unknown[], rest: unknown[]): void {
+  let m = more;
+  const row = (side: unknown, price: unknown, size: unknown, delta: unknown) => {
+    out.push(csvRow([r.epoch_ms, r.ticker, r.type, side, price, size, delta, r.seq, r.sid, r.expected_seq, r.received_at, r.data, ...m]));
+    m = rest;
+  };
   const before = out.length;
   if (r.type === 'delta') return void row(r.side, r.price, null, r.delta);
   for (const l of list(r.yes)) row('yes', list(l)[0], list(l)[1], null);
@@ -140,12 +150,13 @@ function exchangeBRows(r: Rec, out: string[], more: unknown[]): void {
 /** Records as CSV rows of the venue's long format (the header is the page's head). */
 export class RawRowsToCsv extends RawRows {
   private parts: string[] = [];
-  private readonly rows: (r: Rec, out: string[], more: unknown[]) => void;
+  private readonly rows: (r: Rec, out: string[], more: unknown[], rest: unknown[]) => void;
 
   /**
    * `lead`: CSV fields (with their trailing comma) put before every row, e.g. the market of
    * a file of many. `trail`: names of record fields put after the venue's columns, on every
-   * row of the record (`source` with include=source).
+   * row of the record (`source` with include=source), but `record` (include=record) on its
+   * first row only.
    */
   constructor(
     max: number,
@@ -169,7 +180,9 @@ export class RawRowsToCsv extends RawRows {
   protected record(buf: Buffer, start: number, end: number): void {
     const before = this.parts.length;
     const r = JSON.parse(buf.toString('utf8', start, end)) as Rec;
-    this.rows(r, this.parts, this.trail.length === 0 ? NONE : this.trail.map((f) => r[f]));
+    const more = this.trail.length === 0 ? NONE : this.trail.map((f) => r[f]);
+    // The stored record (include=record) goes on the record's first row only.
+    this.rows(r, this.parts, more, this.trail.includes('record') ? this.trail.map((f) => (f === 'record' ? null : r[f])) : more);
     // Each part is one whole row.
     if (this.lead !== '') for (let i = before; i < this.parts.length; i++) this.parts[i] = this.lead + this.parts[i];
   }

@@ -37,6 +37,8 @@ export interface ExportOptions {
   hour?: number;
   /** The market (and, for summaries, the token) by slug and outcome name, sent as they are (`market` is ''): the API resolves them. */
   slug?: SlugRef;
+  /** Raw exports: the columns `include` adds (source, record: the stored records, for `booktape import`). */
+  include?: Array<'source' | 'record'>;
 }
 
 export interface ExportFlags {
@@ -57,6 +59,7 @@ export interface ExportFlags {
   allMarkets?: boolean;
   date?: string;
   hour?: string;
+  include?: string;
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -119,6 +122,15 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
     hour = Number(f.hour);
     if (!/^\d{1,2}$/.test(f.hour) || hour > 23) throw new ExportUsageError(`--hour must be a UTC hour from 0 to 23, got ${JSON.stringify(f.hour)}`);
   }
+  let include: Array<'source' | 'record'> | undefined;
+  if (f.include !== undefined) {
+    if (kind !== 'raw' || all) throw new ExportUsageError('--include is for raw exports of one market');
+    const items = f.include.split(',').map((x) => x.trim());
+    const bad = items.find((x) => x !== 'source' && x !== 'record');
+    if (bad !== undefined) throw new ExportUsageError(`--include takes source and record (comma-separated), got ${JSON.stringify(bad)}`);
+    // The API's order: source, then record.
+    include = (['source', 'record'] as const).filter((x) => items.includes(x));
+  }
   if (f.out === undefined || f.out === '') throw new ExportUsageError('export needs --out FILE');
   const key = f.key ?? env.BOOKTAPE_API_KEY;
   if (!key) throw new ExportUsageError('export needs an API key: --key or BOOKTAPE_API_KEY');
@@ -144,6 +156,7 @@ export function parseExportOptions(f: ExportFlags, env: NodeJS.ProcessEnv = proc
     out: f.out,
     progress: f.progress ?? true,
     ...(slug !== undefined ? { slug } : {}),
+    ...(include !== undefined ? { include } : {}),
   };
 }
 
@@ -158,6 +171,7 @@ export function exportUrl(o: ExportOptions): string {
   const q = new URLSearchParams({ ...market, start_date: o.from, end_date: o.to, kind: o.kind, format: o.format });
   if (o.resolution !== undefined) q.set('resolution', String(o.resolution));
   if (o.asset !== undefined) q.set('asset_id', o.asset);
+  if (o.include !== undefined && o.include.length > 0) q.set('include', o.include.join(','));
   return `${o.api}/api/v1/${o.venue}/market/export?${q}`;
 }
 

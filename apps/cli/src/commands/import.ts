@@ -1,9 +1,11 @@
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import cliProgress from 'cli-progress';
-import { parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
+import { createLogger, parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
+import type { Venue } from '@booktape/domain';
+import { importCaptureFiles } from '@booktape/ingestor';
 import { RollupQueue, type PartitionRef } from '@booktape/messaging';
-import { ImportError, PMXT_FORMAT, detectImportFormat, importPmxtFile, migrate, openClickHouse, type ClickHouse, type ImportFormat, type ImportResult } from '@booktape/storage';
+import { ImportError, PMXT_FORMAT, detectImportFormat, importBooktapeFile, importPmxtFile, migrate, openClickHouse, type ClickHouse, type ImportFormat, type ImportResult } from '@booktape/storage';
 import { chooseRedis } from '../local-services.ts';
 import { DownloadError, fetchToTemp, isUrl, urlFileName } from './fetch-file.ts';
 
@@ -14,11 +16,19 @@ export interface ImportOptions {
   format?: ImportFormat | undefined;
   /** Mark the imported days for the rollup workers (summaries, cross-checks). */
   rollup: boolean;
+  /** Only files of this venue: a file of the other is refused (`--venue`). */
+  venue?: Venue | undefined;
 }
+
+/** The files a directory holds that import reads: Parquet, booktape CSV exports, capture files. */
+const IMPORTED_NAME = /\.(parquet|csv\.gz|csv|ndjson|ndjson\.gz)$/;
 
 const REDIS_TIMEOUT_MS = 15_000;
 
-/** The files to import, in order: each path as given; a directory's `.parquet` files by name (hour order for PMXT); a URL as given. */
+/**
+ * The files to import, in order: each path as given; a directory's `.parquet`, `.csv.gz`,
+ * `.csv`, `.ndjson[.gz]` files by name (hour order for PMXT, time order for capture files); a URL as given.
+ */
 export async function importFiles(paths: readonly string[]): Promise<string[]> {
   const out: string[] = [];
   for (const p of paths) {
@@ -30,8 +40,8 @@ export async function importFiles(paths: readonly string[]): Promise<string[]> {
     const s = await stat(p).catch(() => null);
     if (s === null) throw new ImportError(p, 'no such file or directory');
     if (s.isDirectory()) {
-      const names = (await readdir(p)).filter((n) => n.endsWith('.parquet')).sort();
-      if (names.length === 0) throw new ImportError(p, 'directory without .parquet files');
+      const names = (await readdir(p)).filter((n) => IMPORTED_NAME.test(n)).sort();
+      if (names.length === 0) throw new ImportError(p, 'directory without files to import (.parquet, .csv.gz, .csv, .ndjson, .ndjson.gz)');
       out.push(...names.map((n) => path.join(p, n)));
     } else out.push(p);
   }
@@ -40,8 +50,8 @@ export async function importFiles(paths: readonly string[]): Promise<string[]> {
 
 function line(r: ImportResult): string {
   const s = (r.ms / 1000).toFixed(1);
-  const skipped = r.skipped > 0 ? `, ${r.skipped} of event types not imported` : '';
-  if (r.rows === 0) return `${r.file}: no rows (an empty hour) in ${s} s`;
+  const skipped = r.skipped > 0 ? `, ${r.skipped} ${r.skippedWhat ?? 'of event types not imported'}` : '';
+  if (r.rows === 0) return `${r.file}: no rows${r.source.startsWith('import:pmxt-v2:') ? ' (an empty hour)' : ''} in ${s} s`;
   const superseded = r.superseded > 0 ? `, ${r.superseded} of earlier imports replaced by captured records` : '';
   return `${r.file}: ${r.rows} rows, ${r.inserted} records stored, ${r.alreadyStored} already stored${skipped}${superseded}, in ${s} s`;
 }
@@ -66,31 +76,33 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
   const failed: string[] = [];
   let stored = 0;
   let superseded = 0;
-  const tty = process.stderr.isTTY === true;
-  const bar = new cliProgress.SingleBar(
-    { format: 'import [{bar}] {value}/{total} files | {file}', stream: process.stderr, noTTYOutput: false, hideCursor: tty, clearOnComplete: true },
-    cliProgress.Presets.shades_classic,
-  );
+  const progress = importProgress(process.stderr);
+  const ctx: FileContext = { venue: opts.venue, workerId: platform.workerId, progress };
   try {
     await migrate(ch);
-    if (tty && files.length > 1) bar.start(files.length, 0, { file: '' });
-    for (const [i, file] of files.entries()) {
-      if (tty && files.length > 1) bar.update(i, { file: path.basename(file) });
+    progress.start(files.length);
+    let done = 0;
+    for (const unit of await importUnits(ch, files, opts.format)) {
+      progress.file(done, unit.files[0]!);
       try {
-        const r = await importOne(ch, file, opts.format);
+        const r = await importUnit(ch, unit, ctx);
         stored += r.inserted;
         superseded += r.superseded;
-        for (const p of r.partitions) parts.set(`${p.market}|${p.asset}|${p.date}`, { venue: 'exchange-a', ...p });
-        if (tty && files.length > 1) bar.update(i + 1);
-        process.stdout.write(`${line(r)}\n`);
+        for (const p of r.partitions) {
+          const venue = p.venue ?? r.venue ?? 'exchange-a';
+          parts.set(`${venue}|${p.market}|${p.asset}|${p.date}`, { venue, market: p.market, asset: p.asset, date: p.date });
+        }
+        progress.log(process.stdout, line(r));
       } catch (e) {
         if (!(e instanceof ImportError) && !(e instanceof DownloadError)) throw e;
-        failed.push(file);
-        process.stderr.write(`${tty && files.length > 1 ? '\n' : ''}booktape import: ${e.message}\n`);
+        failed.push(...unit.files);
+        progress.log(process.stderr, `booktape import: ${e.message}`);
       }
+      done += unit.files.length;
+      progress.file(done, unit.files[unit.files.length - 1]!);
     }
   } finally {
-    bar.stop();
+    progress.stop();
     await ch.close();
   }
   process.stdout.write(`${files.length - failed.length} of ${files.length} file(s) imported, ${stored} records stored\n`);
@@ -108,11 +120,55 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
  * name, so the source is `import:<format>:<that name>` as for a local copy, and every error
  * names the URL. The download is deleted once imported or refused.
  */
-async function importOne(ch: ClickHouse, file: string, format: ImportFormat | undefined): Promise<ImportResult> {
-  if (!isUrl(file)) return importFormat(ch, file, format);
+/** What one import step takes: one file, or consecutive local capture files (one replay of them). */
+interface ImportUnit {
+  files: string[];
+  /** Given or told from the file; undefined for a URL (told once downloaded); an error when it cannot be told. */
+  format: ImportFormat | undefined | ImportError;
+}
+
+/**
+ * The files' formats, told before anything is imported, and the steps: consecutive local
+ * capture files form one step, so that a capture rotated over several files is replayed as
+ * one (docs/rules/imports.md#capture-files).
+ */
+async function importUnits(ch: ClickHouse, files: readonly string[], given: ImportFormat | undefined): Promise<ImportUnit[]> {
+  const units: ImportUnit[] = [];
+  for (const file of files) {
+    let format: ImportUnit['format'] = given;
+    if (format === undefined && !isUrl(file)) {
+      format = await detectImportFormat(ch, file).catch((e: unknown) => {
+        if (e instanceof ImportError) return e;
+        throw e;
+      });
+    }
+    const last = units[units.length - 1];
+    if (format === 'capture' && !isUrl(file) && last?.format === 'capture' && !isUrl(last.files[0]!)) last.files.push(file);
+    else units.push({ files: [file], format });
+  }
+  return units;
+}
+
+async function importUnit(ch: ClickHouse, unit: ImportUnit, ctx: FileContext): Promise<ImportResult> {
+  if (unit.format instanceof ImportError) throw unit.format;
+  if (unit.format === 'capture' && unit.files.length > 1) return importCapture(ch, unit.files, ctx);
+  return importOne(ch, unit.files[0]!, unit.format, ctx);
+}
+
+function importCapture(ch: ClickHouse, files: string[], ctx: FileContext): Promise<ImportResult> {
+  return importCaptureFiles(ch, files, {
+    workerId: ctx.workerId,
+    log: createLogger('import', process.env.LOG_LEVEL?.trim() || 'warn'),
+    onProgress: (p) => ctx.progress.detail(`${path.basename(p.file)}: ${p.frames}/${p.totalFrames} lines`),
+    ...(ctx.venue !== undefined ? { venue: ctx.venue } : {}),
+  });
+}
+
+async function importOne(ch: ClickHouse, file: string, format: ImportFormat | undefined, ctx: FileContext): Promise<ImportResult> {
+  if (!isUrl(file)) return importFormat(ch, file, format, ctx);
   const d = await fetchToTemp(file);
   try {
-    return { ...(await importFormat(ch, d.file, format)), file };
+    return { ...(await importFormat(ch, d.file, format, ctx)), file };
   } catch (e) {
     if (e instanceof ImportError) throw new ImportError(file, e.reason, e.row);
     throw e;
@@ -121,13 +177,99 @@ async function importOne(ch: ClickHouse, file: string, format: ImportFormat | un
   }
 }
 
-/** A local file in its format: given, or told from the file. Only PMXT v2 is imported so far. */
-async function importFormat(ch: ClickHouse, file: string, given: ImportFormat | undefined): Promise<ImportResult> {
+interface FileContext {
+  venue: Venue | undefined;
+  /** The worker a capture file's records are stamped with, as replay stamps them (WORKER_ID). */
+  workerId: number;
+  progress: ImportProgress;
+}
+
+/** A local file in its format: given, or told from the file. */
+async function importFormat(ch: ClickHouse, file: string, given: ImportFormat | undefined, ctx: FileContext): Promise<ImportResult> {
   const format = given ?? (await detectImportFormat(ch, file));
-  if (format === PMXT_FORMAT) return importPmxtFile(ch, file);
-  const what = given === undefined ? `a ${format} file` : `--format ${format}`;
-  const instead = format === 'capture' ? '; store a capture file with `booktape replay FILE`' : '';
-  throw new ImportError(file, `${what}: importing this format is not implemented yet (only ${PMXT_FORMAT})${instead}; nothing imported`);
+  if (format === PMXT_FORMAT) {
+    if (ctx.venue !== undefined && ctx.venue !== 'exchange-a') throw new ImportError(file, `a PMXT v2 file holds exchange-a records, not ${ctx.venue} (--venue); nothing imported`);
+    return importPmxtFile(ch, file);
+  }
+  if (format === 'booktape-parquet' || format === 'booktape-csv') return importBooktapeFile(ch, file, format, ctx.venue !== undefined ? { venue: ctx.venue } : {});
+  return importCapture(ch, [file], ctx);
+}
+
+export interface ImportProgress {
+  start(files: number): void;
+  /** `done` files are done; `file` is the one at hand. */
+  file(done: number, file: string): void;
+  /** Progress within the file at hand (a capture file's lines). */
+  detail(text: string): void;
+  /** A line of output that must not be drawn over by the bar. */
+  log(stream: NodeJS.WritableStream, text: string): void;
+  stop(): void;
+}
+
+/**
+ * The import's progress on stderr: on a terminal, a bar of the files with the one at hand
+ * and its own progress where there is one (cli-progress, which replay and export use
+ * already); elsewhere (a pipe, a log, a test), a plain line every `everyMs` (10 s) while an
+ * import runs, and so none for an import that ends before.
+ */
+export function importProgress(stream: NodeJS.WritableStream & { isTTY?: boolean }, everyMs = 10_000): ImportProgress {
+  const tty = stream.isTTY === true;
+  let total = 0;
+  let done = 0;
+  let name = '';
+  let detail = '';
+  if (!tty) {
+    let timer: NodeJS.Timeout | undefined;
+    return {
+      start(files) {
+        total = files;
+        timer = setInterval(() => stream.write(`import: ${done}/${total} file(s) done; at ${name}${detail ? ` (${detail})` : ''}\n`), everyMs);
+        timer.unref();
+      },
+      file(n, file) {
+        done = n;
+        name = path.basename(file);
+        detail = '';
+      },
+      detail(text) {
+        detail = text;
+      },
+      log(out, text) {
+        out.write(`${text}\n`);
+      },
+      stop() {
+        clearInterval(timer);
+      },
+    };
+  }
+  const bar = new cliProgress.SingleBar(
+    { format: 'import [{bar}] {value}/{total} files | {duration_formatted} | {file} {detail}', stream, hideCursor: true, clearOnComplete: true },
+    cliProgress.Presets.shades_classic,
+  );
+  let running = false;
+  return {
+    start(files) {
+      bar.start(files, 0, { file: '', detail: '' });
+      running = true;
+    },
+    file(n, file) {
+      name = path.basename(file);
+      if (running) bar.update(n, { file: name, detail: '' });
+    },
+    detail(text) {
+      if (running) bar.update({ file: name, detail: text });
+    },
+    log(out, text) {
+      // The bar's line is cleared first, and drawn again below the text.
+      if (running) stream.write('\r\x1b[K');
+      out.write(`${text}\n`);
+      if (running) bar.render();
+    },
+    stop() {
+      if (running) bar.stop();
+      running = false;
+    },
+  };
 }
 
 /**

@@ -4139,7 +4139,7 @@ export interface operations {
                 resolution?: number;
                 /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
                 format?: "csv" | "parquet";
-                /** @description Fields to add to every record (kind=raw only; a last column), comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                /** @description Fields to add to every record (kind=raw only; last columns), comma-separated, in this order. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). record: the stored record whole as JSON text, on the first row of each record (empty on the rows of its other levels), so that `booktape import` rebuilds it exactly (docs/rules/imports.md, "booktape's own exports"). Absent: the records as always. */
                 include?: string;
                 /** @description kind=summary: one outcome token (Outcome token (CLOB token) id within the condition.); default every token with data in the range. */
                 asset_id?: string;
@@ -4273,7 +4273,7 @@ export interface operations {
                 resolution?: number;
                 /** @description csv (default): a gzipped CSV file; parquet: a Parquet file with typed columns. */
                 format?: "csv" | "parquet";
-                /** @description Fields to add to every record (kind=raw only; a last column), comma-separated. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). Absent: the records as always. */
+                /** @description Fields to add to every record (kind=raw only; last columns), comma-separated, in this order. source: where the record came from, `capture:worker-<worker_id>` (own capture) or `import:<format>:<file>` (docs/api.md, "Records"). record: the stored record whole as JSON text, on the first row of each record (empty on the rows of its other levels), so that `booktape import` rebuilds it exactly (docs/rules/imports.md, "booktape's own exports"). Absent: the records as always. */
                 include?: string;
             };
             header?: never;
