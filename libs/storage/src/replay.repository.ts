@@ -1,4 +1,5 @@
-import { utcDate, type Venue } from '@booktape/domain';
+import { isoMs, utcDate, type ExchangeAEvent, type ExchangeBRecord, type Venue } from '@booktape/domain';
+import { BOOK_ROW_COLUMNS, readExchangeABookRow, readExchangeBBookRow, RowBinaryReader } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
 
@@ -35,6 +36,45 @@ export interface ReplayRow {
   /** The stored record (the payload), JSON text. */
   payload: string;
 }
+
+/** Exchange A: one stored record of a typed replay read (ReplayRepository.recordsA). */
+export interface ReplayRecordA {
+  /** Event time, Unix ms. */
+  ts: number;
+  /** The venue frame the record came in: ingest_seq >> 11 (the records of one frame share it), exact as a number. */
+  frame: number;
+  market: string;
+  /** The asset id ('' for market-level events). */
+  asset: string;
+  /** The served record's named fields; the whole served record where the row has a residue (`extra` then ''). */
+  record: ExchangeAEvent;
+  /** The venue fields the record does not name, as JSON members without braces ('' when none). */
+  extra: string;
+}
+
+/** Exchange B: one stored record of a typed replay read (ReplayRepository.recordsB). */
+export interface ReplayRecordB {
+  /** Event time, Unix ms. */
+  ts: number;
+  /** The served record. */
+  record: ExchangeBRecord;
+}
+
+interface SubRead<T> {
+  rows: T[];
+  /** The last row's serving-order key (as the keyset parameters take it); null when no row. */
+  last: string[] | null;
+}
+
+interface RowKey {
+  ts: number;
+  hi: number;
+  lo: number;
+  ties: string[];
+}
+
+/** 2^21: a UInt64 ingest_seq's high 32 bits, shifted right by 11, as a number. */
+const FRAME_HI = 2 ** 21;
 
 interface Columns {
   market: string;
@@ -103,47 +143,13 @@ export class ReplayRepository {
    * cancels the read and gives it back.
    */
   async *rows(venue: Venue, markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRow> {
-    if (markets.length === 0 || fromMs > toMs) return;
     const c = COLUMNS[venue];
-    const table = this.ch.table(RAW_TABLE[venue]);
-    const keyCols = ['event_ts', 'ingest_seq', 'dedup_id', c.market, ...c.ties];
     const key = `toJSONString([toString(toUnixTimestamp64Milli(event_ts)), toString(ingest_seq), dedup_id, ${c.market}${c.ties.map((t) => `, toString(${t})`).join('')}])`;
-    const assetSql = venue === 'exchange-a' && o.assets !== undefined ? `AND (asset_id IN {assets:Array(String)} OR asset_id = '')` : '';
-    const n = o.subReadRows ?? REPLAY_SUB_READ_ROWS;
-    const ch = this.ch;
-
-    interface Batch {
-      rows: ReplayRow[];
-      /** Where the next sub-read starts; null: the window is read. */
-      next: { lower: number; after: string[] | null; slice: number } | null;
-    }
-    const fetch = async (lower: number, after: string[] | null, slice: number): Promise<Batch> => {
-      const upper = Math.min(toMs, lower + slice - 1);
-      const afterSql = after ? `AND (${keyCols.join(', ')}) > (fromUnixTimestamp64Milli({a0:Int64}, 'UTC'), {a1:UInt64}, {a2:String}, {a3:String}${c.ties.map((_, i) => `, {a${4 + i}:String}`).join('')})` : '';
-      const params: Record<string, unknown> = { markets: [...markets], lower, upper, first_date: utcDate(lower), last_date: utcDate(upper), n };
-      if (o.assets !== undefined) params.assets = [...o.assets];
-      if (after) after.forEach((v, i) => (params[`a${i}`] = i === 0 ? Number(v) : v));
+    const read = async (sql: string, params: Record<string, unknown>): Promise<SubRead<ReplayRow>> => {
+      const rs = await this.ch.client.query({ query: sql, query_params: params, format: 'TabSeparatedRaw', ...(o.signal ? { abort_signal: o.signal } : {}) });
+      const text = await rs.text();
       const rows: ReplayRow[] = [];
       let last: string[] | null = null;
-      // A bounded sub-read (at most n rows) asked whole, not streamed: the embedded engine
-      // starts a stream synchronously on the event loop, and this read's sort runs before its
-      // first row, so a streamed sub-read held the whole API process for tens of ms each
-      // (the replay benchmark's largest self time). Asked whole, it runs on the engine's own
-      // thread, beside the frames of the previous sub-read being sent.
-      const rs = await ch.client.query({
-        query: `SELECT concat(${key}, '\\t', payload) AS line FROM ${table} FINAL
-          WHERE ${c.market} IN {markets:Array(String)} ${assetSql}
-            AND event_date >= {first_date:Date} AND event_date <= {last_date:Date}
-            AND event_ts >= fromUnixTimestamp64Milli({lower:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({upper:Int64}, 'UTC')
-            ${afterSql}
-          ORDER BY ${keyCols.join(', ')}
-          LIMIT {n:UInt32}
-          SETTINGS max_threads = 1`,
-        query_params: params,
-        format: 'TabSeparatedRaw',
-        ...(o.signal ? { abort_signal: o.signal } : {}),
-      });
-      const text = await rs.text();
       for (let at = 0; at < text.length; ) {
         let nl = text.indexOf('\n', at);
         if (nl < 0) nl = text.length;
@@ -155,6 +161,144 @@ export class ReplayRepository {
         last = k;
         rows.push({ ts: Number(k[0]), seq: k[1]!, market: k[3]!, tie: k[4]!, payload: line.slice(tab + 1) });
       }
+      return { rows, last };
+    };
+    for await (const batch of this.subReads(venue, markets, fromMs, toMs, o, `concat(${key}, '\\t', payload) AS line`, read)) yield* batch;
+  }
+
+  /**
+   * Exchange A: the stored records of `markets` (and `o.assets`) in serving order, like
+   * `rows`, one array per sub-read, read from the typed columns in RowBinary (the engine makes
+   * no JSON: rebuilding the served payload was about half of a sub-read's time, and its key
+   * a quarter). Each record is the served record's named fields (book-rows.ts), with the
+   * venue extras beside it as the table keeps them; the served record is
+   * `{...extra, ...record}` (its key order too), or, where the row has a residue, the
+   * residue's record itself (`record`, with `extra` '').
+   */
+  recordsA(markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordA[]> {
+    const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, market, toString(asset_id), toString(event_type), toUInt8(residue != ''), extra, ${BOOK_ROW_COLUMNS['exchange-a']}`;
+    return this.subReads('exchange-a', markets, fromMs, toMs, o, select, this.binary(o, (r, keys) => {
+      const ts = r.i64();
+      const lo = r.u32();
+      const hi = r.u32();
+      const dedup = r.string();
+      const market = r.string();
+      const asset = r.string();
+      const type = r.string();
+      const hasResidue = r.u8() === 1;
+      const extra = r.string();
+      const record = readExchangeABookRow(r, market, asset);
+      keys.ts = ts;
+      keys.hi = hi;
+      keys.lo = lo;
+      keys.ties = [dedup, market, asset, type];
+      return { ts, frame: hi * FRAME_HI + (lo >>> 11), market, asset, record, extra: hasResidue ? '' : extra };
+    }));
+  }
+
+  /**
+   * Exchange B: the stored records of `tickers` in serving order, like `rows`, one array
+   * per sub-read, read from the typed columns in RowBinary: each record is the served
+   * record (JSON.parse of `payload` gives the same value).
+   */
+  recordsB(tickers: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordB[]> {
+    const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, ticker, toString(record_type), toUInt8(residue != ''),
+      if(isNull(venue_ts), NULL, toUnixTimestamp64Milli(assumeNotNull(venue_ts))), market_id, data, ${BOOK_ROW_COLUMNS['exchange-b']}`;
+    return this.subReads('exchange-b', tickers, fromMs, toMs, o, select, this.binary(o, (r, keys) => {
+      const ts = r.i64();
+      const lo = r.u32();
+      const hi = r.u32();
+      const dedup = r.string();
+      const ticker = r.string();
+      const type = r.string();
+      const hasResidue = r.u8() === 1;
+      const venueMs = r.nullableI64();
+      const marketId = r.u8() === 1 ? null : r.string();
+      const data = r.string();
+      const record = readExchangeBBookRow(r, ticker);
+      if (!hasResidue) {
+        const vts = venueMs === null ? null : isoMs(venueMs);
+        if (type === 'snapshot' || type === 'delta') {
+          record.venue_ts = vts;
+          record.market_id = marketId;
+        } else if (type !== 'gap') {
+          record.venue_ts = vts;
+          record.data = JSON.parse(data) as Record<string, unknown>;
+        }
+      }
+      keys.ts = ts;
+      keys.hi = hi;
+      keys.lo = lo;
+      keys.ties = [dedup, ticker, type];
+      return { ts, record };
+    }));
+  }
+
+  /** A sub-read in RowBinary, decoded row by row; `keys` receives each row's serving-order key (the last one continues the read). */
+  private binary<T>(o: ReplayReadOptions, row: (r: RowBinaryReader, keys: RowKey) => T): (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>> {
+    return async (sql, params) => {
+      const rs = await this.ch.client.exec({ query: `${sql}\nFORMAT RowBinary`, query_params: params, ...(o.signal ? { abort_signal: o.signal } : {}) });
+      const chunks: Buffer[] = [];
+      for await (const c of rs.stream as AsyncIterable<Buffer>) chunks.push(c);
+      const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      const r = new RowBinaryReader();
+      r.reset(buf);
+      const rows: T[] = [];
+      const keys: RowKey = { ts: 0, hi: 0, lo: 0, ties: [] };
+      while (r.pos < buf.length) rows.push(row(r, keys));
+      const last = rows.length === 0 ? null : [String(keys.ts), ((BigInt(keys.hi) << 32n) | BigInt(keys.lo)).toString(), ...keys.ties];
+      return { rows, last };
+    };
+  }
+
+  /**
+   * The window as a chain of bounded sub-reads (keyset on the serving order, time slices
+   * that follow the density), each read by `read` with `select` as its columns; the next one
+   * is fetched while the consumer works through the current one (at most two held).
+   */
+  private async *subReads<T>(
+    venue: Venue,
+    markets: readonly string[],
+    fromMs: number,
+    toMs: number,
+    o: ReplayReadOptions,
+    select: string,
+    read: (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>>,
+  ): AsyncGenerator<T[]> {
+    if (markets.length === 0 || fromMs > toMs) return;
+    const c = COLUMNS[venue];
+    const table = this.ch.table(RAW_TABLE[venue]);
+    const keyCols = ['event_ts', 'ingest_seq', 'dedup_id', c.market, ...c.ties];
+    const assetSql = venue === 'exchange-a' && o.assets !== undefined ? `AND (asset_id IN {assets:Array(String)} OR asset_id = '')` : '';
+    const n = o.subReadRows ?? REPLAY_SUB_READ_ROWS;
+
+    interface Batch {
+      rows: T[];
+      /** Where the next sub-read starts; null: the window is read. */
+      next: { lower: number; after: string[] | null; slice: number } | null;
+    }
+    const fetch = async (lower: number, after: string[] | null, slice: number): Promise<Batch> => {
+      const upper = Math.min(toMs, lower + slice - 1);
+      const afterSql = after ? `AND (${keyCols.join(', ')}) > (fromUnixTimestamp64Milli({a0:Int64}, 'UTC'), {a1:UInt64}, {a2:String}, {a3:String}${c.ties.map((_, i) => `, {a${4 + i}:String}`).join('')})` : '';
+      const params: Record<string, unknown> = { markets: [...markets], lower, upper, first_date: utcDate(lower), last_date: utcDate(upper), n };
+      if (o.assets !== undefined) params.assets = [...o.assets];
+      if (after) after.forEach((v, i) => (params[`a${i}`] = i === 0 ? Number(v) : v));
+      // A bounded sub-read (at most n rows) asked whole, not streamed: the embedded engine
+      // starts a stream synchronously on the event loop, and this read's sort runs before its
+      // first row, so a streamed sub-read held the whole API process for tens of ms each
+      // (the replay benchmark's largest self time). Asked whole, it runs on the engine's own
+      // thread, beside the frames of the previous sub-read being sent.
+      const { rows, last } = await read(
+        `SELECT ${select} FROM ${table} FINAL
+          WHERE ${c.market} IN {markets:Array(String)} ${assetSql}
+            AND event_date >= {first_date:Date} AND event_date <= {last_date:Date}
+            AND event_ts >= fromUnixTimestamp64Milli({lower:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({upper:Int64}, 'UTC')
+            ${afterSql}
+          ORDER BY ${keyCols.join(', ')}
+          LIMIT {n:UInt32}
+          SETTINGS max_threads = 1`,
+        params,
+      );
       // The slice held more: continue inside it after the last key, with smaller slices later.
       // The next slice spans about the time this one's rows did (a dense stretch is read in slices of ~n rows).
       if (rows.length >= n && last) return { rows, next: { lower: Number(last[0]), after: last, slice: Math.max(MIN_SLICE_MS, Number(last[0]) - lower + 1) } };
@@ -170,7 +314,7 @@ export class ReplayRepository {
         ahead = batch.next ? fetch(batch.next.lower, batch.next.after, batch.next.slice) : null;
         // A read ahead that fails is reported when it is awaited, never as an unhandled rejection.
         ahead?.catch(() => undefined);
-        for (const r of batch.rows) yield r;
+        if (batch.rows.length > 0) yield batch.rows;
         if (!ahead) return;
         current = ahead;
         ahead = null;
