@@ -48,8 +48,10 @@ export interface ReplayRecordA {
   asset: string;
   /** The served record's named fields; the whole served record where the row has a residue (`extra` then ''). */
   record: ExchangeAEvent;
-  /** The venue fields the record does not name, as JSON members without braces ('' when none). */
+  /** The venue fields the record does not name, as JSON members without braces ('' when none, and where `residue`). */
   extra: string;
+  /** The row kept the record's own text (the typed columns do not give it back exactly): `record` is that text's value. */
+  residue: boolean;
 }
 
 /** Exchange B: one stored record of a typed replay read (ReplayRepository.recordsB). */
@@ -192,7 +194,7 @@ export class ReplayRepository {
       keys.hi = hi;
       keys.lo = lo;
       keys.ties = [dedup, market, asset, type];
-      return { ts, frame: hi * FRAME_HI + (lo >>> 11), market, asset, record, extra: hasResidue ? '' : extra };
+      return { ts, frame: hi * FRAME_HI + (lo >>> 11), market, asset, record, extra: hasResidue ? '' : extra, residue: hasResidue };
     }));
   }
 

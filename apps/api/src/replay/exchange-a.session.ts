@@ -1,7 +1,7 @@
 import { bookAt, type BookReader } from '@booktape/summaries';
 import type { WebSocket } from 'ws';
 import type { ReplayRepository } from '@booktape/storage';
-import { ExchangeAFrameEncoder, openingBook } from './exchange-a.frames.ts';
+import { ExchangeAFrameWriter, openingBook, type OutFrame } from './exchange-a.frames.ts';
 import { ReplaySocket, type ReplayOutcome, type ReplayWindow, type VenueReplay } from './replay-socket.ts';
 
 /**
@@ -76,23 +76,34 @@ export function runExchangeA(ws: WebSocket, w: ReplayWindow, deps: ExchangeADeps
       const b = await bookAt(deps.books, { venue: 'exchange-a', market, asset: a }, w.fromMs - 1, FULL_DEPTH);
       if (b.known) opening.push(openingBook(a, market, b.sides[0], b.sides[1], b.asOfMs ?? w.fromMs - 1));
     }
-    const enc = new ExchangeAFrameEncoder();
-    const rows = deps.replay.rows('exchange-a', [...new Set(markets.values())], w.fromMs, w.toMs, { assets: [...markets.keys()], signal: s.signal });
+    const enc = new ExchangeAFrameWriter();
+    const out: OutFrame[] = [];
+    /** The frames written so far, each at its time; sent at once while the client keeps up and nothing is due later. */
+    const flush = async (): Promise<void> => {
+      for (const f of out) if (!s.trySend(f.text, f.ts)) await s.sendAt(f.text, f.ts);
+      out.length = 0;
+    };
+    // Typed reads: each record's frame is written here from its columns (exchange-a.frames.ts).
+    const batches = deps.replay.recordsA([...new Set(markets.values())], w.fromMs, w.toMs, { assets: [...markets.keys()], signal: s.signal });
     try {
       // The first rows are read before the clock starts: a paced replay starts on time.
-      let r = await rows.next();
+      let b = await batches.next();
       await s.send(JSON.stringify(opening));
       s.clockStarts();
-      for (; !r.done; r = await rows.next()) {
-        const row = r.value;
-        if (row.tie !== '' && !subscribed!.has(row.tie)) continue;
-        for (const f of enc.push(JSON.parse(row.payload) as Record<string, unknown>, row.seq)) await s.sendAt(f.text, f.ts);
+      for (; !b.done; b = await batches.next()) {
+        for (const rec of b.value) {
+          // Checked record by record: an unsubscribe stops an asset's events from the next one on.
+          if (rec.asset !== '' && !subscribed!.has(rec.asset)) continue;
+          enc.push(rec, out);
+          if (out.length > 0) await flush();
+        }
       }
     } finally {
       // Cancels the read (and gives its session back) on every way out.
-      await rows.return(undefined);
+      await batches.return(undefined);
     }
-    for (const f of enc.end()) await s.sendAt(f.text, f.ts);
+    enc.end(out);
+    await flush();
     s.finish('done', 1000, 'end of the replay window');
   }
 
