@@ -89,8 +89,15 @@ const COLUMNS: Record<Venue, Columns> = {
   'exchange-b': { market: 'ticker', ties: ['record_type'] },
 };
 
-/** Rows one sub-read returns at most. */
+/** Rows one sub-read of `rows` (the payload text) returns at most. */
 export const REPLAY_SUB_READ_ROWS = 5_000;
+/**
+ * Rows one typed sub-read (recordsA, recordsB) returns at most: about 4 MB of RowBinary for
+ * book-event rows. Each query has a fixed cost in the engine of some ms whatever its size,
+ * so larger sub-reads read a dense day several times faster (measured: 5,000-row sub-reads
+ * about 40,000 records/s, 20,000-row ones about 135,000/s).
+ */
+export const REPLAY_TYPED_SUB_READ_ROWS = 20_000;
 /** The first time slice, and its bounds. */
 const FIRST_SLICE_MS = 15 * 60_000;
 const MIN_SLICE_MS = 10;
@@ -179,7 +186,7 @@ export class ReplayRepository {
    */
   recordsA(markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordA[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, market, toString(asset_id), toString(event_type), toUInt8(residue != ''), extra, ${BOOK_ROW_COLUMNS['exchange-a']}`;
-    return this.subReads('exchange-a', markets, fromMs, toMs, o, select, this.binary(o, (r, keys) => {
+    return this.subReads('exchange-a', markets, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, (r, keys) => {
       const ts = r.i64();
       const lo = r.u32();
       const hi = r.u32();
@@ -206,7 +213,7 @@ export class ReplayRepository {
   recordsB(tickers: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordB[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, ticker, toString(record_type), toUInt8(residue != ''),
       if(isNull(venue_ts), NULL, toUnixTimestamp64Milli(assumeNotNull(venue_ts))), market_id, data, ${BOOK_ROW_COLUMNS['exchange-b']}`;
-    return this.subReads('exchange-b', tickers, fromMs, toMs, o, select, this.binary(o, (r, keys) => {
+    return this.subReads('exchange-b', tickers, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, (r, keys) => {
       const ts = r.i64();
       const lo = r.u32();
       const hi = r.u32();
@@ -305,7 +312,8 @@ export class ReplayRepository {
       // The next slice spans about the time this one's rows did (a dense stretch is read in slices of ~n rows).
       if (rows.length >= n && last) return { rows, next: { lower: Number(last[0]), after: last, slice: Math.max(MIN_SLICE_MS, Number(last[0]) - lower + 1) } };
       if (upper >= toMs) return { rows, next: null };
-      return { rows, next: { lower: upper + 1, after: null, slice: rows.length < n / 4 ? Math.min(MAX_SLICE_MS, slice * 2) : slice } };
+      // A slice that came back short of n rows: the next one is longer, aiming at about 3/4 of n (at most 4 times as long).
+      return { rows, next: { lower: upper + 1, after: null, slice: rows.length < n / 2 ? Math.min(MAX_SLICE_MS, slice * Math.min(4, Math.max(1, Math.floor((0.75 * n) / Math.max(1, rows.length))))) : slice } };
     };
 
     let current: Promise<Batch> = fetch(fromMs, null, FIRST_SLICE_MS);
