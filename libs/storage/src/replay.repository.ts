@@ -1,3 +1,5 @@
+import { performance } from 'node:perf_hooks';
+import { setImmediate as turn } from 'node:timers/promises';
 import { isoMs, utcDate, type ExchangeAEvent, type ExchangeBRecord, type Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, readExchangeABookRow, readExchangeBBookRow, RowBinaryReader } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
@@ -74,6 +76,9 @@ interface RowKey {
   lo: number;
   ties: string[];
 }
+
+/** A typed sub-read is decoded in runs of about this long (ms), with event-loop turns between. */
+const DECODE_SLICE_MS = 2;
 
 /** 2^21: a UInt64 ingest_seq's high 32 bits, shifted right by 11, as a number. */
 const FRAME_HI = 2 ** 21;
@@ -254,7 +259,17 @@ export class ReplayRepository {
       r.reset(buf);
       const rows: T[] = [];
       const keys: RowKey = { ts: 0, hi: 0, lo: 0, ties: [] };
-      while (r.pos < buf.length) rows.push(row(r, keys));
+      // Decoded in runs of a few ms with event-loop turns between them: a 20,000-row sub-read
+      // read ahead would otherwise hold the process (and every paced replay in it) for tens of ms.
+      let since = performance.now();
+      while (r.pos < buf.length) {
+        rows.push(row(r, keys));
+        if ((rows.length & 511) === 0 && performance.now() - since > DECODE_SLICE_MS) {
+          await turn();
+          if (o.signal?.aborted) throw new Error('replay read aborted');
+          since = performance.now();
+        }
+      }
       const last = rows.length === 0 ? null : [String(keys.ts), ((BigInt(keys.hi) << 32n) | BigInt(keys.lo)).toString(), ...keys.ties];
       return { rows, last };
     };

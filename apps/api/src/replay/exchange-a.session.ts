@@ -1,3 +1,5 @@
+import { performance } from 'node:perf_hooks';
+import { setImmediate as turn } from 'node:timers/promises';
 import { bookAt, type BookReader } from '@booktape/summaries';
 import type { WebSocket } from 'ws';
 import type { ReplayRepository } from '@booktape/storage';
@@ -19,6 +21,8 @@ import { ReplaySocket, type ReplayOutcome, type ReplayWindow, type VenueReplay }
 
 /** Asset ids one replay may name (the venue's practical limit is a few hundred a connection). */
 export const MAX_ASSETS = 500;
+/** A replay that never has to wait yields to the event loop after this long of sending. */
+const YIELD_MS = 5;
 /** Levels a side of the opening books: all of them. */
 const FULL_DEPTH = 1_000_000;
 
@@ -78,10 +82,18 @@ export function runExchangeA(ws: WebSocket, w: ReplayWindow, deps: ExchangeADeps
     }
     const enc = new ExchangeAFrameWriter();
     const out: OutFrame[] = [];
-    /** The frames written so far, each at its time; sent at once while the client keeps up and nothing is due later. */
-    const flush = async (): Promise<void> => {
-      for (const f of out) if (!s.trySend(f.text, f.ts)) await s.sendAt(f.text, f.ts);
+    let next = 0;
+    /** Sends the frames written so far while they may go at once (trySend); false: the rest must wait (sendRest). */
+    const sendNow = (): boolean => {
+      for (; next < out.length; next++) if (!s.trySend(out[next]!.text, out[next]!.ts)) return false;
       out.length = 0;
+      next = 0;
+      return true;
+    };
+    const sendRest = async (): Promise<void> => {
+      for (; next < out.length; next++) await s.sendAt(out[next]!.text, out[next]!.ts);
+      out.length = 0;
+      next = 0;
     };
     // Typed reads: each record's frame is written here from its columns (exchange-a.frames.ts).
     const batches = deps.replay.recordsA([...new Set(markets.values())], w.fromMs, w.toMs, { assets: [...markets.keys()], signal: s.signal });
@@ -90,12 +102,22 @@ export function runExchangeA(ws: WebSocket, w: ReplayWindow, deps: ExchangeADeps
       let b = await batches.next();
       await s.send(JSON.stringify(opening));
       s.clockStarts();
+      let since = performance.now();
       for (; !b.done; b = await batches.next()) {
-        for (const rec of b.value) {
+        const records = b.value;
+        for (let i = 0; i < records.length; i++) {
+          const rec = records[i]!;
           // Checked record by record: an unsubscribe stops an asset's events from the next one on.
           if (rec.asset !== '' && !subscribed!.has(rec.asset)) continue;
           enc.push(rec, out);
-          if (out.length > 0) await flush();
+          if (out.length > 0 && !sendNow()) {
+            await sendRest();
+            since = performance.now();
+          } else if ((i & 255) === 255 && performance.now() - since > YIELD_MS) {
+            // A run of frames that never waits yields now and then: the process's other work (and this socket's writes) goes on.
+            await turn();
+            since = performance.now();
+          }
         }
       }
     } finally {
@@ -103,7 +125,7 @@ export function runExchangeA(ws: WebSocket, w: ReplayWindow, deps: ExchangeADeps
       await batches.return(undefined);
     }
     enc.end(out);
-    await flush();
+    await sendRest();
     s.finish('done', 1000, 'end of the replay window');
   }
 

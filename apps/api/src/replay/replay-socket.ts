@@ -36,6 +36,8 @@ export interface ReplayWindow {
   /** Factor of real time; null: as fast as the client reads. */
   speed: number | null;
   log: Logger;
+  /** Told the bytes of the replayed frames written to the socket directly (not through `ws.send`), for the request log. */
+  sent?: (bytes: number) => void;
   /** Overrides for tests. */
   stallMs?: number;
   subscribeWaitMs?: number;
@@ -57,10 +59,58 @@ export interface VenueReplay<D> {
 
 class Gone extends Error {}
 
+/** Frames waiting to be written together are written once they hold this many bytes (or when the current work yields). */
+export const WRITE_BATCH_BYTES = 64 * 1024;
+
+/** What the replay reads of the websocket library's socket and sender to write frames beside it. */
+interface WsInternals {
+  _socket?: { write(b: Buffer): boolean; writable?: boolean };
+  _sender?: { _bufferedBytes?: number; _queue?: unknown[] };
+}
+
+/**
+ * Text messages as websocket frames, one after the other in one buffer (RFC 6455 5.2: a
+ * server's frames are unmasked; FIN and the text opcode, then the length in 7, 16 or 64 bits).
+ */
+export function textFrames(texts: readonly string[]): { buf: Buffer; payload: number } {
+  const lengths = new Array<number>(texts.length);
+  let total = 0;
+  let payload = 0;
+  for (let i = 0; i < texts.length; i++) {
+    const n = Buffer.byteLength(texts[i]!, 'utf8');
+    lengths[i] = n;
+    payload += n;
+    total += n + (n < 126 ? 2 : n < 65536 ? 4 : 10);
+  }
+  const buf = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (let i = 0; i < texts.length; i++) {
+    const n = lengths[i]!;
+    buf[at++] = 0x81;
+    if (n < 126) buf[at++] = n;
+    else if (n < 65536) {
+      buf[at++] = 126;
+      buf.writeUInt16BE(n, at);
+      at += 2;
+    } else {
+      buf[at++] = 127;
+      buf.writeUInt32BE(Math.floor(n / 2 ** 32), at);
+      buf.writeUInt32BE(n >>> 0, at + 4);
+      at += 8;
+    }
+    at += buf.write(texts[i]!, at, 'utf8');
+  }
+  return { buf, payload };
+}
+
 export class ReplaySocket {
   private readonly abort = new AbortController();
   private over = false;
   private corked = false;
+  /** Frames sent but not yet written (written together: writeBatch). */
+  private readonly pending: string[] = [];
+  private pendingChars = 0;
+  private writeScheduled = false;
   private t0 = 0;
   private resolve!: (o: ReplayOutcome) => void;
   private readonly subscribeTimer: NodeJS.Timeout;
@@ -103,7 +153,10 @@ export class ReplaySocket {
 
   /** A small answer outside the replayed stream (PONG, INVALID OPERATION): not paced, not held back. */
   control(text: string): void {
-    if (!this.over && this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+    if (!this.over && this.ws.readyState === WebSocket.OPEN) {
+      this.writeBatch();
+      this.ws.send(text);
+    }
   }
 
   /** Runs the replay once the client has subscribed; its failures end the socket with a clear code. */
@@ -139,10 +192,53 @@ export class ReplaySocket {
   trySend(text: string, ts: number): boolean {
     if (this.over) throw new Gone();
     if (this.w.speed !== null && this.dueIn(ts) > 0) return false;
-    if (this.ws.bufferedAmount >= HIGH_WATER) return false;
-    this.batch();
-    this.ws.send(text);
+    if (this.ws.bufferedAmount + this.pendingChars >= HIGH_WATER) return false;
+    this.enqueue(text);
     return true;
+  }
+
+  /**
+   * A frame to write with the others sent in the same run of work: one socket write for many
+   * frames, the frames made here (textFrames) rather than one header and one write each by
+   * the websocket library, which was most of a fast replay's time after the reads. Written
+   * when WRITE_BATCH_BYTES are waiting or when the work yields (nextTick), and before
+   * anything else is sent on the socket, so that the order stays the order sent. Where the
+   * library's internals are not as expected, the frame goes through `ws.send`.
+   */
+  private enqueue(text: string): void {
+    const ws = this.ws as unknown as WsInternals;
+    if (typeof ws._socket?.write !== 'function' || ws._sender === undefined) {
+      this.batch();
+      this.ws.send(text);
+      return;
+    }
+    this.pending.push(text);
+    this.pendingChars += text.length;
+    if (this.pendingChars >= WRITE_BATCH_BYTES) this.writeBatch();
+    else if (!this.writeScheduled) {
+      this.writeScheduled = true;
+      process.nextTick(() => {
+        this.writeScheduled = false;
+        this.writeBatch();
+      });
+    }
+  }
+
+  /** Writes the frames waiting (enqueue), in one write. */
+  private writeBatch(): void {
+    if (this.pending.length === 0) return;
+    const texts = this.pending.splice(0);
+    this.pendingChars = 0;
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    const ws = this.ws as unknown as WsInternals;
+    // The library holds frames of its own (it does not here: no compression): they go first.
+    if ((ws._sender?._bufferedBytes ?? 0) > 0 || (ws._sender?._queue?.length ?? 0) > 0) {
+      for (const t of texts) this.ws.send(t);
+      return;
+    }
+    const { buf, payload } = textFrames(texts);
+    ws._socket!.write(buf);
+    this.w.sent?.(payload);
   }
 
   /** How long until event time `ts` is due, in ms (paced replays only). */
@@ -186,8 +282,7 @@ export class ReplaySocket {
   async sendAll(texts: readonly string[]): Promise<void> {
     if (texts.length === 0) return;
     if (this.over) throw new Gone();
-    this.batch();
-    for (let i = 0; i < texts.length - 1; i++) this.ws.send(texts[i]!);
+    for (let i = 0; i < texts.length - 1; i++) this.enqueue(texts[i]!);
     await this.send(texts[texts.length - 1]!);
   }
 
@@ -212,11 +307,12 @@ export class ReplaySocket {
   /** A frame now, waiting for the socket to drain when the client is behind. */
   async send(text: string): Promise<void> {
     if (this.over) throw new Gone();
-    this.batch();
-    if (this.ws.bufferedAmount < HIGH_WATER) {
-      this.ws.send(text);
+    if (this.ws.bufferedAmount + this.pendingChars < HIGH_WATER) {
+      this.enqueue(text);
       return;
     }
+    this.writeBatch();
+    this.batch();
     await new Promise<void>((resolve, reject) => {
       const stall = setTimeout(() => {
         this.w.log.info('replay client stopped reading: dropped');
@@ -238,6 +334,8 @@ export class ReplaySocket {
     clearTimeout(this.subscribeTimer);
     if (this.pinger) clearInterval(this.pinger);
     this.abort.abort();
+    // The frames sent before the end are written before the close frame.
+    this.writeBatch();
     if (code !== undefined && this.ws.readyState === WebSocket.OPEN) this.ws.close(code, reason);
     this.resolve(outcome);
   }
