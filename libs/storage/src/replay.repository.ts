@@ -70,11 +70,48 @@ interface SubRead<T> {
   last: string[] | null;
 }
 
+/** A row's serving-order key as it is decoded: the dedup id is read for the last row only (where it starts). */
 interface RowKey {
   ts: number;
   hi: number;
   lo: number;
-  ties: string[];
+  dedupAt: number;
+  /** The market column, then the tie-break columns. */
+  a: string;
+  b: string;
+  c: string | undefined;
+}
+
+/** Skips a String; returns where it starts (its length first). */
+function skipString(r: RowBinaryReader): number {
+  const at = r.pos;
+  const n = r.length();
+  r.need(n);
+  r.pos += n;
+  return at;
+}
+
+/** A String column read row after row: a value equal to the row before's gives that row's string again. */
+class Repeated {
+  private text = '';
+  private buf: Buffer | null = null;
+  private at = 0;
+  private n = -1;
+
+  read(r: RowBinaryReader): string {
+    const n = r.length();
+    r.need(n);
+    const p = r.pos;
+    r.pos = p + n;
+    const b = r.buf;
+    if (n !== this.n || b !== this.buf || b.compare(b, this.at, this.at + n, p, p + n) !== 0) {
+      this.text = b.toString('utf8', p, p + n);
+      this.buf = b;
+      this.n = n;
+    }
+    this.at = p;
+    return this.text;
+  }
 }
 
 /** A typed sub-read is decoded in runs of about this long (ms), with event-loop turns between. */
@@ -191,22 +228,30 @@ export class ReplayRepository {
    */
   recordsA(markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordA[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, market, toString(asset_id), toString(event_type), toUInt8(residue != ''), extra, ${BOOK_ROW_COLUMNS['exchange-a']}`;
-    return this.subReads('exchange-a', markets, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, (r, keys) => {
-      const ts = r.i64();
-      const lo = r.u32();
-      const hi = r.u32();
-      const dedup = r.string();
-      const market = r.string();
-      const asset = r.string();
-      const type = r.string();
-      const hasResidue = r.u8() === 1;
-      const extra = r.string();
-      const record = readExchangeABookRow(r, market, asset);
-      keys.ts = ts;
-      keys.hi = hi;
-      keys.lo = lo;
-      keys.ties = [dedup, market, asset, type];
-      return { ts, frame: hi * FRAME_HI + (lo >>> 11), market, asset, record, extra: hasResidue ? '' : extra, residue: hasResidue };
+    return this.subReads('exchange-a', markets, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, () => {
+      // Most rows repeat the market, asset and type of the row before: those strings are not made again.
+      const market = new Repeated();
+      const asset = new Repeated();
+      const type = new Repeated();
+      return (r, keys) => {
+        const ts = r.i64();
+        const lo = r.u32();
+        const hi = r.u32();
+        keys.dedupAt = skipString(r);
+        const m = market.read(r);
+        const a = asset.read(r);
+        const t = type.read(r);
+        const hasResidue = r.u8() === 1;
+        const extra = r.string();
+        const record = readExchangeABookRow(r, m, a);
+        keys.ts = ts;
+        keys.hi = hi;
+        keys.lo = lo;
+        keys.a = m;
+        keys.b = a;
+        keys.c = t;
+        return { ts, frame: hi * FRAME_HI + (lo >>> 11), market: m, asset: a, record, extra: hasResidue ? '' : extra, residue: hasResidue };
+      };
     }));
   }
 
@@ -218,11 +263,11 @@ export class ReplayRepository {
   recordsB(tickers: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordB[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, ticker, toString(record_type), toUInt8(residue != ''),
       if(isNull(venue_ts), NULL, toUnixTimestamp64Milli(assumeNotNull(venue_ts))), market_id, data, ${BOOK_ROW_COLUMNS['exchange-b']}`;
-    return this.subReads('exchange-b', tickers, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, (r, keys) => {
+    return this.subReads('exchange-b', tickers, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, () => (r, keys) => {
       const ts = r.i64();
       const lo = r.u32();
       const hi = r.u32();
-      const dedup = r.string();
+      keys.dedupAt = skipString(r);
       const ticker = r.string();
       const type = r.string();
       const hasResidue = r.u8() === 1;
@@ -243,13 +288,18 @@ export class ReplayRepository {
       keys.ts = ts;
       keys.hi = hi;
       keys.lo = lo;
-      keys.ties = [dedup, ticker, type];
+      keys.a = ticker;
+      keys.b = type;
+      keys.c = undefined;
       return { ts, record };
     }));
   }
 
-  /** A sub-read in RowBinary, decoded row by row; `keys` receives each row's serving-order key (the last one continues the read). */
-  private binary<T>(o: ReplayReadOptions, row: (r: RowBinaryReader, keys: RowKey) => T): (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>> {
+  /**
+   * Sub-reads in RowBinary, each decoded row by row by a decoder `decoder()` makes for it;
+   * `keys` receives each row's serving-order key (the last one continues the read).
+   */
+  private binary<T>(o: ReplayReadOptions, decoder: () => (r: RowBinaryReader, keys: RowKey) => T): (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>> {
     return async (sql, params) => {
       const rs = await this.ch.client.exec({ query: `${sql}\nFORMAT RowBinary`, query_params: params, ...(o.signal ? { abort_signal: o.signal } : {}) });
       const chunks: Buffer[] = [];
@@ -257,20 +307,29 @@ export class ReplayRepository {
       const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
       const r = new RowBinaryReader();
       r.reset(buf);
+      const row = decoder();
       const rows: T[] = [];
-      const keys: RowKey = { ts: 0, hi: 0, lo: 0, ties: [] };
+      const keys: RowKey = { ts: 0, hi: 0, lo: 0, dedupAt: 0, a: '', b: '', c: undefined };
       // Decoded in runs of a few ms with event-loop turns between them: a 20,000-row sub-read
       // read ahead would otherwise hold the process (and every paced replay in it) for tens of ms.
       let since = performance.now();
-      while (r.pos < buf.length) {
-        rows.push(row(r, keys));
-        if ((rows.length & 511) === 0 && performance.now() - since > DECODE_SLICE_MS) {
-          await turn();
-          if (o.signal?.aborted) throw new Error('replay read aborted');
-          since = performance.now();
+      try {
+        while (r.pos < buf.length) {
+          rows.push(row(r, keys));
+          if ((rows.length & 511) === 0 && performance.now() - since > DECODE_SLICE_MS) {
+            await turn();
+            if (o.signal?.aborted) throw new Error('replay read aborted');
+            since = performance.now();
+          }
         }
+      } catch (e) {
+        if (e instanceof Error) throw e;
+        throw new Error(`replay read: a RowBinary row ends past the result's ${buf.length} bytes`);
       }
-      const last = rows.length === 0 ? null : [String(keys.ts), ((BigInt(keys.hi) << 32n) | BigInt(keys.lo)).toString(), ...keys.ties];
+      if (rows.length === 0) return { rows, last: null };
+      r.pos = keys.dedupAt;
+      const last = [String(keys.ts), ((BigInt(keys.hi) << 32n) | BigInt(keys.lo)).toString(), r.string(), keys.a, keys.b];
+      if (keys.c !== undefined) last.push(keys.c);
       return { rows, last };
     };
   }

@@ -177,10 +177,10 @@ export class ExchangeAFrameWriter {
       const first = g[0]!.record;
       let entries = '';
       for (const x of g) {
-        const a = str(x.record.asset_id);
+        const a = id(x.record.asset_id);
         for (const c of x.record.changes!) entries += `${entries === '' ? '' : ','}{"asset_id":${a},"price":"${c.price}","size":"${c.size}","side":"${c.side}","hash":${str(c.hash!)}${claimsText(c)}}`;
       }
-      out.push({ text: `{"event_type":"price_change","market":${str(first.market)},"timestamp":"${first.timestamp}","price_changes":[${entries}]}`, ts: g[0]!.ts });
+      out.push({ text: `{"event_type":"price_change","market":${id(first.market)},"timestamp":"${first.timestamp}","price_changes":[${entries}]}`, ts: g[0]!.ts });
     } else {
       const records = g.map(stored);
       out.push({ text: JSON.stringify(listFrame(records)), ts: Number(records[0]!.timestamp) });
@@ -211,6 +211,21 @@ function str(s: string): string {
   return ESCAPED.test(s) ? JSON.stringify(s) : `"${s}"`;
 }
 
+/** The last two ids quoted (ids): a replay's records repeat a few markets and assets. */
+const quoted = { a: '', qa: '""', b: '', qb: '""' };
+
+/** str() of a market or asset id, remembered for the next records. */
+function id(s: string): string {
+  if (s === quoted.a) return quoted.qa;
+  if (s === quoted.b) return quoted.qb;
+  const q = str(s);
+  quoted.b = quoted.a;
+  quoted.qb = quoted.qa;
+  quoted.a = s;
+  quoted.qa = q;
+  return q;
+}
+
 /** A change's claims (best_bid, best_ask) as JSON members after a comma, where present. Decimal texts need no escaping. */
 function claimsText(c: PriceChange): string {
   return `${c.best_bid === undefined ? '' : `,"best_bid":"${c.best_bid}"`}${c.best_ask === undefined ? '' : `,"best_ask":"${c.best_ask}"`}`;
@@ -227,11 +242,11 @@ function levelsText(levels: readonly Level[] | undefined): string {
 function eventText(r: ReplayRecordA['record']): string {
   const type = r.event_type;
   if (type === 'book') {
-    return `{"event_type":"book","asset_id":${str(r.asset_id)},"market":${str(r.market)},"bids":[${levelsText(r.bids)}],"asks":[${levelsText(r.asks)}],"timestamp":"${r.timestamp}","hash":${str(r.hash)}}`;
+    return `{"event_type":"book","asset_id":${id(r.asset_id)},"market":${id(r.market)},"bids":[${levelsText(r.bids)}],"asks":[${levelsText(r.asks)}],"timestamp":"${r.timestamp}","hash":${str(r.hash)}}`;
   }
   if (type === 'price_change') {
     const changes = r.changes ?? [];
-    const head = `{"event_type":"price_change","asset_id":${str(r.asset_id)},"market":${str(r.market)},`;
+    const head = `{"event_type":"price_change","asset_id":${id(r.asset_id)},"market":${id(r.market)},`;
     const only = changes.length === 1 ? changes[0]! : undefined;
     if (only && only.hash === undefined && (only.best_bid !== undefined || only.best_ask !== undefined)) {
       return `${head}"price":"${only.price}","side":"${only.side}","size":"${only.size}"${claimsText(only)},"hash":${str(r.hash)},"timestamp":"${r.timestamp}"}`;
@@ -243,7 +258,7 @@ function eventText(r: ReplayRecordA['record']): string {
     }
     return `${head}"timestamp":"${r.timestamp}","hash":${str(r.hash)},"changes":[${list}]}`;
   }
-  return `{"event_type":${str(type)},"market":${str(r.market)}${r.asset_id !== '' ? `,"asset_id":${str(r.asset_id)}` : ''},"timestamp":"${r.timestamp}","hash":${str(r.hash)}}`;
+  return `{"event_type":${str(type)},"market":${id(r.market)}${r.asset_id !== '' ? `,"asset_id":${id(r.asset_id)}` : ''},"timestamp":"${r.timestamp}","hash":${str(r.hash)}}`;
 }
 
 /**

@@ -241,6 +241,20 @@ export class ReplaySocket {
     this.w.sent?.(payload);
   }
 
+  /** Frames sent now, in this order, without waiting, when the client is not behind; false: nothing was sent, the caller awaits `sendAll`. */
+  trySendAll(texts: readonly string[]): boolean {
+    if (this.over) throw new Gone();
+    if (texts.length === 0) return true;
+    if (this.ws.bufferedAmount + this.pendingChars >= HIGH_WATER) return false;
+    for (const t of texts) this.enqueue(t);
+    return true;
+  }
+
+  /** Event time `ts` is due now (always when not paced). */
+  due(ts: number): boolean {
+    return this.w.speed === null || this.dueIn(ts) <= 0;
+  }
+
   /** How long until event time `ts` is due, in ms (paced replays only). */
   private dueIn(ts: number): number {
     return this.t0 + (ts - this.w.fromMs) / this.w.speed! - performance.now();
