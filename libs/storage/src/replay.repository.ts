@@ -65,10 +65,76 @@ export interface ReplayRecordB {
 }
 
 interface SubRead<T> {
-  rows: T[];
+  /** Rows read. */
+  count: number;
+  /** The rows, in runs (decoded as they are asked for). */
+  chunks: () => Iterable<T[]>;
   /** The last row's serving-order key (as the keyset parameters take it); null when no row. */
   last: string[] | null;
 }
+
+/** Column types of a RowBinary row, for skipping over rows without decoding them. */
+type Skip = 'i64' | 'u8' | 's' | 'ai64' | 'au8' | 'as' | 'ni64' | 'ns';
+
+const LEVEL_SKIPS: Skip[] = ['ai64', 'au8', 'ai64', 'au8'];
+/** recordsA's columns: the key and flags, then BOOK_ROW_COLUMNS['exchange-a']. */
+const SKIP_A: Skip[] = [
+  'i64', 'i64', 's', 's', 's', 's', 'u8', 's',
+  'i64', 's', 's', 's', ...LEVEL_SKIPS, ...LEVEL_SKIPS,
+  'ai64', 'au8', 'au8', 'ai64', 'au8', 'as', 'ai64', 'au8', 'ai64', 'au8',
+];
+/** recordsB's columns: the key and flags, then BOOK_ROW_COLUMNS['exchange-b']. */
+const SKIP_B: Skip[] = [
+  'i64', 'i64', 's', 's', 's', 'u8', 'ni64', 'ns', 's',
+  'i64', 's', 's', 'ni64', 'ni64', 'ni64', 'u8', ...LEVEL_SKIPS, 'u8', ...LEVEL_SKIPS, 's', 'i64', 'u8', 'i64', 'u8',
+];
+
+/** Moves past one row of `types`. */
+function skipRow(r: RowBinaryReader, types: readonly Skip[]): void {
+  for (let k = 0; k < types.length; k++) {
+    switch (types[k]) {
+      case 'i64':
+        r.pos += 8;
+        break;
+      case 'u8':
+        r.pos += 1;
+        break;
+      case 'ni64':
+        if (r.u8() === 0) r.pos += 8;
+        break;
+      case 'ns':
+        if (r.u8() === 1) break;
+      // falls through: a String
+      case 's': {
+        const n = r.length();
+        r.pos += n;
+        break;
+      }
+      case 'ai64': {
+        const n = r.length();
+        r.pos += n * 8;
+        break;
+      }
+      case 'au8': {
+        const n = r.length();
+        r.pos += n;
+        break;
+      }
+      case 'as': {
+        const n = r.length();
+        for (let i = 0; i < n; i++) {
+          const m = r.length();
+          r.pos += m;
+        }
+        break;
+      }
+    }
+  }
+  r.need(0);
+}
+
+/** Rows decoded a run at a time, so that a sub-read's records are short-lived (they never outlive a run's frames). */
+const DECODE_RUN = 512;
 
 /** A row's serving-order key as it is decoded: the dedup id is read for the last row only (where it starts). */
 interface RowKey {
@@ -104,13 +170,21 @@ class Repeated {
     const p = r.pos;
     r.pos = p + n;
     const b = r.buf;
-    if (n !== this.n || b !== this.buf || b.compare(b, this.at, this.at + n, p, p + n) !== 0) {
+    if (n !== this.n || b !== this.buf || !this.same(b, p, n)) {
       this.text = b.toString('utf8', p, p + n);
       this.buf = b;
       this.n = n;
     }
     this.at = p;
     return this.text;
+  }
+
+  /** The n bytes at p equal the last value's (short ones compared here: cheaper than a native call). */
+  private same(b: Buffer, p: number, n: number): boolean {
+    if (n > 32) return b.compare(b, this.at, this.at + n, p, p + n) === 0;
+    const q = this.at;
+    for (let i = n - 1; i >= 0; i--) if (b[p + i] !== b[q + i]) return false;
+    return true;
   }
 }
 
@@ -212,7 +286,7 @@ export class ReplayRepository {
         last = k;
         rows.push({ ts: Number(k[0]), seq: k[1]!, market: k[3]!, tie: k[4]!, payload: line.slice(tab + 1) });
       }
-      return { rows, last };
+      return { count: rows.length, chunks: () => [rows], last };
     };
     for await (const batch of this.subReads(venue, markets, fromMs, toMs, o, `concat(${key}, '\\t', payload) AS line`, read)) yield* batch;
   }
@@ -228,7 +302,7 @@ export class ReplayRepository {
    */
   recordsA(markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordA[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, market, toString(asset_id), toString(event_type), toUInt8(residue != ''), extra, ${BOOK_ROW_COLUMNS['exchange-a']}`;
-    return this.subReads('exchange-a', markets, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, () => {
+    return this.subReads('exchange-a', markets, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, SKIP_A, () => {
       // Most rows repeat the market, asset and type of the row before: those strings are not made again.
       const market = new Repeated();
       const asset = new Repeated();
@@ -263,7 +337,7 @@ export class ReplayRepository {
   recordsB(tickers: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordB[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, ticker, toString(record_type), toUInt8(residue != ''),
       if(isNull(venue_ts), NULL, toUnixTimestamp64Milli(assumeNotNull(venue_ts))), market_id, data, ${BOOK_ROW_COLUMNS['exchange-b']}`;
-    return this.subReads('exchange-b', tickers, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, () => (r, keys) => {
+    return this.subReads('exchange-b', tickers, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, SKIP_B, () => (r, keys) => {
       const ts = r.i64();
       const lo = r.u32();
       const hi = r.u32();
@@ -296,10 +370,14 @@ export class ReplayRepository {
   }
 
   /**
-   * Sub-reads in RowBinary, each decoded row by row by a decoder `decoder()` makes for it;
-   * `keys` receives each row's serving-order key (the last one continues the read).
+   * Sub-reads in RowBinary. A sub-read is kept as its bytes: one pass skips over its rows
+   * (`skip`: their column types) to count them and find the last one, whose key continues
+   * the read; the rows are decoded a run at a time as the consumer asks for them, by a
+   * decoder `decoder()` makes for the sub-read (`keys` receives each row's key). Decoding it
+   * whole when read ahead made tens of thousands of objects that lived until the consumer
+   * reached them: the garbage collector moved them all, a fifth of a fast replay's time.
    */
-  private binary<T>(o: ReplayReadOptions, decoder: () => (r: RowBinaryReader, keys: RowKey) => T): (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>> {
+  private binary<T>(o: ReplayReadOptions, skip: readonly Skip[], decoder: () => (r: RowBinaryReader, keys: RowKey) => T): (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>> {
     return async (sql, params) => {
       const rs = await this.ch.client.exec({ query: `${sql}\nFORMAT RowBinary`, query_params: params, ...(o.signal ? { abort_signal: o.signal } : {}) });
       const chunks: Buffer[] = [];
@@ -307,16 +385,16 @@ export class ReplayRepository {
       const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
       const r = new RowBinaryReader();
       r.reset(buf);
-      const row = decoder();
-      const rows: T[] = [];
-      const keys: RowKey = { ts: 0, hi: 0, lo: 0, dedupAt: 0, a: '', b: '', c: undefined };
-      // Decoded in runs of a few ms with event-loop turns between them: a 20,000-row sub-read
-      // read ahead would otherwise hold the process (and every paced replay in it) for tens of ms.
+      let count = 0;
+      let lastAt = 0;
       let since = performance.now();
       try {
         while (r.pos < buf.length) {
-          rows.push(row(r, keys));
-          if ((rows.length & 511) === 0 && performance.now() - since > DECODE_SLICE_MS) {
+          lastAt = r.pos;
+          skipRow(r, skip);
+          count++;
+          // In runs of a few ms with event-loop turns between: a read ahead must not hold paced replays back.
+          if ((count & 1023) === 0 && performance.now() - since > DECODE_SLICE_MS) {
             await turn();
             if (o.signal?.aborted) throw new Error('replay read aborted');
             since = performance.now();
@@ -326,11 +404,24 @@ export class ReplayRepository {
         if (e instanceof Error) throw e;
         throw new Error(`replay read: a RowBinary row ends past the result's ${buf.length} bytes`);
       }
-      if (rows.length === 0) return { rows, last: null };
+      if (count === 0) return { count, chunks: () => [], last: null };
+      const keys: RowKey = { ts: 0, hi: 0, lo: 0, dedupAt: 0, a: '', b: '', c: undefined };
+      r.pos = lastAt;
+      decoder()(r, keys);
       r.pos = keys.dedupAt;
       const last = [String(keys.ts), ((BigInt(keys.hi) << 32n) | BigInt(keys.lo)).toString(), r.string(), keys.a, keys.b];
       if (keys.c !== undefined) last.push(keys.c);
-      return { rows, last };
+      function* runs(): Generator<T[]> {
+        const row = decoder();
+        const d = new RowBinaryReader();
+        d.reset(buf);
+        while (d.pos < buf.length) {
+          const out: T[] = [];
+          for (let i = 0; i < DECODE_RUN && d.pos < buf.length; i++) out.push(row(d, keys));
+          yield out;
+        }
+      }
+      return { count, chunks: runs, last };
     };
   }
 
@@ -356,7 +447,7 @@ export class ReplayRepository {
     const n = o.subReadRows ?? REPLAY_SUB_READ_ROWS;
 
     interface Batch {
-      rows: T[];
+      rows: SubRead<T>;
       /** Where the next sub-read starts; null: the window is read. */
       next: { lower: number; after: string[] | null; slice: number } | null;
     }
@@ -371,7 +462,7 @@ export class ReplayRepository {
       // first row, so a streamed sub-read held the whole API process for tens of ms each
       // (the replay benchmark's largest self time). Asked whole, it runs on the engine's own
       // thread, beside the frames of the previous sub-read being sent.
-      const { rows, last } = await read(
+      const rows = await read(
         `SELECT ${select} FROM ${table} FINAL
           WHERE ${c.market} IN {markets:Array(String)} ${assetSql}
             AND event_date >= {first_date:Date} AND event_date <= {last_date:Date}
@@ -384,10 +475,11 @@ export class ReplayRepository {
       );
       // The slice held more: continue inside it after the last key, with smaller slices later.
       // The next slice spans about the time this one's rows did (a dense stretch is read in slices of ~n rows).
-      if (rows.length >= n && last) return { rows, next: { lower: Number(last[0]), after: last, slice: Math.max(MIN_SLICE_MS, Number(last[0]) - lower + 1) } };
+      const last = rows.last;
+      if (rows.count >= n && last) return { rows, next: { lower: Number(last[0]), after: last, slice: Math.max(MIN_SLICE_MS, Number(last[0]) - lower + 1) } };
       if (upper >= toMs) return { rows, next: null };
       // A slice that came back short of n rows: the next one is longer, aiming at about 3/4 of n (at most 4 times as long).
-      return { rows, next: { lower: upper + 1, after: null, slice: rows.length < n / 2 ? Math.min(MAX_SLICE_MS, slice * Math.min(4, Math.max(1, Math.floor((0.75 * n) / Math.max(1, rows.length))))) : slice } };
+      return { rows, next: { lower: upper + 1, after: null, slice: rows.count < n / 2 ? Math.min(MAX_SLICE_MS, slice * Math.min(4, Math.max(1, Math.floor((0.75 * n) / Math.max(1, rows.count))))) : slice } };
     };
 
     let current: Promise<Batch> = fetch(fromMs, null, FIRST_SLICE_MS);
@@ -398,7 +490,7 @@ export class ReplayRepository {
         ahead = batch.next ? fetch(batch.next.lower, batch.next.after, batch.next.slice) : null;
         // A read ahead that fails is reported when it is awaited, never as an unhandled rejection.
         ahead?.catch(() => undefined);
-        if (batch.rows.length > 0) yield batch.rows;
+        for (const chunk of batch.rows.chunks()) if (chunk.length > 0) yield chunk;
         if (!ahead) return;
         current = ahead;
         ahead = null;
