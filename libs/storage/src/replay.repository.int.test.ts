@@ -28,6 +28,8 @@ beforeAll(async () => {
 afterAll(async () => t?.cleanup());
 
 const DAY = Date.UTC(2026, 2, 14);
+/** An asset of the venue shapes (venue-shapes.test-support.ts). */
+const T1_OF_SHAPES = '65818619657568813474341868652308942079804919287380422192892211131408793125422';
 let batch = 0;
 
 async function all<T>(it: AsyncGenerator<T>): Promise<T[]> {
@@ -58,12 +60,14 @@ describe('typed replay reads', () => {
     const ms = onOneDay([...shapes, ...arbitrary], 'ra');
     await store(ms);
     const assets = [...new Set(ms.map((m) => m.event.asset_id).filter((a) => a !== ''))];
-    for (const subReadRows of [7, 5000]) {
-      const o = { subReadRows, assets };
+    // Also one asset: a read of one market and one asset knows their ids without reading them.
+    const one = ms.find((m) => m.event.asset_id === T1_OF_SHAPES)!.event.asset_id;
+    for (const [subReadRows, wanted] of [[7, assets], [5000, assets], [5000, [one]]] as const) {
+      const o = { subReadRows, assets: wanted };
       const rows: ReplayRow[] = await all(replay.rows('exchange-a', [market], DAY, DAY + 86_400_000 - 1, o));
       const typed = (await all(replay.recordsA([market], DAY, DAY + 86_400_000 - 1, o))).flat();
       expect(typed.length).toBe(rows.length);
-      expect(rows.length).toBe(ms.filter((m) => m.event.market === market).length);
+      expect(rows.length).toBe(ms.filter((m) => m.event.market === market && (wanted.includes(m.event.asset_id) || m.event.asset_id === '')).length);
       typed.forEach((r, i) => {
         const want = rows[i]!;
         expect(r.ts).toBe(want.ts);

@@ -163,12 +163,22 @@ class Repeated {
   private buf: Buffer | null = null;
   private at = 0;
   private n = -1;
+  private readonly onlyBytes: number;
+
+  /** `only`: the one non-empty value the read allows (its WHERE names one): a value is it or '', told apart by length. */
+  constructor(private readonly only: string | null) {
+    this.onlyBytes = only === null ? -1 : Buffer.byteLength(only);
+  }
 
   read(r: RowBinaryReader): string {
     const n = r.length();
     r.need(n);
     const p = r.pos;
     r.pos = p + n;
+    if (this.only !== null) {
+      if (n === this.onlyBytes) return this.only;
+      if (n === 0) return '';
+    }
     const b = r.buf;
     if (n !== this.n || b !== this.buf || !this.same(b, p, n)) {
       this.text = b.toString('utf8', p, p + n);
@@ -303,10 +313,11 @@ export class ReplayRepository {
   recordsA(markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordA[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, market, toString(asset_id), toString(event_type), toUInt8(residue != ''), extra, ${BOOK_ROW_COLUMNS['exchange-a']}`;
     return this.subReads('exchange-a', markets, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, SKIP_A, () => {
-      // Most rows repeat the market, asset and type of the row before: those strings are not made again.
-      const market = new Repeated();
-      const asset = new Repeated();
-      const type = new Repeated();
+      // Most rows repeat the market, asset and type of the row before: those strings are not
+      // made again. A read of one market (or one asset) knows the value without reading it.
+      const market = new Repeated(markets.length === 1 ? markets[0]! : null);
+      const asset = new Repeated(o.assets?.length === 1 && o.assets[0] !== '' ? o.assets[0]! : null);
+      const type = new Repeated(null);
       return (r, keys) => {
         const ts = r.i64();
         const lo = r.u32();
