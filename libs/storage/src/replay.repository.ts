@@ -89,38 +89,40 @@ const SKIP_B: Skip[] = [
   'i64', 's', 's', 'ni64', 'ni64', 'ni64', 'u8', ...LEVEL_SKIPS, 'u8', ...LEVEL_SKIPS, 's', 'i64', 'u8', 'i64', 'u8',
 ];
 
-/** Moves past one row of `types`. */
-function skipRow(r: RowBinaryReader, types: readonly Skip[]): void {
-  for (let k = 0; k < types.length; k++) {
-    switch (types[k]) {
-      case 'i64':
+/** The column types as small integers, for skipRow's switch. */
+const SKIP_CODE: Record<Skip, number> = { i64: 0, u8: 1, s: 2, ai64: 3, au8: 4, as: 5, ni64: 6, ns: 7 };
+const codes = (types: readonly Skip[]): Uint8Array => Uint8Array.from(types.map((t) => SKIP_CODE[t]));
+const SKIP_A_CODES = codes(SKIP_A);
+const SKIP_B_CODES = codes(SKIP_B);
+
+/** Moves past one row of the column types `codes` (SKIP_CODE). */
+function skipRow(r: RowBinaryReader, codes: Uint8Array): void {
+  for (let k = 0; k < codes.length; k++) {
+    switch (codes[k]) {
+      case 0:
         r.pos += 8;
         break;
-      case 'u8':
+      case 1:
         r.pos += 1;
         break;
-      case 'ni64':
+      case 6:
         if (r.u8() === 0) r.pos += 8;
         break;
-      case 'ns':
+      case 7:
         if (r.u8() === 1) break;
       // falls through: a String
-      case 's': {
+      case 2:
+      case 4: {
         const n = r.length();
         r.pos += n;
         break;
       }
-      case 'ai64': {
+      case 3: {
         const n = r.length();
         r.pos += n * 8;
         break;
       }
-      case 'au8': {
-        const n = r.length();
-        r.pos += n;
-        break;
-      }
-      case 'as': {
+      case 5: {
         const n = r.length();
         for (let i = 0; i < n; i++) {
           const m = r.length();
@@ -312,7 +314,7 @@ export class ReplayRepository {
    */
   recordsA(markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordA[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, market, toString(asset_id), toString(event_type), toUInt8(residue != ''), extra, ${BOOK_ROW_COLUMNS['exchange-a']}`;
-    return this.subReads('exchange-a', markets, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, SKIP_A, () => {
+    return this.subReads('exchange-a', markets, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, SKIP_A_CODES, () => {
       // Most rows repeat the market, asset and type of the row before: those strings are not
       // made again. A read of one market (or one asset) knows the value without reading it.
       const market = new Repeated(markets.length === 1 ? markets[0]! : null);
@@ -348,7 +350,7 @@ export class ReplayRepository {
   recordsB(tickers: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordB[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, ticker, toString(record_type), toUInt8(residue != ''),
       if(isNull(venue_ts), NULL, toUnixTimestamp64Milli(assumeNotNull(venue_ts))), market_id, data, ${BOOK_ROW_COLUMNS['exchange-b']}`;
-    return this.subReads('exchange-b', tickers, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, SKIP_B, () => (r, keys) => {
+    return this.subReads('exchange-b', tickers, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, SKIP_B_CODES, () => (r, keys) => {
       const ts = r.i64();
       const lo = r.u32();
       const hi = r.u32();
@@ -388,7 +390,7 @@ export class ReplayRepository {
    * whole when read ahead made tens of thousands of objects that lived until the consumer
    * reached them: the garbage collector moved them all, a fifth of a fast replay's time.
    */
-  private binary<T>(o: ReplayReadOptions, skip: readonly Skip[], decoder: () => (r: RowBinaryReader, keys: RowKey) => T): (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>> {
+  private binary<T>(o: ReplayReadOptions, skip: Uint8Array, decoder: () => (r: RowBinaryReader, keys: RowKey) => T): (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>> {
     return async (sql, params) => {
       const rs = await this.ch.client.exec({ query: `${sql}\nFORMAT RowBinary`, query_params: params, ...(o.signal ? { abort_signal: o.signal } : {}) });
       const chunks: Buffer[] = [];

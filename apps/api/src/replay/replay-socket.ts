@@ -10,11 +10,14 @@ import type { Venue } from '@booktape/domain';
  * an end that frees everything.
  *
  * - Pace: `speed` null sends as fast as the client reads; a factor sends each frame at
- *   `start + (event time - from) / speed` (`start`: when the opening frames were sent).
- * - Back-pressure: below HIGH_WATER bytes waiting in the socket a frame is queued at once;
- *   above it the replay waits until that frame has been handed to the kernel, so a slow
- *   client slows its own replay and the server holds at most HIGH_WATER plus one frame
- *   (and the reader's current batch) for it. A client that takes nothing for STALL_MS is
+ *   `start + (event time - from) / speed` (`start`: when the opening frames were sent),
+ *   waking EARLY_MS before and waiting the rest in event-loop turns (waitUntil).
+ * - Writes: frames that may go at once are framed here and written together, one socket
+ *   write per WRITE_BATCH_BYTES or per run of work (enqueue), in the order sent.
+ * - Back-pressure: below HIGH_WATER bytes waiting in the socket (or to be written) a frame
+ *   is queued at once; above it the replay waits until that frame has been handed to the
+ *   kernel, so a slow client slows its own replay and the server holds at most HIGH_WATER
+ *   plus one frame (and the reader's current sub-read, as its bytes) for it. A client that takes nothing for STALL_MS is
  *   dropped (its socket destroyed), like an HTTP answer nobody reads.
  * - End: the client leaving, the server closing, or the window's end abort the read
  *   (the engine read is cancelled, its session given back) and settle `outcome` once.
