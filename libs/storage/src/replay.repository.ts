@@ -25,6 +25,12 @@ import { RAW_TABLE } from './raw-events.repository.ts';
  * engine's thread. The next sub-read is fetched while the consumer works through the
  * current one (at most two batches held). How many replays a key runs at once is bounded
  * by the callers (API_REPLAYS_PER_KEY).
+ *
+ * Two kinds of read: `rows` gives each record's served payload (JSON text, which the engine
+ * rebuilds from the typed columns), for the merged stream; `recordsA` / `recordsB` read the
+ * typed columns themselves in RowBinary and decode them here (no JSON made or parsed), for
+ * the venue replays. A typed sub-read is held as its bytes (at most about 4 MB) and decoded
+ * a run of rows at a time as the consumer goes.
  */
 
 export interface ReplayRow {
