@@ -24,8 +24,14 @@ import type { Venue } from '@booktape/domain';
  */
 
 export const HIGH_WATER = 1 << 20;
-/** A paced frame's timer wakes this long before its due time; the rest is waited precisely (waitUntil). */
-export const EARLY_MS = 2;
+/**
+ * A paced frame's timer wakes this long before its due time; the rest is waited precisely
+ * (waitUntil). The event loop's clock has millisecond steps, so a timer fires up to about a
+ * millisecond either side of its time: waking 1 ms early leaves at most about 2 ms of turns
+ * to wait, usually less. (Waiting in turns keeps the process running: on a machine whose
+ * cores are all busy that costs the others, so the margin is kept small.)
+ */
+export const EARLY_MS = 1;
 export const STALL_MS = 60_000;
 /** How long a client may take to send its subscription. */
 export const SUBSCRIBE_WAIT_MS = 60_000;
