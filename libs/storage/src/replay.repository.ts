@@ -73,6 +73,8 @@ export interface ReplayRecordB {
 interface SubRead<T> {
   /** Rows read. */
   count: number;
+  /** Bytes the engine answered. */
+  bytes: number;
   /** The rows, in runs (decoded as they are asked for). */
   chunks: () => Iterable<T[]>;
   /** The last row's serving-order key (as the keyset parameters take it); null when no row. */
@@ -232,6 +234,11 @@ export const REPLAY_SUB_READ_ROWS = 5_000;
  * about 40,000 records/s, 20,000-row ones about 135,000/s).
  */
 export const REPLAY_TYPED_SUB_READ_ROWS = 20_000;
+/** The bytes a typed sub-read aims at: it asks for as many rows as fit (at the last one's bytes a row), at most REPLAY_TYPED_SUB_READ_ROWS. */
+export const REPLAY_TYPED_SUB_READ_BYTES = 4 << 20;
+/** Rows a typed sub-read asks for at least, however large its rows. */
+const MIN_SUB_READ_ROWS = 500;
+const typedSize = (o: ReplayReadOptions) => ({ rows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS, bytes: REPLAY_TYPED_SUB_READ_BYTES });
 /** The first time slice, and its bounds. */
 const FIRST_SLICE_MS = 15 * 60_000;
 const MIN_SLICE_MS = 10;
@@ -304,7 +311,7 @@ export class ReplayRepository {
         last = k;
         rows.push({ ts: Number(k[0]), seq: k[1]!, market: k[3]!, tie: k[4]!, payload: line.slice(tab + 1) });
       }
-      return { count: rows.length, chunks: () => [rows], last };
+      return { count: rows.length, bytes: text.length, chunks: () => [rows], last };
     };
     for await (const batch of this.subReads(venue, markets, fromMs, toMs, o, `concat(${key}, '\\t', payload) AS line`, read)) yield* batch;
   }
@@ -320,7 +327,7 @@ export class ReplayRepository {
    */
   recordsA(markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordA[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, market, toString(asset_id), toString(event_type), toUInt8(residue != ''), extra, ${BOOK_ROW_COLUMNS['exchange-a']}`;
-    return this.subReads('exchange-a', markets, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, SKIP_A_CODES, () => {
+    return this.subReads('exchange-a', markets, fromMs, toMs, o, select, this.binary(o, SKIP_A_CODES, () => {
       // Most rows repeat the market, asset and type of the row before: those strings are not
       // made again. A read of one market (or one asset) knows the value without reading it.
       const market = new Repeated(markets.length === 1 ? markets[0]! : null);
@@ -345,7 +352,7 @@ export class ReplayRepository {
         keys.c = t;
         return { ts, frame: hi * FRAME_HI + (lo >>> 11), market: m, asset: a, record, extra: hasResidue ? '' : extra, residue: hasResidue };
       };
-    }));
+    }), typedSize(o));
   }
 
   /**
@@ -356,7 +363,7 @@ export class ReplayRepository {
   recordsB(tickers: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordB[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, ticker, toString(record_type), toUInt8(residue != ''),
       if(isNull(venue_ts), NULL, toUnixTimestamp64Milli(assumeNotNull(venue_ts))), market_id, data, ${BOOK_ROW_COLUMNS['exchange-b']}`;
-    return this.subReads('exchange-b', tickers, fromMs, toMs, { ...o, subReadRows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS }, select, this.binary(o, SKIP_B_CODES, () => (r, keys) => {
+    return this.subReads('exchange-b', tickers, fromMs, toMs, o, select, this.binary(o, SKIP_B_CODES, () => (r, keys) => {
       const ts = r.i64();
       const lo = r.u32();
       const hi = r.u32();
@@ -385,7 +392,7 @@ export class ReplayRepository {
       keys.b = type;
       keys.c = undefined;
       return { ts, record };
-    }));
+    }), typedSize(o));
   }
 
   /**
@@ -423,7 +430,7 @@ export class ReplayRepository {
         if (e instanceof Error) throw e;
         throw new Error(`replay read: a RowBinary row ends past the result's ${buf.length} bytes`);
       }
-      if (count === 0) return { count, chunks: () => [], last: null };
+      if (count === 0) return { count, bytes: buf.length, chunks: () => [], last: null };
       const keys: RowKey = { ts: 0, hi: 0, lo: 0, dedupAt: 0, a: '', b: '', c: undefined };
       r.pos = lastAt;
       decoder()(r, keys);
@@ -440,7 +447,7 @@ export class ReplayRepository {
           yield out;
         }
       }
-      return { count, chunks: runs, last };
+      return { count, bytes: buf.length, chunks: runs, last };
     };
   }
 
@@ -457,20 +464,22 @@ export class ReplayRepository {
     o: ReplayReadOptions,
     select: string,
     read: (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>>,
+    /** Typed reads: sub-reads of up to `rows` rows (REPLAY_TYPED_SUB_READ_ROWS), as many as fit in about `bytes` (the first has REPLAY_SUB_READ_ROWS). */
+    size: { rows: number; bytes: number } | null = null,
   ): AsyncGenerator<T[]> {
     if (markets.length === 0 || fromMs > toMs) return;
     const c = COLUMNS[venue];
     const table = this.ch.table(RAW_TABLE[venue]);
     const keyCols = ['event_ts', 'ingest_seq', 'dedup_id', c.market, ...c.ties];
     const assetSql = venue === 'exchange-a' && o.assets !== undefined ? `AND (asset_id IN {assets:Array(String)} OR asset_id = '')` : '';
-    const n = o.subReadRows ?? REPLAY_SUB_READ_ROWS;
+    const most = size?.rows ?? o.subReadRows ?? REPLAY_SUB_READ_ROWS;
 
     interface Batch {
       rows: SubRead<T>;
       /** Where the next sub-read starts; null: the window is read. */
-      next: { lower: number; after: string[] | null; slice: number } | null;
+      next: { lower: number; after: string[] | null; slice: number; n: number } | null;
     }
-    const fetch = async (lower: number, after: string[] | null, slice: number): Promise<Batch> => {
+    const fetch = async (lower: number, after: string[] | null, slice: number, n: number): Promise<Batch> => {
       const upper = Math.min(toMs, lower + slice - 1);
       const afterSql = after ? `AND (${keyCols.join(', ')}) > (fromUnixTimestamp64Milli({a0:Int64}, 'UTC'), {a1:UInt64}, {a2:String}, {a3:String}${c.ties.map((_, i) => `, {a${4 + i}:String}`).join('')})` : '';
       const params: Record<string, unknown> = { markets: [...markets], lower, upper, first_date: utcDate(lower), last_date: utcDate(upper), n };
@@ -495,18 +504,21 @@ export class ReplayRepository {
       // The slice held more: continue inside it after the last key, with smaller slices later.
       // The next slice spans about the time this one's rows did (a dense stretch is read in slices of ~n rows).
       const last = rows.last;
-      if (rows.count >= n && last) return { rows, next: { lower: Number(last[0]), after: last, slice: Math.max(MIN_SLICE_MS, Number(last[0]) - lower + 1) } };
+      // Typed reads: the next sub-read asks for as many rows as fit in size.bytes at this one's bytes a row
+      // (book rows with deep books are far larger than the rest), so a sub-read holds about that much whatever its rows.
+      const nextN = size !== null && rows.count > 0 ? Math.min(most, Math.max(MIN_SUB_READ_ROWS, Math.floor((size.bytes * rows.count) / Math.max(1, rows.bytes)))) : n;
+      if (rows.count >= n && last) return { rows, next: { lower: Number(last[0]), after: last, slice: Math.max(MIN_SLICE_MS, Number(last[0]) - lower + 1), n: nextN } };
       if (upper >= toMs) return { rows, next: null };
       // A slice that came back short of n rows: the next one is longer, aiming at about 3/4 of n (at most 4 times as long).
-      return { rows, next: { lower: upper + 1, after: null, slice: rows.count < n / 2 ? Math.min(MAX_SLICE_MS, slice * Math.min(4, Math.max(1, Math.floor((0.75 * n) / Math.max(1, rows.count))))) : slice } };
+      return { rows, next: { lower: upper + 1, after: null, slice: rows.count < n / 2 ? Math.min(MAX_SLICE_MS, slice * Math.min(4, Math.max(1, Math.floor((0.75 * nextN) / Math.max(1, rows.count))))) : slice, n: nextN } };
     };
 
-    let current: Promise<Batch> = fetch(fromMs, null, FIRST_SLICE_MS);
+    let current: Promise<Batch> = fetch(fromMs, null, FIRST_SLICE_MS, Math.min(most, o.subReadRows ?? REPLAY_SUB_READ_ROWS));
     let ahead: Promise<Batch> | null = null;
     try {
       for (;;) {
         const batch = await current;
-        ahead = batch.next ? fetch(batch.next.lower, batch.next.after, batch.next.slice) : null;
+        ahead = batch.next ? fetch(batch.next.lower, batch.next.after, batch.next.slice, batch.next.n) : null;
         // A read ahead that fails is reported when it is awaited, never as an unhandled rejection.
         ahead?.catch(() => undefined);
         for (const chunk of batch.rows.chunks()) if (chunk.length > 0) yield chunk;
