@@ -236,6 +236,8 @@ export const REPLAY_SUB_READ_ROWS = 5_000;
 export const REPLAY_TYPED_SUB_READ_ROWS = 20_000;
 /** The bytes a typed sub-read aims at: it asks for as many rows as fit (at the last one's bytes a row), at most REPLAY_TYPED_SUB_READ_ROWS. */
 export const REPLAY_TYPED_SUB_READ_BYTES = 4 << 20;
+/** Sub-reads read ahead of the consumer at most (each held as its bytes once read). */
+const READ_AHEAD = 2;
 /** Rows a typed sub-read asks for at least, however large its rows. */
 const MIN_SUB_READ_ROWS = 500;
 const typedSize = (o: ReplayReadOptions) => ({ rows: o.subReadRows ?? REPLAY_TYPED_SUB_READ_ROWS, bytes: REPLAY_TYPED_SUB_READ_BYTES });
@@ -513,22 +515,50 @@ export class ReplayRepository {
       return { rows, next: { lower: upper + 1, after: null, slice: rows.count < n / 2 ? Math.min(MAX_SLICE_MS, slice * Math.min(4, Math.max(1, Math.floor((0.75 * nextN) / Math.max(1, rows.count))))) : slice, n: nextN } };
     };
 
-    let current: Promise<Batch> = fetch(fromMs, null, FIRST_SLICE_MS, Math.min(most, o.subReadRows ?? REPLAY_SUB_READ_ROWS));
-    let ahead: Promise<Batch> | null = null;
+    // Sub-reads read ahead of the one the consumer is on: each starts as soon as the one
+    // before it is known (its last key), while fewer than READ_AHEAD wait, so the engine
+    // keeps working through an uneven stretch instead of the consumer waiting for it.
+    interface Link {
+      read: Promise<Batch>;
+      batch?: Batch;
+      next?: Link;
+    }
+    let stopped = false;
+    let waiting = 0;
+    const watch = (link: Link): Link => {
+      // Also what makes a read that fails, or is never awaited, never an unhandled rejection.
+      link.read.then(
+        (b) => {
+          link.batch = b;
+          extend();
+        },
+        () => undefined,
+      );
+      return link;
+    };
+    let head: Link = watch({ read: fetch(fromMs, null, FIRST_SLICE_MS, Math.min(most, o.subReadRows ?? REPLAY_SUB_READ_ROWS)) });
+    let tail = head;
+    waiting = 1;
+    function extend(): void {
+      const n = tail.batch?.next;
+      if (stopped || tail.next !== undefined || !n || waiting >= READ_AHEAD) return;
+      tail = tail.next = watch({ read: fetch(n.lower, n.after, n.slice, n.n) });
+      waiting++;
+    }
     try {
       for (;;) {
-        const batch = await current;
-        ahead = batch.next ? fetch(batch.next.lower, batch.next.after, batch.next.slice, batch.next.n) : null;
-        // A read ahead that fails is reported when it is awaited, never as an unhandled rejection.
-        ahead?.catch(() => undefined);
+        const batch = await head.read;
+        head.batch = batch;
+        waiting--;
+        extend();
         for (const chunk of batch.rows.chunks()) if (chunk.length > 0) yield chunk;
-        if (!ahead) return;
-        current = ahead;
-        ahead = null;
+        if (!batch.next) return;
+        extend();
+        head = head.next!;
       }
     } finally {
-      // A consumer gone early: a read ahead still running gives its session back when done.
-      ahead?.catch(() => undefined);
+      // A consumer gone early: no further read starts; those running give their sessions back when done.
+      stopped = true;
     }
   }
 }
