@@ -6,7 +6,8 @@
  * rolled up), one local client on the exchange A replay socket
  * (`/api/v1/exchange-a/replay/ws/market`), subscribed to the asset:
  *   - as fast as the client reads (no `speed`): the whole day, events/s and frames/s from the
- *     first frame to the close (target: >= 200,000 messages/s from a 1M-event day);
+ *     first frame to the close (target: >= 200,000 messages/s from a 1M-event day), and the
+ *     CPU seconds the API process (with its engine) and the client used meanwhile;
  *   - paced (`speed=1`, and `speed=20`): BENCH_PACED_S seconds of the socket's time each
  *     (default 15), each event's lateness = its arrival - its due time, where the due time is
  *     origin + venue time / speed and the origin the earliest the arrivals allow (the most
@@ -16,7 +17,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -121,6 +122,23 @@ function replay(ready: Ready, query: string, timed: boolean, stopAfterMs = Infin
   });
 }
 
+/**
+ * CPU seconds a process has used (all its threads: the API's and the embedded engine's), from
+ * /proc (Linux; null elsewhere). On a busy machine the seconds a replay takes say little; the
+ * CPU it used says what it costs.
+ */
+function cpuSeconds(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime (fields 14 and 15 of stat), in clock ticks (100 a second on Linux).
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
 function quantile(sorted: number[], q: number): number | null {
   return sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
@@ -156,8 +174,13 @@ async function main(): Promise<void> {
     // Warm-up: a short window (code loaded, first reads).
     await replay(ready, `from=${from}&to=${from + 600_000}`, false);
 
+    const serverCpu0 = cpuSeconds(child.pid);
+    const clientCpu0 = process.cpuUsage();
     const whole = await replay(ready, `from=${from}&to=${to}`, false);
+    const serverCpu1 = cpuSeconds(child.pid);
+    const clientCpu = process.cpuUsage(clientCpu0);
     const seconds = (whole.lastMs - whole.firstMs) / 1000;
+    const serverCpuS = serverCpu0 === null || serverCpu1 === null ? null : Math.round((serverCpu1 - serverCpu0) * 100) / 100;
     const fast = {
       events: whole.events,
       frames: whole.frames,
@@ -165,6 +188,10 @@ async function main(): Promise<void> {
       events_per_s: Math.round(whole.events / seconds),
       frames_per_s: Math.round(whole.frames / seconds),
       close_code: whole.code,
+      // What the replay cost, whatever else the machine ran: the API process's CPU (its threads and the engine's) and the client's.
+      server_cpu_s: serverCpuS,
+      events_per_server_cpu_s: serverCpuS ? Math.round(whole.events / serverCpuS) : null,
+      client_cpu_s: Math.round((clientCpu.user + clientCpu.system) / 10_000) / 100,
     };
     process.stderr.write(`[replay-ws] as fast as read: ${JSON.stringify(fast)}\n`);
 

@@ -78,6 +78,13 @@ export class RowBinaryReader {
     return (b[p + 4]! | (b[p + 5]! << 8) | (b[p + 6]! << 16) | (b[p + 7]! << 24)) * 4294967296 + (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16)) + b[p + 3]! * 16777216;
   }
 
+  u32(): number {
+    this.need(4);
+    const p = this.pos;
+    this.pos = p + 4;
+    return this.buf.readUInt32LE(p);
+  }
+
   u64(): number {
     this.need(8);
     const b = this.buf;

@@ -1,4 +1,5 @@
-import type { PriceLevel as Level } from '@booktape/domain';
+import type { PriceChange, PriceLevel as Level } from '@booktape/domain';
+import type { ReplayRecordA } from '@booktape/storage';
 
 /**
  * Exchange A replay: stored records back into the market channel's frames
@@ -127,6 +128,137 @@ export class ExchangeAFrameEncoder {
   get pending(): number {
     return this.group.length;
   }
+}
+
+/**
+ * ExchangeAFrameEncoder's frames, from the typed replay read (ReplayRepository.recordsA)
+ * and written as text directly: the same frames byte for byte (a property test compares the
+ * two on records of every shape), without making each record's JSON in the engine, parsing
+ * it here and stringifying the frame's object again, which was most of a fast replay's time.
+ *
+ * A record read from its typed columns with no venue extras (the usual case) is written with
+ * string templates; any other (extras, or a residue: the record's own text) is made into the
+ * stored record (`{...extra, ...record}`) and goes through ExchangeAFrameEncoder's functions.
+ */
+export class ExchangeAFrameWriter {
+  private group: ReplayRecordA[] = [];
+  private groupFrame = 0;
+  private groupMarket = '';
+  private groupTs = '';
+
+  /** Appends to `out` the frames complete with this record (a list-shaped price_change waits for the rest of its frame). */
+  push(rec: ReplayRecordA, out: OutFrame[]): void {
+    const r = rec.record;
+    if (isListShaped(r as unknown as Json)) {
+      if (this.group.length > 0 && rec.frame === this.groupFrame && String(r.market) === this.groupMarket && String(r.timestamp) === this.groupTs && !this.group.some((g) => g.record.asset_id === r.asset_id)) {
+        this.group.push(rec);
+        return;
+      }
+      this.end(out);
+      this.group.push(rec);
+      this.groupFrame = rec.frame;
+      this.groupMarket = String(r.market);
+      this.groupTs = String(r.timestamp);
+      return;
+    }
+    this.end(out);
+    if (plain(rec)) out.push({ text: eventText(r), ts: rec.ts });
+    else {
+      const whole = stored(rec);
+      out.push({ text: JSON.stringify(venueEvent(whole)), ts: Number(whole.timestamp) });
+    }
+  }
+
+  /** Appends the frame held back, if any. */
+  end(out: OutFrame[]): void {
+    const g = this.group;
+    if (g.length === 0) return;
+    if (plain(g[0]!) && g.every((x) => !x.residue)) {
+      const first = g[0]!.record;
+      let entries = '';
+      for (const x of g) {
+        const a = id(x.record.asset_id);
+        for (const c of x.record.changes!) entries += `${entries === '' ? '' : ','}{"asset_id":${a},"price":"${c.price}","size":"${c.size}","side":"${c.side}","hash":${str(c.hash!)}${claimsText(c)}}`;
+      }
+      out.push({ text: `{"event_type":"price_change","market":${id(first.market)},"timestamp":"${first.timestamp}","price_changes":[${entries}]}`, ts: g[0]!.ts });
+    } else {
+      const records = g.map(stored);
+      out.push({ text: JSON.stringify(listFrame(records)), ts: Number(records[0]!.timestamp) });
+    }
+    this.group = [];
+  }
+
+  /** Records held for a frame not complete yet. */
+  get pending(): number {
+    return this.group.length;
+  }
+}
+
+/** A record read from its typed columns, with no venue extras: its frame is written from templates. */
+const plain = (rec: ReplayRecordA): boolean => !rec.residue && rec.extra === '';
+
+/** The stored record of a typed read's record, as the payload read parsed it. */
+function stored(rec: ReplayRecordA): Json {
+  const r = rec.record as unknown as Json;
+  return rec.extra === '' ? r : { ...(JSON.parse(`{${rec.extra}}`) as Json), ...r };
+}
+
+/** Characters JSON.stringify escapes in a string. */
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** A string as JSON: typed columns hold none that needs escaping (those rows keep a residue), but the writer does not rely on it. */
+function str(s: string): string {
+  return ESCAPED.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
+/** The last two ids quoted (ids): a replay's records repeat a few markets and assets. */
+const quoted = { a: '', qa: '""', b: '', qb: '""' };
+
+/** str() of a market or asset id, remembered for the next records. */
+function id(s: string): string {
+  if (s === quoted.a) return quoted.qa;
+  if (s === quoted.b) return quoted.qb;
+  const q = str(s);
+  quoted.b = quoted.a;
+  quoted.qb = quoted.qa;
+  quoted.a = s;
+  quoted.qa = q;
+  return q;
+}
+
+/** A change's claims (best_bid, best_ask) as JSON members after a comma, where present. Decimal texts need no escaping. */
+function claimsText(c: PriceChange): string {
+  return `${c.best_bid === undefined ? '' : `,"best_bid":"${c.best_bid}"`}${c.best_ask === undefined ? '' : `,"best_ask":"${c.best_ask}"`}`;
+}
+
+function levelsText(levels: readonly Level[] | undefined): string {
+  if (levels === undefined || levels.length === 0) return '';
+  let t = `{"price":"${levels[0]!.price}","size":"${levels[0]!.size}"}`;
+  for (let i = 1; i < levels.length; i++) t += `,{"price":"${levels[i]!.price}","size":"${levels[i]!.size}"}`;
+  return t;
+}
+
+/** venueEvent's frame of a plain record (not list-shaped), as text. */
+function eventText(r: ReplayRecordA['record']): string {
+  const type = r.event_type;
+  if (type === 'book') {
+    return `{"event_type":"book","asset_id":${id(r.asset_id)},"market":${id(r.market)},"bids":[${levelsText(r.bids)}],"asks":[${levelsText(r.asks)}],"timestamp":"${r.timestamp}","hash":${str(r.hash)}}`;
+  }
+  if (type === 'price_change') {
+    const changes = r.changes ?? [];
+    const head = `{"event_type":"price_change","asset_id":${id(r.asset_id)},"market":${id(r.market)},`;
+    const only = changes.length === 1 ? changes[0]! : undefined;
+    if (only && only.hash === undefined && (only.best_bid !== undefined || only.best_ask !== undefined)) {
+      return `${head}"price":"${only.price}","side":"${only.side}","size":"${only.size}"${claimsText(only)},"hash":${str(r.hash)},"timestamp":"${r.timestamp}"}`;
+    }
+    let list = '';
+    for (let i = 0; i < changes.length; i++) {
+      const c = changes[i]!;
+      list += `${i === 0 ? '' : ','}{"price":"${c.price}","side":"${c.side}","size":"${c.size}"}`;
+    }
+    return `${head}"timestamp":"${r.timestamp}","hash":${str(r.hash)},"changes":[${list}]}`;
+  }
+  return `{"event_type":${str(type)},"market":${id(r.market)}${r.asset_id !== '' ? `,"asset_id":${id(r.asset_id)}` : ''},"timestamp":"${r.timestamp}","hash":${str(r.hash)}}`;
 }
 
 /**

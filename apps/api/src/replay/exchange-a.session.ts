@@ -1,7 +1,9 @@
+import { performance } from 'node:perf_hooks';
+import { setImmediate as turn } from 'node:timers/promises';
 import { bookAt, type BookReader } from '@booktape/summaries';
 import type { WebSocket } from 'ws';
 import type { ReplayRepository } from '@booktape/storage';
-import { ExchangeAFrameEncoder, openingBook } from './exchange-a.frames.ts';
+import { ExchangeAFrameWriter, openingBook, type OutFrame } from './exchange-a.frames.ts';
 import { ReplaySocket, type ReplayOutcome, type ReplayWindow, type VenueReplay } from './replay-socket.ts';
 
 /**
@@ -19,6 +21,8 @@ import { ReplaySocket, type ReplayOutcome, type ReplayWindow, type VenueReplay }
 
 /** Asset ids one replay may name (the venue's practical limit is a few hundred a connection). */
 export const MAX_ASSETS = 500;
+/** A replay that never has to wait yields to the event loop after this long of sending. */
+const YIELD_MS = 5;
 /** Levels a side of the opening books: all of them. */
 const FULL_DEPTH = 1_000_000;
 
@@ -76,23 +80,52 @@ export function runExchangeA(ws: WebSocket, w: ReplayWindow, deps: ExchangeADeps
       const b = await bookAt(deps.books, { venue: 'exchange-a', market, asset: a }, w.fromMs - 1, FULL_DEPTH);
       if (b.known) opening.push(openingBook(a, market, b.sides[0], b.sides[1], b.asOfMs ?? w.fromMs - 1));
     }
-    const enc = new ExchangeAFrameEncoder();
-    const rows = deps.replay.rows('exchange-a', [...new Set(markets.values())], w.fromMs, w.toMs, { assets: [...markets.keys()], signal: s.signal });
+    const enc = new ExchangeAFrameWriter();
+    const out: OutFrame[] = [];
+    let next = 0;
+    /** Sends the frames written so far while they may go at once (trySend); false: the rest must wait (sendRest). */
+    const sendNow = (): boolean => {
+      for (; next < out.length; next++) if (!s.trySend(out[next]!.text, out[next]!.ts)) return false;
+      out.length = 0;
+      next = 0;
+      return true;
+    };
+    const sendRest = async (): Promise<void> => {
+      for (; next < out.length; next++) await s.sendAt(out[next]!.text, out[next]!.ts);
+      out.length = 0;
+      next = 0;
+    };
+    // Typed reads: each record's frame is written here from its columns (exchange-a.frames.ts).
+    const batches = deps.replay.recordsA([...new Set(markets.values())], w.fromMs, w.toMs, { assets: [...markets.keys()], signal: s.signal });
     try {
       // The first rows are read before the clock starts: a paced replay starts on time.
-      let r = await rows.next();
+      let b = await batches.next();
       await s.send(JSON.stringify(opening));
       s.clockStarts();
-      for (; !r.done; r = await rows.next()) {
-        const row = r.value;
-        if (row.tie !== '' && !subscribed!.has(row.tie)) continue;
-        for (const f of enc.push(JSON.parse(row.payload) as Record<string, unknown>, row.seq)) await s.sendAt(f.text, f.ts);
+      let since = performance.now();
+      for (; !b.done; b = await batches.next()) {
+        const records = b.value;
+        for (let i = 0; i < records.length; i++) {
+          const rec = records[i]!;
+          // Checked record by record: an unsubscribe stops an asset's events from the next one on.
+          if (rec.asset !== '' && !subscribed!.has(rec.asset)) continue;
+          enc.push(rec, out);
+          if (out.length > 0 && !sendNow()) {
+            await sendRest();
+            since = performance.now();
+          } else if ((i & 255) === 255 && performance.now() - since > YIELD_MS) {
+            // A run of frames that never waits yields now and then: the process's other work (and this socket's writes) goes on.
+            await turn();
+            since = performance.now();
+          }
+        }
       }
     } finally {
       // Cancels the read (and gives its session back) on every way out.
-      await rows.return(undefined);
+      await batches.return(undefined);
     }
-    for (const f of enc.end()) await s.sendAt(f.text, f.ts);
+    enc.end(out);
+    await sendRest();
     s.finish('done', 1000, 'end of the replay window');
   }
 

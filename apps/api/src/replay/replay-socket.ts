@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
 import { StreamBusyError, StreamOwnerBusyError } from '@booktape/storage';
 import type { Logger } from '@booktape/config';
@@ -10,17 +10,28 @@ import type { Venue } from '@booktape/domain';
  * an end that frees everything.
  *
  * - Pace: `speed` null sends as fast as the client reads; a factor sends each frame at
- *   `start + (event time - from) / speed` (`start`: when the opening frames were sent).
- * - Back-pressure: below HIGH_WATER bytes waiting in the socket a frame is queued at once;
- *   above it the replay waits until that frame has been handed to the kernel, so a slow
- *   client slows its own replay and the server holds at most HIGH_WATER plus one frame
- *   (and the reader's current batch) for it. A client that takes nothing for STALL_MS is
+ *   `start + (event time - from) / speed` (`start`: when the opening frames were sent),
+ *   waking EARLY_MS before and waiting the rest in event-loop turns (waitUntil).
+ * - Writes: frames that may go at once are framed here and written together, one socket
+ *   write per WRITE_BATCH_BYTES or per run of work (enqueue), in the order sent.
+ * - Back-pressure: below HIGH_WATER bytes waiting in the socket (or to be written) a frame
+ *   is queued at once; above it the replay waits until that frame has been handed to the
+ *   kernel, so a slow client slows its own replay and the server holds at most HIGH_WATER
+ *   plus one frame (and the reader's current sub-read, as its bytes) for it. A client that takes nothing for STALL_MS is
  *   dropped (its socket destroyed), like an HTTP answer nobody reads.
  * - End: the client leaving, the server closing, or the window's end abort the read
  *   (the engine read is cancelled, its session given back) and settle `outcome` once.
  */
 
 export const HIGH_WATER = 1 << 20;
+/**
+ * A paced frame's timer wakes this long before its due time; the rest is waited precisely
+ * (waitUntil). The event loop's clock has millisecond steps, so a timer fires up to about a
+ * millisecond either side of its time: waking 1 ms early leaves at most about 2 ms of turns
+ * to wait, usually less. (Waiting in turns keeps the process running: on a machine whose
+ * cores are all busy that costs the others, so the margin is kept small.)
+ */
+export const EARLY_MS = 1;
 export const STALL_MS = 60_000;
 /** How long a client may take to send its subscription. */
 export const SUBSCRIBE_WAIT_MS = 60_000;
@@ -34,6 +45,8 @@ export interface ReplayWindow {
   /** Factor of real time; null: as fast as the client reads. */
   speed: number | null;
   log: Logger;
+  /** Told the bytes of the replayed frames written to the socket directly (not through `ws.send`), for the request log. */
+  sent?: (bytes: number) => void;
   /** Overrides for tests. */
   stallMs?: number;
   subscribeWaitMs?: number;
@@ -55,10 +68,58 @@ export interface VenueReplay<D> {
 
 class Gone extends Error {}
 
+/** Frames waiting to be written together are written once they hold this many bytes (or when the current work yields). */
+export const WRITE_BATCH_BYTES = 64 * 1024;
+
+/** What the replay reads of the websocket library's socket and sender to write frames beside it. */
+interface WsInternals {
+  _socket?: { write(b: Buffer): boolean; writable?: boolean };
+  _sender?: { _bufferedBytes?: number; _queue?: unknown[] };
+}
+
+/**
+ * Text messages as websocket frames, one after the other in one buffer (RFC 6455 5.2: a
+ * server's frames are unmasked; FIN and the text opcode, then the length in 7, 16 or 64 bits).
+ */
+export function textFrames(texts: readonly string[]): { buf: Buffer; payload: number } {
+  const lengths = new Array<number>(texts.length);
+  let total = 0;
+  let payload = 0;
+  for (let i = 0; i < texts.length; i++) {
+    const n = Buffer.byteLength(texts[i]!, 'utf8');
+    lengths[i] = n;
+    payload += n;
+    total += n + (n < 126 ? 2 : n < 65536 ? 4 : 10);
+  }
+  const buf = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (let i = 0; i < texts.length; i++) {
+    const n = lengths[i]!;
+    buf[at++] = 0x81;
+    if (n < 126) buf[at++] = n;
+    else if (n < 65536) {
+      buf[at++] = 126;
+      buf.writeUInt16BE(n, at);
+      at += 2;
+    } else {
+      buf[at++] = 127;
+      buf.writeUInt32BE(Math.floor(n / 2 ** 32), at);
+      buf.writeUInt32BE(n >>> 0, at + 4);
+      at += 8;
+    }
+    at += buf.write(texts[i]!, at, 'utf8');
+  }
+  return { buf, payload };
+}
+
 export class ReplaySocket {
   private readonly abort = new AbortController();
   private over = false;
   private corked = false;
+  /** Frames sent but not yet written (written together: writeBatch). */
+  private readonly pending: string[] = [];
+  private pendingChars = 0;
+  private writeScheduled = false;
   private t0 = 0;
   private resolve!: (o: ReplayOutcome) => void;
   private readonly subscribeTimer: NodeJS.Timeout;
@@ -101,7 +162,10 @@ export class ReplaySocket {
 
   /** A small answer outside the replayed stream (PONG, INVALID OPERATION): not paced, not held back. */
   control(text: string): void {
-    if (!this.over && this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+    if (!this.over && this.ws.readyState === WebSocket.OPEN) {
+      this.writeBatch();
+      this.ws.send(text);
+    }
   }
 
   /** Runs the replay once the client has subscribed; its failures end the socket with a clear code. */
@@ -129,23 +193,107 @@ export class ReplaySocket {
     this.t0 = performance.now();
   }
 
+  /**
+   * A frame of event time `ts` sent now, without waiting, when it may be: due (or not paced)
+   * and the client not behind. False: nothing was sent, the caller awaits `sendAt`. A fast
+   * replay sends almost every frame this way, with no promise per frame.
+   */
+  trySend(text: string, ts: number): boolean {
+    if (this.over) throw new Gone();
+    if (this.w.speed !== null && this.dueIn(ts) > 0) return false;
+    if (this.ws.bufferedAmount + this.pendingChars >= HIGH_WATER) return false;
+    this.enqueue(text);
+    return true;
+  }
+
+  /**
+   * A frame to write with the others sent in the same run of work: one socket write for many
+   * frames, the frames made here (textFrames) rather than one header and one write each by
+   * the websocket library, which was most of a fast replay's time after the reads. Written
+   * when WRITE_BATCH_BYTES are waiting or when the work yields (nextTick), and before
+   * anything else is sent on the socket, so that the order stays the order sent. Where the
+   * library's internals are not as expected, the frame goes through `ws.send`.
+   */
+  private enqueue(text: string): void {
+    const ws = this.ws as unknown as WsInternals;
+    if (typeof ws._socket?.write !== 'function' || ws._sender === undefined) {
+      this.batch();
+      this.ws.send(text);
+      return;
+    }
+    this.pending.push(text);
+    this.pendingChars += text.length;
+    if (this.pendingChars >= WRITE_BATCH_BYTES) this.writeBatch();
+    else if (!this.writeScheduled) {
+      this.writeScheduled = true;
+      process.nextTick(() => {
+        this.writeScheduled = false;
+        this.writeBatch();
+      });
+    }
+  }
+
+  /** Writes the frames waiting (enqueue), in one write. */
+  private writeBatch(): void {
+    if (this.pending.length === 0) return;
+    const texts = this.pending.splice(0);
+    this.pendingChars = 0;
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    const ws = this.ws as unknown as WsInternals;
+    // The library holds frames of its own (it does not here: no compression): they go first.
+    if ((ws._sender?._bufferedBytes ?? 0) > 0 || (ws._sender?._queue?.length ?? 0) > 0) {
+      for (const t of texts) this.ws.send(t);
+      return;
+    }
+    const { buf, payload } = textFrames(texts);
+    ws._socket!.write(buf);
+    this.w.sent?.(payload);
+  }
+
+  /** Frames sent now, in this order, without waiting, when the client is not behind; false: nothing was sent, the caller awaits `sendAll`. */
+  trySendAll(texts: readonly string[]): boolean {
+    if (this.over) throw new Gone();
+    if (texts.length === 0) return true;
+    if (this.ws.bufferedAmount + this.pendingChars >= HIGH_WATER) return false;
+    for (const t of texts) this.enqueue(t);
+    return true;
+  }
+
+  /** Event time `ts` is due now (always when not paced). */
+  due(ts: number): boolean {
+    return this.w.speed === null || this.dueIn(ts) <= 0;
+  }
+
+  /** How long until event time `ts` is due, in ms (paced replays only). */
+  private dueIn(ts: number): number {
+    return this.t0 + (ts - this.w.fromMs) / this.w.speed! - performance.now();
+  }
+
   /** A frame of event time `ts`, at its time when paced. */
   async sendAt(text: string, ts: number): Promise<void> {
     await this.waitUntil(ts);
     await this.send(text);
   }
 
-  /** Until event time `ts` is due (at once when not paced). */
+  /**
+   * Until event time `ts` is due (at once when not paced). A timer fires late by up to a
+   * millisecond or more (its clock has millisecond steps), so it is set to wake EARLY_MS
+   * before the due time, and the rest is waited in turns of the event loop (setImmediate:
+   * other sockets' I/O still runs between them) until the due time has come. That costs a
+   * little CPU per paced frame (at most EARLY_MS of turns) and keeps each frame within a
+   * fraction of a millisecond of its time on a quiet machine.
+   */
   async waitUntil(ts: number): Promise<void> {
     if (this.w.speed !== null) {
-      const wait = this.t0 + (ts - this.w.fromMs) / this.w.speed - performance.now();
-      if (wait >= 1) {
+      const wait = this.dueIn(ts);
+      if (wait > EARLY_MS) {
         try {
-          await sleep(wait, undefined, { signal: this.abort.signal });
+          await sleep(wait - EARLY_MS, undefined, { signal: this.abort.signal });
         } catch {
           throw new Gone();
         }
       }
+      while (!this.over && this.dueIn(ts) > 0) await turn();
     }
     if (this.over) throw new Gone();
   }
@@ -157,8 +305,7 @@ export class ReplaySocket {
   async sendAll(texts: readonly string[]): Promise<void> {
     if (texts.length === 0) return;
     if (this.over) throw new Gone();
-    this.batch();
-    for (let i = 0; i < texts.length - 1; i++) this.ws.send(texts[i]!);
+    for (let i = 0; i < texts.length - 1; i++) this.enqueue(texts[i]!);
     await this.send(texts[texts.length - 1]!);
   }
 
@@ -183,11 +330,12 @@ export class ReplaySocket {
   /** A frame now, waiting for the socket to drain when the client is behind. */
   async send(text: string): Promise<void> {
     if (this.over) throw new Gone();
-    this.batch();
-    if (this.ws.bufferedAmount < HIGH_WATER) {
-      this.ws.send(text);
+    if (this.ws.bufferedAmount + this.pendingChars < HIGH_WATER) {
+      this.enqueue(text);
       return;
     }
+    this.writeBatch();
+    this.batch();
     await new Promise<void>((resolve, reject) => {
       const stall = setTimeout(() => {
         this.w.log.info('replay client stopped reading: dropped');
@@ -209,6 +357,8 @@ export class ReplaySocket {
     clearTimeout(this.subscribeTimer);
     if (this.pinger) clearInterval(this.pinger);
     this.abort.abort();
+    // The frames sent before the end are written before the close frame.
+    this.writeBatch();
     if (code !== undefined && this.ws.readyState === WebSocket.OPEN) this.ws.close(code, reason);
     this.resolve(outcome);
   }

@@ -185,7 +185,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
         bytes += Buffer.byteLength(data);
         return (send as (...a: unknown[]) => void)(data, ...rest);
       }) as typeof ws.send;
-      const w: ReplayWindow = { ...window, log };
+      const w: ReplayWindow = { ...window, log, sent: (n) => void (bytes += n) };
       replay.run(ws, w, services).then((outcome) => {
         live.delete(ws);
         settle(outcome, bytes);

@@ -1,0 +1,50 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import { textFrames } from './replay-socket.ts';
+
+/** The websocket library's frame parser (not in its type declarations). */
+interface FrameReceiver {
+  on(event: 'message', fn: (data: Buffer, isBinary: boolean) => void): void;
+  on(event: 'error', fn: (e: Error) => void): void;
+  write(chunk: Buffer, cb: () => void): void;
+}
+const { Receiver } = createRequire(import.meta.url)('ws') as { Receiver: new (o: { isServer: boolean; maxPayload: number }) => FrameReceiver };
+
+/**
+ * The frames the replay writes itself (textFrames) read back by the websocket library's own
+ * receiver, as a client reads them: the same messages, in order, as text, whatever their
+ * length (7-, 16- and 64-bit lengths) and characters (multi-byte UTF-8).
+ */
+
+function received(buf: Buffer): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    // A client's receiver: frames from a server are unmasked.
+    const r = new Receiver({ isServer: false, maxPayload: 0 });
+    const out: string[] = [];
+    r.on('message', (data: Buffer, isBinary: boolean) => {
+      if (isBinary) reject(new Error('binary frame'));
+      out.push(data.toString('utf8'));
+    });
+    r.on('error', reject);
+    r.write(buf, () => resolve(out));
+  });
+}
+
+describe('textFrames', () => {
+  it('frames every length class a client reads back as the same texts', async () => {
+    const texts = ['', 'x', 'a'.repeat(125), 'b'.repeat(126), 'c'.repeat(65_535), 'd'.repeat(65_536), 'é€😀'.repeat(50), '{"event_type":"book"}'];
+    const { buf, payload } = textFrames(texts);
+    expect(payload).toBe(texts.reduce((n, t) => n + Buffer.byteLength(t), 0));
+    expect(await received(buf)).toEqual(texts);
+  });
+
+  it('frames arbitrary texts a client reads back unchanged', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 200 }), fc.string({ minLength: 120, maxLength: 140 })), { maxLength: 20 }), async (texts) => {
+        expect(await received(textFrames(texts).buf)).toEqual(texts);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
