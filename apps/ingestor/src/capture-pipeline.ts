@@ -1,6 +1,6 @@
 import type { Logger } from '@booktape/config';
 import type { CaptureBoundary, CaptureGap, DeadLetter, RawMessage, Venue } from '@booktape/domain';
-import { marketKey } from '@booktape/domain';
+import { marketKey } from '@booktape/venues';
 import { rawValueEncoder, type BatchingProducer, type RawValueFormat, type Topics } from '@booktape/messaging';
 import { ExchangeBNormaliser, Sequencer, normaliseExchangeA, type CaptureFileWriter } from '@booktape/venues';
 
