@@ -77,11 +77,17 @@ export interface AnyBook {
   lastAnomaly: string | null;
 }
 
+/** Each venue's book engine, keyed by venue: a new book, and one from stored state. */
+const ENGINES: { readonly [V in BookVenue]: { create(): AnyBook; restore(state: unknown): AnyBook } } = {
+  'exchange-a': { create: () => new ExchangeABook() as AnyBook, restore: (state) => ExchangeABook.fromState(state) as AnyBook },
+  'exchange-b': { create: () => new ExchangeBBook() as AnyBook, restore: (state) => ExchangeBBook.fromState(state) as AnyBook },
+};
+
 export function newBook(venue: BookVenue): AnyBook {
-  return (venue === 'exchange-a' ? new ExchangeABook() : new ExchangeBBook()) as AnyBook;
+  return ENGINES[venue].create();
 }
 
 /** A book from its stored state; throws RangeError when the state is malformed. */
 export function restoreBook(venue: BookVenue, state: unknown): AnyBook {
-  return (venue === 'exchange-a' ? ExchangeABook.fromState(state) : ExchangeBBook.fromState(state)) as AnyBook;
+  return ENGINES[venue].restore(state);
 }

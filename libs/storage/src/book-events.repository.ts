@@ -34,6 +34,19 @@ export interface BookHistory {
 export class BookEventsRepository {
   constructor(private readonly ch: ClickHouse) {}
 
+  /**
+   * One book's events in [anchor, toMs), read by its venue's reader (exchangeA / exchangeB
+   * below; `asset` is ignored for exchange B, whose market is one book).
+   */
+  events(venue: Venue, market: string, asset: string, fromMs: number, toMs: number, anchored = true): Promise<BookRecord[]> {
+    return this.byVenue[venue](market, asset, fromMs, toMs, anchored);
+  }
+
+  private readonly byVenue: { readonly [V in Venue]: (market: string, asset: string, fromMs: number, toMs: number, anchored: boolean) => Promise<BookRecord[]> } = {
+    'exchange-a': (market, asset, fromMs, toMs, anchored) => this.exchangeA(market, asset, fromMs, toMs, anchored),
+    'exchange-b': (market, _asset, fromMs, toMs, anchored) => this.exchangeB(market, fromMs, toMs, anchored),
+  };
+
   /** `anchored` false: exactly the events in [fromMs, toMs), for a book restored at fromMs. */
   async exchangeA(market: string, asset: string, fromMs: number, toMs: number, anchored = true): Promise<ExchangeAEvent[]> {
     const table = this.ch.table('raw_exchange_a');
