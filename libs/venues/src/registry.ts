@@ -127,6 +127,9 @@ const exchangeB: VenueModule<'exchange-b'> = {
   resetOnConnect: true,
 };
 
+/** Any one venue's module (a union: each keeps its own record types). */
+export type AnyVenueModule = { [V in Venue]: VenueModule<V> }[Venue];
+
 /** Every venue's module, keyed by venue. */
 export const VENUE_MODULES: { readonly [V in Venue]: VenueModule<V> } = { 'exchange-a': exchangeA, 'exchange-b': exchangeB };
 
@@ -138,7 +141,7 @@ export function venueModule<V extends Venue>(venue: V): VenueModule<V> {
 }
 
 /** Every venue's module, in the order of VENUES. */
-export const venueModules = (): VenueModule[] => VENUES.map((v) => VENUE_MODULES[v] as VenueModule);
+export const venueModules = (): AnyVenueModule[] => VENUES.map((v) => VENUE_MODULES[v]);
 
 /** A string that names a venue exactly (`exchange-a`), narrowed; null otherwise. */
 export function asVenue(raw: unknown): Venue | null {
