@@ -118,6 +118,9 @@ const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const A_SIDE: Record<string, string> = { BUY: 'bid', SELL: 'ask' };
 
 /** `more`: the record's own fields put after the venue's columns (the API's `include`). */
+/** Each venue's CSV rows of one record, keyed by venue. */
+const ROWS_OF: { readonly [V in Venue]: (r: Rec, out: string[], more: unknown[]) => void } = { 'exchange-a': exchangeARows, 'exchange-b': exchangeBRows };
+
 function exchangeARows(r: Rec, out: string[], more: unknown[]): void {
   const row = (side: unknown, price: unknown, size: unknown) => out.push(csvRow([r.timestamp, r.asset_id, r.event_type, side, price, size, r.hash, r.received_at, ...more]));
   const before = out.length;
@@ -154,7 +157,7 @@ export class RawRowsToCsv extends RawRows {
     private readonly trail: readonly string[] = [],
   ) {
     super(max);
-    this.rows = venue === 'exchange-a' ? exchangeARows : exchangeBRows;
+    this.rows = ROWS_OF[venue];
   }
 
   /** The header row; `lead`: names of the columns put before the venue's own; `trail`: after them. */
