@@ -169,3 +169,6 @@ export const eventTimeMs = (m: RawMessage): number => accessOf(m).eventMs(m);
 export function messageOf<V extends Venue>(m: RawMessage, venue: V): MessageOf<V> | null {
   return m.venue === venue ? (m as MessageOf<V>) : null;
 }
+
+/** Every venue name as a non-empty tuple, for schemas that list them (`z.enum(VENUE_ENUM)`), in the order of VENUES. */
+export const VENUE_ENUM = VENUES as unknown as readonly [Venue, ...Venue[]];

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Venue } from '@booktape/domain';
+import { venueModule, type AnyVenueModule } from '@booktape/venues';
 import type { ApiConfig } from '../config.ts';
 import { q } from '../http/params.ts';
 import { API_PREFIX } from '../http/prefix.ts';
@@ -45,12 +46,18 @@ export interface VenueApi {
   summaryTitle: string;
 }
 
+/** The API's part of a venue's registry entry (libs/venues): its names, and whether it has outcome tokens. */
+const fromRegistry = (m: AnyVenueModule) => ({
+  venue: m.venue,
+  pathAlias: m.ownName,
+  slugs: m.tokens,
+  label: m.label.charAt(0).toUpperCase() + m.label.slice(1),
+  listsOutcomeTokens: m.tokens,
+});
+
 export const VENUES: readonly VenueApi[] = [
   {
-    venue: 'exchange-a',
-    pathAlias: 'polymarket',
-    slugs: true,
-    label: 'Exchange A',
+    ...fromRegistry(venueModule('exchange-a')),
     marketParam: 'condition_id',
     market: q.conditionId,
     marketPrefix: q.conditionIdPrefix,
@@ -59,15 +66,11 @@ export const VENUES: readonly VenueApi[] = [
     record: exchangeARecord,
     recordNoun: 'events',
     legacyAliases: true,
-    listsOutcomeTokens: true,
     asset: { param: 'asset_id', description: 'Outcome token (CLOB token) id within the condition.' },
     summaryTitle: 'Exchange A order-book summary of one outcome token',
   },
   {
-    venue: 'exchange-b',
-    pathAlias: 'kalshi',
-    slugs: false,
-    label: 'Exchange B',
+    ...fromRegistry(venueModule('exchange-b')),
     marketParam: 'ticker',
     market: q.ticker,
     marketPrefix: q.tickerPrefix,
@@ -76,7 +79,6 @@ export const VENUES: readonly VenueApi[] = [
     record: exchangeBRecord,
     recordNoun: 'records',
     legacyAliases: false,
-    listsOutcomeTokens: false,
     summaryTitle: 'Exchange B order-book summary (YES bid; YES ask implied by the NO book)',
   },
 ];
