@@ -1,4 +1,4 @@
-import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
+import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
 import { ExchangeABook, ExchangeBBook, type ChangeHook } from './book-engine.ts';
 import { aggregateObservations, mergeBuckets, type ExactBucket } from './bucketing.ts';
 import type { Observation } from './observation.ts';
@@ -60,7 +60,7 @@ export function byHour(buckets: readonly ExactBucket[]): Map<number, ExactBucket
   return out;
 }
 
-export type BookVenue = 'exchange-a' | 'exchange-b';
+export type BookVenue = Venue;
 export type BookRecord = ExchangeAEvent | ExchangeBRecord;
 
 /** One asset's book of either venue behind one interface. */

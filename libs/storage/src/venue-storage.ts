@@ -21,6 +21,10 @@ export interface VenueStorage {
   /** The columns the sink writes (RowBinary), in order, and the writer of one message's row. */
   binaryColumns: ReadonlyArray<readonly [string, string]>;
   write(w: RowBinaryWriter, m: RawMessage, pos: KafkaPosition): void;
+  /** The columns after (event time, ingest_seq, dedup_id, market) that order a market's records (the serving order's tie-breaks). */
+  ties: readonly string[];
+  /** One book's rows (`{m:String}`, `{a:String}` bound; exchange B's market is one book), its snapshots, and the record types a book answer reads. */
+  book: { where: string; snapshot: string; types: string };
   /** One book's records as the rollup counts them (`{market:String}`, `{asset:String}` bound). */
   bookEventsWhere: string;
 }
@@ -30,10 +34,14 @@ const fromRegistry = <V extends Venue>(m: VenueModule<V>) => ({ table: m.raw.tab
 export const VENUE_STORAGE: { readonly [V in Venue]: VenueStorage } = {
   'exchange-a': {
     ...fromRegistry(VENUE_MODULES['exchange-a']), binaryColumns: A_BINARY_COLUMNS, write: writeA as VenueStorage['write'],
+    ties: ['asset_id', 'event_type'],
+    book: { where: 'market = {m:String} AND asset_id = {a:String}', snapshot: "event_type = 'book'", types: "event_type IN ('book', 'price_change')" },
     bookEventsWhere: `market = {market:String} AND asset_id = {asset:String} AND event_type IN ('book', 'price_change')`,
   },
   'exchange-b': {
     ...fromRegistry(VENUE_MODULES['exchange-b']), binaryColumns: B_BINARY_COLUMNS, write: writeB as VenueStorage['write'],
+    ties: ['record_type'],
+    book: { where: 'ticker = {m:String}', snapshot: "record_type = 'snapshot'", types: "record_type IN ('snapshot', 'delta', 'gap')" },
     bookEventsWhere: `ticker = {market:String}`,
   },
 };
