@@ -1,6 +1,7 @@
-import { utcDate, type Venue } from '@booktape/domain';
+import { VENUES, utcDate, type Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 
 /**
  * Reads for the websocket replay (issue 25): the stored records of several markets of one
@@ -42,10 +43,8 @@ interface Columns {
   ties: string[];
 }
 
-const COLUMNS: Record<Venue, Columns> = {
-  'exchange-a': { market: 'market', ties: ['asset_id', 'event_type'] },
-  'exchange-b': { market: 'ticker', ties: ['record_type'] },
-};
+const columnsOf = (v: Venue): Columns => ({ market: VENUE_STORAGE[v].market, ties: [...VENUE_STORAGE[v].ties] });
+const COLUMNS = Object.fromEntries(VENUES.map((v) => [v, columnsOf(v)])) as Record<Venue, Columns>;
 
 /** Rows one sub-read returns at most. */
 export const REPLAY_SUB_READ_ROWS = 5_000;
@@ -108,7 +107,9 @@ export class ReplayRepository {
     const table = this.ch.table(RAW_TABLE[venue]);
     const keyCols = ['event_ts', 'ingest_seq', 'dedup_id', c.market, ...c.ties];
     const key = `toJSONString([toString(toUnixTimestamp64Milli(event_ts)), toString(ingest_seq), dedup_id, ${c.market}${c.ties.map((t) => `, toString(${t})`).join('')}])`;
-    const assetSql = venue === 'exchange-a' && o.assets !== undefined ? `AND (asset_id IN {assets:Array(String)} OR asset_id = '')` : '';
+    // Only a venue with outcome tokens can read some of a market's books (records without an asset are kept).
+    const asset = VENUE_STORAGE[venue].asset;
+    const assetSql = VENUE_STORAGE[venue].tokens && o.assets !== undefined ? `AND (${asset} IN {assets:Array(String)} OR ${asset} = '')` : '';
     const n = o.subReadRows ?? REPLAY_SUB_READ_ROWS;
     const ch = this.ch;
 
