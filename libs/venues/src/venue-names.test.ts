@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
  *   grep -rnE "'exchange-(a|b)'" --include=*.ts apps libs scripts | grep -v "\.test\.\|test-support\|libs/venues/" | grep -E "===|!==|case "
  * Each line that must stay says why in a comment; a new one fails here.
  */
-const ALLOWED = 10;
+const ALLOWED = 1;
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const SKIP_DIRS = new Set(['node_modules', 'dist', '.git', 'coverage']);
