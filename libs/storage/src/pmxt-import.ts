@@ -292,6 +292,7 @@ export function supersedeImported(ch: ClickHouse, p: { market: string; asset: st
 
 /** The exchange A partitions among `parts` that hold imported records (one read; other venues' are ignored). */
 export async function partitionsWithImports(ch: ClickHouse, parts: ReadonlyArray<{ venue: string; market: string; asset: string; date: string }>): Promise<Array<{ market: string; asset: string; date: string }>> {
+  // Kept as a name comparison: this module is exchange A's importer (PMXT archives are Polymarket's, written to raw_exchange_a only).
   const a = parts.filter((p) => p.venue === 'exchange-a' && /^\d{4}-\d{2}-\d{2}$/.test(p.date));
   if (a.length === 0) return [];
   const tuples = a.map((p) => `(${sqlString(p.market)}, ${sqlString(p.asset)}, toDate(${sqlString(p.date)}))`).join(', ');
