@@ -1,4 +1,4 @@
-import type { RawMessage, Venue } from '@booktape/domain';
+import { VENUES, type RawMessage, type Venue } from '@booktape/domain';
 import { VENUE_MODULES, type VenueModule } from '@booktape/venues';
 import { A_BINARY_COLUMNS, B_BINARY_COLUMNS, writeA, writeB, type KafkaPosition } from './raw-codec.ts';
 import type { RowBinaryWriter } from './row-binary.ts';
@@ -47,4 +47,4 @@ export const VENUE_STORAGE: { readonly [V in Venue]: VenueStorage } = {
 };
 
 /** The raw table of each venue. */
-export const RAW_TABLE: { readonly [V in Venue]: string } = { 'exchange-a': VENUE_STORAGE['exchange-a'].table, 'exchange-b': VENUE_STORAGE['exchange-b'].table };
+export const RAW_TABLE = Object.fromEntries(VENUES.map((v) => [v, VENUE_STORAGE[v].table])) as { readonly [V in Venue]: string };

@@ -5,7 +5,7 @@ import type { IngestorReport } from '@booktape/messaging';
 import type { FootprintReading } from './footprint.ts';
 import { reportIsLive } from './reports.ts';
 import type { RollupBacklog } from './rollup-backlog.ts';
-import { VENUE_ENUM } from '@booktape/venues';
+import { VENUE_ENUM, venueModules } from '@booktape/venues';
 
 /**
  * The public status (`GET /api/v1/monitoring/status`, the status page, the /metrics gauges):
@@ -13,7 +13,9 @@ import { VENUE_ENUM } from '@booktape/venues';
  * and counts only: no host names, addresses, error texts or configuration.
  */
 
-export const VENUE_NAMES: Record<Venue, string> = { 'exchange-a': 'Exchange A (Polymarket)', 'exchange-b': 'Exchange B (Kalshi)' };
+const title = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+/** `Exchange A (Polymarket)`: each venue's label and own name, from the venue registry. */
+export const VENUE_NAMES = Object.fromEntries(venueModules().map((m) => [m.venue, `${title(m.label)} (${title(m.ownName)})`])) as Record<Venue, string>;
 
 /** Declared outages that ended this many days ago or less are still listed. */
 export const RECENT_OUTAGE_DAYS = 7;
