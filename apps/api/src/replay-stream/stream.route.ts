@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { VENUES as VENUE_NAMES, utcDate, type Venue } from '@booktape/domain';
+import { VENUES as ALL_VENUES, utcDate, type Venue } from '@booktape/domain';
 import { venueModule } from '@booktape/venues';
 import { StreamBusyError, StreamOwnerBusyError, type ReplayRow } from '@booktape/storage';
 import { bookAt } from '@booktape/summaries';
@@ -127,7 +127,7 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
   /** Capture gaps and declared outages over the window, one marker per series they touch, by time. */
   async function gapMarkers(series: Series[], fromMs: number, toMs: number): Promise<GapMessage[]> {
     const out: Array<GapMessage & { order: number }> = [];
-    for (const venue of VENUE_NAMES) {
+    for (const venue of ALL_VENUES) {
       const mine = series.map((s, order) => ({ s, order })).filter((x) => x.s.venue === venue);
       if (mine.length === 0) continue;
       const ids = [...new Set(mine.flatMap((x) => [x.s.market, x.s.id]))];
@@ -232,7 +232,7 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
 
         const read = { signal: abort.signal };
         const rows: Partial<Record<Venue, VenueRows>> = {};
-        for (const venue of VENUE_NAMES) {
+        for (const venue of ALL_VENUES) {
           const mine = series.filter((s) => s.venue === venue);
           if (mine.length === 0) continue;
           const it = replay.rows(venue, [...new Set(mine.map((s) => s.market))], from, to, { ...read, ...(venueModule(venue).tokens ? { assets: mine.map((s) => s.id) } : {}) });
