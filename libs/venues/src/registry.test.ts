@@ -64,14 +64,19 @@ describe('venue registry', () => {
     expect([marketKey(b), messageAsset(b), eventTimeMs(b)]).toEqual(['KX-1', 'KX-1', 1772323200456]);
   });
 
-  it('makes a fresh normaliser per call; only a venue with sequence streams resets on connect', () => {
+  it('makes a fresh normaliser per call, each refusing an empty frame', () => {
     for (const m of venueModules()) {
       const n1 = m.normaliser();
       expect(n1).not.toBe(m.normaliser());
       expect(n1.normalise('', new Date(0)).kind).toBe('invalid');
+      n1.reset();
     }
-    expect(venueModule('exchange-b').resetOnConnect).toBe(true);
-    expect(venueModule('exchange-a').resetOnConnect).toBe(false);
+  });
+
+  it('names an API token parameter exactly for a venue with outcome tokens, and distinct API names per venue', () => {
+    const mods = venueModules();
+    for (const m of mods) expect(m.api.asset !== undefined).toBe(m.tokens);
+    for (const key of ['marketParam', 'marketField', 'marketListField'] as const) expect(new Set(mods.map((m) => m.api[key])).size).toBe(mods.length);
   });
 
   it('refuses a name that is not a venue', () => {

@@ -72,9 +72,22 @@ export interface VenueModule<V extends Venue = Venue> {
     asset(m: MessageOf<V>): string;
     eventMs(m: MessageOf<V>): number;
   };
-  /** A new normaliser; `resetOnConnect`: a new connection starts new sequence streams, so capture resets it then. */
+  /** A new normaliser (capture resets it when a new connection starts). */
   normaliser(): VenueNormaliser<V>;
-  resetOnConnect: boolean;
+  /** How the API names the venue's parts: parameters, answer fields, OpenAPI texts (apps/api adds the parsers and schemas). */
+  api: {
+    /** The query parameter naming a market, the answer's field naming it, and the list answer's field of many. */
+    marketParam: string;
+    marketField: string;
+    marketListField: string;
+    /** What the venue's raw records are called. */
+    recordNoun: string;
+    /** Data, range and summary routes are also served under `/market/…` (the interface's first paths). */
+    legacyAliases: boolean;
+    /** The query and answer field naming an outcome token, with its description; only for a venue with tokens. */
+    asset?: { param: string; description: string };
+    summaryTitle: string;
+  };
 }
 
 const exchangeA: VenueModule<'exchange-a'> = {
@@ -99,7 +112,15 @@ const exchangeA: VenueModule<'exchange-a'> = {
     eventMs: (m: ExchangeAMessage) => Number(m.event.timestamp),
   },
   normaliser: () => ({ normalise: normaliseExchangeA, reset: () => undefined }),
-  resetOnConnect: false,
+  api: {
+    marketParam: 'condition_id',
+    marketField: 'market_condition_id',
+    marketListField: 'market_condition_ids',
+    recordNoun: 'events',
+    legacyAliases: true,
+    asset: { param: 'asset_id', description: 'Outcome token (CLOB token) id within the condition.' },
+    summaryTitle: 'Exchange A order-book summary of one outcome token',
+  },
 };
 
 const exchangeB: VenueModule<'exchange-b'> = {
@@ -124,7 +145,14 @@ const exchangeB: VenueModule<'exchange-b'> = {
     eventMs: (m: ExchangeBMessage) => m.record.epoch_ms,
   },
   normaliser: () => new ExchangeBNormaliser(),
-  resetOnConnect: true,
+  api: {
+    marketParam: 'ticker',
+    marketField: 'market_ticker',
+    marketListField: 'market_tickers',
+    recordNoun: 'records',
+    legacyAliases: false,
+    summaryTitle: 'Exchange B order-book summary (YES bid; YES ask implied by the NO book)',
+  },
 };
 
 /** Any one venue's module (a union: each keeps its own record types). */
@@ -164,11 +192,6 @@ export const marketKey = (m: RawMessage): string => accessOf(m).market(m);
 export const messageAsset = (m: RawMessage): string => accessOf(m).asset(m);
 /** Event time in Unix ms (docs/rules/data.md): A, the venue's timestamp; B, the capture's receive time. */
 export const eventTimeMs = (m: RawMessage): number => accessOf(m).eventMs(m);
-
-/** A message of the given venue, narrowed: the typed way to reach its record without comparing venue names. */
-export function messageOf<V extends Venue>(m: RawMessage, venue: V): MessageOf<V> | null {
-  return m.venue === venue ? (m as MessageOf<V>) : null;
-}
 
 /** Every venue name as a non-empty tuple, for schemas that list them (`z.enum(VENUE_ENUM)`), in the order of VENUES. */
 export const VENUE_ENUM = VENUES as unknown as readonly [Venue, ...Venue[]];
