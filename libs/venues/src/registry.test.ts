@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { VENUES, venueFromName, type ExchangeAMessage, type ExchangeBMessage } from '@booktape/domain';
 import { VENUE_MODULES, asVenue, eventTimeMs, marketKey, messageAsset, venueFromShortName, venueModule, venueModules } from './registry.ts';
 
@@ -77,6 +78,22 @@ describe('venue registry', () => {
     const mods = venueModules();
     for (const m of mods) expect(m.api.asset !== undefined).toBe(m.tokens);
     for (const key of ['marketParam', 'marketField', 'marketListField'] as const) expect(new Set(mods.map((m) => m.api[key])).size).toBe(mods.length);
+  });
+
+  it('reads a short or full venue name (any case, trimmed) exactly as the command line always took them', () => {
+    // The names as written down before the registry (apps/cli/src/args.ts, coverage/outage-params.ts).
+    const reference = new Map([
+      ['a', 'exchange-a'],
+      ['exchange-a', 'exchange-a'],
+      ['b', 'exchange-b'],
+      ['exchange-b', 'exchange-b'],
+    ]);
+    const names = fc.constantFrom('a', 'b', 'exchange-a', 'exchange-b', 'A', ' Exchange-B ', 'c', 'polymarket', '__proto__', 'constructor', '');
+    fc.assert(
+      fc.property(fc.oneof(names, fc.string({ maxLength: 12 })), (s) => {
+        expect(venueFromShortName(s)).toBe(reference.get(s.trim().toLowerCase()) ?? null);
+      }),
+    );
   });
 
   it('refuses a name that is not a venue', () => {

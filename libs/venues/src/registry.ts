@@ -65,7 +65,7 @@ export interface VenueModule<V extends Venue = Venue> {
   /** Records of this venue can also be imported (PMXT archives), and capture's copy supersedes them (docs/rules/imports.md). */
   imports: boolean;
   /** The raw table (one per venue) and its columns naming the market and the asset (a B ticker is both). */
-  raw: { table: string; market: string; asset: string; snapshotWhere: string };
+  raw: { table: string; market: string; asset: string };
   /** A stored message's market, asset (book) and event time in Unix ms (docs/rules/data.md). */
   record: {
     market(m: MessageOf<V>): string;
@@ -105,7 +105,7 @@ const exchangeA: VenueModule<'exchange-a'> = {
   },
   bookSides: ['bids', 'asks'],
   imports: true,
-  raw: { table: 'raw_exchange_a', market: 'market', asset: 'asset_id', snapshotWhere: "event_type = 'book'" },
+  raw: { table: 'raw_exchange_a', market: 'market', asset: 'asset_id' },
   record: {
     market: (m: ExchangeAMessage) => m.event.market,
     asset: (m: ExchangeAMessage) => m.event.asset_id,
@@ -138,7 +138,7 @@ const exchangeB: VenueModule<'exchange-b'> = {
   },
   bookSides: ['yes', 'no'],
   imports: false,
-  raw: { table: 'raw_exchange_b', market: 'ticker', asset: 'ticker', snapshotWhere: "record_type = 'snapshot'" },
+  raw: { table: 'raw_exchange_b', market: 'ticker', asset: 'ticker' },
   record: {
     market: (m: ExchangeBMessage) => m.record.ticker,
     asset: (m: ExchangeBMessage) => m.record.ticker,
