@@ -86,6 +86,26 @@ export function bMessage(o: BOpts): ExchangeBMessage {
   };
 }
 
+/**
+ * What `Filler.expected` reads of a stored message of each venue, keyed by venue: its
+ * identity (as the table's key collapses copies, market first) and its served row's event
+ * time, tie-breaks and record fields.
+ */
+interface ExpectedOf<M extends RawMessage> {
+  identity(m: M): unknown[];
+  row(m: M): { ts: number; tie: unknown[]; record: Record<string, unknown> };
+}
+const EXPECTED: { readonly [V in Venue]: ExpectedOf<Extract<RawMessage, { venue: V }>> } = {
+  'exchange-a': {
+    identity: (m) => [m.event.market, m.event.timestamp, m.event.asset_id, m.event.event_type, m.dedup_id],
+    row: (m) => ({ ts: Number(m.event.timestamp), tie: [m.event.asset_id, m.event.event_type], record: (({ extra, ...e }) => ({ ...extra, ...e }))(m.event) }),
+  },
+  'exchange-b': {
+    identity: (m) => [m.record.ticker, m.record.epoch_ms, m.record.type, m.dedup_id],
+    row: (m) => ({ ts: m.record.epoch_ms, tie: [m.record.type], record: { ...m.record } }),
+  },
+};
+
 /** Inserts messages the way the sink does (positions increase across calls). */
 export class Filler {
   private offset = 0;
@@ -109,16 +129,14 @@ export class Filler {
     for (const s of this.stored) {
       const m = s.message;
       if (m.venue !== venue) continue;
-      const id = m.venue === 'exchange-a' ? [m.event.market, m.event.timestamp, m.event.asset_id, m.event.event_type, m.dedup_id] : [m.record.ticker, m.record.epoch_ms, m.record.type, m.dedup_id];
+      const id = (EXPECTED[m.venue] as ExpectedOf<RawMessage>).identity(m);
       if (id[0] !== market) continue;
       const k = JSON.stringify(id);
       const prev = byIdentity.get(k);
       if (!prev || prev.offset > s.offset) byIdentity.set(k, s);
     }
     const rows = [...byIdentity.values()].map(({ message: m }) => {
-      const ts = m.venue === 'exchange-a' ? Number(m.event.timestamp) : m.record.epoch_ms;
-      const tie = m.venue === 'exchange-a' ? [m.event.asset_id, m.event.event_type] : [m.record.type];
-      const record = m.venue === 'exchange-a' ? (({ extra, ...e }) => ({ ...extra, ...e }))(m.event) : { ...m.record };
+      const { ts, tie, record } = (EXPECTED[m.venue] as ExpectedOf<RawMessage>).row(m);
       return { ts, seq: BigInt(m.ingest_seq), id: m.dedup_id, tie, out: { ...record, received_at: m.received_at, worker_id: m.worker_id } as Record<string, unknown> };
     });
     const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

@@ -1,4 +1,5 @@
-import { MAX_EVENT_DATE, MAX_EVENT_MS, normaliseFullConditionId, normaliseTicker, venueFromName, type Venue } from '@booktape/domain';
+import { MAX_EVENT_DATE, MAX_EVENT_MS, VENUES, venueFromName, type Venue } from '@booktape/domain';
+import { venueFromShortName, venueModule, venueModules, type AnyVenueModule } from '@booktape/venues';
 
 /**
  * The rules every command applies to the names users type: venues, market and asset ids,
@@ -10,19 +11,18 @@ import { MAX_EVENT_DATE, MAX_EVENT_MS, normaliseFullConditionId, normaliseTicker
 export class UsageError extends Error {}
 
 /** How a venue may be named on the command line: the API's names, the venues' own, or a/b. */
-export const VENUE_CHOICES = 'a|b|exchange-a|exchange-b|polymarket|kalshi';
-const SHORT_NAMES: Record<string, Venue> = { a: 'exchange-a', b: 'exchange-b' };
+export const VENUE_CHOICES = [...venueModules().map((m) => m.short), ...VENUES, ...venueModules().map((m) => m.ownName)].join('|');
 
 /** `a`, `exchange-a`, `polymarket` → exchange-a; `b`, `exchange-b`, `kalshi` → exchange-b (any case). */
 export function parseVenueArg(raw: string | undefined, name = '--venue'): Venue {
   const v = raw?.trim().toLowerCase();
-  const venue = v === undefined ? null : (SHORT_NAMES[v] ?? venueFromName(v));
+  const venue = v === undefined ? null : (venueFromShortName(v) ?? venueFromName(v));
   if (venue === null) throw new UsageError(`${name} must be one of ${VENUE_CHOICES.split('|').join(', ')}, got ${JSON.stringify(raw ?? '')}`);
   return venue;
 }
 
-export const CONDITION_ID_RULE = 'a condition id (0x + 64 hex digits)';
-export const TICKER_RULE = "a ticker (A-Z, 0-9, '.', '_', '-'; up to 128)";
+export const CONDITION_ID_RULE = venueModule('exchange-a').market.rule;
+export const TICKER_RULE = venueModule('exchange-b').market.rule;
 
 /**
  * What differs between the venues on the command line, looked up by venue so the commands
@@ -50,35 +50,21 @@ export interface VenueShape {
   bookSides: readonly [string, string];
 }
 
+/** The command line's part of a venue's registry entry (libs/venues), and its SDK names. */
+const shape = (m: AnyVenueModule, sdk: Pick<VenueShape, 'marketOption' | 'otherMarketOption' | 'sdk' | 'marketParam' | 'marketField'>): VenueShape => ({
+  label: `${m.label} (${m.ownName})`,
+  ...sdk,
+  marketRule: m.market.rule,
+  normaliseMarket: m.market.normalise,
+  prefix: m.market.prefix,
+  prefixRule: m.market.prefixRule,
+  tokens: m.tokens,
+  bookSides: m.bookSides,
+});
+
 export const VENUE_SHAPES: Record<Venue, VenueShape> = {
-  'exchange-a': {
-    label: 'exchange A (polymarket)',
-    marketOption: '--condition-id',
-    otherMarketOption: '--ticker',
-    marketRule: CONDITION_ID_RULE,
-    normaliseMarket: normaliseFullConditionId,
-    prefix: /^(0x)?[0-9a-f]{0,64}$/i,
-    prefixRule: 'the start of a condition id (hex digits, 0x optional)',
-    tokens: true,
-    sdk: 'exchangeA',
-    marketParam: 'conditionId',
-    marketField: 'condition_id',
-    bookSides: ['bids', 'asks'],
-  },
-  'exchange-b': {
-    label: 'exchange B (kalshi)',
-    marketOption: '--ticker',
-    otherMarketOption: '--condition-id',
-    marketRule: TICKER_RULE,
-    normaliseMarket: normaliseTicker,
-    prefix: /^[A-Za-z0-9._-]{0,128}$/,
-    prefixRule: 'the start of a ticker',
-    tokens: false,
-    sdk: 'exchangeB',
-    marketParam: 'ticker',
-    marketField: 'ticker',
-    bookSides: ['yes', 'no'],
-  },
+  'exchange-a': shape(venueModule('exchange-a'), { marketOption: '--condition-id', otherMarketOption: '--ticker', sdk: 'exchangeA', marketParam: 'conditionId', marketField: 'condition_id' }),
+  'exchange-b': shape(venueModule('exchange-b'), { marketOption: '--ticker', otherMarketOption: '--condition-id', sdk: 'exchangeB', marketParam: 'ticker', marketField: 'ticker' }),
 };
 
 /** A market of a venue: an exchange A condition id (full length) or an exchange B ticker, normalised. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import type { BackfillRequest } from '@booktape/messaging';
-import { UsageError, VENUE_CHOICES, parseAssetArg, parseDateArg, parseMarketArg, parseVenueArg, TIME_RULE } from './args.ts';
+import { UsageError, VENUE_CHOICES, VENUE_SHAPES, parseAssetArg, parseDateArg, parseMarketArg, parseVenueArg, TIME_RULE } from './args.ts';
 import type { DataCommand, DataFlags } from './commands/data.ts';
 import type { StartOptions } from './commands/start.ts';
 import type { SimulateOptions } from './commands/simulate.ts';
@@ -471,7 +471,7 @@ async function outageCommand(a: OutageFlags & { positionals: string[] }): Promis
 export function backfillRequest(v: { venue?: string | undefined; market?: string | undefined; asset?: string | undefined; from?: string | undefined; to?: string | undefined }): BackfillRequest {
   const venue = parseVenueArg(v.venue);
   const market = parseMarketArg(venue, v.market, '--market');
-  if (v.asset !== undefined && venue === 'exchange-b') throw new UsageError('--asset is for exchange A only (an exchange B ticker is its own book)');
+  if (v.asset !== undefined && !VENUE_SHAPES[venue].tokens) throw new UsageError('--asset is for exchange A only (an exchange B ticker is its own book)');
   const asset = v.asset === undefined ? undefined : parseAssetArg(v.asset, '--asset');
   const from = parseDateArg(v.from, '--from');
   const to = parseDateArg(v.to, '--to');

@@ -1,8 +1,7 @@
 import type { Logger } from '@booktape/config';
-import type { CaptureBoundary, CaptureGap, DeadLetter, RawMessage, Venue } from '@booktape/domain';
-import { marketKey } from '@booktape/domain';
+import { VENUES, type CaptureBoundary, type CaptureGap, type DeadLetter, type RawMessage, type Venue } from '@booktape/domain';
 import { rawValueEncoder, type BatchingProducer, type RawValueFormat, type Topics } from '@booktape/messaging';
-import { ExchangeBNormaliser, Sequencer, normaliseExchangeA, type CaptureFileWriter } from '@booktape/venues';
+import { Sequencer, marketKey, venueModule, type CaptureFileWriter, type VenueNormaliser } from '@booktape/venues';
 
 /** What became of one frame: records sent, a control message, or refused (dead-lettered) and why. */
 export type HandledFrame = { kind: 'records' | 'control' } | { kind: 'invalid'; reason: string };
@@ -40,7 +39,8 @@ export interface CapturePipelineDeps {
  */
 export class CapturePipeline {
   private readonly sequencer: Sequencer;
-  private readonly normaliserB = new ExchangeBNormaliser();
+  /** Each venue's normaliser (the venue registry's), kept for the pipeline's life: exchange B's holds sequence state per connection. */
+  private readonly normalisers = Object.fromEntries(VENUES.map((v) => [v, venueModule(v).normaliser()])) as Record<Venue, VenueNormaliser>;
   private readonly encode: (messages: RawMessage[]) => string | Buffer;
   readonly counters: Record<Venue, VenueCounters> = {
     'exchange-a': { frames: 0, records: 0, controls: 0, deadLetters: 0, lastFrameAt: null },
@@ -57,9 +57,9 @@ export class CapturePipeline {
     return this.deps.producer.buffered;
   }
 
-  /** A new exchange B connection starts a new seq stream (new sid numbering). */
-  resetExchangeB(): void {
-    this.normaliserB.reset();
+  /** A new connection of `venue` starts a new capture stream: exchange B's seq state (sid numbering) starts over; a no-op for exchange A. */
+  resetConnection(venue: Venue): void {
+    this.normalisers[venue].reset();
   }
 
   /**
@@ -73,7 +73,7 @@ export class CapturePipeline {
     if (file) {
       file.appendBoundary(venue, at, boundary).catch((e: Error) => this.deps.log.error({ err: e.message, venue }, 'capture file write failed'));
     }
-    if (venue === 'exchange-b' && boundary.kind === 'connect') this.resetExchangeB();
+    if (boundary.kind === 'connect') this.resetConnection(venue);
   }
 
   /**
@@ -90,20 +90,17 @@ export class CapturePipeline {
       const write = typeof frame === 'string' ? file.appendFrame(venue, receivedAt, frame) : file.append({ venue, received_at: receivedAt.toISOString(), frame });
       write.catch((e: Error) => this.deps.log.error({ err: e.message, venue }, 'capture file write failed'));
     }
-    const result = venue === 'exchange-a' ? normaliseExchangeA(frame, receivedAt) : this.normaliserB.normalise(frame, receivedAt);
+    const result = this.normalisers[venue].normalise(frame, receivedAt);
     if (result.kind === 'control') {
       c.controls += 1;
-      if (venue === 'exchange-b' && result.name === 'subscribed') this.deps.log.info({ detail: result.detail }, 'exchange B subscribed');
+      if (result.name === 'subscribed') this.deps.log.info({ detail: result.detail }, `${venueModule(venue).label} subscribed`);
       return { kind: 'control' };
     }
     if (result.kind === 'invalid') {
       await this.deadLetter(venue, receivedAt, result.reason, frame);
       return { kind: 'invalid', reason: result.reason };
     }
-    const messages: RawMessage[] =
-      venue === 'exchange-a'
-        ? this.sequencer.stamp(receivedAt, result.records as never, 'exchange-a')
-        : this.sequencer.stamp(receivedAt, result.records as never, 'exchange-b');
+    const messages: RawMessage[] = this.sequencer.stamp(receivedAt, result.records, venue);
     c.records += messages.length;
     this.deps.onMessages?.(messages);
     const byMarket = new Map<string, RawMessage[]>();

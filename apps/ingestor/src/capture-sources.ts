@@ -1,5 +1,5 @@
 import type { Logger } from '@booktape/config';
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
 import { ExchangeACapture, ExchangeBCapture, backoffDelay, resolveExchangeATokens, type CapturedFrame, type FeedCallbacks } from './capture/index.ts';
 import type { CapturePipeline } from './capture-pipeline.ts';
 import type { IngestorConfig } from './config.ts';
@@ -63,10 +63,18 @@ export async function buildCaptureSources(
       pipeline.handleBoundary(venue, { kind: c.kind, connection_id: c.connectionId, ...(c.reason !== undefined ? { reason: c.reason } : {}) }, c.at);
     },
   });
-  if (config.venues['exchange-a']) sources.push(exchangeASource(config, callbacks('exchange-a'), log));
-  if (config.venues['exchange-b']) sources.push(exchangeBSource(config, callbacks('exchange-b'), log));
+  for (const venue of VENUES) if (config.venues[venue]) sources.push(CAPTURE_SOURCES[venue](config, callbacks(venue), log));
   return sources;
 }
+
+/**
+ * Each venue's capture (its feeds), keyed by venue: the feed factory of the venue registry's
+ * entry, kept in this app because the feeds are (libs/venues does not depend on apps).
+ */
+const CAPTURE_SOURCES: { readonly [V in Venue]: (config: IngestorConfig, callbacks: FeedCallbacks, log: Logger) => CaptureSource } = {
+  'exchange-a': exchangeASource,
+  'exchange-b': exchangeBSource,
+};
 
 function exchangeASource(config: IngestorConfig, callbacks: FeedCallbacks, log: Logger): CaptureSource {
   const a = config.exchangeA;

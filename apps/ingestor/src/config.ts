@@ -2,12 +2,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { envBool, envInt, envList, envOptional, envString, envUrl, platformConfig, platformEnvSchema, type PlatformConfig } from '@booktape/config';
+import { VENUES, type Venue } from '@booktape/domain';
 import { RAW_VALUE_FORMATS, type RawValueFormat } from '@booktape/messaging';
+import { asVenue } from '@booktape/venues';
 
 export const ingestorEnvSchema = platformEnvSchema.extend({
   /** Which roles this process runs: capture (venues → Kafka), sink (Kafka → ClickHouse). */
   INGESTOR_ROLES: envList(['capture', 'sink']).refine((l) => l.every((r) => r === 'capture' || r === 'sink'), 'must list capture and/or sink'),
-  CAPTURE_VENUES: envList(['exchange-a', 'exchange-b']).refine((l) => l.every((v) => v === 'exchange-a' || v === 'exchange-b'), 'must list exchange-a and/or exchange-b'),
+  CAPTURE_VENUES: envList([...VENUES]).refine((l) => l.every((v) => asVenue(v) !== null), `must list ${VENUES.join(' and/or ')}`),
   SINK_GROUP_ID: envString('booktape-sink'),
   KAFKA_PARTITIONS: envInt(8, 1, 256),
   /**
@@ -52,7 +54,7 @@ export type IngestorEnv = z.infer<typeof ingestorEnvSchema>;
 export interface IngestorConfig {
   platform: PlatformConfig;
   roles: { capture: boolean; sink: boolean };
-  venues: { 'exchange-a': boolean; 'exchange-b': boolean };
+  venues: Record<Venue, boolean>;
   sinkGroupId: string;
   sinkSessionTimeoutMs: number;
   kafkaPartitions: number;
@@ -76,7 +78,7 @@ export function ingestorConfig(env: IngestorEnv, rawEnv: NodeJS.ProcessEnv = pro
   return {
     platform,
     roles: { capture: env.INGESTOR_ROLES.includes('capture'), sink: env.INGESTOR_ROLES.includes('sink') },
-    venues: { 'exchange-a': env.CAPTURE_VENUES.includes('exchange-a'), 'exchange-b': env.CAPTURE_VENUES.includes('exchange-b') },
+    venues: Object.fromEntries(VENUES.map((v) => [v, env.CAPTURE_VENUES.includes(v)])) as Record<Venue, boolean>,
     sinkGroupId: env.SINK_GROUP_ID,
     sinkSessionTimeoutMs: env.SINK_SESSION_TIMEOUT_MS,
     kafkaPartitions: env.KAFKA_PARTITIONS,

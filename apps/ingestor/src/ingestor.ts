@@ -1,6 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
 import { createRawProducer, ensureTopics, topicNames, type BatchingProducer, type Topics } from '@booktape/messaging';
 import type { ClickHouse } from '@booktape/storage';
 import { CaptureFileWriter } from '@booktape/venues';
@@ -76,7 +76,7 @@ export function createIngestor(deps: IngestorDeps) {
         producer = createRawProducer(kafka, log.child({ role: 'producer' }), topics);
         await producer.connect();
         if (config.captureFiles) {
-          for (const venue of ['exchange-a', 'exchange-b'] as const) {
+          for (const venue of VENUES) {
             if (!config.venues[venue]) continue;
             files[venue] = new CaptureFileWriter({
               dir: config.captureFiles.dir,

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import type { Kafka } from 'kafkajs';
-import { marketKey, type RawMessage, type Venue } from '@booktape/domain';
+import type { RawMessage, Venue } from '@booktape/domain';
+import { marketKey } from '@booktape/venues';
 import { BatchingProducer, concatRawMessages, createKafka, decodeRawMessages, ensureTopics, topicNames, type Topics } from '@booktape/messaging';
 import { RawEventsRepository } from '@booktape/storage';
 import { startPrivateKafka, tempClickHouse, uniqueId, waitFor, type PrivateKafka, type TestClickHouse } from '@booktape/testkit';

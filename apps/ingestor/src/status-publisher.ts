@@ -2,10 +2,14 @@ import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
+import { asVenue } from '@booktape/venues';
 import { INGESTOR_REPORT_VERSION, REPORT_OFF_REASON_MAX, REPORT_REASON_MAX, consumerGroupLag, ingestorReportKeys, type IngestorReport, type SinkReport, type Topics, type VenueReport } from '@booktape/messaging';
 import type { IngestorConfig } from './config.ts';
 import type { Ingestor } from './ingestor.ts';
+
+/** A count per venue, all zero. */
+const zeroes = () => Object.fromEntries(VENUES.map((v) => [v, 0])) as Record<Venue, number>;
 
 /**
  * Status reports of an ingestor process, for the API's `/monitoring/status` and status page.
@@ -58,8 +62,6 @@ export function createStatusRedis(url: string): Redis {
   return r;
 }
 
-const VENUES: readonly Venue[] = ['exchange-a', 'exchange-b'];
-
 interface Counters {
   at: number;
   records: Record<Venue, number>;
@@ -87,7 +89,7 @@ function venueStats(s: Record<string, unknown>): { venue: Venue | null; resolvin
   const stats = (wrapped ? s['feeds'] : s) as Record<string, unknown>;
   const venue = str(s['venue']) ?? str(stats['venue']);
   return {
-    venue: venue === 'exchange-a' || venue === 'exchange-b' ? venue : null,
+    venue: asVenue(venue),
     resolving: s['resolving'] === true,
     enabled: stats['enabled'] !== false,
     offReason: str(s['offReason']),
@@ -103,7 +105,7 @@ export function buildReport(
   now: number,
 ): { report: IngestorReport; counters: Counters } {
   const elapsed = now - prev.at;
-  const records = { 'exchange-a': 0, 'exchange-b': 0 } as Record<Venue, number>;
+  const records = zeroes();
   let capture: IngestorReport['capture'] = null;
   if (h.capture) {
     const byVenue = new Map<Venue, ReturnType<typeof venueStats>>();
@@ -200,7 +202,7 @@ export function createStatusPublisher(deps: StatusPublisherDeps) {
   const lagStaleMs = Math.max(2 * intervalMs, 10_000);
 
   const startedAt = now();
-  let counters: Counters = { at: startedAt, records: { 'exchange-a': 0, 'exchange-b': 0 }, stored: 0 };
+  let counters: Counters = { at: startedAt, records: zeroes(), stored: 0 };
   let kafka: SinkReport['kafka'] = { ok: false, checked_at: null, lag: null, lag_by_venue: null };
   let lastLagOkAt = 0;
   let admin: Admin | undefined;

@@ -3,6 +3,7 @@ import { DelayedError, type Job } from 'bullmq';
 import { ENGINE_VERSION } from '@booktape/book';
 import type { Logger } from '@booktape/config';
 import { utcDate } from '@booktape/domain';
+import { venueModule } from '@booktape/venues';
 import type { AssetRef, BackfillProgress, BackfillRequest, RollupJobData, RollupQueue } from '@booktape/messaging';
 import type { SummariesRepository } from '@booktape/storage';
 import type { DayResult, Roller } from '@booktape/summaries';
@@ -82,7 +83,8 @@ export function keepClaim(ctx: Pick<JobContext, 'queue' | 'log' | 'opts'>, a: As
  * for the CLI's bar.
  */
 export async function runBackfillJob(ctx: JobContext, job: AnyJob, req: BackfillRequest): Promise<{ days: number; assets: number }> {
-  const assets = req.asset !== undefined ? [req.asset] : req.venue === 'exchange-b' ? [req.market] : await ctx.repo.assetsOf(req.market, req.from, req.to);
+  // A market of a venue without outcome tokens is its own one book (asset = market).
+  const assets = req.asset !== undefined ? [req.asset] : !venueModule(req.venue).tokens ? [req.market] : await ctx.repo.assetsOf(req.market, req.from, req.to);
   const plan: { asset: string; dates: string[] }[] = [];
   for (const asset of assets) plan.push({ asset, dates: await ctx.repo.dataDates({ venue: req.venue, market: req.market, asset }, req.from, req.to) });
   const total = plan.reduce((n, p) => n + p.dates.length, 0);

@@ -128,12 +128,14 @@ export class BookChecker {
   private curHash = '';
   private entryClaims = false;
   private readonly onChange: ChangeHook;
+  private readonly kind: VenueChecks;
 
   private constructor(
-    private readonly venue: BookVenue,
+    venue: BookVenue,
     private checks: BookChecks,
     private open: OpenSpell | null,
   ) {
+    this.kind = VENUE_CHECKS[venue];
     this.onChange = (entry, bestBid, bestAsk) => this.entryClaim(entry, bestBid, bestAsk);
   }
 
@@ -178,8 +180,8 @@ export class BookChecker {
     let last: Observation | null = null;
     for (let k = 0; k < records.length; k++) {
       const r = records[k]!;
-      if (this.venue === 'exchange-b' && (r as ExchangeBRecord).type === 'gap') {
-        const g = r as ExchangeBRecord;
+      const g = this.kind.sequenceGap(r);
+      if (g !== null) {
         checks.sequence_gaps++;
         book.apply(g);
         if (this.open === null || this.open.kind !== 'sequence_gap') {
@@ -195,8 +197,8 @@ export class BookChecker {
       const wasKnown = book.isKnown();
       const anomalies = book.anomalies;
       let o: Observation | null;
-      const ev = r as ExchangeAEvent;
-      if (this.venue === 'exchange-a' && ev.event_type === 'price_change') {
+      const ev = this.kind.claimsTops(r);
+      if (ev !== null) {
         this.curTs = msFromText(ev.timestamp);
         this.curHash = ev.hash;
         this.entryClaims = false;
@@ -312,14 +314,37 @@ export class BookChecker {
   /** Why a book event left the book unknown (the spell's detail; the category before any ':'). */
   private unknownReason(book: AnyBook, r: BookRecord, wasKnown: boolean, anomalies: number): string {
     if (book.anomalies > anomalies) return clip(`anomaly: ${book.lastAnomaly ?? 'a record the engine could not apply'}`);
-    if (this.venue === 'exchange-b') {
+    return this.kind.unknownReason(r, wasKnown) ?? 'no snapshot yet';
+  }
+}
+
+/** What the day's checks read differently per venue, keyed by venue. */
+interface VenueChecks {
+  /** The record as a venue sequence gap (exchange B's `gap` records), else null. */
+  sequenceGap(r: BookRecord): ExchangeBRecord | null;
+  /** The record as one whose changes claim the venue's best bid and ask (exchange A's price_change), else null. */
+  claimsTops(r: BookRecord): ExchangeAEvent | null;
+  /** Why the record left the book unknown, where the venue's records say more than `no snapshot yet`; else null. */
+  unknownReason(r: BookRecord, wasKnown: boolean): string | null;
+}
+
+const VENUE_CHECKS: { readonly [V in BookVenue]: VenueChecks } = {
+  'exchange-a': {
+    sequenceGap: () => null,
+    claimsTops: (r) => ((r as ExchangeAEvent).event_type === 'price_change' ? (r as ExchangeAEvent) : null),
+    unknownReason: () => null,
+  },
+  'exchange-b': {
+    sequenceGap: (r) => ((r as ExchangeBRecord).type === 'gap' ? (r as ExchangeBRecord) : null),
+    claimsTops: () => null,
+    unknownReason: (r, wasKnown) => {
       const b = r as ExchangeBRecord;
       if (b.type === 'snapshot' && (b.yes === null || b.no === null)) return 'null snapshot side';
       if (b.type === 'delta' && wasKnown) return 'null price payload';
-    }
-    return 'no snapshot yet';
-  }
-}
+      return null;
+    },
+  },
+};
 
 // ---- state validation: stored state is outside input ----
 

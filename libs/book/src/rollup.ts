@@ -1,4 +1,4 @@
-import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
+import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
 import { ExchangeABook, ExchangeBBook, type ChangeHook } from './book-engine.ts';
 import { aggregateObservations, mergeBuckets, type ExactBucket } from './bucketing.ts';
 import type { Observation } from './observation.ts';
@@ -60,7 +60,7 @@ export function byHour(buckets: readonly ExactBucket[]): Map<number, ExactBucket
   return out;
 }
 
-export type BookVenue = 'exchange-a' | 'exchange-b';
+export type BookVenue = Venue;
 export type BookRecord = ExchangeAEvent | ExchangeBRecord;
 
 /** One asset's book of either venue behind one interface. */
@@ -77,11 +77,17 @@ export interface AnyBook {
   lastAnomaly: string | null;
 }
 
+/** Each venue's book engine, keyed by venue: a new book, and one from stored state. */
+const ENGINES: { readonly [V in BookVenue]: { create(): AnyBook; restore(state: unknown): AnyBook } } = {
+  'exchange-a': { create: () => new ExchangeABook() as AnyBook, restore: (state) => ExchangeABook.fromState(state) as AnyBook },
+  'exchange-b': { create: () => new ExchangeBBook() as AnyBook, restore: (state) => ExchangeBBook.fromState(state) as AnyBook },
+};
+
 export function newBook(venue: BookVenue): AnyBook {
-  return (venue === 'exchange-a' ? new ExchangeABook() : new ExchangeBBook()) as AnyBook;
+  return ENGINES[venue].create();
 }
 
 /** A book from its stored state; throws RangeError when the state is malformed. */
 export function restoreBook(venue: BookVenue, state: unknown): AnyBook {
-  return (venue === 'exchange-a' ? ExchangeABook.fromState(state) : ExchangeBBook.fromState(state)) as AnyBook;
+  return ENGINES[venue].restore(state);
 }

@@ -123,9 +123,6 @@ export interface ExchangeBMessage extends Lineage {
  */
 export type RawMessage = ExchangeAMessage | ExchangeBMessage;
 
-export function marketKey(m: RawMessage): string {
-  return m.venue === 'exchange-a' ? m.event.market : m.record.ticker;
-}
 
 /** A frame that could not be parsed: goes to the dead-letter topic, never crashes capture. */
 export interface DeadLetter {
@@ -188,7 +185,3 @@ export interface CaptureLine {
   gap?: CaptureGap;
 }
 
-/** Event time in Unix ms (docs/rules/data.md): A, the venue's timestamp; B, the capture's receive time. */
-export function eventTimeMs(m: RawMessage): number {
-  return m.venue === 'exchange-a' ? Number(m.event.timestamp) : m.record.epoch_ms;
-}

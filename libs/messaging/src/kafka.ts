@@ -1,6 +1,6 @@
 import { Kafka, logLevel, CompressionTypes, Partitioners, type Producer, type Message } from 'kafkajs';
 import type { Logger } from '@booktape/config';
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
 
 export interface KafkaConfig {
   brokers: string[];
@@ -15,7 +15,7 @@ export interface Topics {
 
 export function topicNames(prefix: string): Topics {
   return {
-    raw: { 'exchange-a': `${prefix}raw.exchange-a`, 'exchange-b': `${prefix}raw.exchange-b` },
+    raw: Object.fromEntries(VENUES.map((v) => [v, `${prefix}raw.${v}`])) as Record<Venue, string>,
     deadLetter: `${prefix}raw.dead-letter`,
     gaps: `${prefix}capture.gaps`,
   };

@@ -150,20 +150,27 @@ function check(venue: Venue, m: unknown, u64Seq = false): string | null {
   if (!u64Seq && (!isStr(r.ingest_seq) || !/^\d{1,20}$/.test(r.ingest_seq) || (r.ingest_seq.length === 20 && r.ingest_seq > MAX_INGEST_SEQ_TEXT))) return 'bad ingest_seq (a UInt64 as decimal text)';
   if (!isStr(r.dedup_id) || r.dedup_id === '') return 'bad dedup_id';
   if (typeof r.worker_id !== 'number' || (Number.isInteger(r.worker_id) && r.worker_id > MAX_WORKER_ID)) return 'bad worker_id (a UInt32)';
-  if (venue === 'exchange-a') {
+  return CHECK_RECORD[venue](r);
+}
+
+/** What a stored record of each venue must hold to be inserted, keyed by venue. */
+const CHECK_RECORD: { readonly [V in Venue]: (r: Record<string, unknown>) => string | null } = {
+  'exchange-a': (r) => {
     const e = r.event as Record<string, unknown> | undefined;
     if (!e || !isStr(e.market) || !isStr(e.asset_id) || !isStr(e.event_type) || !isStr(e.hash)) return 'bad event';
     if (!isStr(e.timestamp) || !/^\d{1,15}$/.test(e.timestamp)) return 'bad event timestamp';
     if (Number(e.timestamp) > MAX_EVENT_MS) return `event timestamp after ${MAX_EVENT_DATE}, the last date the store holds`;
-  } else {
+    return null;
+  },
+  'exchange-b': (r) => {
     const b = r.record as Record<string, unknown> | undefined;
     if (!b || !isStr(b.ticker) || !isStr(b.type) || !isStr(b.timestamp)) return 'bad record';
     if (!Number.isSafeInteger(b.epoch_ms) || (b.epoch_ms as number) < 0) return 'bad record epoch_ms';
     if ((b.epoch_ms as number) > MAX_EVENT_MS) return `record epoch_ms after ${MAX_EVENT_DATE}, the last date the store holds`;
     if (!fitsInt64OrNull(b.sid) || !fitsInt64OrNull(b.seq)) return 'bad record sid or seq (an Int64 or null)';
-  }
-  return null;
-}
+    return null;
+  },
+};
 
 export type DecodedGap = { ok: true; gap: CaptureGap } | { ok: false; reason: string };
 

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import type { RawMessage } from '@booktape/domain';
+import type { RawMessage, Venue } from '@booktape/domain';
 
 /**
  * The binary Kafka value of a raw topic, version 1 (docs/rules/kafka-records.md): the same
@@ -363,17 +363,11 @@ function writeRecord(m: RawMessage): void {
   try {
     ensure(1);
     const raw = m as unknown as Record<string, unknown>;
-    if (m.venue === 'exchange-a') {
-      if (presence(raw, LINEAGE_A) !== ALL_LINEAGE) throw NO_FIT;
-      buf[pos++] = REC_A;
-      writeLineage(raw);
-      writeEventA(raw.event);
-    } else if (m.venue === 'exchange-b') {
-      if (presence(raw, LINEAGE_B) !== ALL_LINEAGE) throw NO_FIT;
-      buf[pos++] = REC_B;
-      writeLineage(raw);
-      writeRecordB(raw.record);
-    } else throw NO_FIT;
+    const layout = Object.hasOwn(LAYOUTS, m.venue) ? LAYOUTS[m.venue] : undefined;
+    if (layout === undefined || presence(raw, layout.lineage) !== ALL_LINEAGE) throw NO_FIT;
+    buf[pos++] = layout.tag;
+    writeLineage(raw);
+    layout.write(raw[layout.field]);
   } catch (e) {
     if (e !== NO_FIT) throw e;
     // Undo what the record wrote, its repeated-field slots too, and send its JSON text.
@@ -661,6 +655,26 @@ function readRecordB(): Record<string, unknown> {
 }
 
 /** Index of the record being read, and those of the value that travelled as JSON text (usually none). */
+/**
+ * Each venue's record layout, keyed by venue: its tag, the field that carries its record and
+ * that field's writer and reader, the lineage it must have, and its name in
+ * binaryRecordLayouts. A third venue is one more entry (and one more tag).
+ */
+interface Layout {
+  venue: Venue;
+  tag: number;
+  name: 'a' | 'b';
+  field: 'event' | 'record';
+  lineage: readonly string[];
+  write(v: unknown): void;
+  read(): Record<string, unknown>;
+}
+const LAYOUTS: { readonly [V in Venue]: Layout & { venue: V } } = {
+  'exchange-a': { venue: 'exchange-a', tag: REC_A, name: 'a', field: 'event', lineage: LINEAGE_A, write: writeEventA, read: readEventA },
+  'exchange-b': { venue: 'exchange-b', tag: REC_B, name: 'b', field: 'record', lineage: LINEAGE_B, write: writeRecordB, read: readRecordB },
+};
+const LAYOUT_OF_TAG = new Map<number, Layout>(Object.values(LAYOUTS).map((l: Layout) => [l.tag, l]));
+
 let recordIndex = 0;
 let jsonAt: number[] = [];
 
@@ -672,13 +686,13 @@ function readRecord(): RawMessage {
     if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Corrupt('JSON record is not an object');
     return v as RawMessage;
   }
-  if (tag !== REC_A && tag !== REC_B) throw new Corrupt(`unknown record tag ${tag} at byte ${rp - 1}`);
+  const layout = LAYOUT_OF_TAG.get(tag);
+  if (layout === undefined) throw new Corrupt(`unknown record tag ${tag} at byte ${rp - 1}`);
   const received_at = readRef(SLOT.received_at, 'received_at');
   const worker_id = readVarint('worker_id');
   const ingest_seq = readU64Text();
   const dedup_id = readHexish('dedup_id');
-  if (tag === REC_A) return { venue: 'exchange-a', received_at, worker_id, ingest_seq, dedup_id, event: readEventA() } as unknown as RawMessage;
-  return { venue: 'exchange-b', received_at, worker_id, ingest_seq, dedup_id, record: readRecordB() } as unknown as RawMessage;
+  return { venue: layout.venue, received_at, worker_id, ingest_seq, dedup_id, [layout.field]: layout.read() } as unknown as RawMessage;
 }
 
 export type BinaryDecoded = { ok: true; messages: RawMessage[] } | { ok: false; reason: string };
@@ -743,5 +757,5 @@ export function binaryRecordLayouts(value: Buffer): Array<'json' | 'a' | 'b'> {
   const { decoded, jsonRecords } = decodeRawBinaryNotingJson(value);
   if (!decoded.ok) throw new Error(decoded.reason);
   const json = new Set(jsonRecords);
-  return decoded.messages.map((m, i) => (json.has(i) ? 'json' : m.venue === 'exchange-a' ? 'a' : 'b'));
+  return decoded.messages.map((m, i) => (json.has(i) ? 'json' : LAYOUTS[m.venue].name));
 }

@@ -1,7 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
-import { eventTimeMs, utcDate, type RawMessage, type Venue } from '@booktape/domain';
+import { utcDate, type RawMessage, type Venue } from '@booktape/domain';
+import { eventTimeMs, marketKey, messageAsset } from '@booktape/venues';
 import { ROLLUP_QUEUE, assetKey, parseAssetKey, rollupKeys, type AssetRef, type RollupKeys } from './rollup-keys.ts';
 import { readRollupDepth } from './rollup-state.ts';
 
@@ -72,9 +73,7 @@ export const DEFAULT_CLAIM_LEASE_MS = 60_000;
 /** The partition a record lands in: (venue, market, asset, UTC date of its event time); a B ticker is its own asset. */
 export function partitionOf(m: RawMessage): PartitionRef {
   const date = utcDate(eventTimeMs(m));
-  return m.venue === 'exchange-a'
-    ? { venue: m.venue, market: m.event.market, asset: m.event.asset_id, date }
-    : { venue: m.venue, market: m.record.ticker, asset: m.record.ticker, date };
+  return { venue: m.venue, market: marketKey(m), asset: messageAsset(m), date };
 }
 
 /** Distinct partitions of some records. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { VENUE_ENUM } from '@booktape/venues';
 
 /**
  * The status report an ingestor process writes to Redis every few seconds, for the API's
@@ -25,7 +26,7 @@ export function ingestorReportKeys(prefix: string): { index: string; report: (in
 export const REPORT_REASON_MAX = 1000;
 export const REPORT_OFF_REASON_MAX = 64;
 
-const venue = z.enum(['exchange-a', 'exchange-b']);
+const venue = z.enum(VENUE_ENUM);
 const count = z.number().finite().nonnegative();
 const iso = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'must be a time');
 

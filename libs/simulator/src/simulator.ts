@@ -116,6 +116,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       ? { keyId: opts.kalshiKeyId, publicKey: createPublicKey(opts.kalshiPublicKeyPem), maxSkewMs: opts.kalshiMaxSkewMs ?? 300_000 }
       : null;
   const b = new ExchangeBVenue(world, { legacyShapes, slowConsumerBytes, auth, now }, newCounters());
+  /** The simulated venues, keyed by venue; `servers(undefined)` is all of them, in venue order. */
+  const byVenue: Record<SimVenue, { dropAll(): number; garbage(): void }> = { 'exchange-a': a, 'exchange-b': b };
+  const servers = (venue?: SimVenue) => (venue === undefined ? Object.values(byVenue) : [byVenue[venue]]);
 
   const server: Server = createServer((req, res) => {
     try {
@@ -210,11 +213,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     setRate: (n) => {
       rate = validRate(n);
     },
-    dropConnections: (venue) => (venue !== 'exchange-b' ? a.dropAll() : 0) + (venue !== 'exchange-a' ? b.dropAll() : 0),
+    dropConnections: (venue) => servers(venue).reduce((n, s) => n + s.dropAll(), 0),
     injectSeqGap: () => b.injectSeqGap(),
     injectGarbage: (venue) => {
-      if (venue !== 'exchange-b') a.garbage();
-      if (venue !== 'exchange-a') b.garbage();
+      for (const s of servers(venue)) s.garbage();
     },
     stall: (on) => {
       stalled = on;

@@ -3,13 +3,14 @@ import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowBatches, firstBatch } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 import { streamQuery } from './stream.ts';
 
 
 /** One book's rows (exchange A: an outcome token; exchange B: the ticker), its snapshots, and the record types a book answer reads. */
-const BOOK_OF: Record<Venue, string> = { 'exchange-a': 'market = {m:String} AND asset_id = {a:String}', 'exchange-b': 'ticker = {m:String}' };
-const SNAPSHOT_OF: Record<Venue, string> = { 'exchange-a': "event_type = 'book'", 'exchange-b': "record_type = 'snapshot'" };
-const TYPES_OF: Record<Venue, string> = { 'exchange-a': "event_type IN ('book', 'price_change')", 'exchange-b': "record_type IN ('snapshot', 'delta', 'gap')" };
+const BOOK_OF = (venue: Venue) => VENUE_STORAGE[venue].book.where;
+const SNAPSHOT_OF = (venue: Venue) => VENUE_STORAGE[venue].book.snapshot;
+const TYPES_OF = (venue: Venue) => VENUE_STORAGE[venue].book.types;
 
 /**
  * The records that decide a book over a span, streamed (a book far from its last snapshot
@@ -33,6 +34,19 @@ export interface BookHistory {
  */
 export class BookEventsRepository {
   constructor(private readonly ch: ClickHouse) {}
+
+  /**
+   * One book's events in [anchor, toMs), read by its venue's reader (exchangeA / exchangeB
+   * below; `asset` is ignored for exchange B, whose market is one book).
+   */
+  events(venue: Venue, market: string, asset: string, fromMs: number, toMs: number, anchored = true): Promise<BookRecord[]> {
+    return this.byVenue[venue](market, asset, fromMs, toMs, anchored);
+  }
+
+  private readonly byVenue: { readonly [V in Venue]: (market: string, asset: string, fromMs: number, toMs: number, anchored: boolean) => Promise<BookRecord[]> } = {
+    'exchange-a': (market, asset, fromMs, toMs, anchored) => this.exchangeA(market, asset, fromMs, toMs, anchored),
+    'exchange-b': (market, _asset, fromMs, toMs, anchored) => this.exchangeB(market, fromMs, toMs, anchored),
+  };
 
   /** `anchored` false: exactly the events in [fromMs, toMs), for a book restored at fromMs. */
   async exchangeA(market: string, asset: string, fromMs: number, toMs: number, anchored = true): Promise<ExchangeAEvent[]> {
@@ -91,7 +105,7 @@ export class BookEventsRepository {
     const table = this.ch.table(RAW_TABLE[venue]);
     const anchor = await this.lastSnapshot(
       `SELECT toUnixTimestamp64Milli(event_ts) AS t FROM ${table} FINAL
-        WHERE ${BOOK_OF[venue]} AND ${SNAPSHOT_OF[venue]}
+        WHERE ${BOOK_OF(venue)} AND ${SNAPSHOT_OF(venue)}
           AND event_date <= toDate(fromUnixTimestamp64Milli({t:Int64}, 'UTC')) AND event_ts <= fromUnixTimestamp64Milli({t:Int64}, 'UTC')
         ORDER BY event_date DESC, event_ts DESC LIMIT 1`,
       { m: market, a: asset, t: atMs },
@@ -117,7 +131,7 @@ export class BookEventsRepository {
 
   private spanSql(venue: Venue): string {
     return `FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
-        WHERE ${BOOK_OF[venue]} AND ${TYPES_OF[venue]}
+        WHERE ${BOOK_OF(venue)} AND ${TYPES_OF(venue)}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC')`;
   }

@@ -403,8 +403,14 @@ export function readExchangeBBookRow(r: RowBinaryReader, ticker: string): Exchan
 
 /** A book row of `venue` (BOOK_ROW_COLUMNS) as its book record. */
 export function readBookRow(venue: Venue, r: RowBinaryReader, market: string, asset: string): BookRecord {
-  return venue === 'exchange-a' ? readExchangeABookRow(r, market, asset) : readExchangeBBookRow(r, market);
+  return READ_BOOK_ROW[venue](r, market, asset);
 }
+
+/** Each venue's book-row decoder (the twin of BOOK_ROW_COLUMNS), keyed by venue. */
+const READ_BOOK_ROW: { readonly [V in Venue]: (r: RowBinaryReader, market: string, asset: string) => BookRecord } = {
+  'exchange-a': readExchangeABookRow,
+  'exchange-b': (r, ticker) => readExchangeBBookRow(r, ticker),
+};
 
 /** The book records of a RowBinary stream of book rows, one array per chunk. */
 export function bookRowBatches(venue: Venue, chunks: AsyncIterable<Buffer | Uint8Array>, market: string, asset: string): AsyncGenerator<BookRecord[]> {

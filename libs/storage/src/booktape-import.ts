@@ -5,6 +5,7 @@ import { sqlString, type ClickHouse } from './clickhouse.ts';
 import { ImportError, importSource, supersedeImported, type ImportResult } from './pmxt-import.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
 import { STORED_RECORD_COLUMNS, STORED_RECORD_ORIGIN, storedRecordTupleType } from './stored-record.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 
 /**
  * Import of booktape's own raw exports (`/market/export?kind=raw&include=record`, `booktape
@@ -31,9 +32,10 @@ export const RAW_EXPORT_COLUMNS: Record<Venue, readonly string[]> = {
 };
 
 /** Per venue: the export's columns that name the record's market series and type, and the stored columns they are. */
-const LEAD: Record<Venue, { market: string; asset: string; type: readonly [string, string] }> = {
-  'exchange-a': { market: 'market', asset: 'asset_id', type: ['event_type', 'event_type'] },
-  'exchange-b': { market: 'ticker', asset: 'ticker', type: ['type', 'record_type'] },
+/** `csvTimeIsEventTime`: the CSV's timestamp column is the stored event time (exchange B's is the venue's epoch ms). */
+const LEAD: Record<Venue, { market: string; asset: string; type: readonly [string, string]; csvTimeIsEventTime: boolean }> = {
+  'exchange-a': { market: 'market', asset: 'asset_id', type: ['event_type', 'event_type'], csvTimeIsEventTime: true },
+  'exchange-b': { market: 'ticker', asset: 'ticker', type: ['type', 'record_type'], csvTimeIsEventTime: false },
 };
 const OTHER: Record<Venue, Venue> = { 'exchange-a': 'exchange-b', 'exchange-b': 'exchange-a' };
 
@@ -139,7 +141,7 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
     ${r('event_date')} != toDate(${r('event_ts')}), 'record date is not the date of its time',
     ${r(lead.asset)} != row_asset, concat('the row''s ${lead.asset} is not its record''s: ', substring(row_asset, 1, 80)),
     ${r(lead.type[1])} != row_type, concat('the row''s ${lead.type[0]} is not its record''s: ', substring(row_type, 1, 40)),
-    ${rowMs} IS NOT NULL AND ${rowMs} != toUnixTimestamp64Milli(${r('event_ts')}) AND ${venue === 'exchange-a' || format === BOOKTAPE_PARQUET ? '1' : '0'}, 'the row''s timestamp is not its record''s',
+    ${rowMs} IS NOT NULL AND ${rowMs} != toUnixTimestamp64Milli(${r('event_ts')}) AND ${lead.csvTimeIsEventTime || format === BOOKTAPE_PARQUET ? '1' : '0'}, 'the row''s timestamp is not its record''s',
     '')`;
   interface Scan {
     rows: string;
@@ -199,7 +201,7 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
   result.partitions = scan.parts.map(([market, asset, date]) => ({ market, asset, date }));
   // Exchange A: records an earlier recorder imported from an archive (identities of the
   // archive rule) whose event this instance captured give way to the capture (as at rollup).
-  if (venue === 'exchange-a') for (const p of result.partitions) result.superseded += await supersedeImported(ch, p);
+  if (VENUE_STORAGE[venue].imports) for (const p of result.partitions) result.superseded += await supersedeImported(ch, p);
   result.ms = Date.now() - started;
   return result;
 }

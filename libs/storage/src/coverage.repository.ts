@@ -2,6 +2,7 @@ import type { Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
 import { servedSourceSql } from './raw-events.repository.ts';
 import { queryRows } from './rows.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 
 /** Raw records of one asset (exchange B: ticker) of a market on one UTC date. */
 export interface RawAssetDay {
@@ -71,7 +72,7 @@ export class CoverageRepository {
    * once, grouped by (date, asset, source, hour), and the two views are summed from that.
    */
   async rawDays(venue: Venue, market: string, from: string, to: string): Promise<{ assets: RawAssetDay[]; sources: RawSourceDay[] }> {
-    const [table, col, asset] = venue === 'exchange-a' ? ['raw_exchange_a', 'market', 'asset_id'] : ['raw_exchange_b', 'ticker', 'ticker'];
+    const { table, market: col, asset } = VENUE_STORAGE[venue];
     const rows = await queryRows<{ d: string; asset: string; src: string; imported: number | string; h: number | string; n: string | number; first_ms: string | number; last_ms: string | number }>(
       this.ch,
       // Grouped by the stored source (and the worker of own capture's), then named: the

@@ -11,6 +11,7 @@ import { storedRecordSql } from './stored-record.ts';
 import { sweepDeadProcessFiles } from './leftover-files.ts';
 import type { RawInclude } from './market-data.repository.ts';
 import { RAW_TABLE, SERVED_SOURCE_SQL } from './raw-events.repository.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 
 /**
  * Bulk exports as Parquet, written by the engine's own Parquet output with typed columns
@@ -58,22 +59,35 @@ const HOUR_FILTER = ' AND toHour(event_ts) = {hour:UInt8}';
  * `include.source`, a last column `source` (SERVED_SOURCE_SQL); without it, the SQL is as before.
  */
 function rawSql(ch: ClickHouse, venue: Venue, allMarkets = false, oneHour = false, include: RawInclude = {}): string {
-  const col = venue === 'exchange-a' ? 'market' : 'ticker';
+  const col = VENUE_STORAGE[venue].market;
   // With include.record, the stored record on the first row of each record (li = 1), '' on its other levels' rows.
   const source = `${include.source ? ', record_source AS source' : ''}${include.record ? ", if(li = 1, stored_record, '') AS record" : ''}`;
   const innerSource = `${include.source ? `, ${SERVED_SOURCE_SQL} AS record_source` : ''}${include.record ? `, ${storedRecordSql(venue)} AS stored_record` : ''}`;
   const where = `WHERE ${allMarkets ? '' : `${col} = {market:String} AND `}event_date >= {from:Date} AND event_date <= {to:Date}${oneHour ? HOUR_FILTER : ''}`;
   const lead = allMarkets ? `${col}, ` : '';
-  if (venue === 'exchange-a') {
-    return `SELECT ${allMarkets ? 'market AS condition_id, ' : ''}event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, record_hash AS hash,
+  return RAW_SQL[venue]({ ch, allMarkets, where, lead, source, innerSource });
+}
+
+/** The parts of a raw export query every venue's SELECT is built around. */
+interface RawSqlParts {
+  ch: ClickHouse;
+  allMarkets: boolean;
+  where: string;
+  lead: string;
+  source: string;
+  innerSource: string;
+}
+
+/** Each venue's raw export SELECT (its record's columns, one row per level or change), keyed by venue. */
+const RAW_SQL: { readonly [V in Venue]: (p: RawSqlParts) => string } = {
+  'exchange-a': ({ ch, allMarkets, where, lead, source, innerSource }) => `SELECT ${allMarkets ? 'market AS condition_id, ' : ''}event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, record_hash AS hash,
         received_at${source}
       FROM (SELECT ${allMarkets ? 'market, ' : ''}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, ${A_HASH_SQL} AS record_hash, received_at${innerSource}, ${A_LEVELS} AS l0,
               if(empty(l0), [('', '', '')], l0) AS levels
             FROM ${ch.table(RAW_TABLE['exchange-a'])} FINAL ${where})
       ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
-      ORDER BY ${lead}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, li`;
-  }
-  return `SELECT event_ts AS timestamp, ticker, record_type AS type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, ${num('lv.4')} AS delta,
+      ORDER BY ${lead}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, li`,
+  'exchange-b': ({ ch, where, lead, source, innerSource }) => `SELECT event_ts AS timestamp, ticker, record_type AS type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, ${num('lv.4')} AS delta,
       JSONExtract(payload, 'seq', 'Nullable(Int64)') AS seq, JSONExtract(payload, 'sid', 'Nullable(Int64)') AS sid,
       JSONExtract(payload, 'expected_seq', 'Nullable(Int64)') AS expected_seq, received_at,
       if(JSONHas(payload, 'data'), JSONExtractRaw(payload, 'data'), '') AS data${source}
@@ -81,8 +95,8 @@ function rawSql(ch: ClickHouse, venue: Venue, allMarkets = false, oneHour = fals
             if(empty(l0), [('', '', '', '')], l0) AS levels
           FROM ${ch.table(RAW_TABLE['exchange-b'])} FINAL ${where})
     ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
-    ORDER BY ${lead}event_date, event_ts, ingest_seq, dedup_id, type, li`;
-}
+    ORDER BY ${lead}event_date, event_ts, ingest_seq, dedup_id, type, li`,
+};
 
 /**
  * ZSTD: smaller than Snappy at similar read speed, and what the anchors' own archives use;
@@ -150,10 +164,11 @@ export class ExportRepository {
    */
   async dayMarkets(venue: Venue, date: string, hour?: number): Promise<Array<{ market: string; asset: string }>> {
     const where = `WHERE event_date = {date:Date}${hour !== undefined ? HOUR_FILTER : ''}`;
-    const query =
-      venue === 'exchange-a'
-        ? `SELECT DISTINCT market, asset_id AS asset FROM ${this.ch.table(RAW_TABLE[venue])} ${where} ORDER BY market, asset`
-        : `SELECT DISTINCT ticker AS market, '' AS asset FROM ${this.ch.table(RAW_TABLE[venue])} ${where} ORDER BY market`;
+    const store = VENUE_STORAGE[venue];
+    // A venue with outcome tokens lists each market's tokens; otherwise a market is its one book (asset '').
+    const query = store.tokens
+      ? `SELECT DISTINCT ${store.market} AS market, ${store.asset} AS asset FROM ${this.ch.table(store.table)} ${where} ORDER BY market, asset`
+      : `SELECT DISTINCT ${store.market} AS market, '' AS asset FROM ${this.ch.table(store.table)} ${where} ORDER BY market`;
     const rs = await this.ch.client.query({ query, query_params: { date, ...(hour !== undefined ? { hour } : {}) }, format: 'JSONEachRow' });
     return rs.json<{ market: string; asset: string }>();
   }

@@ -1,7 +1,8 @@
-import { utcDate, type Venue } from '@booktape/domain';
+import { VENUES, utcDate, type Venue } from '@booktape/domain';
 import type { ClickHouse } from './clickhouse.ts';
-import { RAW_TABLE, SERVED_SOURCE_SQL } from './raw-events.repository.ts';
+import { SERVED_SOURCE_SQL } from './raw-events.repository.ts';
 import { storedRecordSql } from './stored-record.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 import { leaseStreams, type ByteStream, type StreamQuery } from './stream.ts';
 
 /**
@@ -36,10 +37,8 @@ interface VenueColumns {
   tieBreak: string[];
 }
 
-const COLUMNS: Record<Venue, VenueColumns> = {
-  'exchange-a': { venue: 'exchange-a', table: RAW_TABLE['exchange-a'], market: 'market', tieBreak: ['asset_id', 'event_type'] },
-  'exchange-b': { venue: 'exchange-b', table: RAW_TABLE['exchange-b'], market: 'ticker', tieBreak: ['record_type'] },
-};
+const columnsOf = (v: Venue): VenueColumns => ({ venue: v, table: VENUE_STORAGE[v].table, market: VENUE_STORAGE[v].market, tieBreak: [...VENUE_STORAGE[v].ties] });
+const COLUMNS = Object.fromEntries(VENUES.map((v) => [v, columnsOf(v)])) as Record<Venue, VenueColumns>;
 
 /** Number of fields in a venue's RawKey. */
 export function rawKeyLength(venue: Venue): number {

@@ -15,6 +15,8 @@ import { sqlString, type ClickHouse } from './clickhouse.ts';
  */
 
 export const PMXT_FORMAT = 'pmxt-v2';
+/** PMXT v2 archives are Polymarket's order books: exchange A's records, written to its raw table only. */
+export const PMXT_VENUE: Venue = 'exchange-a';
 
 /** The 16 columns and the types the engine reads them as (Parquet types in the comment). */
 const COLUMNS: ReadonlyArray<readonly [name: string, type: string, family: RegExp]> = [
@@ -297,7 +299,7 @@ export function supersedeImported(ch: ClickHouse, p: { market: string; asset: st
 
 /** The exchange A partitions among `parts` that hold imported records (one read; other venues' are ignored). */
 export async function partitionsWithImports(ch: ClickHouse, parts: ReadonlyArray<{ venue: string; market: string; asset: string; date: string }>): Promise<Array<{ market: string; asset: string; date: string }>> {
-  const a = parts.filter((p) => p.venue === 'exchange-a' && /^\d{4}-\d{2}-\d{2}$/.test(p.date));
+  const a = parts.filter((p) => p.venue === PMXT_VENUE && /^\d{4}-\d{2}-\d{2}$/.test(p.date));
   if (a.length === 0) return [];
   const tuples = a.map((p) => `(${sqlString(p.market)}, ${sqlString(p.asset)}, toDate(${sqlString(p.date)}))`).join(', ');
   const markets = [...new Set(a.map((p) => sqlString(p.market)))].join(', ');

@@ -6,8 +6,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { RawMessage, Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
-import { A_BINARY_COLUMNS, B_BINARY_COLUMNS, writeA, writeB, type KafkaPosition } from './raw-codec.ts';
+import type { KafkaPosition } from './raw-codec.ts';
 import { RowBinaryWriter } from './row-binary.ts';
+import { RAW_TABLE, VENUE_STORAGE } from './venue-storage.ts';
 
 /** Where the embedded engine's insert files go: memory-backed when the machine has /dev/shm. */
 const ROW_FILE_DIR = (() => {
@@ -27,10 +28,7 @@ export interface StoredMessage {
   position: KafkaPosition;
 }
 
-export const RAW_TABLE: Record<Venue, string> = {
-  'exchange-a': 'raw_exchange_a',
-  'exchange-b': 'raw_exchange_b',
-};
+export { RAW_TABLE, VENUE_STORAGE, type VenueStorage } from './venue-storage.ts';
 
 /** The served source of own capture's records: this, then the worker id (docs/rules/imports.md#provenance). */
 export const CAPTURE_SOURCE_PREFIX = 'capture:worker-';
@@ -61,14 +59,14 @@ export class RawEventsRepository {
   async insert(venue: Venue, batch: StoredMessage[], token: string): Promise<number> {
     if (batch.length === 0) return 0;
     const w = new RowBinaryWriter(batch.length * 512);
+    const store = VENUE_STORAGE[venue];
     for (const { message, position } of batch) {
       if (message.venue !== venue) throw new Error(`message of ${message.venue} in a ${venue} batch`);
-      if (message.venue === 'exchange-a') writeA(w, message, position);
-      else writeB(w, message, position);
+      store.write(w, message, position);
     }
     const body = w.bytes();
     const bound = `${token}/${createHash('sha1').update(body).digest('hex')}`;
-    const columns = venue === 'exchange-a' ? A_BINARY_COLUMNS : B_BINARY_COLUMNS;
+    const columns = store.binaryColumns;
     const into = `INSERT INTO ${this.ch.table(RAW_TABLE[venue])} (${columns.map(([c]) => c).join(', ')})
       SETTINGS insert_deduplication_token = ${sqlString(bound)}, async_insert = 0`;
     if (this.ch.mode === 'server') {
@@ -92,7 +90,7 @@ export class RawEventsRepository {
 
   /** Deduplicated row count, optionally for one market (condition id or ticker). */
   async count(venue: Venue, market?: string): Promise<number> {
-    const key = venue === 'exchange-a' ? 'market' : 'ticker';
+    const key = VENUE_STORAGE[venue].market;
     const rs = await this.ch.client.query({
       query: `SELECT count() AS n FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
         ${market === undefined ? '' : `WHERE ${key} = {market:String}`}`,
@@ -108,7 +106,7 @@ export class RawEventsRepository {
    * and the API: payload plus received_at, worker_id and ingest_seq.
    */
   async dump(venue: Venue, market?: string): Promise<Array<Record<string, unknown>>> {
-    const key = venue === 'exchange-a' ? 'market' : 'ticker';
+    const key = VENUE_STORAGE[venue].market;
     const rs = await this.ch.client.query({
       // received_at as the API serves it (ISO 8601, milliseconds; market-data isoMsSql).
       query: `SELECT payload, concat(replaceOne(toString(received_at), ' ', 'T'), 'Z') AS received_at,

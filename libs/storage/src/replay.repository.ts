@@ -1,9 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as turn } from 'node:timers/promises';
-import { isoMs, utcDate, type ExchangeAEvent, type ExchangeBRecord, type Venue } from '@booktape/domain';
+import { VENUES, isoMs, utcDate, type ExchangeAEvent, type ExchangeBRecord, type Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, readExchangeABookRow, readExchangeBBookRow, RowBinaryReader } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 
 /**
  * Reads for the websocket replay (issue 25): the stored records of several markets of one
@@ -220,10 +221,8 @@ interface Columns {
   ties: string[];
 }
 
-const COLUMNS: Record<Venue, Columns> = {
-  'exchange-a': { market: 'market', ties: ['asset_id', 'event_type'] },
-  'exchange-b': { market: 'ticker', ties: ['record_type'] },
-};
+const columnsOf = (v: Venue): Columns => ({ market: VENUE_STORAGE[v].market, ties: [...VENUE_STORAGE[v].ties] });
+const COLUMNS = Object.fromEntries(VENUES.map((v) => [v, columnsOf(v)])) as Record<Venue, Columns>;
 
 /** Rows one sub-read of `rows` (the payload text) returns at most. */
 export const REPLAY_SUB_READ_ROWS = 5_000;
@@ -473,7 +472,9 @@ export class ReplayRepository {
     const c = COLUMNS[venue];
     const table = this.ch.table(RAW_TABLE[venue]);
     const keyCols = ['event_ts', 'ingest_seq', 'dedup_id', c.market, ...c.ties];
-    const assetSql = venue === 'exchange-a' && o.assets !== undefined ? `AND (asset_id IN {assets:Array(String)} OR asset_id = '')` : '';
+    // Only a venue with outcome tokens can read some of a market's books (records without an asset are kept).
+    const asset = VENUE_STORAGE[venue].asset;
+    const assetSql = VENUE_STORAGE[venue].tokens && o.assets !== undefined ? `AND (${asset} IN {assets:Array(String)} OR ${asset} = '')` : '';
     const most = size?.rows ?? o.subReadRows ?? REPLAY_SUB_READ_ROWS;
 
     interface Batch {

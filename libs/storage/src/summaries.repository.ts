@@ -1,10 +1,11 @@
 // Type only: storage does not load the book engine.
 import type { BookRecord, ChecksState } from '@booktape/book';
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, firstBatch, readBookRow, rowBinaryRows } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { supersedeImported } from './pmxt-import.ts';
 import { streamQuery } from './stream.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 
 /** One asset's summaries: exchange A (condition id, outcome token), exchange B (ticker, ticker). */
 export interface SummaryKey {
@@ -172,7 +173,7 @@ export class SummariesRepository {
    * built from the capture's copy. Returns how many were removed (the day is then rebuilt).
    */
   async supersedeImported(key: SummaryKey, date: string): Promise<number> {
-    if (key.venue !== 'exchange-a') return 0;
+    if (!VENUE_STORAGE[key.venue].imports) return 0;
     return supersedeImported(this.ch, { market: key.market, asset: key.asset, date });
   }
 
@@ -438,7 +439,7 @@ export class SummariesRepository {
       WHERE r.ins >= s.c`;
     return (
       await this.rows<SummaryKey & { date: string }>(
-        `SELECT * FROM (${part('exchange-a', 'raw_exchange_a', 'market', 'asset_id')} UNION ALL ${part('exchange-b', 'raw_exchange_b', 'ticker', 'ticker')})
+        `SELECT * FROM (${VENUES.map((v) => part(v, VENUE_STORAGE[v].table, VENUE_STORAGE[v].market, VENUE_STORAGE[v].asset)).join(' UNION ALL ')})
           ORDER BY date LIMIT {limit:UInt32}`,
         { look: lookbackMs, limit },
       )
@@ -477,9 +478,8 @@ export class SummariesRepository {
   }
 
   private bookFilter(key: SummaryKey): { table: string; where: string } {
-    return key.venue === 'exchange-a'
-      ? { table: this.ch.table('raw_exchange_a'), where: `market = {market:String} AND asset_id = {asset:String} AND event_type IN ('book', 'price_change')` }
-      : { table: this.ch.table('raw_exchange_b'), where: `ticker = {market:String}` };
+    const store = VENUE_STORAGE[key.venue];
+    return { table: this.ch.table(store.table), where: store.bookEventsWhere };
   }
 
   /** How many book events of a date lie before a time (FINAL: duplicates count once). */

@@ -253,10 +253,7 @@ export class SummaryReader {
 
     if (live !== undefined && live.fromMs < plan.dataEndMs) {
       const fold = new BookFold(bookFromState(key.venue, live.state), level);
-      const records: BookRecord[] =
-        key.venue === 'exchange-a'
-          ? await this.events.exchangeA(key.market, key.asset, live.fromMs, plan.dataEndMs, false)
-          : await this.events.exchangeB(key.market, live.fromMs, plan.dataEndMs, false);
+      const records: BookRecord[] = await this.events.events(key.venue, key.market, key.asset, live.fromMs, plan.dataEndMs, false);
       for (const r of records) fold.apply(r);
       stored = appendBuckets(stored, fold.finish());
     }
@@ -318,10 +315,7 @@ export class SummaryReader {
 
   /** The whole answer from raw events, the book rebuilt from the last snapshot before the window. */
   async fromRaw(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
-    const records: BookRecord[] =
-      key.venue === 'exchange-a'
-        ? await this.events.exchangeA(key.market, key.asset, plan.firstStart, plan.dataEndMs)
-        : await this.events.exchangeB(key.market, plan.firstStart, plan.dataEndMs);
+    const records: BookRecord[] = await this.events.events(key.venue, key.market, key.asset, plan.firstStart, plan.dataEndMs);
     const fold = new BookFold(newBook(key.venue), resolution, plan.firstStart);
     for (const r of records) fold.apply(r);
     return fillSeriesYielding(fold.finish(), plan, fold.carried);

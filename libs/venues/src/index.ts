@@ -5,3 +5,4 @@ export * from './exchange-b.normaliser.ts';
 export * from './sequencer.ts';
 export * from './capture-file.ts';
 export * from './gamma.client.ts';
+export * from './registry.ts';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { VENUE_ENUM } from '@booktape/venues';
 
 /** Answers of the coverage and declared-outage routes (serialised through these, and in OpenAPI). */
 
@@ -58,7 +59,7 @@ export const coverageAnswer = (marketField: string) => z.object({ [marketField]:
 export const outage = z
   .object({
     id: z.string(),
-    venue: z.enum(['exchange-a', 'exchange-b']),
+    venue: z.enum(VENUE_ENUM),
     start_ms: z.number().int(),
     end_ms: z.number().int(),
     start: z.string().describe('ISO 8601.'),

@@ -1,5 +1,6 @@
 import { BookChecker, type BookChecks } from '@booktape/book';
 import type { Venue } from '@booktape/domain';
+import { venueModule } from '@booktape/venues';
 import type { AssetDayChecks, CaptureGapSpan, DeclaredOutage, RawAssetDay, RawSourceDay } from '@booktape/storage';
 
 /**
@@ -110,6 +111,8 @@ export function checksOf(venue: Venue, row: AssetDayChecks, dayStart: number): B
 
 export function coverageDays(input: CoverageInput): CoverageDay[] {
   const { venue } = input;
+  // A spell's detail names its outcome token where a market has several (exchange A); a B ticker is the market's one book.
+  const assetPrefix = (asset: string) => (venueModule(venue).tokens ? `asset ${asset}: ` : '');
   const rawByDate = new Map<string, RawAssetDay[]>();
   for (const r of input.raw) rawByDate.set(r.date, [...(rawByDate.get(r.date) ?? []), r]);
   const sourcesByDate = new Map<string, RawSourceDay[]>();
@@ -149,12 +152,12 @@ export function coverageDays(input: CoverageInput): CoverageDay[] {
       for (const s of c.spells) {
         const span = clip(s.start_ms, s.end_ms, dayStart, dayEnd);
         if (!span) continue;
-        gaps.push({ kind: s.kind, start_ms: span[0], end_ms: span[1], detail: venue === 'exchange-a' ? `asset ${row.asset}: ${s.detail}` : s.detail });
+        gaps.push({ kind: s.kind, start_ms: span[0], end_ms: span[1], detail: `${assetPrefix(row.asset)}${s.detail}` });
       }
       if (c.spells_dropped > 0) {
         // The checker keeps the first spells of a day only; the rest are counted. Their
         // times are unknown, so the whole day is marked rather than left looking clean.
-        gaps.push({ kind: 'unknown_book', start_ms: dayStart, end_ms: dayEnd, detail: `${venue === 'exchange-a' ? `asset ${row.asset}: ` : ''}${c.spells_dropped} more unknown-book spells this day (their times were not kept; unknown_book_ms counts them)` });
+        gaps.push({ kind: 'unknown_book', start_ms: dayStart, end_ms: dayEnd, detail: `${assetPrefix(row.asset)}${c.spells_dropped} more unknown-book spells this day (their times were not kept; unknown_book_ms counts them)` });
       }
     }
 

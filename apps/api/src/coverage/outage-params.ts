@@ -1,4 +1,5 @@
 import type { Venue } from '@booktape/domain';
+import { venueFromShortName, venueModules } from '@booktape/venues';
 import { show, type Parsed } from '../http/params.ts';
 import { parseTime } from '../http/time.ts';
 
@@ -9,12 +10,16 @@ import { parseTime } from '../http/time.ts';
 
 export const OUTAGE_REASON_MAX = 500;
 
+/** `exchange-a (a) or exchange-b (b)`: the names parseVenue takes. */
+const VENUE_WORDS = venueModules()
+  .map((m) => `${m.venue} (${m.short})`)
+  .join(' or ');
+
 /** exchange-a / exchange-b, or the CLI's short a / b. */
 export function parseVenue(raw: unknown): Parsed<Venue> {
-  const v = typeof raw === 'string' ? raw.trim().toLowerCase() : raw;
-  if (v === 'a' || v === 'exchange-a') return { ok: true, value: 'exchange-a' };
-  if (v === 'b' || v === 'exchange-b') return { ok: true, value: 'exchange-b' };
-  return { ok: false, message: `must be exchange-a (a) or exchange-b (b), got ${typeof raw === 'string' ? show(raw) : JSON.stringify(raw) ?? 'nothing'}` };
+  const venue = typeof raw === 'string' ? venueFromShortName(raw) : null;
+  if (venue !== null) return { ok: true, value: venue };
+  return { ok: false, message: `must be ${VENUE_WORDS}, got ${typeof raw === 'string' ? show(raw) : JSON.stringify(raw) ?? 'nothing'}` };
 }
 
 /**

@@ -63,8 +63,12 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
   // What builds of a process that died left behind (a live build's process is running).
   app.addHook('onReady', async () => void files.sweep().then((n) => n > 0 && app.log.info({ files: n }, 'removed what failed daily-file builds left behind'), () => undefined));
 
-  /** The market columns that lead every row: exchange A the condition id (and the token, in summaries); B the ticker. */
-  const leadColumns = (v: VenueApi, kind: Kind): string[] => (v.venue === 'exchange-a' ? (kind === 'raw' ? ['condition_id'] : ['condition_id', 'asset_id']) : kind === 'raw' ? [] : ['ticker']);
+  /**
+   * The market columns that lead every row: a venue with outcome tokens (exchange A) the
+   * market (and the token, in summaries), since its raw records' own columns do not name the
+   * market; otherwise (B) the market in summaries only (its raw rows carry the ticker).
+   */
+  const leadColumns = (v: VenueApi, kind: Kind): string[] => (v.asset !== undefined ? (kind === 'raw' ? [v.marketParam] : [v.marketParam, v.asset.param]) : kind === 'raw' ? [] : [v.marketParam]);
 
   /** The instants a file covers: the UTC day, or one hour of it. */
   const windowOf = (date: string, hour: number | undefined) => {
@@ -86,7 +90,7 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
         for (const market of markets) {
           const rows = await openRows(data.streamByRange(venue, market, window.startMs, window.endMs, null, Number.MAX_SAFE_INTEGER, undefined, null));
           try {
-            yield* converted(rows, new RawRowsToCsv(Number.MAX_SAFE_INTEGER, venue, venue === 'exchange-a' ? `${csvField(market)},` : ''));
+            yield* converted(rows, new RawRowsToCsv(Number.MAX_SAFE_INTEGER, venue, v.asset !== undefined ? `${csvField(market)},` : ''));
           } finally {
             await closeRows(rows);
           }
@@ -96,14 +100,14 @@ export const dailyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
     }
     const lead = leadColumns(v, kind);
     const plan = planSummary(window, resolution);
-    const keyed = series.filter((s) => venue !== 'exchange-a' || s.asset !== '');
+    const keyed = series.filter((s) => v.asset === undefined || s.asset !== '');
     async function* buckets() {
       for (const s of keyed) {
-        const asset = venue === 'exchange-a' ? s.asset : s.market;
+        const asset = v.asset !== undefined ? s.asset : s.market;
         yield { s, exact: await summaries.summary({ venue, market: s.market, asset }, plan) };
       }
     }
-    const values = (s: { market: string; asset: string }) => (venue === 'exchange-a' ? [s.market, s.asset] : [s.market]);
+    const values = (s: { market: string; asset: string }) => (v.asset !== undefined ? [s.market, s.asset] : [s.market]);
     if (format === 'parquet') {
       return exports.rowsParquet(
         [...lead.map((name) => ({ name, type: 'String' })), ...SUMMARY_CSV_COLUMNS.map((name) => ({ name, ...summaryColumn(name) }))],

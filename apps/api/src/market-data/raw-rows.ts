@@ -117,6 +117,9 @@ type Rec = Record<string, unknown>;
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const A_SIDE: Record<string, string> = { BUY: 'bid', SELL: 'ask' };
 
+/** Each venue's CSV rows of one record, keyed by venue. */
+const ROWS_OF: { readonly [V in Venue]: (r: Rec, out: string[], more: unknown[], rest: unknown[]) => void } = { 'exchange-a': exchangeARows, 'exchange-b': exchangeBRows };
+
 /**
  * `more`: the record's own fields put after the venue's columns on its first row (the API's
  * `include`); `rest`: on its other rows (the same, but for the stored record, given once).
@@ -165,7 +168,7 @@ export class RawRowsToCsv extends RawRows {
     private readonly trail: readonly string[] = [],
   ) {
     super(max);
-    this.rows = venue === 'exchange-a' ? exchangeARows : exchangeBRows;
+    this.rows = ROWS_OF[venue];
   }
 
   /** The header row; `lead`: names of the columns put before the venue's own; `trail`: after them. */

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Venue } from '@booktape/domain';
+import { venueModules, type AnyVenueModule } from '@booktape/venues';
 import type { ApiConfig } from '../config.ts';
 import { q } from '../http/params.ts';
 import { API_PREFIX } from '../http/prefix.ts';
@@ -8,7 +9,8 @@ import { exchangeARecord, exchangeBRecord } from './schemas.ts';
 /**
  * How each venue shows in the API. Every per-venue route (raw data, ranges, availability,
  * market lists, summaries, coverage) is registered once per entry of VENUES, so a third
- * venue is one more entry here (and its parsers in @booktape/domain).
+ * venue is one more entry in the venue registry (libs/venues/src/registry.ts) and its parsers
+ * and record schema in PARSERS below.
  */
 export interface VenueApi {
   /** Also the path segment (`/exchange-a/market/…`) and the OpenAPI tag. */
@@ -45,41 +47,23 @@ export interface VenueApi {
   summaryTitle: string;
 }
 
-export const VENUES: readonly VenueApi[] = [
-  {
-    venue: 'exchange-a',
-    pathAlias: 'polymarket',
-    slugs: true,
-    label: 'Exchange A',
-    marketParam: 'condition_id',
-    market: q.conditionId,
-    marketPrefix: q.conditionIdPrefix,
-    marketField: 'market_condition_id',
-    marketListField: 'market_condition_ids',
-    record: exchangeARecord,
-    recordNoun: 'events',
-    legacyAliases: true,
-    listsOutcomeTokens: true,
-    asset: { param: 'asset_id', description: 'Outcome token (CLOB token) id within the condition.' },
-    summaryTitle: 'Exchange A order-book summary of one outcome token',
-  },
-  {
-    venue: 'exchange-b',
-    pathAlias: 'kalshi',
-    slugs: false,
-    label: 'Exchange B',
-    marketParam: 'ticker',
-    market: q.ticker,
-    marketPrefix: q.tickerPrefix,
-    marketField: 'market_ticker',
-    marketListField: 'market_tickers',
-    record: exchangeBRecord,
-    recordNoun: 'records',
-    legacyAliases: false,
-    listsOutcomeTokens: false,
-    summaryTitle: 'Exchange B order-book summary (YES bid; YES ask implied by the NO book)',
-  },
-];
+/** The API's part of a venue's registry entry (libs/venues): its names, OpenAPI texts, and whether it has outcome tokens. */
+const fromRegistry = (m: AnyVenueModule) => ({
+  venue: m.venue,
+  pathAlias: m.ownName,
+  slugs: m.tokens,
+  label: m.label.charAt(0).toUpperCase() + m.label.slice(1),
+  listsOutcomeTokens: m.tokens,
+  ...m.api,
+});
+
+/** Each venue's parsers and record schema (the API's own), keyed by venue. */
+const PARSERS: { readonly [V in Venue]: Pick<VenueApi, 'market' | 'marketPrefix' | 'record'> } = {
+  'exchange-a': { market: q.conditionId, marketPrefix: q.conditionIdPrefix, record: exchangeARecord },
+  'exchange-b': { market: q.ticker, marketPrefix: q.tickerPrefix, record: exchangeBRecord },
+};
+
+export const VENUES: readonly VenueApi[] = venueModules().map((m) => ({ ...fromRegistry(m), ...PARSERS[m.venue] }));
 
 /** The first UTC date served (earlier data is refused; EXCHANGE_*_DATA_FLOOR); undefined: no floor. */
 export const dataFloor = (v: VenueApi, config: ApiConfig): string | undefined => config.dataFloors[v.venue] ?? undefined;

@@ -5,6 +5,7 @@ import type { IngestorReport } from '@booktape/messaging';
 import type { FootprintReading } from './footprint.ts';
 import { reportIsLive } from './reports.ts';
 import type { RollupBacklog } from './rollup-backlog.ts';
+import { VENUE_ENUM, venueModules } from '@booktape/venues';
 
 /**
  * The public status (`GET /api/v1/monitoring/status`, the status page, the /metrics gauges):
@@ -12,7 +13,9 @@ import type { RollupBacklog } from './rollup-backlog.ts';
  * and counts only: no host names, addresses, error texts or configuration.
  */
 
-export const VENUE_NAMES: Record<Venue, string> = { 'exchange-a': 'Exchange A (Polymarket)', 'exchange-b': 'Exchange B (Kalshi)' };
+const title = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+/** `Exchange A (Polymarket)`: each venue's label and own name, from the venue registry. */
+export const VENUE_NAMES = Object.fromEntries(venueModules().map((m) => [m.venue, `${title(m.label)} (${title(m.ownName)})`])) as Record<Venue, string>;
 
 /** Declared outages that ended this many days ago or less are still listed. */
 export const RECENT_OUTAGE_DAYS = 7;
@@ -84,7 +87,7 @@ export const monitoringStatusSchema = z
     time: z.string(),
     venues: z.array(
       z.object({
-        venue: z.enum(['exchange-a', 'exchange-b']),
+        venue: z.enum(VENUE_ENUM),
         name: z.string(),
         state: z.enum(venueStates).describe('up; degraded (some connections down, or no data for too long); down (no connection, or its capture stopped reporting); off (not captured: see off_reason); unknown (no capture process reports it)'),
         detail: z.string(),
@@ -128,7 +131,7 @@ export const monitoringStatusSchema = z
       pending_assets: z.number().int().nullable(),
       oldest_pending: z
         .object({
-          venue: z.enum(['exchange-a', 'exchange-b']),
+          venue: z.enum(VENUE_ENUM),
           market: z.string(),
           asset: z.string(),
           dates: z.array(z.string()),
@@ -144,7 +147,7 @@ export const monitoringStatusSchema = z
         .describe('Claims whose lease ran out: their rollup process stopped renewing them (it died); the sweep hands their dates to a live worker'),
       oldest_stale_claim: z
         .object({
-          venue: z.enum(['exchange-a', 'exchange-b']),
+          venue: z.enum(VENUE_ENUM),
           market: z.string(),
           asset: z.string(),
           dates: z.array(z.string()),
@@ -191,7 +194,7 @@ export const monitoringStatusSchema = z
       .array(
         z.object({
           id: z.string(),
-          venue: z.enum(['exchange-a', 'exchange-b']),
+          venue: z.enum(VENUE_ENUM),
           state: z.enum(['active', 'upcoming', 'ended']),
           start: z.string(),
           end: z.string(),

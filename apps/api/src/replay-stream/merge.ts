@@ -1,4 +1,5 @@
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
+import { venueModule } from '@booktape/venues';
 import type { ReplayRow } from '@booktape/storage';
 import type { GapMessage, Series, StreamBooks, StreamMessage } from './normalise.ts';
 
@@ -45,20 +46,22 @@ export async function* mergedMessages(o: {
 }): AsyncGenerator<StreamMessage> {
   const { books } = o;
   const byName = new Map<string, Series>(books.all.map((s) => [s.name, s]));
-  const heads: Record<Venue, IteratorResult<ReplayRow> | null> = { 'exchange-a': o.rows['exchange-a']?.first ?? null, 'exchange-b': o.rows['exchange-b']?.first ?? null };
+  const heads = Object.fromEntries(VENUES.map((v) => [v, o.rows[v]?.first ?? null])) as Record<Venue, IteratorResult<ReplayRow> | null>;
+  // A series is named by its token where the venue has outcome tokens (the row's first tie-break, asset_id), else by its market.
+  const byToken = Object.fromEntries(VENUES.map((v) => [v, venueModule(v).tokens])) as Record<Venue, boolean>;
   let g = 0;
   let snapIndex = 0;
 
-  /** The venue whose head record comes next, or null when both are read. */
+  /** The venue whose head record comes next (by time, then ingest_seq; a tie goes to the venue first in VENUES), or null when all are read. */
   const nextVenue = (): Venue | null => {
-    const a = heads['exchange-a'];
-    const b = heads['exchange-b'];
-    const ra = a && !a.done ? a.value : null;
-    const rb = b && !b.done ? b.value : null;
-    if (ra === null) return rb === null ? null : 'exchange-b';
-    if (rb === null) return 'exchange-a';
-    if (ra.ts !== rb.ts) return ra.ts < rb.ts ? 'exchange-a' : 'exchange-b';
-    return compareSeq(ra.seq, rb.seq) <= 0 ? 'exchange-a' : 'exchange-b';
+    let venue: Venue | null = null;
+    let best: ReplayRow | null = null;
+    for (const v of VENUES) {
+      const h = heads[v];
+      const r = h && !h.done ? h.value : null;
+      if (r !== null && (best === null || r.ts < best.ts || (r.ts === best.ts && compareSeq(r.seq, best.seq) < 0))) [venue, best] = [v, r];
+    }
+    return venue;
   };
 
   for (;;) {
@@ -81,7 +84,7 @@ export async function* mergedMessages(o: {
     } else {
       const v = venue!;
       const r = row!;
-      const name = v === 'exchange-a' ? `exchange-a:${r.tie}` : `exchange-b:${r.market}`;
+      const name = `${v}:${byToken[v] ? r.tie : r.market}`;
       const series = byName.get(name);
       if (series !== undefined) {
         const m = books.record(series, r.ts, r.seq, JSON.parse(r.payload) as Record<string, unknown>);

@@ -127,12 +127,15 @@ function tradeTsB(d: Record<string, unknown>): number | null {
 
 type Book = ExchangeABook | ExchangeBBook;
 
+/** Each venue's book engine, keyed by venue. */
+const NEW_BOOK: { readonly [V in Venue]: () => Book } = { 'exchange-a': () => new ExchangeABook(), 'exchange-b': () => new ExchangeBBook() };
+
 /** The books of a stream's series, and the stored records of each turned into messages. */
 export class StreamBooks {
   private readonly books = new Map<string, Book>();
 
   constructor(private readonly series: readonly Series[]) {
-    for (const s of series) this.books.set(s.name, s.venue === 'exchange-a' ? new ExchangeABook() : new ExchangeBBook());
+    for (const s of series) this.books.set(s.name, NEW_BOOK[s.venue]());
   }
 
   /** Seeds a series' book with the book at the window's start (levels best first, as bookAt gives them); the opening `book` message. */

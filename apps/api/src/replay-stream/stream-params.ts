@@ -1,4 +1,5 @@
 import { normaliseTicker, type Venue } from '@booktape/domain';
+import { venueModules } from '@booktape/venues';
 import { show, type Parsed } from '../http/params.ts';
 
 /**
@@ -24,7 +25,20 @@ export interface StreamMarket {
 }
 
 /** Prefixes a market may be named with: the venue, or its own name (as the path aliases). */
-const PREFIXES: Record<string, Venue> = { 'exchange-a': 'exchange-a', polymarket: 'exchange-a', 'exchange-b': 'exchange-b', kalshi: 'exchange-b' };
+const PREFIXES = new Map<string, Venue>(venueModules().flatMap((m) => [[m.venue, m.venue] as const, [m.ownName, m.venue] as const]));
+
+/**
+ * What names one series of each venue, keyed by venue: a venue with outcome tokens (exchange
+ * A) a token id, decimal digits; exchange B a ticker (normalised). The id, or why `rest` is not one.
+ */
+const SERIES_ID: { readonly [V in Venue]: (item: string, rest: string) => { id: string } | { message: string } } = {
+  'exchange-a': (item, rest) =>
+    !/^\d+$/.test(rest) || rest.length > ID_MAX ? { message: `${show(item)}: an exchange A market is an outcome token (asset) id, 1 to ${ID_MAX} decimal digits` } : { id: rest },
+  'exchange-b': (item, rest) => {
+    const t = rest.length <= ID_MAX ? normaliseTicker(rest) : null;
+    return t ? { id: t } : { message: `${show(item)}: an exchange B market is a ticker of A-Z, 0-9, '.', '_' and '-', at most ${ID_MAX} characters` };
+  },
+};
 
 /**
  * `markets`, repeated and/or comma-separated: `exchange-a:<asset_id>` (an outcome token id,
@@ -39,18 +53,12 @@ export function parseMarkets(raw: string | readonly string[] | undefined): Parse
   for (const item of items) {
     const colon = item.indexOf(':');
     const prefix = colon < 0 ? '' : item.slice(0, colon).toLowerCase();
-    const venue = PREFIXES[prefix];
+    const venue = PREFIXES.get(prefix);
     if (venue === undefined) return { ok: false, message: `${show(item)}: a market is exchange-a:<asset_id> or exchange-b:<ticker> (polymarket: and kalshi: too)` };
     const rest = item.slice(colon + 1).trim();
-    let id: string;
-    if (venue === 'exchange-a') {
-      if (!/^\d+$/.test(rest) || rest.length > ID_MAX) return { ok: false, message: `${show(item)}: an exchange A market is an outcome token (asset) id, 1 to ${ID_MAX} decimal digits` };
-      id = rest;
-    } else {
-      const t = rest.length <= ID_MAX ? normaliseTicker(rest) : null;
-      if (!t) return { ok: false, message: `${show(item)}: an exchange B market is a ticker of A-Z, 0-9, '.', '_' and '-', at most ${ID_MAX} characters` };
-      id = t;
-    }
+    const parsed = SERIES_ID[venue](item, rest);
+    if ('message' in parsed) return { ok: false, message: parsed.message };
+    const { id } = parsed;
     const name = `${venue}:${id}`;
     if (seen.has(name)) continue;
     seen.add(name);

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { utcDate, type Venue } from '@booktape/domain';
+import { VENUES as ALL_VENUES, utcDate, type Venue } from '@booktape/domain';
+import { venueModule } from '@booktape/venues';
 import { StreamBusyError, StreamOwnerBusyError, type ReplayRow } from '@booktape/storage';
 import { bookAt } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
@@ -126,7 +127,7 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
   /** Capture gaps and declared outages over the window, one marker per series they touch, by time. */
   async function gapMarkers(series: Series[], fromMs: number, toMs: number): Promise<GapMessage[]> {
     const out: Array<GapMessage & { order: number }> = [];
-    for (const venue of ['exchange-a', 'exchange-b'] as const) {
+    for (const venue of ALL_VENUES) {
       const mine = series.map((s, order) => ({ s, order })).filter((x) => x.s.venue === venue);
       if (mine.length === 0) continue;
       const ids = [...new Set(mine.flatMap((x) => [x.s.market, x.s.id]))];
@@ -202,13 +203,15 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
       };
       reply.raw.once('close', () => void closeAll());
       try {
-        // The series: exchange A assets resolved to their markets; those with none are unknown.
-        const aAssets = qs.markets.filter((m) => m.venue === 'exchange-a').map((m) => m.id);
+        // The series: outcome tokens (exchange A assets) resolved to their markets, those with
+        // none are unknown; a market of a venue without tokens (a B ticker) is its own series.
+        const tokens = (m: { venue: Venue }) => venueModule(m.venue).tokens;
+        const aAssets = qs.markets.filter(tokens).map((m) => m.id);
         const aMarkets = await guard('ClickHouse', () => marketsOfAssets(aAssets, from, to));
         const series: Series[] = [];
         const unknown: string[] = [];
         for (const m of qs.markets) {
-          if (m.venue === 'exchange-b') series.push({ name: m.name, venue: m.venue, id: m.id, market: m.id });
+          if (!tokens(m)) series.push({ name: m.name, venue: m.venue, id: m.id, market: m.id });
           else if (aMarkets.has(m.id)) series.push({ name: m.name, venue: m.venue, id: m.id, market: aMarkets.get(m.id)! });
           else unknown.push(m.name);
         }
@@ -229,10 +232,10 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
 
         const read = { signal: abort.signal };
         const rows: Partial<Record<Venue, VenueRows>> = {};
-        for (const venue of ['exchange-a', 'exchange-b'] as const) {
+        for (const venue of ALL_VENUES) {
           const mine = series.filter((s) => s.venue === venue);
           if (mine.length === 0) continue;
-          const it = replay.rows(venue, [...new Set(mine.map((s) => s.market))], from, to, { ...read, ...(venue === 'exchange-a' ? { assets: mine.map((s) => s.id) } : {}) });
+          const it = replay.rows(venue, [...new Set(mine.map((s) => s.market))], from, to, { ...read, ...(venueModule(venue).tokens ? { assets: mine.map((s) => s.id) } : {}) });
           const r = await openVenue(it);
           opened.push(r);
           rows[venue] = r;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PLANS } from '../billing/plans.ts';
+import { VENUE_ENUM } from '@booktape/venues';
 
 /** Schemas of the 429 answer and of the usage and statistics endpoints. */
 
@@ -145,7 +146,7 @@ export const statsSchema = z
 
 export const popularMarketsSchema = z
   .object({
-    venue: z.enum(['exchange-a', 'exchange-b']).nullable(),
+    venue: z.enum(VENUE_ENUM).nullable(),
     period: z.string(),
     from: iso(),
     to: iso(),

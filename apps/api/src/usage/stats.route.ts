@@ -8,6 +8,7 @@ import { usageAccess } from './access.ts';
 import { dayStart, periodOf } from './limits.ts';
 import { popularMarketsSchema, statsSchema } from './schemas.ts';
 import { USAGE_LIMITS, parseInstant } from './usage-params.ts';
+import { VENUE_ENUM } from '@booktape/venues';
 
 /**
  * Service-wide statistics from the request log, for the operator (admin token when
@@ -88,7 +89,7 @@ export const statsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
         tags: ['usage'],
         security,
         querystring: z.object({
-          venue: z.enum(['exchange-a', 'exchange-b'], { error: 'must be exchange-a or exchange-b' }).optional().meta({ description: 'Only this venue. Default: both.' }),
+          venue: z.enum(VENUE_ENUM, { error: 'must be exchange-a or exchange-b' }).optional().meta({ description: 'Only this venue. Default: both.' }),
           period: z
             .enum(POPULAR_PERIODS, { error: `must be one of ${POPULAR_PERIODS.join(', ')}` })
             .optional()

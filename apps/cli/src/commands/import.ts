@@ -5,7 +5,7 @@ import { createLogger, parseEnv, platformConfig, platformEnvSchema, redactUrl } 
 import type { Venue } from '@booktape/domain';
 import { importCaptureFiles } from '@booktape/ingestor';
 import { RollupQueue, type PartitionRef } from '@booktape/messaging';
-import { ImportError, PMXT_FORMAT, detectImportFormat, importBooktapeFile, importPmxtFile, migrate, openClickHouse, type ClickHouse, type ImportFormat, type ImportResult } from '@booktape/storage';
+import { ImportError, PMXT_FORMAT, PMXT_VENUE, detectImportFormat, importBooktapeFile, importPmxtFile, migrate, openClickHouse, type ClickHouse, type ImportFormat, type ImportResult } from '@booktape/storage';
 import { chooseRedis } from '../local-services.ts';
 import { DownloadError, fetchToTemp, isUrl, urlFileName } from './fetch-file.ts';
 
@@ -188,7 +188,7 @@ interface FileContext {
 async function importFormat(ch: ClickHouse, file: string, given: ImportFormat | undefined, ctx: FileContext): Promise<ImportResult> {
   const format = given ?? (await detectImportFormat(ch, file));
   if (format === PMXT_FORMAT) {
-    if (ctx.venue !== undefined && ctx.venue !== 'exchange-a') throw new ImportError(file, `a PMXT v2 file holds exchange-a records, not ${ctx.venue} (--venue); nothing imported`);
+    if (ctx.venue !== undefined && ctx.venue !== PMXT_VENUE) throw new ImportError(file, `a PMXT v2 file holds ${PMXT_VENUE} records, not ${ctx.venue} (--venue); nothing imported`);
     return importPmxtFile(ch, file);
   }
   if (format === 'booktape-parquet' || format === 'booktape-csv') return importBooktapeFile(ch, file, format, ctx.venue !== undefined ? { venue: ctx.venue } : {});

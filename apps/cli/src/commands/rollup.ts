@@ -1,6 +1,7 @@
 import cliProgress from 'cli-progress';
 import { parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
 import { RollupQueue, type BackfillProgress, type BackfillRequest } from '@booktape/messaging';
+import { VENUE_SHAPES } from '../args.ts';
 import { chooseRedis } from '../local-services.ts';
 
 const ENQUEUE_TIMEOUT_MS = 30_000;
@@ -107,7 +108,7 @@ export function datesOf(from: string, to: string): string[] {
  */
 export function dryRunText(req: BackfillRequest, where: string): string {
   const dates = datesOf(req.from, req.to);
-  const asset = req.asset ?? (req.venue === 'exchange-b' ? req.market : null);
+  const asset = req.asset ?? (VENUE_SHAPES[req.venue].tokens ? null : req.market);
   const lines = [
     `dry run, nothing enqueued: would enqueue on ${where}`,
     `back-fill ${JSON.stringify({ kind: 'backfill', ...req })}`,

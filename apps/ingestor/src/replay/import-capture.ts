@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Logger } from '@booktape/config';
-import type { CaptureGap, RawMessage, Venue } from '@booktape/domain';
+import { VENUES, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
+import { VENUE_MODULES } from '@booktape/venues';
 import { partitionsOf, topicNames, type BatchingProducer, type PartitionRef } from '@booktape/messaging';
 import { CaptureGapsRepository, ImportError, RawEventsRepository, partitionsWithImports, sqlString, supersedeImported, type ClickHouse, type ImportResult } from '@booktape/storage';
 import { CapturePipeline } from '../capture-pipeline.ts';
@@ -101,12 +102,13 @@ export async function importCaptureFiles(ch: ClickHouse, files: readonly string[
   const partitions = () => [...parts.values()];
   const count = async () => {
     let n = 0;
-    for (const venue of ['exchange-a', 'exchange-b'] as const) {
+    for (const venue of VENUES) {
       const ps = partitions().filter((p) => p.venue === venue);
       if (ps.length === 0) continue;
       const tuples = ps.map((p) => `(${sqlString(p.market)}, ${sqlString(p.asset)}, toDate(${sqlString(p.date)}))`).join(', ');
-      const key = venue === 'exchange-a' ? '(market, asset_id, event_date)' : '(ticker, ticker, event_date)';
-      const table = ch.table(venue === 'exchange-a' ? 'raw_exchange_a' : 'raw_exchange_b');
+      const raw = VENUE_MODULES[venue].raw;
+      const key = `(${raw.market}, ${raw.asset}, event_date)`;
+      const table = ch.table(raw.table);
       const rs = await ch.client.query({ query: `SELECT toString(count()) AS n FROM ${table} FINAL WHERE ${key} IN (${tuples})`, format: 'JSONEachRow' });
       n += Number((await rs.json<{ n: string }>())[0]?.n ?? 0);
     }

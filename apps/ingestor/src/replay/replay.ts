@@ -2,6 +2,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
+import { VENUES, type Venue } from '@booktape/domain';
 import { consumerGroupLag, partitionEnds, type Topics } from '@booktape/messaging';
 import { countCaptureLines, readCaptureFile } from '@booktape/venues';
 import type { CapturePipeline } from '../capture-pipeline.ts';
@@ -50,14 +51,15 @@ export async function replayFiles(
   let frames = 0;
   // Progress counts every line (countCaptureLines does); `frames` leaves out boundary and gap lines.
   let lines = 0;
-  // Exchange B sequence state belongs to a connection. It is reset at each `connect` line
+  // Sequence state (exchange B's) belongs to a connection. It is reset at each `connect` line
   // and at the start of each file, since a file may start mid-session; except where the
   // previous file ended inside a connection it recorded (a `connect` with no `disconnect`
   // after it): this file is then its rotated continuation, and live capture did not reset
-  // there either, so replay must not (it would report false gaps live never had).
-  let openConnectionB = false;
+  // there either, so replay must not (it would report false gaps live never had). Venues
+  // without sequence state ignore resets.
+  const openConnection = new Set<Venue>();
   for (const file of files) {
-    if (!openConnectionB) pipeline.resetExchangeB();
+    for (const v of VENUES) if (!openConnection.has(v)) pipeline.resetConnection(v);
     for await (const entry of readCaptureFile(file)) {
       lines += 1;
       if ('error' in entry) {
@@ -67,10 +69,10 @@ export async function replayFiles(
         // A gap live capture reported: stored again, so coverage shows the same disconnects.
         await pipeline.handleGap(entry.line.gap, { writeFile: false });
       } else if (entry.line.boundary !== undefined) {
-        if (entry.line.venue === 'exchange-b') {
-          openConnectionB = entry.line.boundary.kind === 'connect';
-          if (openConnectionB) pipeline.resetExchangeB();
-        }
+        if (entry.line.boundary.kind === 'connect') {
+          openConnection.add(entry.line.venue);
+          pipeline.resetConnection(entry.line.venue);
+        } else openConnection.delete(entry.line.venue);
       } else {
         frames += 1;
         const handled = await pipeline.handleFrame(entry.line.venue, entry.line.frame, new Date(entry.line.received_at), { writeFile: false });

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { marketKey, type ExchangeAMessage, type RawMessage } from '@booktape/domain';
+import type { ExchangeAMessage, RawMessage } from '@booktape/domain';
 import { RawEventsRepository, exchangeAPayload, migrate, type ClickHouse, type StoredMessage } from '@booktape/storage';
-import { Sequencer, normaliseExchangeA } from '@booktape/venues';
+import { Sequencer, marketKey, normaliseExchangeA } from '@booktape/venues';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
 import { concatRawMessages, decodeRawMessages, encodeRawValue } from '@booktape/messaging';
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { marketKey, type RawMessage } from '@booktape/domain';
+import type { RawMessage } from '@booktape/domain';
 import { silentLogger } from '@booktape/config';
 import { concatRawMessages, createRawProducer, encodeRawMessages, encodeRawValue, ensureTopics, isBinaryValue, topicNames, type BatchingProducer, type Topics } from '@booktape/messaging';
 import { CapturePipeline } from '../capture-pipeline.ts';
-import { ExchangeBNormaliser, Sequencer, normaliseExchangeA } from '@booktape/venues';
+import { ExchangeBNormaliser, Sequencer, marketKey, normaliseExchangeA } from '@booktape/venues';
 import { uniqueId, waitFor } from '@booktape/testkit';
 import { createSink } from './sink.ts';
 import { sinkTestBed } from './sink.test-support.ts';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import type { Kafka } from 'kafkajs';
-import { marketKey, type RawMessage } from '@booktape/domain';
+import type { RawMessage } from '@booktape/domain';
+import { marketKey } from '@booktape/venues';
 import { silentLogger } from '@booktape/config';
 import { BatchingProducer, createKafka, encodeRawMessages, ensureTopics, topicNames, type Topics } from '@booktape/messaging';
 import { RawEventsRepository } from '@booktape/storage';

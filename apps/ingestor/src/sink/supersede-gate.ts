@@ -1,5 +1,12 @@
 import type { Logger } from '@booktape/config';
-import { partitionsWithImports, supersedeImported, type ClickHouse } from '@booktape/storage';
+import { asVenue } from '@booktape/venues';
+import { VENUE_STORAGE, partitionsWithImports, supersedeImported, type ClickHouse } from '@booktape/storage';
+
+/** Records of the venue may have been imported (docs/rules/imports.md): only then is there a copy to supersede. */
+const importable = (venue: string): boolean => {
+  const v = asVenue(venue);
+  return v !== null && VENUE_STORAGE[v].imports;
+};
 
 export interface StoredPart {
   venue: string;
@@ -34,7 +41,7 @@ export class SupersedeGate {
   async run(parts: readonly StoredPart[]): Promise<number> {
     const t = this.now();
     const key = (p: { market: string; asset: string; date: string }) => `${p.market}|${p.asset}|${p.date}`;
-    const ask = parts.filter((p) => p.venue === 'exchange-a' && (this.quietUntil.get(key(p)) ?? 0) <= t);
+    const ask = parts.filter((p) => importable(p.venue) && (this.quietUntil.get(key(p)) ?? 0) <= t);
     if (ask.length === 0) return 0;
     try {
       const withImports = await partitionsWithImports(this.ch, ask);
