@@ -473,7 +473,9 @@ async function main(): Promise<void> {
     }
   } finally {
     if (!killed) child.kill('SIGTERM');
-    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    // A child the RSS guard killed has a signal and no exit code: waiting for its exit again would leave
+    // nothing to keep this process alive, and it would end without printing the summary.
+    await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)));
   }
   console.log(JSON.stringify({ events: EVENTS, fill_s: Math.round(ready.fill_s), scenario_s: SCENARIO_MS / 1000, load_avg_1m: Math.round(loadavg()[0]! * 100) / 100, scenarios: results }));
 }
