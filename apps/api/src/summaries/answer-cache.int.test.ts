@@ -89,6 +89,13 @@ describe('settled summary answers', () => {
         expect(live.raw.equals(first.raw)).toBe(false);
         await get('date=2026-03-01&resolution=1');
         expect(built).toHaveBeenCalledTimes(4);
+        // The asset's rollup state is read once for a small answer (the stamp's read is handed
+        // to the build; a large one reads it again after waiting for its turn).
+        const stateReads = vi.spyOn(t.redis, 'zrange');
+        await get('date=2026-03-01&resolution=60');
+        expect(stateReads.mock.calls.filter(([k]) => String(k) === dirty)).toHaveLength(1);
+        stateReads.mockRestore();
+        expect(built).toHaveBeenCalledTimes(5);
       } finally {
         await t.redis.del(dirty);
       }
@@ -97,9 +104,9 @@ describe('settled summary answers', () => {
       const rolled = await get('date=2026-03-01&resolution=1');
       expect(JSON.parse(rolled.raw.toString()).data).toEqual(expected(1));
       expect(rolled.etag).not.toBe(first.etag);
-      expect(built).toHaveBeenCalledTimes(5);
+      expect(built).toHaveBeenCalledTimes(6);
       expect((await get('date=2026-03-01&resolution=1')).raw.equals(rolled.raw)).toBe(true);
-      expect(built).toHaveBeenCalledTimes(5);
+      expect(built).toHaveBeenCalledTimes(6);
     } finally {
       built.mockRestore();
     }
