@@ -135,6 +135,9 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
     empty(members) OR NOT isValidJSON(rec), 'record is not a JSON object: the file is cut or was changed',
     has(members, ${otherKey}) AND NOT has(members, ${sqlString(lead.market)}), 'record of ${OTHER[venue]} in an export of ${venue}',
     NOT hasAll(members, ${keys}), concat('record without ', arrayFirst(k -> NOT has(members, k), ${keys})),
+    -- JSONExtract reads a value of the wrong type as the type's default ("abc" as UInt64 is 0):
+    -- the record must be exactly the text the export wrote of the values read back.
+    toJSONString(r) != rec, 'record was changed: its values are not what the export wrote',
     ${r(lead.market)} = '', 'record without a market',
     ${r('dedup_id')} = '', 'record without an identity (dedup_id)',
     toUnixTimestamp64Milli(${r('event_ts')}) < ${MIN_TS} OR toUnixTimestamp64Milli(${r('event_ts')}) >= ${MAX_TS}, concat('record time outside the times the store holds: ', toString(${r('event_ts')})),
@@ -155,6 +158,10 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
   }
   let scan: Scan;
   try {
+    // The exporting query's settings decide whether the record's 64-bit integers are JSON
+    // strings or numbers (a raw page's read writes numbers, a Parquet export strings): the
+    // check writes the values read back the way the file's first record has them.
+    const [first] = await rows<{ quoted: number }>(ch, `SELECT toUInt8(position(rec, '"ingest_seq":"') > 0) AS quoted FROM (SELECT ifNull(toString(record), '') AS rec FROM ${reader}) WHERE rec != '' LIMIT 1`);
     [scan] = (await rows<Scan>(
       ch,
       `SELECT toString(count()) AS rows, toString(countIf(rec != '')) AS records,
@@ -164,7 +171,8 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
        FROM (SELECT rn, rec, row_asset, row_type, ts, JSONExtractKeys(rec) AS members, JSONExtract(rec, ${sqlString(tuple)}) AS r, ${reason} AS reason
              FROM (SELECT _row_number AS rn, ifNull(toString(record), '') AS rec, ifNull(toString(${lead.asset}), '') AS row_asset,
                      ifNull(toString(${lead.type[0]}), '') AS row_type, timestamp AS ts
-                   FROM ${reader}))`,
+                   FROM ${reader}))
+       SETTINGS output_format_json_quote_64bit_integers = ${first?.quoted ?? 1}`,
     )) as [Scan];
   } catch (e) {
     throw new ImportError(file, `cannot read the rows (${firstLine(e)}); nothing imported`);

@@ -278,6 +278,19 @@ describe('bad exports are refused whole, naming the file (and row)', () => {
     expect(e.row).toBe(5);
   });
 
+  it('a CSV whose record holds a value of the wrong type (read as 0 otherwise): the row is named', async () => {
+    const text = gunzipSync(readFileSync(files['exchange-b csv']!)).toString('utf8').split('\n');
+    // The first row after the fifth that carries a record: its ingest_seq made text.
+    const seq = /""ingest_seq"":((?:"")?)\d+\1/;
+    const line = text.findIndex((l, i) => i > 5 && seq.test(l));
+    expect(line).toBeGreaterThan(5);
+    text[line] = text[line]!.replace(seq, '""ingest_seq"":""abc""');
+    const bad = path.join(dir, 'wrong-type.csv.gz');
+    writeFileSync(bad, gzipSync(text.join('\n')));
+    const e = await refused(bad, 'booktape-csv', /record was changed/);
+    expect(e.row).toBe(line - 1);
+  });
+
   it('a Parquet file of another schema, a raw export without records, an export of the other venue', async () => {
     const other = path.join(dir, 'other.parquet');
     await t.ch.client.command({ query: `SELECT number AS n, toString(number) AS s FROM numbers(10) INTO OUTFILE '${other}' FORMAT Parquet` });
