@@ -41,9 +41,6 @@ export async function fillSeriesYielding(observed: readonly ExactBucket[], plan:
   return out;
 }
 
-/** What one read of an asset's rollup state saw (the dates pending, the summaries version). */
-export type RollupState = Awaited<ReturnType<typeof assetRollupState>>;
-
 /** SummaryReader.stamp's rule on the state one read saw; null when the answer is not settled. */
 function settledStamp(version: string, pending: ReadonlySet<string>, rows: readonly SummaryDay[], before: SummaryDay | null): string | null {
   if (pending.size > 0 || (rows.length === 0 && before === null)) return null;
@@ -161,8 +158,8 @@ export class SummaryReader {
    * The buckets of a planned request, and the answer's stamp when it is settled (see
    * `stamp`): an answer kept under its stamp is the answer while `stamp` still gives it.
    */
-  async summaryStamped(key: SummaryKey, p: SummaryPlan, now = Date.now(), state: RollupState | null = null): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
-    return this.bucketsStamped(key, clampToNow(p, now), p.resolution, p.window.endMs <= now, state);
+  async summaryStamped(key: SummaryKey, p: SummaryPlan, now = Date.now()): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
+    return this.bucketsStamped(key, clampToNow(p, now), p.resolution, p.window.endMs <= now);
   }
 
   /**
@@ -172,39 +169,36 @@ export class SummaryReader {
    * the state in) is complete, so the answer is the stored buckets alone, no live part. It
    * then changes only when a rollup writes the asset again, which moves the asset's
    * summaries version and a day row's version: both are in the stamp. One Redis read, and the
-   * day rows (cached while the version stands still). `state` is what the Redis read saw: given
-   * to the summaryStamped call that follows at once, it spares that call the same read.
+   * day rows (cached while the version stands still).
    */
-  async stamp(key: SummaryKey, p: SummaryPlan, now = Date.now()): Promise<{ stamp: string | null; state: RollupState | null }> {
-    if (p.window.endMs > now || p.plan.count === 0) return { stamp: null, state: null };
-    const state = await assetRollupState(this.redis, this.queuePrefix, key);
-    const { pending, version } = state;
-    if (version === null || pending.size > 0) return { stamp: null, state };
+  async stamp(key: SummaryKey, p: SummaryPlan, now = Date.now()): Promise<string | null> {
+    if (p.window.endMs > now || p.plan.count === 0) return null;
+    const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
+    if (version === null || pending.size > 0) return null;
     const { rows, before } = await this.window(key, utcDate(p.plan.firstStart), utcDate(p.plan.dataEndMs - 1), version);
-    return { stamp: settledStamp(version, pending, rows, before), state };
+    return settledStamp(version, pending, rows, before);
   }
 
   async buckets(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
     return (await this.bucketsStamped(key, plan, resolution, false)).buckets;
   }
 
-  private async bucketsStamped(key: SummaryKey, plan: Plan, resolution: number, over: boolean, state: RollupState | null = null): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
+  private async bucketsStamped(key: SummaryKey, plan: Plan, resolution: number, over: boolean): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
     if (plan.count === 0) return { buckets: [], stamp: null };
     // A rollup that writes between our reads of a day row and its chunks would make the
     // stored part overlap the live part: such a read is retried, and after a few
     // collisions (a very busy asset) answered from raw events.
     for (let attempt = 0; attempt < 3; attempt++) {
-      // A retry reads the state again: the first attempt's (or the one handed in) raced a rollup.
-      const r = await this.attempt(key, plan, resolution, attempt === 0, over, attempt === 0 ? state : null);
+      const r = await this.attempt(key, plan, resolution, attempt === 0, over);
       if (r !== RACED) return r;
     }
     return { buckets: await this.fromRaw(key, plan, resolution), stamp: null };
   }
 
-  private async attempt(key: SummaryKey, plan: Plan, resolution: number, cached: boolean, over: boolean, state: RollupState | null): Promise<{ buckets: ExactBucket[]; stamp: string | null } | typeof RACED> {
+  private async attempt(key: SummaryKey, plan: Plan, resolution: number, cached: boolean, over: boolean): Promise<{ buckets: ExactBucket[]; stamp: string | null } | typeof RACED> {
     const firstDate = utcDate(plan.firstStart);
     const lastDate = utcDate(plan.dataEndMs - 1);
-    const { pending, version } = state ?? (await assetRollupState(this.redis, this.queuePrefix, key));
+    const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
     const { rows, before, firstOpen } = await this.window(key, firstDate, lastDate, cached ? version : null);
     // Stamped only when read as `stamp` reads (the cached day rows of this version).
     const stamp = over && cached && version !== null ? settledStamp(version, pending, rows, before) : null;

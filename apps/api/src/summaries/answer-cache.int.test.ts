@@ -89,8 +89,7 @@ describe('settled summary answers', () => {
         expect(live.raw.equals(first.raw)).toBe(false);
         await get('date=2026-03-01&resolution=1');
         expect(built).toHaveBeenCalledTimes(4);
-        // The asset's rollup state is read once for a small answer (the stamp's read is handed
-        // to the build; a large one reads it again after waiting for its turn).
+        // An answer never kept reads the asset's rollup state once, for its build: no stamp to check.
         const stateReads = vi.spyOn(t.redis, 'zrange');
         await get('date=2026-03-01&resolution=60');
         expect(stateReads.mock.calls.filter(([k]) => String(k) === dirty)).toHaveLength(1);

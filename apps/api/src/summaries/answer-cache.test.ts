@@ -6,8 +6,11 @@ const parts = (n: number) => [Buffer.alloc(n, 1)];
 describe('SettledAnswers', () => {
   it('gives an entry back only under the stamp it was kept with, and forgets it under another', () => {
     const c = new SettledAnswers(1000);
+    expect(c.has('a')).toBe(false);
     c.set('a', 's1', parts(100), null);
+    expect(c.has('a')).toBe(true);
     expect(c.get('a', 's2')).toBeUndefined();
+    expect(c.has('a')).toBe(false);
     // The stale entry is gone, even for its own stamp.
     expect(c.get('a', 's1')).toBeUndefined();
     expect(c.size).toBe(0);

@@ -25,6 +25,11 @@ export class SettledAnswers {
 
   constructor(private readonly maxBytes: number) {}
 
+  /** Whether `id` has an entry (under any stamp): without one there is no stamp worth reading. */
+  has(id: string): boolean {
+    return this.map.has(id);
+  }
+
   /** The entry of `id` made under `stamp`; an entry under another stamp is dropped. */
   get(id: string, stamp: string): SettledAnswer | undefined {
     const e = this.map.get(id);

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { summaryBodyParts } from './summary-body.ts';
 import { FairTurns, LARGE_ANSWER_BUCKETS, etagInSlices } from './large-answers.ts';
 import { SettledAnswers } from './answer-cache.ts';
-import { planSummary, type RollupState, type SummaryPlan } from '@booktape/summaries';
+import { planSummary, type SummaryPlan } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, isFinalised, notModified } from '../http/caching.ts';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
@@ -134,31 +134,28 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           const finalised = isFinalised(p.window.endMs, Date.now(), config.caching.finalisedAfterMs);
           // The request's answer id: the head of a json answer says date or window, so both are in it.
           const id = JSON.stringify([v.venue, market, assetId, p.window.startMs, p.window.endMs, p.resolution, format, query.date ?? null]);
-          // The answer kept under the current stamp, if any; `state` (the Redis read behind the
-          // stamp) goes to the build that follows, so that it does not read it again.
-          const kept = async (): Promise<{ answer: { body: readonly Buffer[]; tag: string | null } | undefined; state: RollupState | null }> => {
-            if (config.summaryAnswerCacheBytes === 0) return { answer: undefined, state: null };
-            const { stamp, state } = await guard('ClickHouse', () => summaries.stamp(key, p));
+          const kept = async (): Promise<{ body: readonly Buffer[]; tag: string | null } | undefined> => {
+            // No entry: nothing to check a stamp against (the build reads the asset's state itself).
+            if (!settled.has(id)) return undefined;
+            const stamp = await guard('ClickHouse', () => summaries.stamp(key, p));
             const hit = stamp === null ? undefined : settled.get(id, stamp);
-            if (hit === undefined) return { answer: undefined, state };
+            if (hit === undefined) return undefined;
             if (finalised && hit.tag === null) hit.tag = await etagInSlices('summary', format, hit.parts as Buffer[]);
-            return { answer: { body: hit.parts, tag: finalised ? hit.tag : null }, state };
+            return { body: hit.parts, tag: finalised ? hit.tag : null };
           };
-          let { answer: answered, state } = await kept();
+          let answered = await kept();
           if (answered === undefined) {
             // A large answer is built in its turn (large-answers.ts); a small one at once.
-            const large = p.plan.count >= LARGE_ANSWER_BUCKETS;
-            const release = large ? await largeTurns.take(req.apiKey?.key_id ?? '') : () => undefined;
+            const release = p.plan.count >= LARGE_ANSWER_BUCKETS ? await largeTurns.take(req.apiKey?.key_id ?? '') : () => undefined;
             try {
               if (req.raw.destroyed || reply.raw.destroyed) {
                 // The client went away while the answer waited for its turn: nothing to build.
                 return reply;
               }
-              // The answer may have been built and kept while this request waited for its turn
-              // (and the state read before the wait may be old by now).
-              if (large) ({ answer: answered, state } = await kept());
+              // The answer may have been built and kept while this request waited for its turn.
+              answered = p.plan.count >= LARGE_ANSWER_BUCKETS ? await kept() : undefined;
               if (answered === undefined) {
-                const { buckets: exact, stamp } = await guard('ClickHouse', () => summaries.summaryStamped(key, p, Date.now(), state));
+                const { buckets: exact, stamp } = await guard('ClickHouse', () => summaries.summaryStamped(key, p));
                 const body =
                   format === 'json'
                     ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
