@@ -2,7 +2,10 @@ import fc from 'fast-check';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, type ExactBucket } from '@booktape/book';
-import { summaryBody } from './summary-body.ts';
+import { summaryBodyParts, type SummaryFormat } from './summary-body.ts';
+
+/** The body as one buffer (the route sends the parts as they are). */
+const summaryBody = async (buckets: readonly ExactBucket[], format: SummaryFormat, head = '', tail = '', size?: number) => Buffer.concat(await summaryBodyParts(buckets, format, head, tail, size));
 
 const dec = fc.oneof(fc.constant(null), fc.constantFrom('0.5', '0.01', '12.75', '1'));
 const ohlc = fc.option(fc.record({ open: fc.constantFrom('0.5', '0.49'), high: fc.constant('0.6'), low: fc.constant('0.4'), close: fc.constant('0.55') }), { nil: null });

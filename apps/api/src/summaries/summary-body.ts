@@ -40,8 +40,3 @@ export async function summaryBodyParts(buckets: readonly ExactBucket[], format: 
   parts.push(Buffer.from(`]${tail}`));
   return parts;
 }
-
-/** The body summaryBodyParts gives, joined. */
-export async function summaryBody(buckets: readonly ExactBucket[], format: SummaryFormat, head = '', tail = '', size = SLICE_BUCKETS): Promise<Buffer> {
-  return Buffer.concat(await summaryBodyParts(buckets, format, head, tail, size));
-}
