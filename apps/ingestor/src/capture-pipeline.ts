@@ -42,10 +42,7 @@ export class CapturePipeline {
   /** Each venue's normaliser (the venue registry's), kept for the pipeline's life: exchange B's holds sequence state per connection. */
   private readonly normalisers = Object.fromEntries(VENUES.map((v) => [v, venueModule(v).normaliser()])) as Record<Venue, VenueNormaliser>;
   private readonly encode: (messages: RawMessage[]) => string | Buffer;
-  readonly counters: Record<Venue, VenueCounters> = {
-    'exchange-a': { frames: 0, records: 0, controls: 0, deadLetters: 0, lastFrameAt: null },
-    'exchange-b': { frames: 0, records: 0, controls: 0, deadLetters: 0, lastFrameAt: null },
-  };
+  readonly counters = Object.fromEntries(VENUES.map((v) => [v, { frames: 0, records: 0, controls: 0, deadLetters: 0, lastFrameAt: null }])) as Record<Venue, VenueCounters>;
 
   constructor(private readonly deps: CapturePipelineDeps) {
     this.sequencer = new Sequencer(deps.workerId);

@@ -89,7 +89,7 @@ export const statsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
         tags: ['usage'],
         security,
         querystring: z.object({
-          venue: z.enum(VENUE_ENUM, { error: 'must be exchange-a or exchange-b' }).optional().meta({ description: 'Only this venue. Default: both.' }),
+          venue: z.enum(VENUE_ENUM, { error: `must be ${VENUE_ENUM.join(' or ')}` }).optional().meta({ description: 'Only this venue. Default: both.' }),
           period: z
             .enum(POPULAR_PERIODS, { error: `must be one of ${POPULAR_PERIODS.join(', ')}` })
             .optional()
