@@ -84,6 +84,8 @@ export interface VenueModule<V extends Venue = Venue> {
     recordNoun: string;
     /** Data, range and summary routes are also served under `/market/…` (the interface's first paths). */
     legacyAliases: boolean;
+    /** Markets are also found by their slug (the venue's metadata API: exchange A's Gamma). */
+    slugs: boolean;
     /** The query and answer field naming an outcome token, with its description; only for a venue with tokens. */
     asset?: { param: string; description: string };
     summaryTitle: string;
@@ -118,6 +120,7 @@ const exchangeA: VenueModule<'exchange-a'> = {
     marketListField: 'market_condition_ids',
     recordNoun: 'events',
     legacyAliases: true,
+    slugs: true,
     asset: { param: 'asset_id', description: 'Outcome token (CLOB token) id within the condition.' },
     summaryTitle: 'Exchange A order-book summary of one outcome token',
   },
@@ -151,6 +154,7 @@ const exchangeB: VenueModule<'exchange-b'> = {
     marketListField: 'market_tickers',
     recordNoun: 'records',
     legacyAliases: false,
+    slugs: false,
     summaryTitle: 'Exchange B order-book summary (YES bid; YES ask implied by the NO book)',
   },
 };

@@ -51,7 +51,6 @@ export interface VenueApi {
 const fromRegistry = (m: AnyVenueModule) => ({
   venue: m.venue,
   pathAlias: m.ownName,
-  slugs: m.tokens,
   label: m.label.charAt(0).toUpperCase() + m.label.slice(1),
   listsOutcomeTokens: m.tokens,
   ...m.api,
