@@ -1,5 +1,5 @@
-import { MAX_EVENT_DATE, MAX_EVENT_MS, VENUES, venueFromName, type Venue } from '@booktape/domain';
-import { venueFromShortName, venueModule, venueModules, type AnyVenueModule } from '@booktape/venues';
+import { MAX_EVENT_DATE, MAX_EVENT_MS, VENUES, type Venue } from '@booktape/domain';
+import { venueFromAnyName, venueModule, venueModules, type AnyVenueModule } from '@booktape/venues';
 
 /**
  * The rules every command applies to the names users type: venues, market and asset ids,
@@ -15,8 +15,7 @@ export const VENUE_CHOICES = [...venueModules().map((m) => m.short), ...VENUES, 
 
 /** `a`, `exchange-a`, `polymarket` → exchange-a; `b`, `exchange-b`, `kalshi` → exchange-b (any case). */
 export function parseVenueArg(raw: string | undefined, name = '--venue'): Venue {
-  const v = raw?.trim().toLowerCase();
-  const venue = v === undefined ? null : (venueFromShortName(v) ?? venueFromName(v));
+  const venue = raw === undefined ? null : venueFromAnyName(raw);
   if (venue === null) throw new UsageError(`${name} must be one of ${VENUE_CHOICES.split('|').join(', ')}, got ${JSON.stringify(raw ?? '')}`);
   return venue;
 }

@@ -67,16 +67,3 @@ export function normaliseFullConditionId(raw: string): string | null {
   return id !== null && id.length === 66 ? id : null;
 }
 
-/** The names a venue goes by: the interface's (`exchange-a`) and the venue's own (`polymarket`). */
-export const VENUE_NAMES = {
-  'exchange-a': 'exchange-a',
-  polymarket: 'exchange-a',
-  'exchange-b': 'exchange-b',
-  kalshi: 'exchange-b',
-} as const satisfies Record<string, 'exchange-a' | 'exchange-b'>;
-
-/** `exchange-a` / `polymarket` → `exchange-a`, `exchange-b` / `kalshi` → `exchange-b` (any case), else null. */
-export function venueFromName(raw: string): 'exchange-a' | 'exchange-b' | null {
-  const v = raw.trim().toLowerCase();
-  return Object.hasOwn(VENUE_NAMES, v) ? VENUE_NAMES[v as keyof typeof VENUE_NAMES] : null;
-}

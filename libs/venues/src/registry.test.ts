@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { VENUES, venueFromName, type ExchangeAMessage, type ExchangeBMessage } from '@booktape/domain';
-import { VENUE_MODULES, asVenue, eventTimeMs, marketKey, messageAsset, venueFromShortName, venueModule, venueModules } from './registry.ts';
+import { VENUES, type ExchangeAMessage, type ExchangeBMessage } from '@booktape/domain';
+import { VENUE_MODULES, asVenue, eventTimeMs, marketKey, messageAsset, venueFromAnyName, venueFromShortName, venueModule, venueModules } from './registry.ts';
 
 const lineage = { received_at: '2026-03-01T00:00:00.000Z', worker_id: 1, ingest_seq: '1', dedup_id: 'd' };
 const a: ExchangeAMessage = {
@@ -27,8 +27,8 @@ describe('venue registry', () => {
     for (const key of ['short', 'ownName', 'label'] as const) expect(new Set(mods.map((m) => m[key])).size).toBe(mods.length);
     expect(new Set(mods.map((m) => m.raw.table)).size).toBe(mods.length);
     for (const m of mods) {
-      expect(venueFromName(m.venue)).toBe(m.venue);
-      expect(venueFromName(m.ownName)).toBe(m.venue);
+      for (const name of [m.short, m.venue, m.ownName]) expect(venueFromAnyName(` ${name.toUpperCase()} `)).toBe(m.venue);
+      expect(venueFromShortName(m.ownName)).toBeNull();
       expect(venueFromShortName(m.short)).toBe(m.venue);
       expect(venueFromShortName(` ${m.venue.toUpperCase()} `)).toBe(m.venue);
       expect(asVenue(m.venue)).toBe(m.venue);
@@ -37,6 +37,7 @@ describe('venue registry', () => {
     expect(asVenue('__proto__')).toBeNull();
     expect(asVenue('EXCHANGE-A')).toBeNull();
     expect(venueFromShortName('c')).toBeNull();
+    expect(venueFromAnyName('kalshi-b')).toBeNull();
   });
 
   it('keeps each entry consistent: a venue without tokens names its one book by the market', () => {

@@ -187,6 +187,13 @@ export function venueFromShortName(raw: string): Venue | null {
   return null;
 }
 
+/** `a`, `exchange-a`, `polymarket` → exchange-a (and so on for every venue; any case), else null: every name a user may type. */
+export function venueFromAnyName(raw: string): Venue | null {
+  const v = raw.trim().toLowerCase();
+  for (const m of venueModules()) if (v === m.short || v === m.venue || v === m.ownName) return m.venue;
+  return null;
+}
+
 /** The accessors of a message's own venue, typed for any message (the one place the union is dispatched). */
 const accessOf = (m: RawMessage) => VENUE_MODULES[m.venue].record as unknown as { market(m: RawMessage): string; asset(m: RawMessage): string; eventMs(m: RawMessage): number };
 
