@@ -1,6 +1,6 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
 import type { PartitionRef, Topics } from '@booktape/messaging';
 import { CaptureGapsRepository, RawEventsRepository, badDataRefusal, type ClickHouse, type StoredMessage } from '@booktape/storage';
 import { handleBatch, type BatchLease, type BatchPorts } from './batch-handler.ts';
@@ -95,15 +95,14 @@ export function createSink(deps: SinkDeps) {
   const gapsRepo = new CaptureGapsRepository(deps.ch);
   const isBadData = (e: unknown) => badDataRefusal(e) !== null;
   const insertRaw = (venue: Venue, rows: StoredMessage[], token: string) => raw.insert(venue, rows, token).then(() => void (stats.inserts += 1));
-  const rawGroups = {
-    'exchange-a': new InsertGroup<StoredMessage>((rows, token) => insertRaw('exchange-a', rows, token), isBadData),
-    'exchange-b': new InsertGroup<StoredMessage>((rows, token) => insertRaw('exchange-b', rows, token), isBadData),
-  } satisfies Record<Venue, InsertGroup<StoredMessage>>;
+  const rawGroups = Object.fromEntries(VENUES.map((v) => [v, new InsertGroup<StoredMessage>((rows, token) => insertRaw(v, rows, token), isBadData)])) as Record<Venue, InsertGroup<StoredMessage>>;
   const venueOfTopic = new Map<string, Venue>(Object.entries(deps.topics.raw).map(([v, t]) => [t, v as Venue]));
   const deadLetters = new DeadLetterSender(deps.kafka, deps.topics.deadLetter, log, () => void (stats.deadLettered += 1));
   // Before the rollup hears of them: imported copies of events just captured are replaced by
-  // the capture's (docs/rules/imports.md#which-copy-wins), off the consumer's path. A failure
-  // is only logged: the rollup of the partition does it again before reading it.
+  // the capture's (docs/rules/imports.md#which-copy-wins). This runs in the notification, which
+  // a batch's commit waits for (at most notifyTimeoutMs): one read of a partition's sources
+  // every QUIET_MS at most. A failure is only logged: the rollup of the partition does it again
+  // before reading it.
   const onStored = deps.onStored;
   const supersede = new SupersedeGate(deps.ch, log);
   const notifier = onStored
