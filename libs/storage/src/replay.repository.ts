@@ -289,9 +289,9 @@ export class ReplayRepository {
   }
 
   /**
-   * The stored records of `markets` with fromMs <= event_ts <= toMs in serving order. The
-   * session is taken on the first `next()`; returning from the generator (or an abort)
-   * cancels the read and gives it back.
+   * The stored records of `markets` with fromMs <= event_ts <= toMs in serving order, read
+   * in bounded sub-reads from the first `next()` on (no stream session is held); returning
+   * from the generator starts no further sub-read, and `o.signal` aborts those in flight.
    */
   async *rows(venue: Venue, markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRow> {
     const c = COLUMNS[venue];
@@ -558,7 +558,7 @@ export class ReplayRepository {
         head = head.next!;
       }
     } finally {
-      // A consumer gone early: no further read starts; those running give their sessions back when done.
+      // A consumer gone early: no further read starts; those running end on their own (or on o.signal).
       stopped = true;
     }
   }

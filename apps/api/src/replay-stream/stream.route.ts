@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VENUES as ALL_VENUES, utcDate, type Venue } from '@booktape/domain';
 import { venueModule } from '@booktape/venues';
-import { StreamBusyError, StreamOwnerBusyError, type ReplayRow } from '@booktape/storage';
+import type { ReplayRow } from '@booktape/storage';
 import { bookAt } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { ApiError, TooManyConcurrentError, errors, guard, notFound } from '../http/errors.ts';
@@ -147,14 +147,10 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
     return out.map(({ order: _order, ...m }) => m);
   }
 
-  /** The first row of a venue's read, before the status line: a store that fails or is busy gets a proper answer. */
+  /** The first row of a venue's read, before the status line: a store that fails gets a proper answer. */
   async function openVenue(rows: AsyncGenerator<ReplayRow>): Promise<VenueRows> {
     try {
-      const first = await guard('ClickHouse', () =>
-        rows.next().catch((e: unknown) => {
-          throw streamSessionError(e);
-        }),
-      );
+      const first = await guard('ClickHouse', () => rows.next());
       return { it: rows, first };
     } catch (e) {
       await rows.return(undefined).catch(() => undefined);
@@ -269,13 +265,10 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
             buf += `${JSON.stringify({ type: 'end', ts: to, messages: count + opening.length })}\n`;
           } catch (e) {
             if (abort.signal.aborted) return;
-            const busy = e instanceof StreamOwnerBusyError || e instanceof StreamBusyError;
-            if (!busy) req.log.error({ err: e }, 'replay stream failed after the status line');
+            req.log.error({ err: e }, 'replay stream failed after the status line');
             // The answer is cut (not billed): its last line says why, and there is no `end` line.
-            markCut(reply.raw, busy ? 'stream_sessions_busy' : 'internal_error');
-            const error = busy
-              ? { code: 'service_unavailable', message: 'the store read sessions of this key or process stayed busy: the lines before this one are complete; ask again from the last ts you got' }
-              : { code: 'internal_error', message: 'the replay failed: the lines before this one are complete; ask again from the last ts you got' };
+            markCut(reply.raw, 'internal_error');
+            const error = { code: 'internal_error', message: 'the replay failed: the lines before this one are complete; ask again from the last ts you got' };
             buf += `${JSON.stringify({ type: 'error', error })}\n`;
           } finally {
             await closeAll();

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
-import { StreamBusyError, StreamOwnerBusyError } from '@booktape/storage';
+import { StreamBusyError } from '@booktape/storage';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
 
@@ -182,7 +182,6 @@ export class ReplaySocket {
   /** Ends the replay for a failure of its own work (a read, a command's answer) with a clear code. */
   fail(e: unknown): void {
     if (e instanceof Gone || this.over) return;
-    if (e instanceof StreamOwnerBusyError) return this.finish('busy', 1013, 'this API key holds its share of the read sessions: retry later');
     if (e instanceof StreamBusyError) return this.finish('busy', 1013, 'the store is busy: retry later');
     this.w.log.error({ err: e }, 'replay failed');
     this.finish('failed', 1011, 'replay failed: internal error');
