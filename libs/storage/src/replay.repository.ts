@@ -232,9 +232,9 @@ export const REPLAY_SUB_READ_ROWS = 5_000;
  * so larger sub-reads read a dense day several times faster (measured: 5,000-row sub-reads
  * about 40,000 records/s, 20,000-row ones about 135,000/s).
  */
-export const REPLAY_TYPED_SUB_READ_ROWS = 20_000;
+const REPLAY_TYPED_SUB_READ_ROWS = 20_000;
 /** The bytes a typed sub-read aims at: it asks for as many rows as fit (at the last one's bytes a row), at most REPLAY_TYPED_SUB_READ_ROWS. */
-export const REPLAY_TYPED_SUB_READ_BYTES = 4 << 20;
+const REPLAY_TYPED_SUB_READ_BYTES = 4 << 20;
 /** Sub-reads read ahead of the consumer at most (each held as its bytes once read). */
 const READ_AHEAD = 2;
 /** Rows a typed sub-read asks for at least, however large its rows. */

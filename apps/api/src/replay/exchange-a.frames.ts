@@ -123,11 +123,6 @@ export class ExchangeAFrameEncoder {
     this.group = [];
     return [frame];
   }
-
-  /** Records held for a frame not complete yet. */
-  get pending(): number {
-    return this.group.length;
-  }
 }
 
 /**
@@ -186,11 +181,6 @@ export class ExchangeAFrameWriter {
       out.push({ text: JSON.stringify(listFrame(records)), ts: Number(records[0]!.timestamp) });
     }
     this.group = [];
-  }
-
-  /** Records held for a frame not complete yet. */
-  get pending(): number {
-    return this.group.length;
   }
 }
 

@@ -31,7 +31,7 @@ export const HIGH_WATER = 1 << 20;
  * to wait, usually less. (Waiting in turns keeps the process running: on a machine whose
  * cores are all busy that costs the others, so the margin is kept small.)
  */
-export const EARLY_MS = 1;
+const EARLY_MS = 1;
 export const STALL_MS = 60_000;
 /** How long a client may take to send its subscription. */
 export const SUBSCRIBE_WAIT_MS = 60_000;
@@ -69,7 +69,7 @@ export interface VenueReplay<D> {
 class Gone extends Error {}
 
 /** Frames waiting to be written together are written once they hold this many bytes (or when the current work yields). */
-export const WRITE_BATCH_BYTES = 64 * 1024;
+const WRITE_BATCH_BYTES = 64 * 1024;
 
 /** What the replay reads of the websocket library's socket and sender to write frames beside it. */
 interface WsInternals {
