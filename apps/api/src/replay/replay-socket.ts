@@ -33,6 +33,8 @@ export const HIGH_WATER = 1 << 20;
  */
 const EARLY_MS = 1;
 export const STALL_MS = 60_000;
+/** A replay that never has to wait yields to the event loop after this long of sending (breathe). */
+const YIELD_MS = 5;
 /** How long a client may take to send its subscription. */
 export const SUBSCRIBE_WAIT_MS = 60_000;
 
@@ -121,6 +123,10 @@ export class ReplaySocket {
   private pendingChars = 0;
   private writeScheduled = false;
   private t0 = 0;
+  /** When the replay last waited (for its pace, the client, or a turn of breathe). */
+  private lastWait = 0;
+  /** Records seen by breathe. */
+  private breaths = 0;
   private resolve!: (o: ReplayOutcome) => void;
   private readonly subscribeTimer: NodeJS.Timeout;
   private readonly pinger: NodeJS.Timeout | null;
@@ -190,6 +196,20 @@ export class ReplaySocket {
   /** The pace's origin: now (after the opening frames). */
   clockStarts(): void {
     this.t0 = performance.now();
+    this.lastWait = this.t0;
+  }
+
+  /**
+   * Called once a record by a replay's loop: a run of frames that never waits yields to the
+   * event loop once it has run YIELD_MS since the last wait, so that commands are answered
+   * and the process's other work (this socket's writes too) goes on. Returns the promise to
+   * await then, and undefined (nearly always) otherwise: no promise per record.
+   */
+  breathe(): Promise<void> | undefined {
+    if ((++this.breaths & 255) !== 0 || performance.now() - this.lastWait <= YIELD_MS) return undefined;
+    return turn().then(() => {
+      this.lastWait = performance.now();
+    });
   }
 
   /**
@@ -283,8 +303,8 @@ export class ReplaySocket {
    * fraction of a millisecond of its time on a quiet machine.
    */
   async waitUntil(ts: number): Promise<void> {
-    if (this.w.speed !== null) {
-      const wait = this.dueIn(ts);
+    const wait = this.w.speed === null ? 0 : this.dueIn(ts);
+    if (wait > 0) {
       if (wait > EARLY_MS) {
         try {
           await sleep(wait - EARLY_MS, undefined, { signal: this.abort.signal });
@@ -293,6 +313,7 @@ export class ReplaySocket {
         }
       }
       while (!this.over && this.dueIn(ts) > 0) await turn();
+      this.lastWait = performance.now();
     }
     if (this.over) throw new Gone();
   }
@@ -347,6 +368,7 @@ export class ReplaySocket {
         else resolve();
       });
     });
+    this.lastWait = performance.now();
   }
 
   /** Ends the replay once: the read is aborted; `code` closes the socket (none: it is gone already). */
