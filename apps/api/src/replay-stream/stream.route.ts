@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { VENUES as ALL_VENUES, utcDate, type Venue } from '@booktape/domain';
+import { VENUES as ALL_VENUES, type Venue } from '@booktape/domain';
 import { venueModule } from '@booktape/venues';
 import type { ReplayRow } from '@booktape/storage';
 import { bookAt } from '@booktape/summaries';
@@ -9,6 +9,7 @@ import { KEY_SECURITY } from '../http/auth.ts';
 import { ApiError, TooManyConcurrentError, errors, guard, notFound } from '../http/errors.ts';
 import { MISSING, earliestMs, optionalField, parseInteger, q } from '../http/params.ts';
 import { markCut } from '../http/slow-reader.ts';
+import { daysOfWindow } from '../replay/replay.route.ts';
 import { streamSessionError } from '../market-data/raw-page.ts';
 import { dataFloor, VENUES, venueName } from '../market-data/venues.ts';
 import type { Services } from '../services.ts';
@@ -50,14 +51,12 @@ import {
  */
 
 const STREAM_MAX_DAYS = 31;
-const DAY_MS = 86_400_000;
 const NDJSON = 'application/x-ndjson; charset=utf-8';
 /** Bytes gathered into one write: lines are small, a write per line would cost more than the line. */
 const CHUNK_BYTES = 64 * 1024;
 /** Opening books rebuilt at once. */
 const OPEN_PARALLEL = 4;
 
-const daysOfWindow = (fromMs: number, toMs: number): number => (Date.parse(`${utcDate(toMs)}T00:00:00Z`) - Date.parse(`${utcDate(fromMs)}T00:00:00Z`)) / DAY_MS + 1;
 
 interface StreamQuery {
   markets: StreamMarket[];
