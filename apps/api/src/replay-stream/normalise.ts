@@ -103,7 +103,8 @@ const pairs = (flat: readonly string[]): Level[] => {
 };
 
 const text = (v: unknown): string | null => (typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : null);
-const isoMs = (v: unknown): number | null => {
+/** An ISO time as Unix ms (null when it is not one). */
+const parseIsoMs = (v: unknown): number | null => {
   if (typeof v !== 'string') return null;
   const ms = Date.parse(v);
   return Number.isFinite(ms) ? ms : null;
@@ -122,7 +123,7 @@ function tradePriceB(d: Record<string, unknown>): string | null {
 function tradeTsB(d: Record<string, unknown>): number | null {
   if (typeof d.ts_ms === 'number') return d.ts_ms;
   if (typeof d.ts === 'number') return d.ts < 1e11 ? d.ts * 1000 : d.ts;
-  return isoMs(d.ts);
+  return parseIsoMs(d.ts);
 }
 
 type Book = ExchangeABook | ExchangeBBook;
@@ -200,7 +201,7 @@ export class StreamBooks {
       return null;
     }
     const rec = payload as unknown as ExchangeBRecord;
-    const venue_ts = isoMs(rec.venue_ts);
+    const venue_ts = parseIsoMs(rec.venue_ts);
     switch (rec.type) {
       case 'snapshot': {
         book.apply(rec);
