@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as turn } from 'node:timers/promises';
 import { VENUES, isoMs, utcDate, type ExchangeAEvent, type ExchangeBRecord, type Venue } from '@booktape/domain';
+import { frameOfSeqHalves } from '@booktape/venues';
 import { BOOK_ROW_COLUMNS, readExchangeABookRow, readExchangeBBookRow, RowBinaryReader } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
@@ -198,9 +199,6 @@ class Repeated {
 /** A typed sub-read is decoded in runs of about this long (ms), with event-loop turns between. */
 const DECODE_SLICE_MS = 2;
 
-/** 2^21: a UInt64 ingest_seq's high 32 bits, shifted right by 11, as a number. */
-const FRAME_HI = 2 ** 21;
-
 interface Columns {
   market: string;
   /** Tie-break columns after the market, as in the raw pages' order. */
@@ -331,7 +329,7 @@ export class ReplayRepository {
         const hasResidue = r.u8() === 1;
         const extra = r.string();
         const record = readExchangeABookRow(r, m, a);
-        return { ts, frame: hi * FRAME_HI + (lo >>> 11), market: m, asset: a, record, extra: hasResidue ? '' : extra, residue: hasResidue };
+        return { ts, frame: frameOfSeqHalves(hi, lo), market: m, asset: a, record, extra: hasResidue ? '' : extra, residue: hasResidue };
       };
     }), typedSize(o));
   }

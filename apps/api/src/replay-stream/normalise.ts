@@ -1,4 +1,5 @@
 import { ExchangeABook, ExchangeBBook } from '@booktape/book';
+import { receivedMsOfSeq } from '@booktape/venues';
 import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
 
 /**
@@ -85,12 +86,10 @@ export interface Series {
   market: string;
 }
 
-const RECEIVED_SHIFT = 23n;
-
-/** The receive time capture encoded in an ingest_seq (received_ms·2^23 + …, libs/venues sequencer). */
+/** The receive time capture encoded in an ingest_seq (received_ms·2^23 + …, libs/venues sequencer); null for a seq that is not a number. */
 export function receivedOfSeq(seq: string): number | null {
   try {
-    return Number(BigInt(seq) >> RECEIVED_SHIFT);
+    return receivedMsOfSeq(BigInt(seq));
   } catch {
     return null;
   }
