@@ -111,7 +111,7 @@ export function runExchangeA(ws: WebSocket, w: ReplayWindow, deps: ExchangeADeps
         }
       }
     } finally {
-      // Cancels the read (and gives its session back) on every way out.
+      // Ends the read (no further sub-read starts) on every way out.
       await batches.return(undefined);
     }
     enc.end(out);

@@ -280,7 +280,7 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
         }
       }
     } finally {
-      // Cancels the read (and gives its session back) on every way out.
+      // Ends the read (no further sub-read starts) on every way out.
       await batches.return(undefined);
     }
     // A gap at the very end: shown by the skip before the fresh snapshots (when a book is known).

@@ -20,7 +20,7 @@ import type { Venue } from '@booktape/domain';
  *   plus one frame (and the reader's current sub-read, as its bytes) for it. A client that takes nothing for STALL_MS is
  *   dropped (its socket destroyed), like an HTTP answer nobody reads.
  * - End: the client leaving, the server closing, or the window's end abort the read
- *   (the engine read is cancelled, its session given back) and settle `outcome` once.
+ *   (the engine reads in flight are cancelled) and settle `outcome` once.
  */
 
 export const HIGH_WATER = 1 << 20;
