@@ -17,7 +17,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -122,23 +122,6 @@ function replay(ready: Ready, query: string, timed: boolean, stopAfterMs = Infin
   });
 }
 
-/**
- * CPU seconds a process has used (all its threads: the API's and the embedded engine's), from
- * /proc (Linux; null elsewhere). On a busy machine the seconds a replay takes say little; the
- * CPU it used says what it costs.
- */
-function cpuSeconds(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime (fields 14 and 15 of stat), in clock ticks (100 a second on Linux).
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return null;
-  }
-}
-
 function quantile(sorted: number[], q: number): number | null {
   return sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
@@ -168,6 +151,10 @@ async function main(): Promise<void> {
         if (line.startsWith('READY ')) resolve(JSON.parse(line.slice(6)) as Ready);
       });
     });
+    // CPU seconds of the API process (all its threads: the API's and the embedded engine's): on a
+    // busy machine the seconds a replay takes say little; the CPU it used says what it costs.
+    const { procCpuSeconds } = await import('@booktape/testkit');
+    const cpuSeconds = (pid: number | undefined): number | null => (pid === undefined ? null : procCpuSeconds(pid));
     process.stderr.write(`[replay-ws] API ready (${EVENTS} events stored and rolled up in ${ready.fill_s.toFixed(1)} s)\n`);
     const from = DAY;
     const to = DAY + 86_400_000 - 1;

@@ -64,4 +64,24 @@ describe('ndjsonMessages', () => {
     const text = LINES.slice(0, 2).map((l) => JSON.stringify(l)).join('\n') + '\n';
     await expect(all(ndjsonMessages(body([bytes(text)])))).rejects.toMatchObject({ code: 'invalid_response' });
   });
+
+  it.each([
+    ['{"type":"start",', 'the replay stream sent a line that is not JSON'],
+    ['null', 'the replay stream sent a line that is not a message'],
+  ])('throws the line %j as invalid_response, after the lines before it', async (bad, message) => {
+    const got: ReplayMessage[] = [];
+    const text = `${JSON.stringify(LINES[0])}\n${bad}\n${JSON.stringify(LINES[2])}\n`;
+    const e = await (async () => {
+      try {
+        for await (const m of ndjsonMessages(body([bytes(text)]))) got.push(m);
+      } catch (err) {
+        return err;
+      }
+      return null;
+    })();
+    expect(got).toEqual([LINES[0]]);
+    expect(e).toBeInstanceOf(BooktapeError);
+    const be = e as BooktapeError;
+    expect([be.status, be.code, be.message, be.body]).toEqual([200, 'invalid_response', message, bad]);
+  });
 });

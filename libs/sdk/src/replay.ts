@@ -43,8 +43,8 @@ export interface ReplayStreamParams {
 /**
  * The lines of an NDJSON body as messages, read as the caller iterates (a consumer that
  * stops stops the read: the body is cancelled). An `error` line is thrown as a
- * BooktapeError with the line's code; a body that ends without its `end` line as
- * `invalid_response`.
+ * BooktapeError with the line's code; a line that is not a JSON message, or a body that
+ * ends without its `end` line, as `invalid_response`.
  */
 export async function* ndjsonMessages(body: ReadableStream<Uint8Array> | null): AsyncGenerator<ReplayMessage, void, undefined> {
   if (body === null) throw new BooktapeError(200, 'invalid_response', 'the replay stream had no body', undefined, '');
@@ -53,7 +53,13 @@ export async function* ndjsonMessages(body: ReadableStream<Uint8Array> | null): 
   let rest = '';
   let ended = false;
   const parse = (line: string): ReplayMessage => {
-    const m = JSON.parse(line) as ReplayMessage | { type: 'error'; error: { code: string; message: string } };
+    let m: ReplayMessage | { type: 'error'; error: { code: string; message: string } };
+    try {
+      m = JSON.parse(line) as typeof m;
+    } catch {
+      throw new BooktapeError(200, 'invalid_response', 'the replay stream sent a line that is not JSON', undefined, line);
+    }
+    if (typeof m !== 'object' || m === null) throw new BooktapeError(200, 'invalid_response', 'the replay stream sent a line that is not a message', undefined, line);
     if (m.type === 'error') throw new BooktapeError(200, m.error.code as ApiErrorCode, m.error.message, undefined, line);
     if (m.type === 'end') ended = true;
     return m;

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as turn } from 'node:timers/promises';
 import { VENUES, isoMs, utcDate, type ExchangeAEvent, type ExchangeBRecord, type Venue } from '@booktape/domain';
+import { frameOfSeqHalves } from '@booktape/venues';
 import { BOOK_ROW_COLUMNS, readExchangeABookRow, readExchangeBBookRow, RowBinaryReader } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
@@ -147,25 +148,11 @@ function skipRow(r: RowBinaryReader, codes: Uint8Array): void {
 /** Rows decoded a run at a time, so that a sub-read's records are short-lived (they never outlive a run's frames). */
 const DECODE_RUN = 512;
 
-/** A row's serving-order key as it is decoded: the dedup id is read for the last row only (where it starts). */
-interface RowKey {
-  ts: number;
-  hi: number;
-  lo: number;
-  dedupAt: number;
-  /** The market column, then the tie-break columns. */
-  a: string;
-  b: string;
-  c: string | undefined;
-}
-
-/** Skips a String; returns where it starts (its length first). */
-function skipString(r: RowBinaryReader): number {
-  const at = r.pos;
+/** Skips a String. */
+function skipString(r: RowBinaryReader): void {
   const n = r.length();
   r.need(n);
   r.pos += n;
-  return at;
 }
 
 /** A String column read row after row: a value equal to the row before's gives that row's string again. */
@@ -212,9 +199,6 @@ class Repeated {
 /** A typed sub-read is decoded in runs of about this long (ms), with event-loop turns between. */
 const DECODE_SLICE_MS = 2;
 
-/** 2^21: a UInt64 ingest_seq's high 32 bits, shifted right by 11, as a number. */
-const FRAME_HI = 2 ** 21;
-
 interface Columns {
   market: string;
   /** Tie-break columns after the market, as in the raw pages' order. */
@@ -232,9 +216,9 @@ export const REPLAY_SUB_READ_ROWS = 5_000;
  * so larger sub-reads read a dense day several times faster (measured: 5,000-row sub-reads
  * about 40,000 records/s, 20,000-row ones about 135,000/s).
  */
-export const REPLAY_TYPED_SUB_READ_ROWS = 20_000;
+const REPLAY_TYPED_SUB_READ_ROWS = 20_000;
 /** The bytes a typed sub-read aims at: it asks for as many rows as fit (at the last one's bytes a row), at most REPLAY_TYPED_SUB_READ_ROWS. */
-export const REPLAY_TYPED_SUB_READ_BYTES = 4 << 20;
+const REPLAY_TYPED_SUB_READ_BYTES = 4 << 20;
 /** Sub-reads read ahead of the consumer at most (each held as its bytes once read). */
 const READ_AHEAD = 2;
 /** Rows a typed sub-read asks for at least, however large its rows. */
@@ -289,9 +273,9 @@ export class ReplayRepository {
   }
 
   /**
-   * The stored records of `markets` with fromMs <= event_ts <= toMs in serving order. The
-   * session is taken on the first `next()`; returning from the generator (or an abort)
-   * cancels the read and gives it back.
+   * The stored records of `markets` with fromMs <= event_ts <= toMs in serving order, read
+   * in bounded sub-reads from the first `next()` on (no stream session is held); returning
+   * from the generator starts no further sub-read, and `o.signal` aborts those in flight.
    */
   async *rows(venue: Venue, markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRow> {
     const c = COLUMNS[venue];
@@ -328,30 +312,24 @@ export class ReplayRepository {
    */
   recordsA(markets: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordA[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, market, toString(asset_id), toString(event_type), toUInt8(residue != ''), extra, ${BOOK_ROW_COLUMNS['exchange-a']}`;
-    return this.subReads('exchange-a', markets, fromMs, toMs, o, select, this.binary(o, SKIP_A_CODES, () => {
+    return this.subReads('exchange-a', markets, fromMs, toMs, o, select, this.binary('exchange-a', o, SKIP_A_CODES, () => {
       // Most rows repeat the market, asset and type of the row before: those strings are not
       // made again. A read of one market (or one asset) knows the value without reading it.
       const market = new Repeated(markets.length === 1 ? markets[0]! : null);
       const asset = new Repeated(o.assets?.length === 1 && o.assets[0] !== '' ? o.assets[0]! : null);
       const type = new Repeated(null);
-      return (r, keys) => {
+      return (r) => {
         const ts = r.i64();
         const lo = r.u32();
         const hi = r.u32();
-        keys.dedupAt = skipString(r);
+        skipString(r);
         const m = market.read(r);
         const a = asset.read(r);
         const t = type.read(r);
         const hasResidue = r.u8() === 1;
         const extra = r.string();
         const record = readExchangeABookRow(r, m, a);
-        keys.ts = ts;
-        keys.hi = hi;
-        keys.lo = lo;
-        keys.a = m;
-        keys.b = a;
-        keys.c = t;
-        return { ts, frame: hi * FRAME_HI + (lo >>> 11), market: m, asset: a, record, extra: hasResidue ? '' : extra, residue: hasResidue };
+        return { ts, frame: frameOfSeqHalves(hi, lo), market: m, asset: a, record, extra: hasResidue ? '' : extra, residue: hasResidue };
       };
     }), typedSize(o));
   }
@@ -364,11 +342,11 @@ export class ReplayRepository {
   recordsB(tickers: readonly string[], fromMs: number, toMs: number, o: ReplayReadOptions = {}): AsyncGenerator<ReplayRecordB[]> {
     const select = `toUnixTimestamp64Milli(event_ts), ingest_seq, dedup_id, ticker, toString(record_type), toUInt8(residue != ''),
       if(isNull(venue_ts), NULL, toUnixTimestamp64Milli(assumeNotNull(venue_ts))), market_id, data, ${BOOK_ROW_COLUMNS['exchange-b']}`;
-    return this.subReads('exchange-b', tickers, fromMs, toMs, o, select, this.binary(o, SKIP_B_CODES, () => (r, keys) => {
+    return this.subReads('exchange-b', tickers, fromMs, toMs, o, select, this.binary('exchange-b', o, SKIP_B_CODES, () => (r) => {
       const ts = r.i64();
       const lo = r.u32();
       const hi = r.u32();
-      keys.dedupAt = skipString(r);
+      skipString(r);
       const ticker = r.string();
       const type = r.string();
       const hasResidue = r.u8() === 1;
@@ -386,12 +364,6 @@ export class ReplayRepository {
           record.data = JSON.parse(data) as Record<string, unknown>;
         }
       }
-      keys.ts = ts;
-      keys.hi = hi;
-      keys.lo = lo;
-      keys.a = ticker;
-      keys.b = type;
-      keys.c = undefined;
       return { ts, record };
     }), typedSize(o));
   }
@@ -399,12 +371,13 @@ export class ReplayRepository {
   /**
    * Sub-reads in RowBinary. A sub-read is kept as its bytes: one pass skips over its rows
    * (`skip`: their column types) to count them and find the last one, whose key continues
-   * the read; the rows are decoded a run at a time as the consumer asks for them, by a
-   * decoder `decoder()` makes for the sub-read (`keys` receives each row's key). Decoding it
+   * the read (its first columns: the venue's serving-order key, read here); the rows are
+   * decoded a run at a time as the consumer asks for them, by a decoder `decoder()` makes
+   * for the sub-read. Decoding it
    * whole when read ahead made tens of thousands of objects that lived until the consumer
    * reached them: the garbage collector moved them all, a fifth of a fast replay's time.
    */
-  private binary<T>(o: ReplayReadOptions, skip: Uint8Array, decoder: () => (r: RowBinaryReader, keys: RowKey) => T): (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>> {
+  private binary<T>(venue: Venue, o: ReplayReadOptions, skip: Uint8Array, decoder: () => (r: RowBinaryReader) => T): (sql: string, params: Record<string, unknown>) => Promise<SubRead<T>> {
     return async (sql, params) => {
       const rs = await this.ch.client.exec({ query: `${sql}\nFORMAT RowBinary`, query_params: params, ...(o.signal ? { abort_signal: o.signal } : {}) });
       const chunks: Buffer[] = [];
@@ -432,19 +405,20 @@ export class ReplayRepository {
         throw new Error(`replay read: a RowBinary row ends past the result's ${buf.length} bytes`);
       }
       if (count === 0) return { count, bytes: buf.length, chunks: () => [], last: null };
-      const keys: RowKey = { ts: 0, hi: 0, lo: 0, dedupAt: 0, a: '', b: '', c: undefined };
+      // The last row's key (event_ts, ingest_seq, dedup_id, the market, the tie-breaks: the SELECT's first columns).
       r.pos = lastAt;
-      decoder()(r, keys);
-      r.pos = keys.dedupAt;
-      const last = [String(keys.ts), ((BigInt(keys.hi) << 32n) | BigInt(keys.lo)).toString(), r.string(), keys.a, keys.b];
-      if (keys.c !== undefined) last.push(keys.c);
+      const ts = r.i64();
+      const lo = r.u32();
+      const hi = r.u32();
+      const last = [String(ts), ((BigInt(hi) << 32n) | BigInt(lo)).toString(), r.string(), r.string()];
+      for (let i = 0; i < COLUMNS[venue].ties.length; i++) last.push(r.string());
       function* runs(): Generator<T[]> {
         const row = decoder();
         const d = new RowBinaryReader();
         d.reset(buf);
         while (d.pos < buf.length) {
           const out: T[] = [];
-          for (let i = 0; i < DECODE_RUN && d.pos < buf.length; i++) out.push(row(d, keys));
+          for (let i = 0; i < DECODE_RUN && d.pos < buf.length; i++) out.push(row(d));
           yield out;
         }
       }
@@ -558,7 +532,7 @@ export class ReplayRepository {
         head = head.next!;
       }
     } finally {
-      // A consumer gone early: no further read starts; those running give their sessions back when done.
+      // A consumer gone early: no further read starts; those running end on their own (or on o.signal).
       stopped = true;
     }
   }

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { contentHash, sha1Hex } from './content-hash.ts';
 import { normaliseExchangeA } from './exchange-a.normaliser.ts';
-import { Sequencer, dedupIdA } from './sequencer.ts';
+import { Sequencer, dedupIdA, frameOfSeq, frameOfSeqHalves, receivedMsOfSeq } from './sequencer.ts';
 
 const T0 = Date.UTC(2026, 1, 14, 15, 30, 0, 123);
 
@@ -240,5 +240,32 @@ describe('Sequencer: dedup_id', () => {
     const stampAll = (s: Sequencer): string[] =>
       [...s.stamp(new Date(T0), [bRecord(1), bRecord(2)], 'exchange-b'), ...s.stamp(new Date(T0), [aEvent(1)], 'exchange-a')].map((m) => m.dedup_id);
     expect(stampAll(new Sequencer(1))).toEqual(stampAll(new Sequencer(2)));
+  });
+});
+
+describe('ingest_seq readers', () => {
+  it('give back the receive time and one frame per stamp call', () => {
+    const s = new Sequencer(1);
+    const f1 = s.stamp(new Date(T0), [aEvent(1), aEvent(2)], 'exchange-a');
+    const f2 = s.stamp(new Date(T0), [aEvent(3)], 'exchange-a');
+    const f3 = s.stamp(new Date(T0 + 1), [aEvent(4)], 'exchange-a');
+    const seqs = [...f1, ...f2, ...f3].map(seqOf);
+    expect(seqs.map(receivedMsOfSeq)).toEqual([T0, T0, T0, T0 + 1]);
+    const frames = seqs.map(frameOfSeq);
+    expect(frames[0]).toBe(frames[1]);
+    expect(new Set(frames).size).toBe(3);
+  });
+
+  it('frameOfSeqHalves is frameOfSeq of the UInt64 the halves make, for any UInt64', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), (seq) => {
+        const hi = Number(seq / 4294967296n);
+        const lo = Number(seq % 4294967296n);
+        expect(frameOfSeqHalves(hi, lo)).toBe(Number(seq / 2048n));
+        expect(frameOfSeq(seq)).toBe(seq / 2048n);
+        expect(receivedMsOfSeq(seq)).toBe(Number(seq / 8388608n));
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -15,6 +15,31 @@ const SLOT = 1n << FRAME_SHIFT;
 const MAX_MS = MAX_RECEIVED_MS; // ms * 2^23 must fit UInt64
 
 /**
+ * The receive time (Unix ms) in an ingest_seq: its bits above the frame slot and record
+ * index. Exact unless that millisecond's slots overflowed (Sequencer: then a later one).
+ */
+export function receivedMsOfSeq(seq: bigint): number {
+  return Number(seq >> MS_SHIFT);
+}
+
+/** The frame of an ingest_seq: the records of one venue frame share the bits above the record index (the low 11). */
+export function frameOfSeq(seq: bigint): bigint {
+  return seq >> FRAME_SHIFT;
+}
+
+const FRAME_BITS = Number(FRAME_SHIFT);
+/** 2^(32 - 11): one of an ingest_seq's high 32 bits, in frameOfSeq's units. */
+const HI_FRAMES = 2 ** (32 - FRAME_BITS);
+
+/**
+ * frameOfSeq of an ingest_seq given as its two UInt32 halves (as RowBinary reads a UInt64),
+ * as a number: exact (it is below 2^53), with no BigInt made per row.
+ */
+export function frameOfSeqHalves(hi: number, lo: number): number {
+  return hi * HI_FRAMES + (lo >>> FRAME_BITS);
+}
+
+/**
  * Stamps normalised records with lineage (records.ts `Lineage`).
  *
  * ingest_seq = received_ms·2^23 + frameIndexWithinMs·2^11 + recordIndex, counted per venue.

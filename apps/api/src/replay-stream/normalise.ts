@@ -1,4 +1,5 @@
 import { ExchangeABook, ExchangeBBook } from '@booktape/book';
+import { receivedMsOfSeq } from '@booktape/venues';
 import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
 
 /**
@@ -85,12 +86,10 @@ export interface Series {
   market: string;
 }
 
-const RECEIVED_SHIFT = 23n;
-
-/** The receive time capture encoded in an ingest_seq (received_ms·2^23 + …, libs/venues sequencer). */
+/** The receive time capture encoded in an ingest_seq (received_ms·2^23 + …, libs/venues sequencer); null for a seq that is not a number. */
 export function receivedOfSeq(seq: string): number | null {
   try {
-    return Number(BigInt(seq) >> RECEIVED_SHIFT);
+    return receivedMsOfSeq(BigInt(seq));
   } catch {
     return null;
   }
@@ -103,7 +102,8 @@ const pairs = (flat: readonly string[]): Level[] => {
 };
 
 const text = (v: unknown): string | null => (typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : null);
-const isoMs = (v: unknown): number | null => {
+/** An ISO time as Unix ms (null when it is not one). */
+const parseIsoMs = (v: unknown): number | null => {
   if (typeof v !== 'string') return null;
   const ms = Date.parse(v);
   return Number.isFinite(ms) ? ms : null;
@@ -122,7 +122,7 @@ function tradePriceB(d: Record<string, unknown>): string | null {
 function tradeTsB(d: Record<string, unknown>): number | null {
   if (typeof d.ts_ms === 'number') return d.ts_ms;
   if (typeof d.ts === 'number') return d.ts < 1e11 ? d.ts * 1000 : d.ts;
-  return isoMs(d.ts);
+  return parseIsoMs(d.ts);
 }
 
 type Book = ExchangeABook | ExchangeBBook;
@@ -200,7 +200,7 @@ export class StreamBooks {
       return null;
     }
     const rec = payload as unknown as ExchangeBRecord;
-    const venue_ts = isoMs(rec.venue_ts);
+    const venue_ts = parseIsoMs(rec.venue_ts);
     switch (rec.type) {
       case 'snapshot': {
         book.apply(rec);

@@ -1,6 +1,6 @@
-import { normaliseTicker, type Venue } from '@booktape/domain';
+import type { Venue } from '@booktape/domain';
 import { venueModules } from '@booktape/venues';
-import { show, type Parsed } from '../http/params.ts';
+import { LIMITS, parseTicker, show, type Parsed } from '../http/params.ts';
 
 /**
  * Parameters of the merged replay stream (docs/api.md, "Merged replay stream"): pure rules.
@@ -14,7 +14,7 @@ export const STREAM_MAX_DEPTH = 100;
 export const STREAM_DEFAULT_DEPTH = 10;
 const MIN_INTERVAL_MS = 1_000;
 const MAX_INTERVAL_MS = 86_400_000;
-const ID_MAX = 128;
+const ID_MAX = LIMITS.idMaxLength;
 
 export interface StreamMarket {
   venue: Venue;
@@ -35,8 +35,8 @@ const SERIES_ID: { readonly [V in Venue]: (item: string, rest: string) => { id: 
   'exchange-a': (item, rest) =>
     !/^\d+$/.test(rest) || rest.length > ID_MAX ? { message: `${show(item)}: an exchange A market is an outcome token (asset) id, 1 to ${ID_MAX} decimal digits` } : { id: rest },
   'exchange-b': (item, rest) => {
-    const t = rest.length <= ID_MAX ? normaliseTicker(rest) : null;
-    return t ? { id: t } : { message: `${show(item)}: an exchange B market is a ticker of A-Z, 0-9, '.', '_' and '-', at most ${ID_MAX} characters` };
+    const t = parseTicker(rest);
+    return t.ok ? { id: t.value } : { message: `${show(item)}: an exchange B market is a ticker of A-Z, 0-9, '.', '_' and '-', at most ${ID_MAX} characters` };
   },
 };
 

@@ -1,14 +1,15 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { VENUES as ALL_VENUES, utcDate, type Venue } from '@booktape/domain';
+import { VENUES as ALL_VENUES, type Venue } from '@booktape/domain';
 import { venueModule } from '@booktape/venues';
-import { StreamBusyError, StreamOwnerBusyError, type ReplayRow } from '@booktape/storage';
+import type { ReplayRow } from '@booktape/storage';
 import { bookAt } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { ApiError, TooManyConcurrentError, errors, guard, notFound } from '../http/errors.ts';
 import { MISSING, earliestMs, optionalField, parseInteger, q } from '../http/params.ts';
 import { markCut } from '../http/slow-reader.ts';
+import { daysOfWindow } from '../replay/replay.route.ts';
 import { streamSessionError } from '../market-data/raw-page.ts';
 import { dataFloor, VENUES, venueName } from '../market-data/venues.ts';
 import type { Services } from '../services.ts';
@@ -50,14 +51,12 @@ import {
  */
 
 const STREAM_MAX_DAYS = 31;
-const DAY_MS = 86_400_000;
 const NDJSON = 'application/x-ndjson; charset=utf-8';
 /** Bytes gathered into one write: lines are small, a write per line would cost more than the line. */
 const CHUNK_BYTES = 64 * 1024;
 /** Opening books rebuilt at once. */
 const OPEN_PARALLEL = 4;
 
-const daysOfWindow = (fromMs: number, toMs: number): number => (Date.parse(`${utcDate(toMs)}T00:00:00Z`) - Date.parse(`${utcDate(fromMs)}T00:00:00Z`)) / DAY_MS + 1;
 
 interface StreamQuery {
   markets: StreamMarket[];
@@ -147,14 +146,10 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
     return out.map(({ order: _order, ...m }) => m);
   }
 
-  /** The first row of a venue's read, before the status line: a store that fails or is busy gets a proper answer. */
+  /** The first row of a venue's read, before the status line: a store that fails gets a proper answer. */
   async function openVenue(rows: AsyncGenerator<ReplayRow>): Promise<VenueRows> {
     try {
-      const first = await guard('ClickHouse', () =>
-        rows.next().catch((e: unknown) => {
-          throw streamSessionError(e);
-        }),
-      );
+      const first = await guard('ClickHouse', () => rows.next());
       return { it: rows, first };
     } catch (e) {
       await rows.return(undefined).catch(() => undefined);
@@ -269,13 +264,10 @@ export const replayStreamRoutes: FastifyPluginAsyncZod<{ services: Services }> =
             buf += `${JSON.stringify({ type: 'end', ts: to, messages: count + opening.length })}\n`;
           } catch (e) {
             if (abort.signal.aborted) return;
-            const busy = e instanceof StreamOwnerBusyError || e instanceof StreamBusyError;
-            if (!busy) req.log.error({ err: e }, 'replay stream failed after the status line');
+            req.log.error({ err: e }, 'replay stream failed after the status line');
             // The answer is cut (not billed): its last line says why, and there is no `end` line.
-            markCut(reply.raw, busy ? 'stream_sessions_busy' : 'internal_error');
-            const error = busy
-              ? { code: 'service_unavailable', message: 'the store read sessions of this key or process stayed busy: the lines before this one are complete; ask again from the last ts you got' }
-              : { code: 'internal_error', message: 'the replay failed: the lines before this one are complete; ask again from the last ts you got' };
+            markCut(reply.raw, 'internal_error');
+            const error = { code: 'internal_error', message: 'the replay failed: the lines before this one are complete; ask again from the last ts you got' };
             buf += `${JSON.stringify({ type: 'error', error })}\n`;
           } finally {
             await closeAll();

@@ -1,5 +1,6 @@
 import type { PriceChange, PriceLevel as Level } from '@booktape/domain';
 import type { ReplayRecordA } from '@booktape/storage';
+import { frameOfSeq } from '@booktape/venues';
 
 /**
  * Exchange A replay: stored records back into the market channel's frames
@@ -83,7 +84,7 @@ function listFrame(records: Json[]): Json {
 
 /** The records of one venue frame share the ingest sequence above its low 11 bits (the record-in-frame index). */
 export function frameOf(seq: string): bigint {
-  return BigInt(seq) >> 11n;
+  return frameOfSeq(BigInt(seq));
 }
 
 /**
@@ -122,11 +123,6 @@ export class ExchangeAFrameEncoder {
     const frame = { text: JSON.stringify(listFrame(this.group)), ts: Number(this.group[0]!.timestamp) };
     this.group = [];
     return [frame];
-  }
-
-  /** Records held for a frame not complete yet. */
-  get pending(): number {
-    return this.group.length;
   }
 }
 
@@ -186,11 +182,6 @@ export class ExchangeAFrameWriter {
       out.push({ text: JSON.stringify(listFrame(records)), ts: Number(records[0]!.timestamp) });
     }
     this.group = [];
-  }
-
-  /** Records held for a frame not complete yet. */
-  get pending(): number {
-    return this.group.length;
   }
 }
 

@@ -1,5 +1,3 @@
-import { performance } from 'node:perf_hooks';
-import { setImmediate as turn } from 'node:timers/promises';
 import { bookAt, type BookReader } from '@booktape/summaries';
 import type { WebSocket } from 'ws';
 import type { ReplayRepository } from '@booktape/storage';
@@ -21,8 +19,6 @@ import { ReplaySocket, type ReplayOutcome, type ReplayWindow, type VenueReplay }
 
 /** Asset ids one replay may name (the venue's practical limit is a few hundred a connection). */
 export const MAX_ASSETS = 500;
-/** A replay that never has to wait yields to the event loop after this long of sending. */
-const YIELD_MS = 5;
 /** Levels a side of the opening books: all of them. */
 const FULL_DEPTH = 1_000_000;
 
@@ -102,26 +98,20 @@ export function runExchangeA(ws: WebSocket, w: ReplayWindow, deps: ExchangeADeps
       let b = await batches.next();
       await s.send(JSON.stringify(opening));
       s.clockStarts();
-      let since = performance.now();
       for (; !b.done; b = await batches.next()) {
         const records = b.value;
         for (let i = 0; i < records.length; i++) {
           const rec = records[i]!;
+          const pause = s.breathe();
+          if (pause) await pause;
           // Checked record by record: an unsubscribe stops an asset's events from the next one on.
           if (rec.asset !== '' && !subscribed!.has(rec.asset)) continue;
           enc.push(rec, out);
-          if (out.length > 0 && !sendNow()) {
-            await sendRest();
-            since = performance.now();
-          } else if ((i & 255) === 255 && performance.now() - since > YIELD_MS) {
-            // A run of frames that never waits yields now and then: the process's other work (and this socket's writes) goes on.
-            await turn();
-            since = performance.now();
-          }
+          if (out.length > 0 && !sendNow()) await sendRest();
         }
       }
     } finally {
-      // Cancels the read (and gives its session back) on every way out.
+      // Ends the read (no further sub-read starts) on every way out.
       await batches.return(undefined);
     }
     enc.end(out);

@@ -1,5 +1,3 @@
-import { performance } from 'node:perf_hooks';
-import { setImmediate as turn } from 'node:timers/promises';
 import { ExchangeBBook } from '@booktape/book';
 import { normaliseTicker, type ExchangeBRecord } from '@booktape/domain';
 import { bookAt, type BookReader } from '@booktape/summaries';
@@ -52,8 +50,6 @@ const MAX_WAITING_COMMANDS = 64;
 /** Levels a side of a snapshot: all of them. */
 const FULL_DEPTH = 1_000_000;
 const PING_EVERY_MS = 10_000;
-/** A replay that never has to wait yields to the event loop after this long of sending. */
-const YIELD_MS = 5;
 
 export interface ExchangeBDeps {
   books: BookReader;
@@ -271,32 +267,20 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
       }
       await s.sendAll(opening);
       s.clockStarts();
-      let since = performance.now();
       for (; !b.done; b = await batches.next()) {
         const records = b.value;
         for (let i = 0; i < records.length; i++) {
           const rec = records[i]!;
-          let waited = false;
-          if (!s.due(rec.ts)) {
-            await s.waitUntil(rec.ts);
-            waited = true;
-          }
+          const pause = s.breathe();
+          if (pause) await pause;
+          if (!s.due(rec.ts)) await s.waitUntil(rec.ts);
           // Dispatched when due: the tracked books (and get_snapshot's answers) follow the frames sent.
           const frames = dispatch(rec.record);
-          if (!s.trySendAll(frames)) {
-            await s.sendAll(frames);
-            waited = true;
-          }
-          if (waited) since = performance.now();
-          else if ((i & 255) === 255 && performance.now() - since > YIELD_MS) {
-            // A run of frames that never waits yields now and then: commands are answered, the process's other work goes on.
-            await turn();
-            since = performance.now();
-          }
+          if (!s.trySendAll(frames)) await s.sendAll(frames);
         }
       }
     } finally {
-      // Cancels the read (and gives its session back) on every way out.
+      // Ends the read (no further sub-read starts) on every way out.
       await batches.return(undefined);
     }
     // A gap at the very end: shown by the skip before the fresh snapshots (when a book is known).

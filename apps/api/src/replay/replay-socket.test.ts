@@ -1,7 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
-import { textFrames } from './replay-socket.ts';
+import { EventEmitter } from 'node:events';
+import type { WebSocket } from 'ws';
+import type { Logger } from '@booktape/config';
+import { ReplaySocket, textFrames } from './replay-socket.ts';
 
 /** The websocket library's frame parser (not in its type declarations). */
 interface FrameReceiver {
@@ -46,5 +49,28 @@ describe('textFrames', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('ReplaySocket.breathe', () => {
+  const spin = (ms: number) => {
+    for (const until = performance.now() + ms; performance.now() < until; );
+  };
+
+  it('yields once every 256 records, and only after 5 ms without a wait', async () => {
+    const s = new ReplaySocket(new EventEmitter() as unknown as WebSocket, { fromMs: 0, toMs: 1, speed: null, log: {} as Logger });
+    s.clockStarts();
+    try {
+      spin(6);
+      // Records 1-255: no promise however long since the last wait.
+      for (let i = 1; i < 256; i++) expect(s.breathe()).toBeUndefined();
+      const pause = s.breathe();
+      expect(pause).toBeInstanceOf(Promise);
+      await pause;
+      // Just yielded: the next 256 records do not yield again.
+      for (let i = 0; i < 256; i++) expect(s.breathe()).toBeUndefined();
+    } finally {
+      s.finish('done');
+    }
   });
 });

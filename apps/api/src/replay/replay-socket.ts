@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
-import { StreamBusyError, StreamOwnerBusyError } from '@booktape/storage';
+import { StreamBusyError } from '@booktape/storage';
 import type { Logger } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
 
@@ -20,7 +20,7 @@ import type { Venue } from '@booktape/domain';
  *   plus one frame (and the reader's current sub-read, as its bytes) for it. A client that takes nothing for STALL_MS is
  *   dropped (its socket destroyed), like an HTTP answer nobody reads.
  * - End: the client leaving, the server closing, or the window's end abort the read
- *   (the engine read is cancelled, its session given back) and settle `outcome` once.
+ *   (the engine reads in flight are cancelled) and settle `outcome` once.
  */
 
 export const HIGH_WATER = 1 << 20;
@@ -31,8 +31,10 @@ export const HIGH_WATER = 1 << 20;
  * to wait, usually less. (Waiting in turns keeps the process running: on a machine whose
  * cores are all busy that costs the others, so the margin is kept small.)
  */
-export const EARLY_MS = 1;
+const EARLY_MS = 1;
 export const STALL_MS = 60_000;
+/** A replay that never has to wait yields to the event loop after this long of sending (breathe). */
+const YIELD_MS = 5;
 /** How long a client may take to send its subscription. */
 export const SUBSCRIBE_WAIT_MS = 60_000;
 
@@ -69,7 +71,7 @@ export interface VenueReplay<D> {
 class Gone extends Error {}
 
 /** Frames waiting to be written together are written once they hold this many bytes (or when the current work yields). */
-export const WRITE_BATCH_BYTES = 64 * 1024;
+const WRITE_BATCH_BYTES = 64 * 1024;
 
 /** What the replay reads of the websocket library's socket and sender to write frames beside it. */
 interface WsInternals {
@@ -121,6 +123,10 @@ export class ReplaySocket {
   private pendingChars = 0;
   private writeScheduled = false;
   private t0 = 0;
+  /** When the replay last waited (for its pace, the client, or a turn of breathe). */
+  private lastWait = 0;
+  /** Records seen by breathe. */
+  private breaths = 0;
   private resolve!: (o: ReplayOutcome) => void;
   private readonly subscribeTimer: NodeJS.Timeout;
   private readonly pinger: NodeJS.Timeout | null;
@@ -182,7 +188,6 @@ export class ReplaySocket {
   /** Ends the replay for a failure of its own work (a read, a command's answer) with a clear code. */
   fail(e: unknown): void {
     if (e instanceof Gone || this.over) return;
-    if (e instanceof StreamOwnerBusyError) return this.finish('busy', 1013, 'this API key holds its share of the read sessions: retry later');
     if (e instanceof StreamBusyError) return this.finish('busy', 1013, 'the store is busy: retry later');
     this.w.log.error({ err: e }, 'replay failed');
     this.finish('failed', 1011, 'replay failed: internal error');
@@ -191,6 +196,20 @@ export class ReplaySocket {
   /** The pace's origin: now (after the opening frames). */
   clockStarts(): void {
     this.t0 = performance.now();
+    this.lastWait = this.t0;
+  }
+
+  /**
+   * Called once a record by a replay's loop: a run of frames that never waits yields to the
+   * event loop once it has run YIELD_MS since the last wait, so that commands are answered
+   * and the process's other work (this socket's writes too) goes on. Returns the promise to
+   * await then, and undefined (nearly always) otherwise: no promise per record.
+   */
+  breathe(): Promise<void> | undefined {
+    if ((++this.breaths & 255) !== 0 || performance.now() - this.lastWait <= YIELD_MS) return undefined;
+    return turn().then(() => {
+      this.lastWait = performance.now();
+    });
   }
 
   /**
@@ -284,8 +303,8 @@ export class ReplaySocket {
    * fraction of a millisecond of its time on a quiet machine.
    */
   async waitUntil(ts: number): Promise<void> {
-    if (this.w.speed !== null) {
-      const wait = this.dueIn(ts);
+    const wait = this.w.speed === null ? 0 : this.dueIn(ts);
+    if (wait > 0) {
       if (wait > EARLY_MS) {
         try {
           await sleep(wait - EARLY_MS, undefined, { signal: this.abort.signal });
@@ -294,6 +313,7 @@ export class ReplaySocket {
         }
       }
       while (!this.over && this.dueIn(ts) > 0) await turn();
+      this.lastWait = performance.now();
     }
     if (this.over) throw new Gone();
   }
@@ -348,6 +368,7 @@ export class ReplaySocket {
         else resolve();
       });
     });
+    this.lastWait = performance.now();
   }
 
   /** Ends the replay once: the read is aborted; `code` closes the socket (none: it is gone already). */
