@@ -654,7 +654,6 @@ function readRecordB(): Record<string, unknown> {
   return r;
 }
 
-/** Index of the record being read, and those of the value that travelled as JSON text (usually none). */
 /**
  * Each venue's record layout, keyed by venue: its tag, the field that carries its record and
  * that field's writer and reader, the lineage it must have, and its name in
@@ -668,13 +667,22 @@ interface Layout {
   lineage: readonly string[];
   write(v: unknown): void;
   read(): Record<string, unknown>;
+  /** The message of a record: a literal of one fixed shape per venue (a computed key per record would not be). */
+  make(received_at: string, worker_id: number, ingest_seq: string, dedup_id: string, body: Record<string, unknown>): RawMessage;
 }
 const LAYOUTS: { readonly [V in Venue]: Layout & { venue: V } } = {
-  'exchange-a': { venue: 'exchange-a', tag: REC_A, name: 'a', field: 'event', lineage: LINEAGE_A, write: writeEventA, read: readEventA },
-  'exchange-b': { venue: 'exchange-b', tag: REC_B, name: 'b', field: 'record', lineage: LINEAGE_B, write: writeRecordB, read: readRecordB },
+  'exchange-a': {
+    venue: 'exchange-a', tag: REC_A, name: 'a', field: 'event', lineage: LINEAGE_A, write: writeEventA, read: readEventA,
+    make: (received_at, worker_id, ingest_seq, dedup_id, event) => ({ venue: 'exchange-a', received_at, worker_id, ingest_seq, dedup_id, event }) as unknown as RawMessage,
+  },
+  'exchange-b': {
+    venue: 'exchange-b', tag: REC_B, name: 'b', field: 'record', lineage: LINEAGE_B, write: writeRecordB, read: readRecordB,
+    make: (received_at, worker_id, ingest_seq, dedup_id, record) => ({ venue: 'exchange-b', received_at, worker_id, ingest_seq, dedup_id, record }) as unknown as RawMessage,
+  },
 };
 const LAYOUT_OF_TAG = new Map<number, Layout>(Object.values(LAYOUTS).map((l: Layout) => [l.tag, l]));
 
+/** Index of the record being read, and those of the value that travelled as JSON text (usually none). */
 let recordIndex = 0;
 let jsonAt: number[] = [];
 
@@ -692,7 +700,7 @@ function readRecord(): RawMessage {
   const worker_id = readVarint('worker_id');
   const ingest_seq = readU64Text();
   const dedup_id = readHexish('dedup_id');
-  return { venue: layout.venue, received_at, worker_id, ingest_seq, dedup_id, [layout.field]: layout.read() } as unknown as RawMessage;
+  return layout.make(received_at, worker_id, ingest_seq, dedup_id, layout.read());
 }
 
 export type BinaryDecoded = { ok: true; messages: RawMessage[] } | { ok: false; reason: string };
