@@ -25,7 +25,11 @@ export const BOOKTAPE_PARQUET = 'booktape-parquet';
 export const BOOKTAPE_CSV = 'booktape-csv';
 export type BooktapeExportFormat = typeof BOOKTAPE_PARQUET | typeof BOOKTAPE_CSV;
 
-/** The raw export's columns (docs/api.md, Bulk export), before `include`'s. */
+/**
+ * The raw export's columns (docs/api.md, Bulk export, and "Formats": the long CSV, one row
+ * per price level change), before `include`'s: what the API writes, what import and format
+ * detection read.
+ */
 export const RAW_EXPORT_COLUMNS: Record<Venue, readonly string[]> = {
   'exchange-a': ['timestamp', 'asset_id', 'event_type', 'side', 'price', 'size', 'hash', 'received_at'],
   'exchange-b': ['timestamp', 'ticker', 'type', 'side', 'price', 'size', 'delta', 'seq', 'sid', 'expected_seq', 'received_at', 'data'],

@@ -1,4 +1,5 @@
 import { csvRow, type Venue } from '@booktape/domain';
+import { RAW_EXPORT_COLUMNS } from '@booktape/storage';
 
 /**
  * Splits the raw-row lines the repository streams (`<key JSON>\t<record JSON>\n`, see
@@ -102,22 +103,17 @@ export class RawRowsToJson extends RawRows {
 }
 
 
-/**
- * The long CSV format of raw records (docs/api.md, "Formats"): one row per price level
- * change, the event's own fields repeated on each; an event without levels is one row with
- * the level columns empty. Exchange A sides are `bid` / `ask` (book `bids` / `asks`, change
- * side `BUY` / `SELL`); exchange B sides are `yes` / `no`.
- */
-const RAW_CSV_COLUMNS: Record<Venue, readonly string[]> = {
-  'exchange-a': ['timestamp', 'asset_id', 'event_type', 'side', 'price', 'size', 'hash', 'received_at'],
-  'exchange-b': ['timestamp', 'ticker', 'type', 'side', 'price', 'size', 'delta', 'seq', 'sid', 'expected_seq', 'received_at', 'data'],
-};
-
 type Rec = Record<string, unknown>;
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const A_SIDE: Record<string, string> = { BUY: 'bid', SELL: 'ask' };
 
-/** Each venue's CSV rows of one record, keyed by venue. */
+/**
+ * The long CSV format of raw records (docs/api.md, "Formats"), each venue's rows of one
+ * record, in the columns of RAW_EXPORT_COLUMNS (libs/storage: import reads them back): one
+ * row per price level change, the event's own fields repeated on each; an event without
+ * levels is one row with the level columns empty. Exchange A sides are `bid` / `ask` (book
+ * `bids` / `asks`, change side `BUY` / `SELL`); exchange B sides are `yes` / `no`.
+ */
 const ROWS_OF: { readonly [V in Venue]: (r: Rec, out: string[], more: unknown[], rest: unknown[]) => void } = { 'exchange-a': exchangeARows, 'exchange-b': exchangeBRows };
 
 /**
@@ -173,7 +169,7 @@ export class RawRowsToCsv extends RawRows {
 
   /** The header row; `lead`: names of the columns put before the venue's own; `trail`: after them. */
   static header(venue: Venue, lead: readonly string[] = [], trail: readonly string[] = []): string {
-    return `${[...lead, ...RAW_CSV_COLUMNS[venue], ...trail].join(',')}\n`;
+    return `${[...lead, ...RAW_EXPORT_COLUMNS[venue], ...trail].join(',')}\n`;
   }
 
   protected begin(): void {
