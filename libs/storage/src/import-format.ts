@@ -1,5 +1,6 @@
 import { open } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
+import { VENUES } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
 import { RAW_EXPORT_COLUMNS } from './booktape-import.ts';
 import { ImportError, PMXT_FORMAT } from './pmxt-import.ts';
@@ -22,6 +23,8 @@ const PMXT = ['timestamp_received', 'timestamp', 'market', 'event_type', 'asset_
 const EXPORT_LEAD = 6;
 const alternatives = (texts: readonly string[]) => `(${texts.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`;
 const EXPORT_CSV_HEADER = new RegExp(`^${alternatives(Object.values(RAW_EXPORT_COLUMNS).map((cols) => cols.slice(0, 2).join(',')))},`);
+/** A capture file's line starts with its venue, one of VENUES. */
+const CAPTURE_LINE = new RegExp(`^\\{"venue":"${alternatives(VENUES)}"`);
 
 async function head(file: string, n: number): Promise<Buffer> {
   const fd = await open(file, 'r').catch((e: NodeJS.ErrnoException) => {
@@ -67,6 +70,6 @@ export async function detectImportFormat(ch: ClickHouse, file: string): Promise<
   }
   const line = firstLine(bytes);
   if (line !== null && EXPORT_CSV_HEADER.test(line)) return 'booktape-csv';
-  if (line !== null && /^\{"venue":"exchange-[ab]"/.test(line)) return 'capture';
+  if (line !== null && CAPTURE_LINE.test(line)) return 'capture';
   throw new ImportError(file, `not a file of a format booktape imports (${IMPORT_FORMATS.join(', ')}): neither Parquet, nor a booktape CSV export, nor a capture file`);
 }
