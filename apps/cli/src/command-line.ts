@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import type { BackfillRequest } from '@booktape/messaging';
+import { IMPORT_FORMATS } from '@booktape/storage';
 import { UsageError, VENUE_CHOICES, VENUE_SHAPES, parseAssetArg, parseDateArg, parseMarketArg, parseVenueArg, TIME_RULE } from './args.ts';
 import type { DataCommand, DataFlags } from './commands/data.ts';
 import type { StartOptions } from './commands/start.ts';
@@ -170,7 +171,7 @@ function buildProgram(run: (i: Invocation) => void, out: { text: string }): Comm
     )
     .argument('<paths...>', 'files, directories or https:// URLs: polymarket_orderbook_YYYY-MM-DDTHH.parquet (PMXT v2), booktape raw exports, capture files')
     .addOption(
-      new Option('--format <format>', 'the files\' format (default: told from each file\'s content)').choices(['pmxt-v2', 'booktape-parquet', 'booktape-csv', 'capture']),
+      new Option('--format <format>', 'the files\' format (default: told from each file\'s content)').choices(IMPORT_FORMATS),
     )
     .option(`--venue <${VENUE_CHOICES}>`, 'only files of this venue: a file of the other is refused')
     .option('--no-rollup', 'do not mark the imported days for the rollup workers')
