@@ -226,7 +226,7 @@ export async function importPmxtFile(ch: ClickHouse, file: string): Promise<Impo
  * capture's order (ingest sequence, then the level's place in its frame). Read with FINAL:
  * two copies of one captured frame (two workers) are one.
  */
-export function capturedIdentitiesSql(table: string, where: string): string {
+function capturedIdentitiesSql(table: string, where: string): string {
   // A typed decimal as its value's text: 0.50 (50, 2) → "0.5", 200.000000 → "200".
   const frac = (m: string, s: string) => `trim(TRAILING '0' FROM leftPad(toString(abs(${m}) % intExp10(least(${s}, 18))), ${s}, '0'))`;
   const value = (m: string, s: string) => `if(${s} = 0, toString(${m}), concat(toString(intDiv(abs(${m}), intExp10(least(${s}, 18)))), if(${frac(m, s)} = '', '', concat('.', ${frac(m, s)}))))`;
