@@ -1,7 +1,8 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 
 /**
  * Import of PMXT v2 Polymarket hourly Parquet files into raw_exchange_a
@@ -308,6 +309,24 @@ export async function partitionsWithImports(ch: ClickHouse, parts: ReadonlyArray
     `SELECT DISTINCT market, asset_id AS asset, toString(event_date) AS date FROM ${ch.table('raw_exchange_a')}
      WHERE market IN (${markets}) AND (market, asset_id, event_date) IN (${tuples}) AND source != ''`,
   );
+}
+
+/**
+ * The records stored (FINAL: a stored duplicate counts once) in `parts`, asset-days of any
+ * venue, one read per venue that has some: what an import's insert added is the count after
+ * it less the count before.
+ */
+export async function storedInPartitions(ch: ClickHouse, parts: ReadonlyArray<{ venue: Venue; market: string; asset: string; date: string }>): Promise<number> {
+  let n = 0;
+  for (const venue of VENUES) {
+    const ps = parts.filter((p) => p.venue === venue);
+    if (ps.length === 0) continue;
+    const tuples = ps.map((p) => `(${sqlString(p.market)}, ${sqlString(p.asset)}, toDate(${sqlString(p.date)}))`).join(', ');
+    const { table, market, asset } = VENUE_STORAGE[venue];
+    const [r] = await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${ch.table(table)} FINAL WHERE (${market}, ${asset}, event_date) IN (${tuples})`);
+    n += Number(r?.n ?? 0);
+  }
+  return n;
 }
 
 /** The file's markets and hour in the store (what the insert's anti-join reads). */
