@@ -150,6 +150,8 @@ function exchangeBRows(r: Rec, out: string[], more: unknown[], rest: unknown[]):
 export class RawRowsToCsv extends RawRows {
   private parts: string[] = [];
   private readonly rows: (r: Rec, out: string[], more: unknown[], rest: unknown[]) => void;
+  /** Where `record` is in `trail` (include=record), or −1. */
+  private readonly recordAt: number;
 
   /**
    * `lead`: CSV fields (with their trailing comma) put before every row, e.g. the market of
@@ -165,6 +167,7 @@ export class RawRowsToCsv extends RawRows {
   ) {
     super(max);
     this.rows = ROWS_OF[venue];
+    this.recordAt = trail.indexOf('record');
   }
 
   /** The header row; `lead`: names of the columns put before the venue's own; `trail`: after them. */
@@ -181,7 +184,12 @@ export class RawRowsToCsv extends RawRows {
     const r = JSON.parse(buf.toString('utf8', start, end)) as Rec;
     const more = this.trail.length === 0 ? NONE : this.trail.map((f) => r[f]);
     // The stored record (include=record) goes on the record's first row only.
-    this.rows(r, this.parts, more, this.trail.includes('record') ? this.trail.map((f) => (f === 'record' ? null : r[f])) : more);
+    let rest = more;
+    if (this.recordAt >= 0) {
+      rest = more.slice();
+      rest[this.recordAt] = null;
+    }
+    this.rows(r, this.parts, more, rest);
     // Each part is one whole row.
     if (this.lead !== '') for (let i = before; i < this.parts.length; i++) this.parts[i] = this.lead + this.parts[i];
   }
