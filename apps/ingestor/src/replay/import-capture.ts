@@ -31,7 +31,7 @@ export interface CaptureImportOptions {
   venue?: Venue;
 }
 
-/** A producer that keeps nothing: what the pipeline hands it is taken from `onMessages` / `gaps`. */
+/** A producer that keeps nothing: what the pipeline hands it is taken from `onMessages` / `gaps` (so the pipeline does not encode the raw values: discardsRawValues). */
 function sinkProducer(onSend: (topic: string, value: unknown) => Promise<void>): BatchingProducer {
   return { buffered: 0, send: async (m: { topic: string; value: unknown }) => onSend(m.topic, m.value) } as unknown as BatchingProducer;
 }
@@ -53,7 +53,14 @@ export async function importCaptureFiles(ch: ClickHouse, files: readonly string[
 
   // 1. Check: every line readable, every frame accepted by the normalisers.
   const parts = new Map<string, PartitionRef>();
-  const check = new CapturePipeline({ producer: sinkProducer(async () => undefined), topics, workerId: opts.workerId, log: opts.log, onMessages: (m) => void partitionsOf(m, parts) });
+  const check = new CapturePipeline({
+    producer: sinkProducer(async () => undefined),
+    discardsRawValues: true,
+    topics,
+    workerId: opts.workerId,
+    log: opts.log,
+    onMessages: (m) => void partitionsOf(m, parts),
+  });
   let summary;
   try {
     summary = await replayFiles(check, paths);
@@ -90,6 +97,7 @@ export async function importCaptureFiles(ch: ClickHouse, files: readonly string[
       if (topic === topics.gaps) gaps.push(JSON.parse(String(value)) as CaptureGap);
       for (const v of ['exchange-a', 'exchange-b'] as const) if (pending[v].length >= BATCH) await flush(v);
     }),
+    discardsRawValues: true,
     topics,
     workerId: opts.workerId,
     log: opts.log,
