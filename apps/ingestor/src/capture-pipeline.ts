@@ -25,6 +25,8 @@ export interface CapturePipelineDeps {
   onMessages?: (messages: readonly RawMessage[]) => void;
   /** How raw values are written (KAFKA_RAW_VALUE_FORMAT): binary unless told json, for a rollback. */
   rawValueFormat?: RawValueFormat;
+  /** The producer discards the raw topics' values (capture import takes the records from onMessages): they are not encoded. */
+  discardsRawValues?: boolean;
 }
 
 /**
@@ -46,7 +48,7 @@ export class CapturePipeline {
 
   constructor(private readonly deps: CapturePipelineDeps) {
     this.sequencer = new Sequencer(deps.workerId);
-    this.encode = rawValueEncoder(deps.rawValueFormat ?? 'binary');
+    this.encode = deps.discardsRawValues === true ? () => '' : rawValueEncoder(deps.rawValueFormat ?? 'binary');
   }
 
   /** Messages accepted but not yet acknowledged by Kafka. */

@@ -1,6 +1,6 @@
 import { open, stat } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
 import { ImportError, importSource, supersedeImported, type ImportResult } from './pmxt-import.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
@@ -25,19 +25,26 @@ export const BOOKTAPE_PARQUET = 'booktape-parquet';
 export const BOOKTAPE_CSV = 'booktape-csv';
 export type BooktapeExportFormat = typeof BOOKTAPE_PARQUET | typeof BOOKTAPE_CSV;
 
-/** The raw export's columns (docs/api.md, Bulk export), before `include`'s. */
+/**
+ * The raw export's columns (docs/api.md, Bulk export, and "Formats": the long CSV, one row
+ * per price level change), before `include`'s: what the API writes, what import and format
+ * detection read.
+ */
 export const RAW_EXPORT_COLUMNS: Record<Venue, readonly string[]> = {
   'exchange-a': ['timestamp', 'asset_id', 'event_type', 'side', 'price', 'size', 'hash', 'received_at'],
   'exchange-b': ['timestamp', 'ticker', 'type', 'side', 'price', 'size', 'delta', 'seq', 'sid', 'expected_seq', 'received_at', 'data'],
 };
 
-/** Per venue: the export's columns that name the record's market series and type, and the stored columns they are. */
-/** `csvTimeIsEventTime`: the CSV's timestamp column is the stored event time (exchange B's is the venue's epoch ms). */
-const LEAD: Record<Venue, { market: string; asset: string; type: readonly [string, string]; csvTimeIsEventTime: boolean }> = {
-  'exchange-a': { market: 'market', asset: 'asset_id', type: ['event_type', 'event_type'], csvTimeIsEventTime: true },
-  'exchange-b': { market: 'ticker', asset: 'ticker', type: ['type', 'record_type'], csvTimeIsEventTime: false },
+/**
+ * Per venue, what VENUE_STORAGE does not say: the export's column naming the record's type
+ * and the stored column it is; `csvTimeIsEventTime`: the CSV's timestamp column is the
+ * stored event time (exchange B's is the venue's epoch ms). The market and asset columns
+ * (the export's and the stored ones alike) are VENUE_STORAGE's.
+ */
+const LEAD: Record<Venue, { type: readonly [string, string]; csvTimeIsEventTime: boolean }> = {
+  'exchange-a': { type: ['event_type', 'event_type'], csvTimeIsEventTime: true },
+  'exchange-b': { type: ['type', 'record_type'], csvTimeIsEventTime: false },
 };
-const OTHER: Record<Venue, Venue> = { 'exchange-a': 'exchange-b', 'exchange-b': 'exchange-a' };
 
 const MIN_TS = 100_000_000_000; // below: seconds (data.md "Event time")
 const MAX_TS = 65_535 * 86_400_000; // the end of the Date type
@@ -54,7 +61,7 @@ async function rows<T>(ch: ClickHouse, query: string): Promise<T[]> {
 function venueOf(file: string, names: readonly string[]): Venue {
   const has = (cols: readonly string[]) => cols.every((c) => names.includes(c));
   if (names.includes('quote_count')) throw new ImportError(file, 'a summary export: summaries are rebuilt from raw records, so import a raw export (kind=raw, include=record) instead; nothing imported');
-  const venue: Venue | undefined = has(RAW_EXPORT_COLUMNS['exchange-a']) ? 'exchange-a' : has(RAW_EXPORT_COLUMNS['exchange-b']) ? 'exchange-b' : undefined;
+  const venue = VENUES.find((v) => has(RAW_EXPORT_COLUMNS[v]));
   if (venue === undefined) throw new ImportError(file, `not a booktape raw export (columns ${names.slice(0, 14).join(', ')}); nothing imported`);
   const extra = names.filter((n) => !RAW_EXPORT_COLUMNS[venue].includes(n) && n !== 'source' && n !== 'record');
   if (extra.length > 0) throw new ImportError(file, `not a booktape raw export of ${venue}: unknown column(s) ${extra.join(', ')}; nothing imported`);
@@ -121,11 +128,14 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
   const venue = venueOf(file, names);
   if (opts.venue !== undefined && opts.venue !== venue) throw new ImportError(file, `an export of ${venue}, not of ${opts.venue} (--venue); nothing imported`);
   const cols = STORED_RECORD_COLUMNS[venue];
-  const lead = LEAD[venue];
+  const lead = { ...LEAD[venue], market: VENUE_STORAGE[venue].market, asset: VENUE_STORAGE[venue].asset };
   const tuple = storedRecordTupleType(venue);
   const r = (c: string) => `tupleElement(r, ${sqlString(c)})`;
   const keys = `[${[...cols.map(([n]) => n), STORED_RECORD_ORIGIN].map(sqlString).join(', ')}]`;
-  const otherKey = sqlString(STORED_RECORD_COLUMNS[OTHER[venue]][0]![0]);
+  // A record of another venue: it has that venue's first stored column, not this one's market.
+  const ofOther = VENUES.filter((v) => v !== venue)
+    .map((o) => `has(members, ${sqlString(STORED_RECORD_COLUMNS[o][0]![0])}) AND NOT has(members, ${sqlString(lead.market)}), 'record of ${o} in an export of ${venue}',`)
+    .join('\n    ');
   // Parquet's times are timestamps; the CSV's are text (exchange A: ms; exchange B: epoch ms).
   const rowMs = format === BOOKTAPE_PARQUET ? 'toUnixTimestamp64Milli(ts)' : 'toInt64OrNull(ts)';
   // The record's members are read once (JSONExtractKeys: [] for text that is not a JSON
@@ -133,7 +143,7 @@ export async function importBooktapeFile(ch: ClickHouse, file: string, format: B
   const reason = `multiIf(
     rec = '', '',
     empty(members) OR NOT isValidJSON(rec), 'record is not a JSON object: the file is cut or was changed',
-    has(members, ${otherKey}) AND NOT has(members, ${sqlString(lead.market)}), 'record of ${OTHER[venue]} in an export of ${venue}',
+    ${ofOther}
     NOT hasAll(members, ${keys}), concat('record without ', arrayFirst(k -> NOT has(members, k), ${keys})),
     -- JSONExtract reads a value of the wrong type as the type's default ("abc" as UInt64 is 0):
     -- the record must be exactly the text the export wrote of the values read back.

@@ -59,17 +59,10 @@ export class CoverageRepository {
   constructor(private readonly ch: ClickHouse) {}
 
   /**
-   * Raw records of a market in [from, to] per date and asset (exchange B: the ticker is the
-   * asset). Dates without records are absent. FINAL: a stored duplicate counts once.
-   */
-  async rawAssetDays(venue: Venue, market: string, from: string, to: string): Promise<RawAssetDay[]> {
-    return (await this.rawDays(venue, market, from, to)).assets;
-  }
-
-  /**
-   * Per date, the raw records of a market in [from, to] by asset (as rawAssetDays) and by
-   * source (which source holds records in which hours), from one scan: the table is read
-   * once, grouped by (date, asset, source, hour), and the two views are summed from that.
+   * Per date, the raw records of a market in [from, to] by asset (exchange B: the ticker is
+   * the asset) and by source (which source holds records in which hours), from one scan: the
+   * table is read once, grouped by (date, asset, source, hour), and the two views are summed
+   * from that. Dates without records are absent. FINAL: a stored duplicate counts once.
    */
   async rawDays(venue: Venue, market: string, from: string, to: string): Promise<{ assets: RawAssetDay[]; sources: RawSourceDay[] }> {
     const { table, market: col, asset } = VENUE_STORAGE[venue];

@@ -1,6 +1,8 @@
 import { open } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
+import { VENUES } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
+import { RAW_EXPORT_COLUMNS } from './booktape-import.ts';
 import { ImportError, PMXT_FORMAT } from './pmxt-import.ts';
 
 /**
@@ -11,10 +13,18 @@ import { ImportError, PMXT_FORMAT } from './pmxt-import.ts';
 export const IMPORT_FORMATS = [PMXT_FORMAT, 'booktape-parquet', 'booktape-csv', 'capture'] as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
-/** Columns of booktape's raw export in Parquet (docs/api.md, Bulk export), exchange A and B. */
-const EXPORT_A = ['timestamp', 'received_at', 'asset_id', 'event_type', 'side', 'price', 'size', 'hash'];
-const EXPORT_B = ['timestamp', 'received_at', 'ticker', 'type', 'side', 'price', 'size'];
 const PMXT = ['timestamp_received', 'timestamp', 'market', 'event_type', 'asset_id', 'bids', 'asks', 'price', 'size', 'side', 'best_bid', 'best_ask'];
+
+/**
+ * A booktape raw export (RAW_EXPORT_COLUMNS) is told by the columns every venue's begins
+ * with: time, book, type and the level's side, price and size (the rest, the venue's own,
+ * import checks); a CSV export by the first two, its header's start.
+ */
+const EXPORT_LEAD = 6;
+const alternatives = (texts: readonly string[]) => `(${texts.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`;
+const EXPORT_CSV_HEADER = new RegExp(`^${alternatives(Object.values(RAW_EXPORT_COLUMNS).map((cols) => cols.slice(0, 2).join(',')))},`);
+/** A capture file's line starts with its venue, one of VENUES. */
+const CAPTURE_LINE = new RegExp(`^\\{"venue":"${alternatives(VENUES)}"`);
 
 async function head(file: string, n: number): Promise<Buffer> {
   const fd = await open(file, 'r').catch((e: NodeJS.ErrnoException) => {
@@ -55,11 +65,11 @@ export async function detectImportFormat(ch: ClickHouse, file: string): Promise<
       throw new ImportError(file, `not a readable Parquet file (${String((e as Error).message).split('\n')[0]!.slice(0, 300)})`);
     }
     if (PMXT.every((c) => names.has(c))) return PMXT_FORMAT;
-    if (EXPORT_A.every((c) => names.has(c)) || EXPORT_B.every((c) => names.has(c))) return 'booktape-parquet';
+    if (Object.values(RAW_EXPORT_COLUMNS).some((cols) => cols.slice(0, EXPORT_LEAD).every((c) => names.has(c)))) return 'booktape-parquet';
     throw new ImportError(file, `a Parquet file of no format booktape imports (columns ${[...names].slice(0, 12).join(', ')}); formats: ${IMPORT_FORMATS.join(', ')}`);
   }
   const line = firstLine(bytes);
-  if (line !== null && /^timestamp,(asset_id|ticker),/.test(line)) return 'booktape-csv';
-  if (line !== null && /^\{"venue":"exchange-[ab]"/.test(line)) return 'capture';
+  if (line !== null && EXPORT_CSV_HEADER.test(line)) return 'booktape-csv';
+  if (line !== null && CAPTURE_LINE.test(line)) return 'capture';
   throw new ImportError(file, `not a file of a format booktape imports (${IMPORT_FORMATS.join(', ')}): neither Parquet, nor a booktape CSV export, nor a capture file`);
 }

@@ -1,7 +1,8 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Venue } from '@booktape/domain';
+import { VENUES, type Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
+import { VENUE_STORAGE } from './venue-storage.ts';
 
 /**
  * Import of PMXT v2 Polymarket hourly Parquet files into raw_exchange_a
@@ -124,8 +125,10 @@ function fileFn(file: string): string {
   return `file(${sqlString(file)}, 'Parquet', ${sqlString(STRUCTURE)})`;
 }
 
-async function rows<T>(ch: ClickHouse, query: string): Promise<T[]> {
-  return (await ch.client.query({ query, format: 'JSONEachRow' })).json<T>();
+type Params = Record<string, unknown>;
+
+async function rows<T>(ch: ClickHouse, query: string, params: Params = {}): Promise<T[]> {
+  return (await ch.client.query({ query, format: 'JSONEachRow', query_params: params })).json<T>();
 }
 
 /** The file's own schema must be PMXT v2's: every column present, of the kind expected. */
@@ -157,6 +160,8 @@ interface Scan {
   bad_reason: string;
   min_ts: string;
   max_ts: string;
+  /** The file's markets (lower case), read once here: the store reads below are scoped to them. */
+  markets: string[];
 }
 
 /**
@@ -184,7 +189,8 @@ export async function importPmxtFile(ch: ClickHouse, file: string): Promise<Impo
       `SELECT toString(count()) AS rows, toString(countIf(event_type IN ${KNOWN_TYPES})) AS known,
          toString(countIf(reason != '')) AS bad, toString(minIf(rn, reason != '')) AS bad_row, argMinIf(reason, rn, reason != '') AS bad_reason,
          toString(minIf(toUnixTimestamp64Milli(timestamp), event_type IN ${KNOWN_TYPES})) AS min_ts,
-         toString(maxIf(toUnixTimestamp64Milli(timestamp), event_type IN ${KNOWN_TYPES})) AS max_ts
+         toString(maxIf(toUnixTimestamp64Milli(timestamp), event_type IN ${KNOWN_TYPES})) AS max_ts,
+         arraySort(groupUniqArray(lower(market))) AS markets
        FROM (SELECT _row_number AS rn, *, ${REASON} AS reason FROM ${fileFn(file)})`,
     )) as [Scan];
   } catch (e) {
@@ -200,11 +206,11 @@ export async function importPmxtFile(ch: ClickHouse, file: string): Promise<Impo
 
   const table = ch.table('raw_exchange_a');
   // Imported copies (of earlier imports) of events captured since go first (own capture first).
-  result.superseded = await supersedeWhere(ch, storedScope(file, scan));
+  result.superseded = await supersedeWhere(ch, storedScope(scan), scopeParams(scan));
   const before = await storedCount(ch, file, scan);
   // The capture's identities are computed only where the capture holds records (a FINAL read).
-  const captured = await holds(ch, storedScope(file, scan), `source = ''`);
-  await ch.client.command({ query: insertSql(table, file, source, scan, captured) });
+  const captured = await holds(ch, storedScope(scan), `source = ''`, scopeParams(scan));
+  await ch.client.command({ query: insertSql(table, file, source, scan, captured), query_params: scopeParams(scan) });
   const after = await storedCount(ch, file, scan);
   result.inserted = after - before;
   result.alreadyStored = Number(scan.known) - result.inserted;
@@ -226,7 +232,7 @@ export async function importPmxtFile(ch: ClickHouse, file: string): Promise<Impo
  * capture's order (ingest sequence, then the level's place in its frame). Read with FINAL:
  * two copies of one captured frame (two workers) are one.
  */
-export function capturedIdentitiesSql(table: string, where: string): string {
+function capturedIdentitiesSql(table: string, where: string): string {
   // A typed decimal as its value's text: 0.50 (50, 2) → "0.5", 200.000000 → "200".
   const frac = (m: string, s: string) => `trim(TRAILING '0' FROM leftPad(toString(abs(${m}) % intExp10(least(${s}, 18))), ${s}, '0'))`;
   const value = (m: string, s: string) => `if(${s} = 0, toString(${m}), concat(toString(intDiv(abs(${m}), intExp10(least(${s}, 18)))), if(${frac(m, s)} = '', '', concat('.', ${frac(m, s)}))))`;
@@ -269,8 +275,8 @@ export function capturedIdentitiesSql(table: string, where: string): string {
 }
 
 /** Whether raw_exchange_a holds a record `cond` and `where` select: reads until the first, without FINAL. */
-async function holds(ch: ClickHouse, where: string, cond: string): Promise<boolean> {
-  return (await rows<{ x: number }>(ch, `SELECT 1 AS x FROM ${ch.table('raw_exchange_a')} WHERE ${cond} AND ${where} LIMIT 1`)).length > 0;
+async function holds(ch: ClickHouse, where: string, cond: string, params: Params = {}): Promise<boolean> {
+  return (await rows<{ x: number }>(ch, `SELECT 1 AS x FROM ${ch.table('raw_exchange_a')} WHERE ${cond} AND ${where} LIMIT 1`, params)).length > 0;
 }
 
 /**
@@ -279,15 +285,16 @@ async function holds(ch: ClickHouse, where: string, cond: string): Promise<boole
  * selects (whole assets and milliseconds: a partition, or an import's markets and hours).
  * Only imported rows are removed, and only where the capture's copy is stored, so no event
  * is lost. Returns how many were removed; a scope without imported records costs one read.
+ * `params`: the values `where` binds.
  */
-async function supersedeWhere(ch: ClickHouse, where: string): Promise<number> {
+async function supersedeWhere(ch: ClickHouse, where: string, params: Params = {}): Promise<number> {
   const table = ch.table('raw_exchange_a');
   // The common cases (a captured day without imports, an imported hour without capture) read
   // one column of the scope until the first match, without FINAL.
-  if (!(await holds(ch, where, `source != ''`)) || !(await holds(ch, where, `source = ''`))) return 0;
-  const count = async () => Number((await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${table} FINAL WHERE source != '' AND ${where}`))[0]?.n ?? 0);
+  if (!(await holds(ch, where, `source != ''`, params)) || !(await holds(ch, where, `source = ''`, params))) return 0;
+  const count = async () => Number((await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${table} FINAL WHERE source != '' AND ${where}`, params))[0]?.n ?? 0);
   const before = await count();
-  await ch.client.command({ query: `DELETE FROM ${table} WHERE source != '' AND ${where} AND dedup_id IN (${capturedIdentitiesSql(table, where)})` });
+  await ch.client.command({ query: `DELETE FROM ${table} WHERE source != '' AND ${where} AND dedup_id IN (${capturedIdentitiesSql(table, where)})`, query_params: params });
   return before - (await count());
 }
 
@@ -310,15 +317,39 @@ export async function partitionsWithImports(ch: ClickHouse, parts: ReadonlyArray
   );
 }
 
-/** The file's markets and hour in the store (what the insert's anti-join reads). */
-function storedScope(file: string, scan: Scan): string {
-  return `market IN (SELECT DISTINCT lower(market) FROM ${fileFn(file)})
+/**
+ * The records stored (FINAL: a stored duplicate counts once) in `parts`, asset-days of any
+ * venue, one read per venue that has some: what an import's insert added is the count after
+ * it less the count before.
+ */
+export async function storedInPartitions(ch: ClickHouse, parts: ReadonlyArray<{ venue: Venue; market: string; asset: string; date: string }>): Promise<number> {
+  let n = 0;
+  for (const venue of VENUES) {
+    const ps = parts.filter((p) => p.venue === venue);
+    if (ps.length === 0) continue;
+    const tuples = ps.map((p) => `(${sqlString(p.market)}, ${sqlString(p.asset)}, toDate(${sqlString(p.date)}))`).join(', ');
+    const { table, market, asset } = VENUE_STORAGE[venue];
+    const [r] = await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${ch.table(table)} FINAL WHERE (${market}, ${asset}, event_date) IN (${tuples})`);
+    n += Number(r?.n ?? 0);
+  }
+  return n;
+}
+
+/**
+ * The file's markets and hour in the store (what the insert's anti-join reads). The markets
+ * are bound (scopeParams), not written into the query: an hour of a few thousand markets
+ * would exceed the engine's query size (max_query_size, 256 KiB) as literals.
+ */
+function storedScope(scan: Scan): string {
+  return `market IN {markets:Array(String)}
     AND event_date BETWEEN toDate(fromUnixTimestamp64Milli(${Number(scan.min_ts)}, 'UTC')) AND toDate(fromUnixTimestamp64Milli(${Number(scan.max_ts)}, 'UTC'))
     AND event_ts BETWEEN fromUnixTimestamp64Milli(${Number(scan.min_ts)}, 'UTC') AND fromUnixTimestamp64Milli(${Number(scan.max_ts)}, 'UTC')`;
 }
 
+const scopeParams = (scan: Scan): Params => ({ markets: scan.markets });
+
 async function storedCount(ch: ClickHouse, file: string, scan: Scan): Promise<number> {
-  const [r] = await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${ch.table('raw_exchange_a')} FINAL WHERE ${storedScope(file, scan)} AND source = ${sqlString(importSource(file))}`);
+  const [r] = await rows<{ n: string }>(ch, `SELECT toString(count()) AS n FROM ${ch.table('raw_exchange_a')} FINAL WHERE ${storedScope(scan)} AND source = ${sqlString(importSource(file))}`, scopeParams(scan));
   return Number(r?.n ?? 0);
 }
 
@@ -376,9 +407,9 @@ function insertSql(table: string, file: string, source: string, scan: Scan, capt
       ${one(claim('ba')[0]!, 'CAST([], \'Array(Int64)\')')}, ${one(claim('ba')[1]!, 'CAST([], \'Array(UInt8)\')')},
       '', received, 0, -1, -1, ${sqlString(source)}
     FROM (${fields})
-    WHERE dedup_id NOT IN (SELECT dedup_id FROM ${table} WHERE ${storedScope(file, scan)})
+    WHERE dedup_id NOT IN (SELECT dedup_id FROM ${table} WHERE ${storedScope(scan)})
       ${captured ? `-- Own capture first: a row whose event a captured record holds is not stored again.
-      AND dedup_id NOT IN (${capturedIdentitiesSql(table, storedScope(file, scan))})` : ''}
+      AND dedup_id NOT IN (${capturedIdentitiesSql(table, storedScope(scan))})` : ''}
     -- Rows of one import never share an identity (n tells repeats apart): collapsing
     -- duplicates at insert would find none and costs twice the write itself.
     SETTINGS optimize_on_insert = 0`;

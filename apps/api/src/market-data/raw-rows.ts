@@ -1,4 +1,5 @@
 import { csvRow, type Venue } from '@booktape/domain';
+import { RAW_EXPORT_COLUMNS } from '@booktape/storage';
 
 /**
  * Splits the raw-row lines the repository streams (`<key JSON>\t<record JSON>\n`, see
@@ -102,22 +103,17 @@ export class RawRowsToJson extends RawRows {
 }
 
 
-/**
- * The long CSV format of raw records (docs/api.md, "Formats"): one row per price level
- * change, the event's own fields repeated on each; an event without levels is one row with
- * the level columns empty. Exchange A sides are `bid` / `ask` (book `bids` / `asks`, change
- * side `BUY` / `SELL`); exchange B sides are `yes` / `no`.
- */
-const RAW_CSV_COLUMNS: Record<Venue, readonly string[]> = {
-  'exchange-a': ['timestamp', 'asset_id', 'event_type', 'side', 'price', 'size', 'hash', 'received_at'],
-  'exchange-b': ['timestamp', 'ticker', 'type', 'side', 'price', 'size', 'delta', 'seq', 'sid', 'expected_seq', 'received_at', 'data'],
-};
-
 type Rec = Record<string, unknown>;
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const A_SIDE: Record<string, string> = { BUY: 'bid', SELL: 'ask' };
 
-/** Each venue's CSV rows of one record, keyed by venue. */
+/**
+ * The long CSV format of raw records (docs/api.md, "Formats"), each venue's rows of one
+ * record, in the columns of RAW_EXPORT_COLUMNS (libs/storage: import reads them back): one
+ * row per price level change, the event's own fields repeated on each; an event without
+ * levels is one row with the level columns empty. Exchange A sides are `bid` / `ask` (book
+ * `bids` / `asks`, change side `BUY` / `SELL`); exchange B sides are `yes` / `no`.
+ */
 const ROWS_OF: { readonly [V in Venue]: (r: Rec, out: string[], more: unknown[], rest: unknown[]) => void } = { 'exchange-a': exchangeARows, 'exchange-b': exchangeBRows };
 
 /**
@@ -154,6 +150,8 @@ function exchangeBRows(r: Rec, out: string[], more: unknown[], rest: unknown[]):
 export class RawRowsToCsv extends RawRows {
   private parts: string[] = [];
   private readonly rows: (r: Rec, out: string[], more: unknown[], rest: unknown[]) => void;
+  /** Where `record` is in `trail` (include=record), or −1. */
+  private readonly recordAt: number;
 
   /**
    * `lead`: CSV fields (with their trailing comma) put before every row, e.g. the market of
@@ -169,11 +167,12 @@ export class RawRowsToCsv extends RawRows {
   ) {
     super(max);
     this.rows = ROWS_OF[venue];
+    this.recordAt = trail.indexOf('record');
   }
 
   /** The header row; `lead`: names of the columns put before the venue's own; `trail`: after them. */
   static header(venue: Venue, lead: readonly string[] = [], trail: readonly string[] = []): string {
-    return `${[...lead, ...RAW_CSV_COLUMNS[venue], ...trail].join(',')}\n`;
+    return `${[...lead, ...RAW_EXPORT_COLUMNS[venue], ...trail].join(',')}\n`;
   }
 
   protected begin(): void {
@@ -185,7 +184,12 @@ export class RawRowsToCsv extends RawRows {
     const r = JSON.parse(buf.toString('utf8', start, end)) as Rec;
     const more = this.trail.length === 0 ? NONE : this.trail.map((f) => r[f]);
     // The stored record (include=record) goes on the record's first row only.
-    this.rows(r, this.parts, more, this.trail.includes('record') ? this.trail.map((f) => (f === 'record' ? null : r[f])) : more);
+    let rest = more;
+    if (this.recordAt >= 0) {
+      rest = more.slice();
+      rest[this.recordAt] = null;
+    }
+    this.rows(r, this.parts, more, rest);
     // Each part is one whole row.
     if (this.lead !== '') for (let i = before; i < this.parts.length; i++) this.parts[i] = this.lead + this.parts[i];
   }

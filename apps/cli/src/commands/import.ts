@@ -51,7 +51,7 @@ export async function importFiles(paths: readonly string[]): Promise<string[]> {
 function line(r: ImportResult): string {
   const s = (r.ms / 1000).toFixed(1);
   const skipped = r.skipped > 0 ? `, ${r.skipped} ${r.skippedWhat ?? 'of event types not imported'}` : '';
-  if (r.rows === 0) return `${r.file}: no rows${r.source.startsWith('import:pmxt-v2:') ? ' (an empty hour)' : ''} in ${s} s`;
+  if (r.rows === 0) return `${r.file}: no rows${r.source.startsWith(`import:${PMXT_FORMAT}:`) ? ' (an empty hour)' : ''} in ${s} s`;
   const superseded = r.superseded > 0 ? `, ${r.superseded} of earlier imports replaced by captured records` : '';
   return `${r.file}: ${r.rows} rows, ${r.inserted} records stored, ${r.alreadyStored} already stored${skipped}${superseded}, in ${s} s`;
 }
@@ -77,7 +77,7 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
   let stored = 0;
   let superseded = 0;
   const progress = importProgress(process.stderr);
-  const ctx: FileContext = { venue: opts.venue, workerId: platform.workerId, progress };
+  const ctx: FileContext = { venue: opts.venue, workerId: platform.workerId, progress, env };
   try {
     await migrate(ch);
     progress.start(files.length);
@@ -89,7 +89,7 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
         stored += r.inserted;
         superseded += r.superseded;
         for (const p of r.partitions) {
-          const venue = p.venue ?? r.venue ?? 'exchange-a';
+          const venue = p.venue ?? r.venue ?? PMXT_VENUE;
           parts.set(`${venue}|${p.market}|${p.asset}|${p.date}`, { venue, market: p.market, asset: p.asset, date: p.date });
         }
         progress.log(process.stdout, line(r));
@@ -158,7 +158,7 @@ async function importUnit(ch: ClickHouse, unit: ImportUnit, ctx: FileContext): P
 function importCapture(ch: ClickHouse, files: string[], ctx: FileContext): Promise<ImportResult> {
   return importCaptureFiles(ch, files, {
     workerId: ctx.workerId,
-    log: createLogger('import', process.env.LOG_LEVEL?.trim() || 'warn'),
+    log: createLogger('import', ctx.env.LOG_LEVEL?.trim() || 'warn'),
     onProgress: (p) => ctx.progress.detail(`${path.basename(p.file)}: ${p.frames}/${p.totalFrames} lines`),
     ...(ctx.venue !== undefined ? { venue: ctx.venue } : {}),
   });
@@ -182,6 +182,8 @@ interface FileContext {
   /** The worker a capture file's records are stamped with, as replay stamps them (WORKER_ID). */
   workerId: number;
   progress: ImportProgress;
+  /** runImport's environment (LOG_LEVEL of a capture file's pipeline). */
+  env: NodeJS.ProcessEnv;
 }
 
 /** A local file in its format: given, or told from the file. */

@@ -1,9 +1,8 @@
 import path from 'node:path';
 import type { Logger } from '@booktape/config';
-import { VENUES, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
-import { VENUE_MODULES } from '@booktape/venues';
+import type { CaptureGap, RawMessage, Venue } from '@booktape/domain';
 import { partitionsOf, topicNames, type BatchingProducer, type PartitionRef } from '@booktape/messaging';
-import { CaptureGapsRepository, ImportError, RawEventsRepository, partitionsWithImports, sqlString, supersedeImported, type ClickHouse, type ImportResult } from '@booktape/storage';
+import { CAPTURE_SOURCE_PREFIX, CaptureGapsRepository, ImportError, RawEventsRepository, partitionsWithImports, storedInPartitions, supersedeImported, type ClickHouse, type ImportResult } from '@booktape/storage';
 import { CapturePipeline } from '../capture-pipeline.ts';
 import { replayFiles, type ReplayProgress } from './replay.ts';
 
@@ -32,7 +31,7 @@ export interface CaptureImportOptions {
   venue?: Venue;
 }
 
-/** A producer that keeps nothing: what the pipeline hands it is taken from `onMessages` / `gaps`. */
+/** A producer that keeps nothing: what the pipeline hands it is taken from `onMessages` / `gaps` (so the pipeline does not encode the raw values: discardsRawValues). */
 function sinkProducer(onSend: (topic: string, value: unknown) => Promise<void>): BatchingProducer {
   return { buffered: 0, send: async (m: { topic: string; value: unknown }) => onSend(m.topic, m.value) } as unknown as BatchingProducer;
 }
@@ -50,11 +49,18 @@ export async function importCaptureFiles(ch: ClickHouse, files: readonly string[
   const paths = [...files];
   const file = paths.join(', ');
   const topics = topicNames('booktape-import');
-  const source = `capture:worker-${opts.workerId}`;
+  const source = `${CAPTURE_SOURCE_PREFIX}${opts.workerId}`;
 
   // 1. Check: every line readable, every frame accepted by the normalisers.
   const parts = new Map<string, PartitionRef>();
-  const check = new CapturePipeline({ producer: sinkProducer(async () => undefined), topics, workerId: opts.workerId, log: opts.log, onMessages: (m) => void partitionsOf(m, parts) });
+  const check = new CapturePipeline({
+    producer: sinkProducer(async () => undefined),
+    discardsRawValues: true,
+    topics,
+    workerId: opts.workerId,
+    log: opts.log,
+    onMessages: (m) => void partitionsOf(m, parts),
+  });
   let summary;
   try {
     summary = await replayFiles(check, paths);
@@ -91,6 +97,7 @@ export async function importCaptureFiles(ch: ClickHouse, files: readonly string[
       if (topic === topics.gaps) gaps.push(JSON.parse(String(value)) as CaptureGap);
       for (const v of ['exchange-a', 'exchange-b'] as const) if (pending[v].length >= BATCH) await flush(v);
     }),
+    discardsRawValues: true,
     topics,
     workerId: opts.workerId,
     log: opts.log,
@@ -100,20 +107,7 @@ export async function importCaptureFiles(ch: ClickHouse, files: readonly string[
     },
   });
   const partitions = () => [...parts.values()];
-  const count = async () => {
-    let n = 0;
-    for (const venue of VENUES) {
-      const ps = partitions().filter((p) => p.venue === venue);
-      if (ps.length === 0) continue;
-      const tuples = ps.map((p) => `(${sqlString(p.market)}, ${sqlString(p.asset)}, toDate(${sqlString(p.date)}))`).join(', ');
-      const raw = VENUE_MODULES[venue].raw;
-      const key = `(${raw.market}, ${raw.asset}, event_date)`;
-      const table = ch.table(raw.table);
-      const rs = await ch.client.query({ query: `SELECT toString(count()) AS n FROM ${table} FINAL WHERE ${key} IN (${tuples})`, format: 'JSONEachRow' });
-      n += Number((await rs.json<{ n: string }>())[0]?.n ?? 0);
-    }
-    return n;
-  };
+  const count = () => storedInPartitions(ch, partitions());
   // The partitions are known from the check: what they hold before storing.
   const before = await count();
   try {
