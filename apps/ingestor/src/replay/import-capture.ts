@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Logger } from '@booktape/config';
-import type { CaptureGap, RawMessage, Venue } from '@booktape/domain';
+import { VENUES, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
 import { partitionsOf, topicNames, type BatchingProducer, type PartitionRef } from '@booktape/messaging';
 import { CAPTURE_SOURCE_PREFIX, CaptureGapsRepository, ImportError, RawEventsRepository, partitionsWithImports, storedInPartitions, supersedeImported, type ClickHouse, type ImportResult } from '@booktape/storage';
 import { CapturePipeline } from '../capture-pipeline.ts';
@@ -112,8 +112,7 @@ export async function importCaptureFiles(ch: ClickHouse, files: readonly string[
   const before = await count();
   try {
     await replayFiles(pipeline, paths, opts.onProgress);
-    await flush('exchange-a');
-    await flush('exchange-b');
+    for (const v of VENUES) await flush(v);
     await gapsRepo.insert(gaps);
   } catch (e) {
     if (e instanceof ImportError) throw e;

@@ -39,12 +39,13 @@ const REFUSED_SAMPLE = 20;
 export async function replayFiles(
   pipeline: CapturePipeline,
   files: string[],
-  onProgress: (p: ReplayProgress) => void = () => undefined,
+  onProgress?: (p: ReplayProgress) => void,
 ): Promise<ReplaySummary> {
   const started = Date.now();
   await checkCaptureFiles(files);
+  // The lines are counted (a read of every file) only for someone who shows progress.
   let totalFrames = 0;
-  for (const f of files) totalFrames += await countCaptureLines(f);
+  if (onProgress) for (const f of files) totalFrames += await countCaptureLines(f);
   const before = snapshot(pipeline);
   const badLines: ReplaySummary['badLines'] = [];
   const refusedFrames: ReplaySummary['refusedFrames'] = [];
@@ -78,9 +79,9 @@ export async function replayFiles(
         const handled = await pipeline.handleFrame(entry.line.venue, entry.line.frame, new Date(entry.line.received_at), { writeFile: false });
         if (handled.kind === 'invalid' && refusedFrames.length < REFUSED_SAMPLE) refusedFrames.push({ file, lineNo: entry.lineNo, venue: entry.line.venue, reason: handled.reason });
       }
-      if (lines % 500 === 0) onProgress({ file, frames: lines, totalFrames });
+      if (lines % 500 === 0) onProgress?.({ file, frames: lines, totalFrames });
     }
-    onProgress({ file, frames: lines, totalFrames });
+    onProgress?.({ file, frames: lines, totalFrames });
   }
   const after = snapshot(pipeline);
   return {
