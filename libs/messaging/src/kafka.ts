@@ -1,4 +1,4 @@
-import { Kafka, logLevel, CompressionTypes, Partitioners, type Producer, type Message } from 'kafkajs';
+import { Kafka, logLevel, CompressionTypes, Partitioners, type ICustomPartitioner, type Producer, type Message } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import { VENUES, type Venue } from '@booktape/domain';
 
@@ -77,6 +77,37 @@ export async function ensureTopics(kafka: Kafka, topics: Topics, partitions = 8)
   }
 }
 
+/** Keys remembered per topic before the memory starts over (markets are bounded; this is a guard). */
+const PARTITION_MEMO_KEYS = 100_000;
+
+/**
+ * `base` (a keyed partitioner), remembering each string key's partition per topic: kafkajs's
+ * murmur2 works on 64-bit Long objects (some microseconds a key) and its partitioner copies the
+ * partition list for every message. A key's partition depends only on the key and the topic's
+ * partition count, so the memory starts over when that count changes.
+ */
+export function rememberingPartitioner(base: ICustomPartitioner): ICustomPartitioner {
+  return () => {
+    const partition = base();
+    const topics = new Map<string, { partitions: number; keys: Map<string, number> }>();
+    return (args) => {
+      const { topic, partitionMetadata, message } = args;
+      if (typeof message.key !== 'string' || (message.partition !== undefined && message.partition !== null)) return partition(args);
+      let memo = topics.get(topic);
+      if (memo === undefined || memo.partitions !== partitionMetadata.length || memo.keys.size >= PARTITION_MEMO_KEYS) {
+        memo = { partitions: partitionMetadata.length, keys: new Map() };
+        topics.set(topic, memo);
+      }
+      let p = memo.keys.get(message.key);
+      if (p === undefined) {
+        p = partition(args);
+        memo.keys.set(message.key, p);
+      }
+      return p;
+    };
+  };
+}
+
 export interface BatchingProducerOptions {
   /** Flush when this many messages are buffered… */
   maxMessages: number;
@@ -140,7 +171,7 @@ export class BatchingProducer {
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
+      createPartitioner: rememberingPartitioner(Partitioners.DefaultPartitioner),
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 10_000 },
     });
   }
