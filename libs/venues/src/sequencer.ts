@@ -1,4 +1,4 @@
-import { MAX_RECEIVED_MS } from '@booktape/domain';
+import { MAX_RECEIVED_MS, isoMs } from '@booktape/domain';
 import type {
   ExchangeAEvent,
   ExchangeAMessage,
@@ -86,17 +86,22 @@ export class Sequencer {
     const slots = BigInt(Math.max(1, Math.ceil(records.length / Number(SLOT))));
     this.next.set(venue, start + slots * SLOT);
 
-    const received_at = receivedAt.toISOString();
-    return records.map((r, i): RawMessage => {
-      const ingest_seq = (start + BigInt(i)).toString();
-      const lineage = { received_at, worker_id: this.workerId, ingest_seq };
-      if (venue === 'exchange-a') {
-        const event = r as ExchangeAEvent;
-        return { venue, ...lineage, dedup_id: dedupIdA(event), event };
+    const received_at = isoMs(ms);
+    const worker_id = this.workerId;
+    const out = new Array<RawMessage>(records.length);
+    // Literals in the stored key order (the binary codec writes a record of that order compactly).
+    if (venue === 'exchange-a') {
+      for (let i = 0; i < records.length; i++) {
+        const event = records[i] as ExchangeAEvent;
+        out[i] = { venue, received_at, worker_id, ingest_seq: (start + BigInt(i)).toString(), dedup_id: dedupIdA(event), event };
       }
-      const record = r as ExchangeBRecord;
-      return { venue, ...lineage, dedup_id: dedupIdB(record), record };
-    });
+    } else {
+      for (let i = 0; i < records.length; i++) {
+        const record = records[i] as ExchangeBRecord;
+        out[i] = { venue, received_at, worker_id, ingest_seq: (start + BigInt(i)).toString(), dedup_id: dedupIdB(record), record };
+      }
+    }
+    return out;
   }
 }
 
