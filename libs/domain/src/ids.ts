@@ -19,15 +19,31 @@ export function normaliseTicker(raw: string): string | null {
 
 let lastIsoMs = Number.NaN;
 let lastIso = '';
+/** The minute of the last time written by toISOString: its start (ms) and "YYYY-MM-DDTHH:MM:". */
+let minuteStart = Number.NaN;
+let minutePrefix = '';
+/** The last instant a Date holds (its first, negated, starts a minute too). */
+const MAX_DATE_MS = 8.64e15;
 
 /** ISO 8601 UTC with milliseconds, the one format every stored time uses. */
 export function isoMs(ms: number): string {
-  // Remembered: capture asks for a frame's receive time several times (normaliser, lineage),
-  // and consecutive frames mostly share their millisecond.
-  if (ms !== lastIsoMs) {
+  // Capture asks for a frame's receive time several times (normaliser, lineage), and
+  // consecutive frames mostly share their millisecond, else their minute: the last answer
+  // is remembered, and a time of the same minute is its seconds written after that minute's.
+  if (ms === lastIsoMs) return lastIso;
+  const inMinute = ms - minuteStart;
+  if (inMinute >= 0 && inMinute < 60_000 && Number.isInteger(ms) && ms <= MAX_DATE_MS) {
+    const sec = Math.floor(inMinute / 1000);
+    const milli = inMinute - sec * 1000;
+    lastIso = `${minutePrefix}${sec < 10 ? '0' : ''}${sec}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+  } else {
     lastIso = new Date(ms).toISOString();
-    lastIsoMs = ms;
+    if (Number.isInteger(ms)) {
+      minuteStart = ms - (((ms % 60_000) + 60_000) % 60_000);
+      minutePrefix = lastIso.slice(0, -7); // less "SS.mmmZ"
+    }
   }
+  lastIsoMs = ms;
   return lastIso;
 }
 
