@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_RECEIVED_MS, isoMs, receiveTimeError } from './ids.ts';
+import { MAX_RECEIVED_MS, isoMs, normaliseConditionId, receiveTimeError } from './ids.ts';
 
 /** The rule read plainly, with no memory of earlier answers. */
 function reference(field: string, v: unknown): string | null {
@@ -52,5 +52,15 @@ describe('isoMs', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe('normaliseConditionId', () => {
+  it('answers the same, asked again', () => {
+    const raw = ` 0X${'AB'.repeat(32)} `;
+    expect(normaliseConditionId(raw)).toBe(`0x${'ab'.repeat(32)}`);
+    expect(normaliseConditionId(raw)).toBe(`0x${'ab'.repeat(32)}`);
+    expect(normaliseConditionId('0xzz')).toBeNull();
+    expect(normaliseConditionId('0xzz')).toBeNull();
   });
 });

@@ -3,12 +3,26 @@
 const CONDITION_ID = /^(0x)?[0-9a-f]{1,128}$/i;
 const TICKER = /^[A-Z0-9][A-Z0-9._-]{0,127}$/;
 
+/**
+ * Condition ids met, as given → normalised: every exchange A event names its market, and a
+ * capture has a few hundred. Bounded: it starts over when full.
+ */
+const conditionIds = new Map<string, string | null>();
+const CONDITION_IDS_KEPT = 10_000;
+const CONDITION_ID_MAX_TEXT = 140;
+
 /** Condition ids are answered lower-case with `0x`; returns null when malformed. */
 export function normaliseConditionId(raw: string): string | null {
+  const known = conditionIds.get(raw);
+  if (known !== undefined) return known;
   const s = raw.trim();
-  if (!CONDITION_ID.test(s)) return null;
-  const hex = s.toLowerCase().replace(/^0x/, '');
-  return `0x${hex}`;
+  const id = CONDITION_ID.test(s) ? `0x${s.toLowerCase().replace(/^0x/, '')}` : null;
+  // Only what could be an id is kept: the API passes user text here too.
+  if (raw.length <= CONDITION_ID_MAX_TEXT) {
+    if (conditionIds.size >= CONDITION_IDS_KEPT) conditionIds.clear();
+    conditionIds.set(raw, id);
+  }
+  return id;
 }
 
 /** Tickers are answered upper-case; returns null when malformed. */
