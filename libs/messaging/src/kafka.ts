@@ -291,16 +291,22 @@ export class BatchingProducer {
     }
   }
 
-  /** Messages grouped by topic and key, each group in buffer order. */
+  /** Messages grouped by topic and key, each group in buffer order, the groups in order of first message. */
   private group(batch: OutgoingMessage[]): Array<[string, string, Array<string | Buffer>]> {
-    const groups = new Map<string, [string, string, Array<string | Buffer>]>();
+    // Keys looked up per topic: no text made per message to name its group.
+    const out: Array<[string, string, Array<string | Buffer>]> = [];
+    const byTopic = new Map<string, Map<string, Array<string | Buffer>>>();
     for (const m of batch) {
-      const id = `${m.topic}\u0000${m.key}`;
-      let g = groups.get(id);
-      if (!g) groups.set(id, (g = [m.topic, m.key, []]));
-      g[2].push(m.value);
+      let keys = byTopic.get(m.topic);
+      if (!keys) byTopic.set(m.topic, (keys = new Map()));
+      let values = keys.get(m.key);
+      if (!values) {
+        keys.set(m.key, (values = []));
+        out.push([m.topic, m.key, values]);
+      }
+      values.push(m.value);
     }
-    return [...groups.values()];
+    return out;
   }
 
   /** Messages accepted and not yet acknowledged by Kafka. */
