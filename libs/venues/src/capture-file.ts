@@ -326,7 +326,7 @@ const BOM = '\ufeff';
  * `{ error }`. I/O errors throw.
  *
  * The whole lines of a chunk are decoded in one call and split as text (a newline byte never
- * falls inside a UTF-8 character): one decoder call per line was a tenth of a replay's time.
+ * falls inside a UTF-8 character), not one decoder call and one generator step per line.
  * Each line reads as it did decoded alone: invalid bytes become U+FFFD whichever way, and a
  * byte order mark that starts a line is dropped, as a decoder drops it at the start of a call.
  */
