@@ -6,6 +6,16 @@ import { Sequencer, marketKey, venueModule, type CaptureFileWriter, type VenueNo
 /** What became of one frame: records sent, a control message, or refused (dead-lettered) and why. */
 export type HandledFrame = { kind: 'records' | 'control' } | { kind: 'invalid'; reason: string };
 
+const RECORDS: HandledFrame = Object.freeze({ kind: 'records' });
+const CONTROL: HandledFrame = Object.freeze({ kind: 'control' });
+
+/** The market of all `messages` (at least one), or null when they span several. */
+function oneMarket(messages: readonly RawMessage[]): string | null {
+  const key = marketKey(messages[0]!);
+  for (let i = 1; i < messages.length; i++) if (marketKey(messages[i]!) !== key) return null;
+  return key;
+}
+
 export interface VenueCounters {
   frames: number;
   records: number;
@@ -93,7 +103,7 @@ export class CapturePipeline {
     if (result.kind === 'control') {
       c.controls += 1;
       if (result.name === 'subscribed') this.deps.log.info({ detail: result.detail }, `${venueModule(venue).label} subscribed`);
-      return { kind: 'control' };
+      return CONTROL;
     }
     if (result.kind === 'invalid') {
       await this.deadLetter(venue, receivedAt, result.reason, frame);
@@ -102,19 +112,26 @@ export class CapturePipeline {
     const messages: RawMessage[] = this.sequencer.stamp(receivedAt, result.records, venue);
     c.records += messages.length;
     this.deps.onMessages?.(messages);
-    const byMarket = new Map<string, RawMessage[]>();
-    for (const m of messages) {
-      const key = marketKey(m);
-      let list = byMarket.get(key);
-      if (!list) byMarket.set(key, (list = []));
-      list.push(m);
-    }
+    const topic = this.deps.topics.raw[venue];
     // Every message is buffered synchronously, before any await: a later frame's messages
     // can then never overtake this frame's on the same market.
+    const key = messages.length > 0 ? oneMarket(messages) : null;
+    if (key !== null) {
+      // Nearly every frame: one market, one message, no grouping.
+      await this.deps.producer.send({ topic, key, value: this.encode(messages) });
+      return RECORDS;
+    }
+    const byMarket = new Map<string, RawMessage[]>();
+    for (const m of messages) {
+      const k = marketKey(m);
+      let list = byMarket.get(k);
+      if (!list) byMarket.set(k, (list = []));
+      list.push(m);
+    }
     const sends: Promise<void>[] = [];
-    for (const [key, list] of byMarket) sends.push(this.deps.producer.send({ topic: this.deps.topics.raw[venue], key, value: this.encode(list) }));
+    for (const [k, list] of byMarket) sends.push(this.deps.producer.send({ topic, key: k, value: this.encode(list) }));
     await Promise.all(sends);
-    return { kind: 'records' };
+    return RECORDS;
   }
 
   /**

@@ -235,6 +235,27 @@ describe('venueDecimal: the venue\'s text, validated', () => {
     expect(venueDecimal(input)).toEqual(canonicalDecimal(input));
   });
 
+  // The common plain shapes take a shortcut: it must answer exactly what the general reading does.
+  it('property: answers as canonicalDecimal and the plain-text rule do, for any string', () => {
+    const reference = (text: string) => {
+      const c = canonicalDecimal(text);
+      if (!c.ok) return c;
+      const keep = /^-?(\d+(\.\d+)?|\.\d+)$/.test(text) && !(c.value === '0' && text.startsWith('-'));
+      return { ok: true, value: keep ? text : c.value, canonical: c.value };
+    };
+    const decimalish = fc.oneof(
+      fc.stringMatching(/^[+-]?0{0,2}\d{0,5}(\.\d{0,5}0{0,3})?([eE][+-]?\d{1,2})?$/),
+      fc.stringMatching(/^-?(0|[1-9]\d{0,80})(\.\d{0,3})?$/),
+      fc.string({ unit: fc.constantFrom('0', '1', '9', '.', '-', '+', 'e', ' ') , maxLength: 8 }),
+    );
+    fc.assert(
+      fc.property(decimalish, (text) => {
+        expect(venueDecimal(text)).toEqual(reference(text));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
   it('property: keeps plain decimal text byte for byte, and means the same value', () => {
     fc.assert(
       fc.property(fc.stringMatching(/^-?\d{1,6}(\.\d{1,6})?$/), (text) => {

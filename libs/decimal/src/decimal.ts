@@ -85,6 +85,19 @@ export function canonicalDecimal(input: unknown): DecimalResult {
 const PLAIN_DECIMAL = /^-?(\d+(\.\d+)?|\.\d+)$/;
 
 /**
+ * What nearly every venue decimal looks like ("0.42", "0.4200", "20.00", "-50"): plain, no
+ * leading zero, no exponent. Its canonical text is itself less the fraction's trailing zeros,
+ * found without fromSyntax's general reading (every price and size of every frame comes here).
+ */
+const SIMPLE_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
+const TRAILING_FRACTION_ZEROS = /\.?0+$/;
+
+function simpleCanonical(text: string): string {
+  const c = text.includes('.') ? text.replace(TRAILING_FRACTION_ZEROS, '') : text;
+  return c === '-0' ? '0' : c;
+}
+
+/**
  * A venue's decimal as the raw records keep it (issue 9 point 3: raw data as received).
  * Validated exactly like canonicalDecimal; the result is the venue's own text when it is a
  * plain decimal string (`digits[.digits]` or `.digits`, optional "-": "0.50", "309.00",
@@ -94,6 +107,10 @@ const PLAIN_DECIMAL = /^-?(\d+(\.\d+)?|\.\d+)$/;
  * reader parses. Callers check the sign on `canonical`.
  */
 export function venueDecimal(input: unknown): { ok: true; value: string; canonical: string } | { ok: false; reason: string } {
+  if (typeof input === 'string' && input.length <= MAX_DIGITS && SIMPLE_DECIMAL.test(input)) {
+    const canonical = simpleCanonical(input);
+    return { ok: true, value: canonical === '0' && input.startsWith('-') ? '0' : input, canonical };
+  }
   const c = canonicalDecimal(input);
   if (!c.ok) return c;
   // "-0.00" is zero: stored as "0", since a size must not read as negative.

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Kafka, ProducerBatch } from 'kafkajs';
 import { silentLogger } from '@booktape/config';
 import { BatchingProducer } from './kafka.ts';
@@ -55,5 +55,40 @@ describe('BatchingProducer retry after a failed request', () => {
     expect(p.buffered).toBe(0);
     expect(p.error).toBeUndefined();
     expect(p.stats).toMatchObject({ sent: 5, errors: 1 });
+  });
+});
+
+describe('BatchingProducer lingerAfterRequest', () => {
+  it('leaves what is sent during a request to its own linger; flush still sends everything', async () => {
+    const sent: string[][] = [];
+    let requestDone: () => void = () => undefined;
+    const producer = {
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      sendBatch: async (batch: ProducerBatch) => {
+        sent.push(batch.topicMessages!.flatMap((t) => t.messages.map((m) => String(m.value))));
+        await new Promise<void>((r) => (requestDone = r));
+        return [];
+      },
+    };
+    const kafka = { producer: () => producer } as unknown as Kafka;
+    const p = new BatchingProducer(kafka, silentLogger(), { lingerMs: 30, lingerAfterRequest: true, coalesce: (v) => v.join('|'), coalesceTopics: new Set(['raw']) });
+    await p.connect();
+    await p.send({ topic: 'raw', key: 'm1', value: 'a1' });
+    await vi.waitFor(() => expect(sent).toHaveLength(1)); // the linger passed: the first request is out
+    await p.send({ topic: 'raw', key: 'm1', value: 'a2' });
+    requestDone();
+    // Drained at once, a2 would now be in a second request; it waits for its own linger.
+    await new Promise((r) => setImmediate(r));
+    expect(sent).toHaveLength(1);
+    await vi.waitFor(() => expect(sent).toHaveLength(2));
+    await p.send({ topic: 'raw', key: 'm1', value: 'a3' });
+    requestDone();
+    const flushed = p.flush();
+    await vi.waitFor(() => expect(sent).toHaveLength(3));
+    requestDone();
+    await flushed;
+    expect(sent).toEqual([['a1'], ['a2'], ['a3']]);
+    expect(p.buffered).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
-import { logLevel } from 'kafkajs';
+import fc from 'fast-check';
+import { Partitioners, logLevel, type PartitionerArgs } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { kafkaLogLevel } from './kafka.ts';
+import { kafkaLogLevel, rememberingPartitioner } from './kafka.ts';
 
 describe('kafkajs log levels in our log', () => {
   it('logs the coordinator and leader retries of a starting broker at debug, not error', () => {
@@ -30,5 +31,30 @@ describe('kafkajs log levels in our log', () => {
     expect(kafkaLogLevel(logLevel.WARN, 'Consumer group received unsubscribed topics')).toBe('warn');
     expect(kafkaLogLevel(logLevel.INFO, 'Starting')).toBe('info');
     expect(kafkaLogLevel(logLevel.DEBUG, 'Request Metadata')).toBe('debug');
+  });
+});
+
+describe('rememberingPartitioner', () => {
+  const args = (topic: string, partitions: number, key: string | null, partition?: number): PartitionerArgs => ({
+    topic,
+    partitionMetadata: Array.from({ length: partitions }, (_, i) => ({ partitionId: i, leader: 1, partitionErrorCode: 0, replicas: [1], isr: [1] })),
+    message: { key, value: 'v', ...(partition === undefined ? {} : { partition }) },
+  });
+
+  // Keys must land where every other client (and earlier releases) put them.
+  it('answers what the default partitioner answers, asked again and after the partition count changed', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom('t1', 't2'), fc.integer({ min: 1, max: 12 }), fc.string({ unit: 'binary', maxLength: 70 })), { minLength: 1, maxLength: 30 }), (calls) => {
+        const remembering = rememberingPartitioner(Partitioners.DefaultPartitioner)();
+        const plain = Partitioners.DefaultPartitioner();
+        for (const [topic, n, key] of [...calls, ...calls]) expect(remembering(args(topic, n, key))).toBe(plain(args(topic, n, key)));
+      }),
+    );
+  });
+
+  it('keeps a partition the message names', () => {
+    const remembering = rememberingPartitioner(Partitioners.DefaultPartitioner)();
+    expect(remembering(args('t', 8, 'k', 5))).toBe(5);
+    expect(remembering(args('t', 8, 'k', 3))).toBe(3);
   });
 });

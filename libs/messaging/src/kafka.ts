@@ -1,4 +1,4 @@
-import { Kafka, logLevel, CompressionTypes, Partitioners, type Producer, type Message } from 'kafkajs';
+import { Kafka, logLevel, CompressionTypes, Partitioners, type ICustomPartitioner, type Producer, type Message } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import { VENUES, type Venue } from '@booktape/domain';
 
@@ -77,6 +77,37 @@ export async function ensureTopics(kafka: Kafka, topics: Topics, partitions = 8)
   }
 }
 
+/** Keys remembered per topic before the memory starts over (markets are bounded; this is a guard). */
+const PARTITION_MEMO_KEYS = 100_000;
+
+/**
+ * `base` (a keyed partitioner), remembering each string key's partition per topic: kafkajs's
+ * murmur2 works on 64-bit Long objects (some microseconds a key) and its partitioner copies the
+ * partition list for every message. A key's partition depends only on the key and the topic's
+ * partition count, so the memory starts over when that count changes.
+ */
+export function rememberingPartitioner(base: ICustomPartitioner): ICustomPartitioner {
+  return () => {
+    const partition = base();
+    const topics = new Map<string, { partitions: number; keys: Map<string, number> }>();
+    return (args) => {
+      const { topic, partitionMetadata, message } = args;
+      if (typeof message.key !== 'string' || (message.partition !== undefined && message.partition !== null)) return partition(args);
+      let memo = topics.get(topic);
+      if (memo === undefined || memo.partitions !== partitionMetadata.length || memo.keys.size >= PARTITION_MEMO_KEYS) {
+        memo = { partitions: partitionMetadata.length, keys: new Map() };
+        topics.set(topic, memo);
+      }
+      let p = memo.keys.get(message.key);
+      if (p === undefined) {
+        p = partition(args);
+        memo.keys.set(message.key, p);
+      }
+      return p;
+    };
+  };
+}
+
 export interface BatchingProducerOptions {
   /** Flush when this many messages are buffered… */
   maxMessages: number;
@@ -97,6 +128,13 @@ export interface BatchingProducerOptions {
   coalesceTopics?: ReadonlySet<string>;
   /** A message the broker refuses as too large, even alone: it is not sent again. */
   onTooLarge?: (message: OutgoingMessage, error: Error) => void;
+  /**
+   * Messages sent while a request is out wait for the linger like any others, instead of
+   * going out in the next request as soon as Kafka took this one. For a producer that is
+   * never idle (replay): fewer, larger requests and messages, so less of kafkajs's cost per
+   * message, at the price of latency that live capture does not pay.
+   */
+  lingerAfterRequest?: boolean;
 }
 
 function tooLarge(e: unknown): boolean {
@@ -140,7 +178,7 @@ export class BatchingProducer {
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
+      createPartitioner: rememberingPartitioner(Partitioners.DefaultPartitioner),
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 200, maxRetryTime: 10_000 },
     });
   }
@@ -161,14 +199,22 @@ export class BatchingProducer {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.flush().catch(() => undefined);
+      this.write(this.opts.lingerAfterRequest !== true).catch(() => undefined);
     }, ms);
   }
 
   /** Writes everything buffered so far; resolves once Kafka acknowledged it. */
   flush(): Promise<void> {
+    return this.write(true);
+  }
+
+  /**
+   * Writes the buffer; with `drain`, also what arrives meanwhile, until the buffer is empty.
+   * Without, later messages wait for their own linger (a send schedules it).
+   */
+  private write(drain: boolean): Promise<void> {
     this.flushing = this.flushing.then(async () => {
-      while (this.buffer.length > 0) {
+      for (let pass = 0; this.buffer.length > 0 && (drain || pass === 0); pass++) {
         // Take the whole buffer (O(1)); new sends go to a fresh one meanwhile.
         const pending = this.buffer;
         this.buffer = [];
@@ -245,16 +291,22 @@ export class BatchingProducer {
     }
   }
 
-  /** Messages grouped by topic and key, each group in buffer order. */
+  /** Messages grouped by topic and key, each group in buffer order, the groups in order of first message. */
   private group(batch: OutgoingMessage[]): Array<[string, string, Array<string | Buffer>]> {
-    const groups = new Map<string, [string, string, Array<string | Buffer>]>();
+    // Keys looked up per topic: no text made per message to name its group.
+    const out: Array<[string, string, Array<string | Buffer>]> = [];
+    const byTopic = new Map<string, Map<string, Array<string | Buffer>>>();
     for (const m of batch) {
-      const id = `${m.topic}\u0000${m.key}`;
-      let g = groups.get(id);
-      if (!g) groups.set(id, (g = [m.topic, m.key, []]));
-      g[2].push(m.value);
+      let keys = byTopic.get(m.topic);
+      if (!keys) byTopic.set(m.topic, (keys = new Map()));
+      let values = keys.get(m.key);
+      if (!values) {
+        keys.set(m.key, (values = []));
+        out.push([m.topic, m.key, values]);
+      }
+      values.push(m.value);
     }
-    return [...groups.values()];
+    return out;
   }
 
   /** Messages accepted and not yet acknowledged by Kafka. */

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
-import { BatchingProducer, type Topics } from './kafka.ts';
+import { BatchingProducer, type BatchingProducerOptions, type Topics } from './kafka.ts';
 import { binaryRecordCount, concatRawBinary, decodeRawBinaryNotingJson, encodeRawBinary, isBinaryValue } from './raw-binary.codec.ts';
 import { MAX_EVENT_DATE, MAX_EVENT_MS, MAX_RECEIVED_MS, parseCaptureGap, receiveTimeError, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
 
@@ -239,11 +239,19 @@ export function deadLetterText(value: Buffer): { text: string; encoding: 'utf8' 
  * one flush coalesced into one Kafka message (order kept), and a message the broker refuses
  * even alone sent to the dead-letter topic as `tooLargeDeadLetter` writes it. `onTooLarge`
  * hears how many records such a message held (replay reports them as not stored).
+ * `batching` trades latency for fewer, larger messages (replay; see BatchingProducerOptions).
  */
-export function createRawProducer(kafka: Kafka, log: Logger, topics: Topics, onTooLarge?: (records: number) => void): BatchingProducer {
+export function createRawProducer(
+  kafka: Kafka,
+  log: Logger,
+  topics: Topics,
+  onTooLarge?: (records: number) => void,
+  batching: Partial<Pick<BatchingProducerOptions, 'lingerMs' | 'lingerAfterRequest'>> = {},
+): BatchingProducer {
   const venueOfTopic = new Map<string, Venue>(Object.entries(topics.raw).map(([v, t]) => [t, v as Venue]));
   const producer: BatchingProducer = new BatchingProducer(kafka, log, {
     lingerMs: 50,
+    ...batching,
     maxMessages: 20_000,
     coalesce: concatRawMessages,
     coalesceTopics: new Set(Object.values(topics.raw)),

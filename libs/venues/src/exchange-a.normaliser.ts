@@ -220,7 +220,9 @@ function claimedChange(v: Record<string, unknown>, what: string, hashField: bool
 /** The event's fields other than `mapped`, in the venue's key order. */
 function extraOf(ev: Record<string, unknown>, mapped: readonly string[]): Record<string, unknown> {
   const extra: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(ev)) if (!mapped.includes(k)) extra[k] = v;
+  // for-in, not Object.entries (an array of pairs per event): events are JSON.parse's plain
+  // objects, with no enumerable inherited keys, and for-in keeps the same key order.
+  for (const k in ev) if (!mapped.includes(k)) extra[k] = ev[k];
   return extra;
 }
 

@@ -161,11 +161,6 @@ export class ExchangeBNormaliser {
   private track(s: { sid: number | null; seq: number | null }, ticker: string | null, kind: MessageKind, time: Time): ExchangeBRecord[] {
     if (s.sid === null || s.seq === null) return [];
     const gaps: ExchangeBRecord[] = [];
-    const gap = (t: string, expected: number | null): ExchangeBRecord => {
-      const r: ExchangeBRecord = { type: 'gap', ticker: t, timestamp: time.timestamp, epoch_ms: time.epoch_ms, sid: s.sid, seq: s.seq };
-      if (expected !== null) r.expected_seq = expected;
-      return r;
-    };
     let state = this.sids.get(s.sid);
     if (state === undefined) {
       // No `subscribed` for this sid since the reset: seq 1 is a start we saw, anything else
@@ -174,14 +169,14 @@ export class ExchangeBNormaliser {
       this.sids.set(s.sid, state);
     }
     if (state.last !== null && s.seq !== state.last + 1) {
-      for (const t of state.tickers) gaps.push(gap(t, (state.last as number) + 1));
+      for (const t of state.tickers) gaps.push(gapRecord(s, t, (state.last as number) + 1, time));
     }
     state.last = s.seq;
     if (ticker !== null) {
       if (state.midSession !== null && !state.midSession.has(ticker)) {
         state.midSession.add(ticker);
         // Already named by a seq gap just above: one record is enough.
-        if (kind === 'book-delta' && !state.tickers.has(ticker)) gaps.push(gap(ticker, null));
+        if (kind === 'book-delta' && !state.tickers.has(ticker)) gaps.push(gapRecord(s, ticker, null, time));
       }
       state.tickers.add(ticker);
     }
@@ -215,6 +210,13 @@ export class ExchangeBNormaliser {
     };
     return { kind: 'records', records: [...gaps, record] };
   }
+}
+
+/** A gap record of ticker `t` at message `s`: the seq it skipped to, and the one expected when known. */
+function gapRecord(s: { sid: number | null; seq: number | null }, t: string, expected: number | null, time: Time): ExchangeBRecord {
+  const r: ExchangeBRecord = { type: 'gap', ticker: t, timestamp: time.timestamp, epoch_ms: time.epoch_ms, sid: s.sid, seq: s.seq };
+  if (expected !== null) r.expected_seq = expected;
+  return r;
 }
 
 interface Header {
@@ -273,11 +275,13 @@ function marketId(msg: Record<string, unknown>): string | null {
 }
 
 type Unit = 'dollars' | 'cents';
+/** Fields that may hold one value, in the order they are tried, with the unit of each. */
+type Fallbacks = readonly (readonly [string, Unit])[];
 
 /** The first present, non-null field of `keys`; null when all present ones are null. */
 function pick(
   msg: Record<string, unknown>,
-  keys: readonly (readonly [string, Unit])[],
+  keys: Fallbacks,
 ): { present: false } | { present: true; value: unknown; key: string; unit: Unit } {
   let sawNull: { key: string; unit: Unit } | undefined;
   for (const [key, unit] of keys) {
@@ -305,12 +309,30 @@ function price(v: unknown, unit: Unit): Parsed<{ value: string; canonical: strin
   return c.ok ? ok({ value: c.value, canonical: c.value }) : bad(c.reason);
 }
 
+/** Where each field may be, newest shape first (pick's fallback order). */
+const SIDE_FIELDS: Record<'yes' | 'no', Fallbacks> = {
+  yes: [
+    ['yes_dollars_fp', 'dollars'],
+    ['yes_dollars', 'dollars'],
+    ['yes', 'cents'],
+  ],
+  no: [
+    ['no_dollars_fp', 'dollars'],
+    ['no_dollars', 'dollars'],
+    ['no', 'cents'],
+  ],
+};
+const PRICE_FIELDS: Fallbacks = [
+  ['price_dollars', 'dollars'],
+  ['price', 'cents'],
+];
+const DELTA_FIELDS: Fallbacks = [
+  ['delta_fp', 'dollars'],
+  ['delta', 'dollars'],
+];
+
 function snapshotSide(msg: Record<string, unknown>, side: 'yes' | 'no'): Parsed<[string, string][] | null> {
-  const p = pick(msg, [
-    [`${side}_dollars_fp`, 'dollars'],
-    [`${side}_dollars`, 'dollars'],
-    [side, 'cents'],
-  ]);
+  const p = pick(msg, SIDE_FIELDS[side]);
   if (!p.present) return ok([]);
   if (p.value === null) return ok(null);
   if (!Array.isArray(p.value)) return bad(`${p.key} is not an array`);
@@ -362,10 +384,7 @@ function delta(value: Record<string, unknown>, time: { timestamp: string; epoch_
     return bad(`side is ${msg['side'] === undefined ? 'missing' : `not yes or no: ${excerpt(String(msg['side']))}`}`);
   }
 
-  const p = pick(msg, [
-    ['price_dollars', 'dollars'],
-    ['price', 'cents'],
-  ]);
+  const p = pick(msg, PRICE_FIELDS);
   if (!p.present) return bad('price missing (neither price_dollars nor price)');
   let priceValue: string | null = null;
   if (p.value !== null) {
@@ -375,10 +394,7 @@ function delta(value: Record<string, unknown>, time: { timestamp: string; epoch_
     priceValue = pr.value.value;
   }
 
-  const d = pick(msg, [
-    ['delta_fp', 'dollars'],
-    ['delta', 'dollars'],
-  ]);
+  const d = pick(msg, DELTA_FIELDS);
   if (!d.present) return bad('delta missing (neither delta_fp nor delta)');
   let deltaValue: string | null = null;
   if (d.value !== null) {

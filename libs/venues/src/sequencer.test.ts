@@ -201,6 +201,23 @@ describe('Sequencer: dedup_id', () => {
     );
   });
 
+  // Stored rows carry these ids: however price_change ids are computed, they must stay the
+  // canonical JSON of the identity fields, for plain changes and odd ones alike.
+  it('A price_change property: the id is the content hash of the identity fields, whatever the changes hold', () => {
+    const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 6 }), fc.constantFrom('0.5', 'BUY', 'SELL', '"', '\\', '\u2028', '\ud800'));
+    const field = fc.oneof({ weight: 6, arbitrary: text }, fc.constant(undefined), fc.integer(), fc.double(), fc.constant(null), fc.constant({ z: '1' }));
+    const key = fc.oneof({ weight: 8, arbitrary: fc.constantFrom('price', 'side', 'size', 'hash', 'best_bid', 'best_ask') }, fc.constantFrom('extra', '0', '__x'));
+    const change = fc.oneof({ weight: 8, arbitrary: fc.dictionary(key, field, { maxKeys: 7 }) }, fc.constant(null), fc.constant('x'), fc.constant([]));
+    const top = fc.oneof({ weight: 8, arbitrary: text }, fc.integer(), fc.constant(undefined));
+    fc.assert(
+      fc.property(fc.array(change, { maxLength: 4 }), top, top, top, fc.boolean(), (changes, asset, hash, timestamp, none) => {
+        const e = { market: '0xabc', asset_id: asset, timestamp, hash, event_type: 'price_change', ...(none ? {} : { changes }) } as unknown as ExchangeAEvent;
+        expect(dedupIdA(e)).toBe(contentHash({ asset_id: e.asset_id, changes: e.changes ?? null, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp }));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   it('A other event types: the content hash of the whole event (a transaction hash is no identity)', () => {
     const s = new Sequencer(1);
     const trade: ExchangeAEvent = { market: '0xabc', asset_id: '1', timestamp: '1750428146322', hash: '0xt', event_type: 'last_trade_price', extra: { price: '0.4', transaction_hash: '0xt' } };

@@ -1,4 +1,4 @@
-import { MAX_RECEIVED_MS } from '@booktape/domain';
+import { MAX_RECEIVED_MS, isoMs } from '@booktape/domain';
 import type {
   ExchangeAEvent,
   ExchangeAMessage,
@@ -86,17 +86,22 @@ export class Sequencer {
     const slots = BigInt(Math.max(1, Math.ceil(records.length / Number(SLOT))));
     this.next.set(venue, start + slots * SLOT);
 
-    const received_at = receivedAt.toISOString();
-    return records.map((r, i): RawMessage => {
-      const ingest_seq = (start + BigInt(i)).toString();
-      const lineage = { received_at, worker_id: this.workerId, ingest_seq };
-      if (venue === 'exchange-a') {
-        const event = r as ExchangeAEvent;
-        return { venue, ...lineage, dedup_id: dedupIdA(event), event };
+    const received_at = isoMs(ms);
+    const worker_id = this.workerId;
+    const out = new Array<RawMessage>(records.length);
+    // Literals in the stored key order (the binary codec writes a record of that order compactly).
+    if (venue === 'exchange-a') {
+      for (let i = 0; i < records.length; i++) {
+        const event = records[i] as ExchangeAEvent;
+        out[i] = { venue, received_at, worker_id, ingest_seq: (start + BigInt(i)).toString(), dedup_id: dedupIdA(event), event };
       }
-      const record = r as ExchangeBRecord;
-      return { venue, ...lineage, dedup_id: dedupIdB(record), record };
-    });
+    } else {
+      for (let i = 0; i < records.length; i++) {
+        const record = records[i] as ExchangeBRecord;
+        out[i] = { venue, received_at, worker_id, ingest_seq: (start + BigInt(i)).toString(), dedup_id: dedupIdB(record), record };
+      }
+    }
+    return out;
   }
 }
 
@@ -107,9 +112,39 @@ export function dedupIdA(event: ExchangeAEvent): string {
     return contentHash({ asks: e.asks ?? null, asset_id: e.asset_id, bids: e.bids ?? null, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp });
   }
   if (e.event_type === 'price_change') {
+    const sorted = changesInKeyOrder(e.changes);
+    if (sorted !== null && typeof e.asset_id === 'string' && typeof e.hash === 'string' && typeof e.timestamp === 'string') {
+      return sha1Hex(JSON.stringify({ asset_id: e.asset_id, changes: sorted, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp }));
+    }
     return contentHash({ asset_id: e.asset_id, changes: e.changes ?? null, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp });
   }
   return contentHash(e);
+}
+
+/** The keys a normalised change may carry, each a string when present. */
+const CHANGE_KEYS = new Set(['price', 'side', 'size', 'hash', 'best_bid', 'best_ask']);
+
+/**
+ * Copies of the changes with their keys inserted in sorted order, so that the engine's own
+ * JSON.stringify writes their canonical JSON: a change's keys (price, side, size, …) are not
+ * in sorted order, and canonicalJson's general path (sorting, text in parts) was most of the
+ * cost of stamping a price_change. null for anything but plain changes of string fields,
+ * which then take canonicalJson: the id is the same text either way.
+ */
+function changesInKeyOrder(changes: unknown): object[] | null {
+  if (!Array.isArray(changes)) return null;
+  const out: object[] = new Array<object>(changes.length);
+  for (let i = 0; i < changes.length; i++) {
+    const c: unknown = changes[i];
+    if (typeof c !== 'object' || c === null || Object.getPrototypeOf(c) !== Object.prototype) return null;
+    const ch = c as Record<string, unknown>;
+    for (const k in ch) {
+      const v = ch[k];
+      if (!CHANGE_KEYS.has(k) || (typeof v !== 'string' && v !== undefined)) return null;
+    }
+    out[i] = { best_ask: ch['best_ask'], best_bid: ch['best_bid'], hash: ch['hash'], price: ch['price'], side: ch['side'], size: ch['size'] };
+  }
+  return out;
 }
 
 export function dedupIdB(r: ExchangeBRecord): string {

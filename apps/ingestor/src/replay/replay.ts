@@ -4,7 +4,7 @@ import type { Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import { VENUES, type Venue } from '@booktape/domain';
 import { consumerGroupLag, partitionEnds, type Topics } from '@booktape/messaging';
-import { countCaptureLines, readCaptureFile } from '@booktape/venues';
+import { countCaptureLines, readCaptureBatches } from '@booktape/venues';
 import type { CapturePipeline } from '../capture-pipeline.ts';
 
 export interface ReplayProgress {
@@ -30,6 +30,25 @@ export interface ReplaySummary {
 }
 
 const REFUSED_SAMPLE = 20;
+
+/** Replayed frames are in a capture file already. */
+const REPLAYED = { writeFile: false } as const;
+
+/**
+ * The Date of a line's received_at, the same object while the text repeats (consecutive
+ * frames mostly share their millisecond): nothing downstream changes a receive time.
+ */
+function receiveTimes(): (text: string) => Date {
+  let lastText: string | undefined;
+  let last = new Date(Number.NaN);
+  return (text) => {
+    if (text !== lastText) {
+      last = new Date(text);
+      lastText = text;
+    }
+    return last;
+  };
+}
 
 /**
  * Sends capture files through the capture pipeline, exactly like live frames (same
@@ -61,25 +80,28 @@ export async function replayFiles(
   const openConnection = new Set<Venue>();
   for (const file of files) {
     for (const v of VENUES) if (!openConnection.has(v)) pipeline.resetConnection(v);
-    for await (const entry of readCaptureFile(file)) {
-      lines += 1;
-      if ('error' in entry) {
-        frames += 1;
-        badLines.push({ file, lineNo: entry.lineNo, error: entry.error });
-      } else if (entry.line.gap !== undefined) {
-        // A gap live capture reported: stored again, so coverage shows the same disconnects.
-        await pipeline.handleGap(entry.line.gap, { writeFile: false });
-      } else if (entry.line.boundary !== undefined) {
-        if (entry.line.boundary.kind === 'connect') {
-          openConnection.add(entry.line.venue);
-          pipeline.resetConnection(entry.line.venue);
-        } else openConnection.delete(entry.line.venue);
-      } else {
-        frames += 1;
-        const handled = await pipeline.handleFrame(entry.line.venue, entry.line.frame, new Date(entry.line.received_at), { writeFile: false });
-        if (handled.kind === 'invalid' && refusedFrames.length < REFUSED_SAMPLE) refusedFrames.push({ file, lineNo: entry.lineNo, venue: entry.line.venue, reason: handled.reason });
+    const receivedAt = receiveTimes();
+    for await (const batch of readCaptureBatches(file)) {
+      for (const entry of batch) {
+        lines += 1;
+        if ('error' in entry) {
+          frames += 1;
+          badLines.push({ file, lineNo: entry.lineNo, error: entry.error });
+        } else if (entry.line.gap !== undefined) {
+          // A gap live capture reported: stored again, so coverage shows the same disconnects.
+          await pipeline.handleGap(entry.line.gap, { writeFile: false });
+        } else if (entry.line.boundary !== undefined) {
+          if (entry.line.boundary.kind === 'connect') {
+            openConnection.add(entry.line.venue);
+            pipeline.resetConnection(entry.line.venue);
+          } else openConnection.delete(entry.line.venue);
+        } else {
+          frames += 1;
+          const handled = await pipeline.handleFrame(entry.line.venue, entry.line.frame, receivedAt(entry.line.received_at), REPLAYED);
+          if (handled.kind === 'invalid' && refusedFrames.length < REFUSED_SAMPLE) refusedFrames.push({ file, lineNo: entry.lineNo, venue: entry.line.venue, reason: handled.reason });
+        }
+        if (lines % 500 === 0) onProgress?.({ file, frames: lines, totalFrames });
       }
-      if (lines % 500 === 0) onProgress?.({ file, frames: lines, totalFrames });
     }
     onProgress?.({ file, frames: lines, totalFrames });
   }
