@@ -14,12 +14,18 @@
  *     the API (in-process inject: routing, validation, reads, merge, fill, serialisation),
  *     from the stored buckets, and the same answer computed from raw events (the path an
  *     asset without rollups takes) for the ratio; R=1 too (86,400 buckets), without the raw ratio.
+ *     The same answers are also asked over a real socket (the API listening on 127.0.0.1, a
+ *     keep-alive client that reads and drops the body): time to the last byte, what a client
+ *     sees. inject turns the whole body into one string for its result, a cost no client pays
+ *     (tens of ms for the 37 MB of a day at R=1), and skips the socket, which a client pays.
  *   - back-fill: BENCH_BACKFILL_DAYS (default 31) days of one busy exchange A market (two
  *     outcome tokens, BENCH_BACKFILL_EVENTS book events per token-day, default 20,000), rolled
  *     up day after day per token as the worker's jobs would: seconds and events/s.
  * The last line printed is the JSON summary.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir, cpus } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -53,6 +59,38 @@ const RESOLUTIONS = (process.env.BENCH_RESOLUTIONS || '60,7,1').split(',').map((
   return n;
 });
 const BACKFILL_MARKET = `0x${'6b'.repeat(32)}`;
+
+/** GET over one keep-alive connection; the body read and dropped. Resolves at its last byte. */
+function getOverSocket(agent: http.Agent, port: number, url: string, apiKey: string): Promise<{ status: number; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: url, agent, headers: { authorization: `Bearer ${apiKey}`, 'accept-encoding': 'identity' } }, (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+/** p50 and p95 (ms) of `n` answers to `url` over a socket to `port`, after `warm` not counted. */
+async function socketTimes(port: number, url: string, apiKey: string, n: number, warm: number): Promise<{ p50: number; p95: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const times: number[] = [];
+    for (let i = 0; i < n + warm; i++) {
+      const t0 = performance.now();
+      const r = await getOverSocket(agent, port, url, apiKey);
+      const dt = performance.now() - t0;
+      if (r.status !== 200) throw new Error(`GET ${url} over a socket: ${r.status}`);
+      if (i >= warm) times.push(dt);
+    }
+    times.sort((a, b) => a - b);
+    return { p50: quantile(times, 0.5), p95: quantile(times, 0.95) };
+  } finally {
+    agent.destroy();
+  }
+}
 const BACKFILL_FIRST = Date.UTC(2026, 0, 1);
 
 async function main(): Promise<void> {
@@ -116,7 +154,9 @@ async function main(): Promise<void> {
     const apiKey = (res.json() as { data: { api_key: string } }).data.api_key;
     const url = (R: number) => `/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&date=${DATE}&resolution=${R}`;
     const reader = new SummaryReader({ summaries, events: new BookEventsRepository(ch), redis, queuePrefix: config.rollupQueuePrefix! });
-    const serving: Record<string, { p50: number; p95: number; buckets: number; raw_p50: number; ratio: number }> = {};
+    const serving: Record<string, { p50: number; p95: number; socket_p50: number; socket_p95: number; buckets: number; raw_p50: number; ratio: number }> = {};
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as AddressInfo).port;
     if (process.env.BENCH_PROFILE) {
       // The fixed cost of one answer: a one-bucket window, same route, key and hooks.
       const tiny = `/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&start_timestamp=${DAY + 3_600_000}&end_timestamp=${DAY + 3_600_000}&resolution=60`;
@@ -141,6 +181,7 @@ async function main(): Promise<void> {
         if (i >= 3) times.push(dt);
         buckets = (r2.json() as { data_points: number }).data_points;
       }
+      const socket = await socketTimes(port, url(R), apiKey, REQUESTS, 3);
       const plan = planBuckets(utcDayWindow(DATE), R);
       if (process.env.BENCH_PROFILE) {
         const part = async (name: string, f: () => Promise<unknown>) => {
@@ -171,13 +212,16 @@ async function main(): Promise<void> {
       times.sort((a, b) => a - b);
       raw.sort((a, b) => a - b);
       const rawP50 = raw.length ? quantile(raw, 0.5) : NaN;
-      serving[`R${R}`] = { p50: quantile(times, 0.5), p95: quantile(times, 0.95), buckets, raw_p50: rawP50, ratio: rawP50 / quantile(times, 0.5) };
-      process.stderr.write(`[summaries] day at R=${R}: p50 ${quantile(times, 0.5).toFixed(1)} ms, p95 ${quantile(times, 0.95).toFixed(1)} ms (${buckets} buckets); ${raw.length ? `from raw events p50 ${rawP50.toFixed(0)} ms` : 'not measured from raw events'}\n`);
+      serving[`R${R}`] = { p50: quantile(times, 0.5), p95: quantile(times, 0.95), socket_p50: socket.p50, socket_p95: socket.p95, buckets, raw_p50: rawP50, ratio: rawP50 / quantile(times, 0.5) };
+      process.stderr.write(`[summaries] day at R=${R}: p50 ${quantile(times, 0.5).toFixed(1)} ms, p95 ${quantile(times, 0.95).toFixed(1)} ms (${buckets} buckets); over a socket p50 ${socket.p50.toFixed(1)} ms, p95 ${socket.p95.toFixed(1)} ms; ${raw.length ? `from raw events p50 ${rawP50.toFixed(0)} ms` : 'not measured from raw events'}\n`);
     }
     // The same answers asked again with the settled answers kept (API_SUMMARY_ANSWER_CACHE_MB
     // default): what a backtest asking for finished days again gets. A tree without them builds.
     const kept: Record<string, number> = {};
+    const keptSocket: Record<string, number> = {};
     const keptApp = await createApp({ ch, log, redis, config: { ...config, summaryAnswerCacheBytes: 256 * 1024 * 1024 } });
+    await keptApp.listen({ host: '127.0.0.1', port: 0 });
+    const keptPort = (keptApp.server.address() as AddressInfo).port;
     for (const R of RESOLUTIONS) {
       const times: number[] = [];
       for (let i = 0; i < REQUESTS + 1; i++) {
@@ -188,7 +232,8 @@ async function main(): Promise<void> {
       }
       times.sort((a, b) => a - b);
       kept[`R${R}`] = Number(quantile(times, 0.5).toFixed(1));
-      process.stderr.write(`[summaries] day at R=${R} asked again (settled answer kept): p50 ${kept[`R${R}`]} ms\n`);
+      keptSocket[`R${R}`] = Number((await socketTimes(keptPort, url(R), apiKey, REQUESTS, 1)).p50.toFixed(1));
+      process.stderr.write(`[summaries] day at R=${R} asked again (settled answer kept): p50 ${kept[`R${R}`]} ms, over a socket ${keptSocket[`R${R}`]} ms\n`);
     }
     await keptApp.close();
     await app.close();
@@ -223,8 +268,9 @@ async function main(): Promise<void> {
       rollup_events_per_s: Math.round(EVENTS / (rollupMs / 1000)),
       rollup_peak_rss_mb: Math.round(rss / 2 ** 20),
       backfill,
-      serving_ms: Object.fromEntries(Object.entries(serving).map(([k, v]) => [k, { p50: Number(v.p50.toFixed(1)), p95: Number(v.p95.toFixed(1)), buckets: v.buckets, raw_p50: Number.isNaN(v.raw_p50) ? null : Number(v.raw_p50.toFixed(0)), stored_vs_raw: Number.isNaN(v.ratio) ? null : Number(v.ratio.toFixed(1)) }])),
+      serving_ms: Object.fromEntries(Object.entries(serving).map(([k, v]) => [k, { p50: Number(v.p50.toFixed(1)), p95: Number(v.p95.toFixed(1)), socket_p50: Number(v.socket_p50.toFixed(1)), socket_p95: Number(v.socket_p95.toFixed(1)), buckets: v.buckets, raw_p50: Number.isNaN(v.raw_p50) ? null : Number(v.raw_p50.toFixed(0)), stored_vs_raw: Number.isNaN(v.ratio) ? null : Number(v.ratio.toFixed(1)) }])),
       serving_kept_ms: kept,
+      serving_kept_socket_ms: keptSocket,
       targets: { rollup_s: 1, R60_p50_ms: 5, R7_p50_ms: 30, R1_p50_ms: 120 },
     };
     console.log(JSON.stringify(out));

@@ -456,11 +456,11 @@ export function toSummaryBucket(b: ExactBucket): SummaryBucket {
 }
 
 /**
- * Writes JSON text into one growing Buffer, character by character: building the answer as
- * strings (a template per bucket, then a join) cost ~13 µs per bucket, mostly string
- * building and garbage collection, plus a full copy and scan of the result to send it; this
- * costs ~3 µs and the Buffer goes out as it is. Text beyond ASCII (a caller's market id in
- * the head) is written as UTF-8.
+ * Writes text into one growing Buffer, 64 K characters at a time (see put): the whole answer
+ * joined as one string first (a template per bucket, then a join) cost ~13 µs per bucket,
+ * mostly string building and garbage collection, plus a full copy and scan of the result to
+ * send it; this costs ~3 µs and the Buffer goes out as it is. Text beyond ASCII (a caller's
+ * market id in the head) is written as UTF-8.
  */
 class JsonBytes {
   private buf: Buffer;
@@ -501,24 +501,6 @@ class JsonBytes {
     this.off += this.buf.write(text, this.off, 'utf8');
   }
 
-  /** A decimal text, or `null`. */
-  value(v: string | null): void {
-    this.put(v === null ? 'null' : v);
-  }
-
-  ohlc(x: Ohlc | null): void {
-    if (x === null) return this.put('null');
-    this.put('{"open":');
-    this.put(x.open);
-    this.put(',"high":');
-    this.put(x.high);
-    this.put(',"low":');
-    this.put(x.low);
-    this.put(',"close":');
-    this.put(x.close);
-    this.put('}');
-  }
-
   done(): Buffer {
     this.flush();
     return this.buf.subarray(0, this.off);
@@ -535,11 +517,12 @@ export function summaryBucketsJsonBytes(buckets: readonly ExactBucket[], head = 
   // 465–535 bytes for a bucket with every field set (longer sizes take more): one allocation
   // for nearly every answer; a longer one grows by half.
   const w = new JsonBytes(head.length + tail.length + 2 + buckets.length * 560);
+  const texts = new BucketTexts();
   w.put(head);
   w.put('[');
   for (let i = 0; i < buckets.length; i++) {
     if (i > 0) w.put(',');
-    bucketJson(w, buckets[i]!);
+    w.put(texts.of(buckets[i]!));
   }
   w.put(']');
   w.put(tail);
@@ -549,39 +532,55 @@ export function summaryBucketsJsonBytes(buckets: readonly ExactBucket[], head = 
 /** The buckets as NDJSON: each bucket's JSON object (as in summaryBucketsJsonBytes) on its own line. */
 export function summaryBucketsNdjsonBytes(buckets: readonly ExactBucket[]): Buffer {
   const w = new JsonBytes(buckets.length * 560);
+  const texts = new BucketTexts();
   for (const b of buckets) {
-    bucketJson(w, b);
+    w.put(texts.of(b));
     w.put('\n');
   }
   return w.done();
 }
 
-function bucketJson(w: JsonBytes, b: ExactBucket): void {
-  w.put('{"timestamp":');
-  w.put(String(b.timestamp));
-  w.put(',"quote_count":');
-  w.put(String(b.quote_count));
-  w.put(b.is_forward_filled ? ',"is_forward_filled":true,"best_bid":' : ',"is_forward_filled":false,"best_bid":');
-  w.value(b.best_bid);
-  w.put(',"best_bid_size":');
-  w.value(b.best_bid_size);
-  w.put(',"best_ask":');
-  w.value(b.best_ask);
-  w.put(',"best_ask_size":');
-  w.value(b.best_ask_size);
-  w.put(',"mid_price":');
-  w.value(b.mid_price);
-  w.put(',"spread":');
-  w.value(b.spread);
-  w.put(',"best_bid_ohlc":');
-  w.ohlc(b.best_bid_ohlc);
-  w.put(',"best_ask_ohlc":');
-  w.ohlc(b.best_ask_ohlc);
-  w.put(',"mid_price_ohlc":');
-  w.ohlc(b.mid_price_ohlc);
-  w.put(',"spread_ohlc":');
-  w.ohlc(b.spread_ohlc);
-  w.put('}');
+const ohlcJson = (x: Ohlc | null): string => (x === null ? 'null' : `{"open":${x.open},"high":${x.high},"low":${x.low},"close":${x.close}}`);
+
+/**
+ * JSON text of buckets, one template per bucket (a canonical decimal, `null`, a boolean and
+ * an integer print in a template as in JSON). Everything after the timestamp is reused while
+ * it cannot have changed: a run of forward-filled buckets carries the same closes and shares
+ * its OHLC objects (fillSeries), so a quiet asset's day at R=1, mostly such runs, costs one
+ * short text per bucket instead of a whole one.
+ */
+class BucketTexts {
+  private last: ExactBucket | null = null;
+  private rest = '';
+
+  of(b: ExactBucket): string {
+    if (this.last === null || !sameAfterTimestamp(this.last, b)) {
+      this.last = b;
+      this.rest =
+        `,"quote_count":${b.quote_count},"is_forward_filled":${b.is_forward_filled},"best_bid":${b.best_bid},"best_bid_size":${b.best_bid_size},` +
+        `"best_ask":${b.best_ask},"best_ask_size":${b.best_ask_size},"mid_price":${b.mid_price},"spread":${b.spread},` +
+        `"best_bid_ohlc":${ohlcJson(b.best_bid_ohlc)},"best_ask_ohlc":${ohlcJson(b.best_ask_ohlc)},"mid_price_ohlc":${ohlcJson(b.mid_price_ohlc)},"spread_ohlc":${ohlcJson(b.spread_ohlc)}}`;
+    }
+    return `{"timestamp":${b.timestamp}${this.rest}`;
+  }
+}
+
+/** True when `a` and `b` write the same text after their timestamps (OHLCs compared as the same objects). */
+function sameAfterTimestamp(a: ExactBucket, b: ExactBucket): boolean {
+  return (
+    a.quote_count === b.quote_count &&
+    a.is_forward_filled === b.is_forward_filled &&
+    a.best_bid === b.best_bid &&
+    a.best_bid_size === b.best_bid_size &&
+    a.best_ask === b.best_ask &&
+    a.best_ask_size === b.best_ask_size &&
+    a.mid_price === b.mid_price &&
+    a.spread === b.spread &&
+    a.best_bid_ohlc === b.best_bid_ohlc &&
+    a.best_ask_ohlc === b.best_ask_ohlc &&
+    a.mid_price_ohlc === b.mid_price_ohlc &&
+    a.spread_ohlc === b.spread_ohlc
+  );
 }
 
 const OHLC_SERIES = ['best_bid', 'best_ask', 'mid_price', 'spread'] as const;

@@ -138,6 +138,12 @@ describe('compareCanonical', () => {
       ['-0.5', '-0.45', -1],
       ['-1', '0', -1],
       ['0.1000000000000000000001', '0.1000000000000000000002', -1],
+      // One-digit integer parts on both sides: plain string order.
+      ['1.05', '1.5', -1],
+      ['9.5', '0.55', 1],
+      ['0.5', '5', -1],
+      ['9.99', '10.5', -1],
+      ['-0.5', '0.5', -1],
     ];
     for (const [a, b, r] of cases) expect([a, b, compareCanonical(a, b)]).toEqual([a, b, r]);
   });

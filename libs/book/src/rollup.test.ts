@@ -2,7 +2,7 @@ import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
-import { type ExactBucket, aggregateObservations, appendBuckets, fillSeries, mergeBuckets, planBuckets, summaryBucketsJsonBytes, toSummaryBucket } from './bucketing.ts';
+import { type ExactBucket, type Ohlc, aggregateObservations, appendBuckets, fillSeries, mergeBuckets, planBuckets, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, toSummaryBucket } from './bucketing.ts';
 import type { Observation } from './observation.ts';
 import { LADDER, byHour, ladderBuckets, ladderFor, newBook, type BookVenue } from './rollup.ts';
 import { exchangeAStreamArb, exchangeBStreamArb } from './streams.test-support.ts';
@@ -95,6 +95,34 @@ describe('stored summary buckets', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  it('the answer JSON is byte for byte JSON.stringify of the 2.3 buckets where every decimal prints as its number', () => {
+    // Forward-filled runs included (fillSeries over sparse observations): their text after
+    // the timestamp is reused, which must not change a byte.
+    const printsAsNumber = (v: string | null) => v === null || String(Number(v)) === v;
+    const ohlcPrints = (o: Ohlc | null) => o === null || [o.open, o.high, o.low, o.close].every(printsAsNumber);
+    let compared = 0;
+    fc.assert(
+      fc.property(observationsArb, fc.constantFrom(1, 7, 60), (obs, R) => {
+        if (obs.length === 0) return;
+        const startMs = obs[0]!.ts - 5 * R * 1000;
+        const plan = planBuckets({ startMs, endMs: Math.min(obs[obs.length - 1]!.ts + 50 * R * 1000, startMs + 2000 * R * 1000) }, R);
+        const series = fillSeries(aggregateObservations(obs, R), plan);
+        const prints = series.every(
+          (b) =>
+            [b.best_bid, b.best_bid_size, b.best_ask, b.best_ask_size, b.mid_price, b.spread].every(printsAsNumber) &&
+            [b.best_bid_ohlc, b.best_ask_ohlc, b.mid_price_ohlc, b.spread_ohlc].every(ohlcPrints),
+        );
+        if (!prints) return;
+        compared++;
+        expect(summaryBucketsJsonBytes(series).toString('utf8')).toBe(JSON.stringify(series.map(toSummaryBucket)));
+        expect(summaryBucketsNdjsonBytes(series).toString('utf8')).toBe(series.map((b) => `${JSON.stringify(toSummaryBucket(b))}\n`).join(''));
+      }),
+      { numRuns: 200 },
+    );
+    // Most generated streams print as numbers: the comparison is not vacuous.
+    expect(compared).toBeGreaterThan(100);
   });
 
   it('the answer JSON written from exact decimals parses to exactly the 2.3 buckets', () => {

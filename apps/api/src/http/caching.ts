@@ -12,7 +12,8 @@ import { DAY_MS } from '@booktape/book';
  * that tag is answered 304 without a body. Any other data answer gets `private, no-cache`.
  *
  * The tag names the exact bytes: a digest of the answer itself where it is built whole
- * (summaries), else of the request's normalised parameters and the stored data's version
+ * (summaries; a settled one's names what determines its bytes, summaries/answer-tag.ts),
+ * else of the request's normalised parameters and the stored data's version
  * (its deduplicated row count: rows are only ever added, and a duplicate adds nothing). A
  * late back-fill into a finalised day therefore changes the tag; `max-age` bounds how long
  * a copy taken before it is used without asking.

@@ -120,11 +120,16 @@ describe('settled summary answers', () => {
       await get(window);
       await get(window);
       expect(built).toHaveBeenCalledTimes(2);
+      const tags: unknown[] = [];
       for (let i = 0; i < 2; i++) {
         const r = await off.inject({ method: 'GET', url: `/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&date=2026-03-01&resolution=60`, headers: bearer(apiKey) });
         expect(JSON.parse(r.body).data).toEqual(expected(60));
+        tags.push(r.headers.etag);
       }
       expect(built).toHaveBeenCalledTimes(4);
+      // A settled answer's tag names its inputs: built again, or by another process, it is the same tag.
+      const kept = await get('date=2026-03-01&resolution=60');
+      expect(tags).toEqual([kept.etag, kept.etag]);
     } finally {
       built.mockRestore();
     }

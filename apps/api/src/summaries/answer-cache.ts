@@ -15,8 +15,6 @@ export interface SettledAnswer {
   readonly stamp: string;
   readonly parts: readonly Buffer[];
   readonly bytes: number;
-  /** The answer's ETag once computed (a window is finalised some time after it is settled). */
-  tag: string | null;
 }
 
 export class SettledAnswers {
@@ -43,7 +41,7 @@ export class SettledAnswers {
     return e;
   }
 
-  set(id: string, stamp: string, parts: readonly Buffer[], tag: string | null): void {
+  set(id: string, stamp: string, parts: readonly Buffer[]): void {
     let bytes = 0;
     for (const b of parts) bytes += b.length;
     const old = this.map.get(id);
@@ -52,7 +50,7 @@ export class SettledAnswers {
       this.held -= old.bytes;
     }
     if (bytes > this.maxBytes / 4) return;
-    this.map.set(id, { stamp, parts, bytes, tag });
+    this.map.set(id, { stamp, parts, bytes });
     this.held += bytes;
     for (const [k, e] of this.map) {
       if (this.held <= this.maxBytes) break;

@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { summaryBodyParts } from './summary-body.ts';
 import { FairTurns, LARGE_ANSWER_BUCKETS, etagInSlices } from './large-answers.ts';
 import { SettledAnswers } from './answer-cache.ts';
+import { settledAnswerTag } from './answer-tag.ts';
 import { planSummary, type SummaryPlan } from '@booktape/summaries';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, isFinalised, notModified } from '../http/caching.ts';
@@ -140,8 +141,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
             const stamp = await guard('ClickHouse', () => summaries.stamp(key, p));
             const hit = stamp === null ? undefined : settled.get(id, stamp);
             if (hit === undefined) return undefined;
-            if (finalised && hit.tag === null) hit.tag = await etagInSlices('summary', format, hit.parts as Buffer[]);
-            return { body: hit.parts, tag: finalised ? hit.tag : null };
+            return { body: hit.parts, tag: finalised ? settledAnswerTag(id, hit.stamp) : null };
           };
           let answered = await kept();
           if (answered === undefined) {
@@ -160,9 +160,9 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
                   format === 'json'
                     ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
                     : await summaryBodyParts(exact, format);
-                // The answer is whole here: its tag is its digest.
-                const tag = finalised ? await etagInSlices('summary', format, body) : null;
-                if (stamp !== null && config.summaryAnswerCacheBytes > 0) settled.set(id, stamp, body, tag);
+                // A settled answer's tag names its inputs; any other's is the digest of its bytes.
+                const tag = !finalised ? null : stamp !== null ? settledAnswerTag(id, stamp) : await etagInSlices('summary', format, body);
+                if (stamp !== null && config.summaryAnswerCacheBytes > 0) settled.set(id, stamp, body);
                 answered = { body, tag };
               }
             } finally {
