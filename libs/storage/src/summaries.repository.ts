@@ -369,41 +369,15 @@ export class SummariesRepository {
 
   /**
    * Writes a run's chunks and checkpoints, then its day row: a reader that sees the row (and
-   * its base version) finds every chunk and checkpoint it refers to.
+   * its base version) finds every chunk and checkpoint it refers to. The chunks and the
+   * checkpoints go in at once: a run mostly waits for the engine's answers, so two inserts
+   * under way together cost about one.
    */
   async write(key: SummaryKey, day: SummaryDay, chunks: readonly SummaryChunk[], checkpoints: readonly BookCheckpoint[] = []): Promise<void> {
-    if (checkpoints.length > 0) {
-      await this.ch.client.insert({
-        table: this.ch.table('book_checkpoints'),
-        format: 'JSONEachRow',
-        values: checkpoints.map((c) => ({
-          ...keyParams(key),
-          event_date: c.date,
-          events: c.events,
-          at: c.at,
-          base_version: c.baseVersion,
-          version: c.version,
-          engine_version: c.engineVersion,
-          state: c.state,
-        })),
-      });
-    }
-    if (chunks.length > 0) {
-      await this.ch.client.insert({
-        table: this.ch.table('summary_chunks'),
-        format: 'JSONEachRow',
-        values: chunks.map((c) => ({
-          ...keyParams(key),
-          event_date: c.date,
-          resolution: c.resolution,
-          hour: Math.floor(c.hour / 1000),
-          version: c.version,
-          engine_version: c.engineVersion,
-          bucket_count: c.bucketCount,
-          buckets: c.buckets,
-        })),
-      });
-    }
+    // Both settle before a failure is thrown: nothing of this run is still being written
+    // when its retry starts.
+    const settled = await Promise.allSettled([this.insertCheckpoints(key, checkpoints), this.insertChunks(key, chunks)]);
+    for (const r of settled) if (r.status === 'rejected') throw r.reason;
     await this.ch.client.insert({
       table: this.ch.table('summary_days'),
       format: 'JSONEachRow',
@@ -425,6 +399,44 @@ export class SummariesRepository {
         },
       ],
     });
+  }
+
+  private async insertCheckpoints(key: SummaryKey, checkpoints: readonly BookCheckpoint[]): Promise<void> {
+    if (checkpoints.length > 0) {
+      await this.ch.client.insert({
+        table: this.ch.table('book_checkpoints'),
+        format: 'JSONEachRow',
+        values: checkpoints.map((c) => ({
+          ...keyParams(key),
+          event_date: c.date,
+          events: c.events,
+          at: c.at,
+          base_version: c.baseVersion,
+          version: c.version,
+          engine_version: c.engineVersion,
+          state: c.state,
+        })),
+      });
+    }
+  }
+
+  private async insertChunks(key: SummaryKey, chunks: readonly SummaryChunk[]): Promise<void> {
+    if (chunks.length > 0) {
+      await this.ch.client.insert({
+        table: this.ch.table('summary_chunks'),
+        format: 'JSONEachRow',
+        values: chunks.map((c) => ({
+          ...keyParams(key),
+          event_date: c.date,
+          resolution: c.resolution,
+          hour: Math.floor(c.hour / 1000),
+          version: c.version,
+          engine_version: c.engineVersion,
+          bucket_count: c.bucketCount,
+          buckets: c.buckets,
+        })),
+      });
+    }
   }
 
   /**
