@@ -129,8 +129,8 @@ function resumeChecker(venue: SummaryKey['venue'], day: SummaryDay): BookChecker
  * the caller, which logs and counts them.
  *
  * A run costs few engine round trips, since on an engine busy with inserts each one waits
- * far longer than its work takes: the events are read with the late-data count and the
- * market's next data date (one query), and, given `versions`, a run whose asset nobody wrote
+ * far longer than its work takes: the events are read with the late-data count, the
+ * market's next data date and whether the day holds imported records (one query), and, given `versions`, a run whose asset nobody wrote
  * since this roller's last write takes the stored day, the day before and the boundary
  * hour's chunks from what that write stored instead of reading them back.
  */
