@@ -29,23 +29,18 @@ type AnyJob = Pick<Job<RollupJobData>, 'id' | 'moveToDelayed' | 'updateProgress'
  * while the run lasts) and rolled up in order, each followed by the later days whose carried
  * state changed; released as done, or as failed (dirty again) when the run throws. An asset
  * locked by another job (a back-fill) is tried again shortly.
- *
- * The lock and the claim are asked at once: the job waits for one Redis answer instead of
- * two. The claim is nearly always wanted (only a back-fill holds an asset's lock for long);
- * when the lock was not had, the dates just claimed go back to dirty for the retry.
  */
 export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, token: string | undefined): Promise<void> {
-  // Unique per run: a retry of this job must not pass for the run that claimed before it.
-  const claimId = `${job.id ?? 'job'}:${randomUUID()}`;
-  const [unlock, claimed] = await Promise.all([ctx.locks.tryLock(a), ctx.queue.claim(a, claimId)]);
-  const dates = claimed.sort();
+  const unlock = await ctx.locks.tryLock(a);
   if (!unlock) {
-    await ctx.queue.release(a, dates, true, claimId);
     await job.moveToDelayed((ctx.now ?? Date.now)() + 500, token);
     throw new DelayedError();
   }
   let released: Promise<void> = Promise.resolve();
   try {
+    // Unique per run: a retry of this job must not pass for the run that claimed before it.
+    const claimId = `${job.id ?? 'job'}:${randomUUID()}`;
+    const dates = (await ctx.queue.claim(a, claimId)).sort();
     if (dates.length === 0) return;
     const stopRenewing = keepClaim(ctx, a, claimId);
     try {
