@@ -130,9 +130,10 @@ function resumeChecker(venue: SummaryKey['venue'], day: SummaryDay): BookChecker
  *
  * A run costs few engine round trips, since on an engine busy with inserts each one waits
  * far longer than its work takes: the events are read with the late-data count, the
- * market's next data date and whether the day holds imported records (one query), and, given `versions`, a run whose asset nobody wrote
- * since this roller's last write takes the stored day, the day before and the boundary
- * hour's chunks from what that write stored instead of reading them back.
+ * market's next data date and whether the day holds imported records (one query), and,
+ * given `versions`, a run whose asset nobody wrote since this roller's last write takes the
+ * stored day, the day before and the boundary hour's chunks from what that write stored
+ * instead of reading them back.
  */
 export class Roller {
   private lastVersion = 0;
