@@ -18,17 +18,24 @@ export class AssetLocks {
   constructor(
     private readonly redis: () => RollupQueue['redis'],
     private readonly prefix: string,
-    private readonly ttlMs: number,
+    readonly ttlMs: number,
     private readonly pollMs = 250,
   ) {}
 
   /** The lock, or null when another job holds it. */
   async tryLock(a: AssetRef): Promise<Unlock | null> {
-    const key = rollupKeys(this.prefix).lock(assetKey(a));
     const id = randomUUID();
+    const ok = await this.redis().set(rollupKeys(this.prefix).lock(assetKey(a)), id, 'PX', this.ttlMs, 'NX');
+    return ok === 'OK' ? this.held(a, id) : null;
+  }
+
+  /**
+   * A lock taken as `id` for `ttlMs` (by `tryLock`, or by the queue's `lockAndClaim` in the
+   * same step as a claim): renewed from now on while held. Returns its release.
+   */
+  held(a: AssetRef, id: string): Unlock {
+    const key = rollupKeys(this.prefix).lock(assetKey(a));
     const redis = this.redis();
-    const ok = await redis.set(key, id, 'PX', this.ttlMs, 'NX');
-    if (ok !== 'OK') return null;
     const renew = setInterval(() => void redis.pexpire(key, this.ttlMs).catch(() => undefined), this.ttlMs / 3);
     return async () => {
       clearInterval(renew);

@@ -14,8 +14,9 @@ function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDat
   const runs: Array<{ a: AssetRef; results: DayResult[] }> = [];
   const ctx: JobContext = {
     queue: {
-      claim: async (_a, claimId) => {
-        events.push(`claim ${claimId.split(':')[0]}`);
+      lockAndClaim: async (a, claimId) => {
+        if (o.locked) return null;
+        events.push(`lock ${a.asset}`, `claim ${claimId.split(':')[0]}`);
         return [...(o.dirty ?? [])];
       },
       release: async (_a, dates, failed) => void events.push(`release ${dates.join(',')} ${failed ? 'failed' : 'done'}`),
@@ -38,11 +39,8 @@ function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDat
       staleRecentPartitions: async () => [],
     },
     locks: {
-      tryLock: async (a) => {
-        if (o.locked) return null;
-        events.push(`lock ${a.asset}`);
-        return async () => void events.push(`unlock ${a.asset}`);
-      },
+      ttlMs: 30_000,
+      held: (a) => async () => void events.push(`unlock ${a.asset}`),
       waitLock: async (a) => {
         events.push(`lock ${a.asset}`);
         return async () => void events.push(`unlock ${a.asset}`);

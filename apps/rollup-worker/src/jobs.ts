@@ -11,10 +11,10 @@ import type { Unlock } from './asset-lock.ts';
 
 /** What the jobs work with: each a unit of its own (or a fake in a test). */
 export interface JobContext {
-  queue: Pick<RollupQueue, 'claim' | 'release' | 'renewClaim' | 'markDirty' | 'takeOverExpiredClaims'>;
+  queue: Pick<RollupQueue, 'lockAndClaim' | 'release' | 'renewClaim' | 'markDirty' | 'takeOverExpiredClaims'>;
   roller: Pick<Roller, 'rollFrom'>;
   repo: Pick<SummariesRepository, 'assetsOf' | 'dataDates' | 'openDaysBefore' | 'outdatedDays' | 'staleRecentPartitions'>;
-  locks: { tryLock(a: AssetRef): Promise<Unlock | null>; waitLock(a: AssetRef): Promise<Unlock> };
+  locks: { ttlMs: number; held(a: AssetRef, id: string): Unlock; waitLock(a: AssetRef): Promise<Unlock> };
   /** Hears every run's results (stats, logs, alerts). */
   afterRun(a: AssetRef, results: DayResult[]): void;
   log: Logger;
@@ -26,33 +26,40 @@ type AnyJob = Pick<Job<RollupJobData>, 'id' | 'moveToDelayed' | 'updateProgress'
 
 /**
  * `asset` job: the sink stored data of an asset. Its dirty dates are claimed (a lease kept
- * while the run lasts) and rolled up in order, each followed by the later days whose carried
- * state changed; released as done, or as failed (dirty again) when the run throws. An asset
- * locked by another job (a back-fill) is tried again shortly.
+ * while the run lasts) under the asset's lock, both in one step, and rolled up in order, each
+ * followed by the later days whose carried state changed; released as done, or as failed
+ * (dirty again) when the run throws. An asset locked by another job (a back-fill) is tried
+ * again shortly, its dates left as they were.
  */
 export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, token: string | undefined): Promise<void> {
-  const unlock = await ctx.locks.tryLock(a);
-  if (!unlock) {
+  // Unique per run: a retry of this job must not pass for the run that claimed before it.
+  const claimId = `${job.id ?? 'job'}:${randomUUID()}`;
+  const lockId = randomUUID();
+  const claimed = await ctx.queue.lockAndClaim(a, claimId, lockId, ctx.locks.ttlMs);
+  if (claimed === null) {
     await job.moveToDelayed((ctx.now ?? Date.now)() + 500, token);
     throw new DelayedError();
   }
+  const unlock = ctx.locks.held(a, lockId);
+  let released: Promise<void> = Promise.resolve();
   try {
-    // Unique per run: a retry of this job must not pass for the run that claimed before it.
-    const claimId = `${job.id ?? 'job'}:${randomUUID()}`;
-    const dates = (await ctx.queue.claim(a, claimId)).sort();
+    const dates = claimed.sort();
     if (dates.length === 0) return;
     const stopRenewing = keepClaim(ctx, a, claimId);
     try {
       for (const d of dates) ctx.afterRun(a, await ctx.roller.rollFrom(a, d));
-      stopRenewing();
-      await ctx.queue.release(a, dates, false, claimId);
     } catch (e) {
       stopRenewing();
       await ctx.queue.release(a, dates, true, claimId);
       throw e;
     }
+    stopRenewing();
+    // Sent together with the unlock (in this order, on one connection): the job waits for
+    // one answer instead of two. Either order would be safe: a release ends only the dates
+    // its own claim still holds.
+    released = ctx.queue.release(a, dates, false, claimId);
   } finally {
-    await unlock();
+    await Promise.all([released, unlock()]);
   }
 }
 

@@ -129,6 +129,24 @@ describe('rollup claim leases', () => {
     expect(await q.unsettled(parts)).toBe(0);
   });
 
+  it("lock and claim in one step: while another holds the asset's lock nothing is claimed and the dates stay pending as they were", async () => {
+    const prefix = uniqueId('bt-lease');
+    const q = queue(prefix);
+    await q.notify(parts);
+    const k = assetKey(asset);
+    const since = await q.redis.zscore(rollupKeys(prefix).pending, k);
+    await q.redis.set(rollupKeys(prefix).lock(k), 'back-fill', 'PX', 5000);
+    expect(await q.lockAndClaim(asset, 'run-1', 'job-lock', 5000)).toBeNull();
+    expect(await q.redis.zscore(rollupKeys(prefix).pending, k)).toBe(since);
+    expect(await q.redis.get(rollupKeys(prefix).lock(k))).toBe('back-fill');
+    await q.redis.del(rollupKeys(prefix).lock(k));
+    expect((await q.lockAndClaim(asset, 'run-2', 'job-lock', 5000))?.sort()).toEqual(['2026-03-01', '2026-03-02']);
+    expect(await q.redis.get(rollupKeys(prefix).lock(k))).toBe('job-lock');
+    expect(await q.redis.pttl(rollupKeys(prefix).lock(k))).toBeGreaterThan(0);
+    await q.release(asset, ['2026-03-01', '2026-03-02'], false, 'run-2');
+    expect(await q.unsettled(parts)).toBe(0);
+  });
+
   it('a claim left without a lease (made before leases existed) gets one, and is taken over when it runs out', async () => {
     const prefix = uniqueId('bt-lease');
     const q = queue(prefix);

@@ -118,6 +118,11 @@ end
 redis.call('ZREM', KEYS[3], ARGV[2])
 return dates`;
 
+// CLAIM under the asset's lock, taken first in the same step. KEYS: as CLAIM, then the lock.
+// ARGV: as CLAIM, then the lock's id and ms. Nil (nothing claimed) when another holds the lock.
+const LOCK_AND_CLAIM = `if not redis.call('SET', KEYS[5], ARGV[4], 'PX', tonumber(ARGV[5]), 'NX') then return false end
+${CLAIM}`;
+
 // KEYS: dirty, claimed, pending, leases. ARGV: asset key. Returns how many dates went back to dirty.
 const TAKE_OVER = `${NOW}
 local taken = 0
@@ -231,6 +236,16 @@ export class RollupQueue {
   async claim(a: AssetRef, claimId: string): Promise<string[]> {
     const k = assetKey(a);
     return (await this.redis.eval(CLAIM, 4, ...this.claimKeys(k), claimId, k, this.claimLeaseMs)) as string[];
+  }
+
+  /**
+   * `claim` under the asset's lock (the worker's AssetLocks key), taken in the same step as
+   * `lockId` for `lockMs`: one round trip where lock then claim took two. Null when another
+   * job holds the lock: then nothing is claimed.
+   */
+  async lockAndClaim(a: AssetRef, claimId: string, lockId: string, lockMs: number): Promise<string[] | null> {
+    const k = assetKey(a);
+    return (await this.redis.eval(LOCK_AND_CLAIM, 5, ...this.claimKeys(k), this.keys.lock(k), claimId, k, this.claimLeaseMs, lockId, lockMs)) as string[] | null;
   }
 
   /** Extends the claim's lease; false when the claim is gone (its lease ran out and it was taken over). */

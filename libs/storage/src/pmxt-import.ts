@@ -304,6 +304,17 @@ export function supersedeImported(ch: ClickHouse, p: { market: string; asset: st
   return supersedeWhere(ch, `market = ${sqlString(p.market)} AND event_date = toDate(${sqlString(p.date)}) AND asset_id = ${sqlString(p.asset)}`);
 }
 
+/**
+ * Whether the exchange A asset-day bound as {market:String}, {asset:String}, {date:Date}
+ * holds imported records (UInt8), as a scalar subquery for another read: `holds`' first
+ * check of `supersedeImported` (read until the first, without FINAL), asked without a round
+ * trip of its own. Only when it is 1 has `supersedeImported` anything to do.
+ */
+export function holdsImportsSql(ch: ClickHouse): string {
+  return `toUInt8(ifNull((SELECT count() FROM (SELECT 1 FROM ${ch.table('raw_exchange_a')}
+    WHERE market = {market:String} AND event_date = {date:Date} AND asset_id = {asset:String} AND source != '' LIMIT 1)), 0))`;
+}
+
 /** The exchange A partitions among `parts` that hold imported records (one read; other venues' are ignored). */
 export async function partitionsWithImports(ch: ClickHouse, parts: ReadonlyArray<{ venue: string; market: string; asset: string; date: string }>): Promise<Array<{ market: string; asset: string; date: string }>> {
   const a = parts.filter((p) => p.venue === PMXT_VENUE && /^\d{4}-\d{2}-\d{2}$/.test(p.date));

@@ -3,7 +3,7 @@ import type { BookRecord, ChecksState } from '@booktape/book';
 import { VENUES, type Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, firstBatch, readBookRow, rowBinaryRows } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
-import { supersedeImported } from './pmxt-import.ts';
+import { holdsImportsSql, supersedeImported } from './pmxt-import.ts';
 import { streamQuery } from './stream.ts';
 import { VENUE_STORAGE } from './venue-storage.ts';
 
@@ -87,6 +87,11 @@ export interface BookEventsFacts {
   countedBefore: number | null;
   /** The first date after this one that holds raw data of the market, or null. */
   nextDataDate: string | null;
+  /**
+   * The asset-day holds imported records (always false for a venue without imports): only
+   * then can `supersedeImported` remove any, so a run reads first and supersedes only then.
+   */
+  holdsImports: boolean;
 }
 
 export interface BookEventsRead {
@@ -364,41 +369,15 @@ export class SummariesRepository {
 
   /**
    * Writes a run's chunks and checkpoints, then its day row: a reader that sees the row (and
-   * its base version) finds every chunk and checkpoint it refers to.
+   * its base version) finds every chunk and checkpoint it refers to. The chunks and the
+   * checkpoints go in at once: a run mostly waits for the engine's answers, so two inserts
+   * under way together cost about one.
    */
   async write(key: SummaryKey, day: SummaryDay, chunks: readonly SummaryChunk[], checkpoints: readonly BookCheckpoint[] = []): Promise<void> {
-    if (checkpoints.length > 0) {
-      await this.ch.client.insert({
-        table: this.ch.table('book_checkpoints'),
-        format: 'JSONEachRow',
-        values: checkpoints.map((c) => ({
-          ...keyParams(key),
-          event_date: c.date,
-          events: c.events,
-          at: c.at,
-          base_version: c.baseVersion,
-          version: c.version,
-          engine_version: c.engineVersion,
-          state: c.state,
-        })),
-      });
-    }
-    if (chunks.length > 0) {
-      await this.ch.client.insert({
-        table: this.ch.table('summary_chunks'),
-        format: 'JSONEachRow',
-        values: chunks.map((c) => ({
-          ...keyParams(key),
-          event_date: c.date,
-          resolution: c.resolution,
-          hour: Math.floor(c.hour / 1000),
-          version: c.version,
-          engine_version: c.engineVersion,
-          bucket_count: c.bucketCount,
-          buckets: c.buckets,
-        })),
-      });
-    }
+    // Both settle before a failure is thrown: nothing of this run is still being written
+    // when its retry starts.
+    const settled = await Promise.allSettled([this.insertCheckpoints(key, checkpoints), this.insertChunks(key, chunks)]);
+    for (const r of settled) if (r.status === 'rejected') throw r.reason;
     await this.ch.client.insert({
       table: this.ch.table('summary_days'),
       format: 'JSONEachRow',
@@ -420,6 +399,44 @@ export class SummariesRepository {
         },
       ],
     });
+  }
+
+  private async insertCheckpoints(key: SummaryKey, checkpoints: readonly BookCheckpoint[]): Promise<void> {
+    if (checkpoints.length > 0) {
+      await this.ch.client.insert({
+        table: this.ch.table('book_checkpoints'),
+        format: 'JSONEachRow',
+        values: checkpoints.map((c) => ({
+          ...keyParams(key),
+          event_date: c.date,
+          events: c.events,
+          at: c.at,
+          base_version: c.baseVersion,
+          version: c.version,
+          engine_version: c.engineVersion,
+          state: c.state,
+        })),
+      });
+    }
+  }
+
+  private async insertChunks(key: SummaryKey, chunks: readonly SummaryChunk[]): Promise<void> {
+    if (chunks.length > 0) {
+      await this.ch.client.insert({
+        table: this.ch.table('summary_chunks'),
+        format: 'JSONEachRow',
+        values: chunks.map((c) => ({
+          ...keyParams(key),
+          event_date: c.date,
+          resolution: c.resolution,
+          hour: Math.floor(c.hour / 1000),
+          version: c.version,
+          engine_version: c.engineVersion,
+          bucket_count: c.bucketCount,
+          buckets: c.buckets,
+        })),
+      });
+    }
   }
 
   /**
@@ -498,7 +515,7 @@ export class SummariesRepository {
    * event_ts in [fromMs, toMs) in serving order, as book rows (book-rows.ts), streamed (a busy
    * asset-day holds millions), together with the facts the run decides by (`facts`).
    *
-   * The facts ride on every row as two leading columns (scalar subqueries, evaluated once)
+   * The facts ride on every row as three leading columns (scalar subqueries, evaluated once)
    * and are known once the first row has arrived; a read without rows asks for them alone.
    * `events` must be read to its end or `close`d: it holds a stream session until then.
    */
@@ -511,17 +528,19 @@ export class SummariesRepository {
           `toUInt64(ifNull(${countBeforeSql(table, where)}, 0))`;
     const next = `ifNull((SELECT toString(event_date) FROM ${this.ch.table('market_dates')}
         WHERE venue = {venue:String} AND market = {market:String} AND event_date > {date:Date} ORDER BY event_date LIMIT 1), '')`;
+    const imports = VENUE_STORAGE[key.venue].imports ? holdsImportsSql(this.ch) : `toUInt8(0)`;
     const params = { venue: key.venue, market: key.market, asset: key.asset, date, from: fromMs, to: toMs, before: countBeforeMs ?? 0 };
-    const factsOf = (counted: string, nextDate: string): BookEventsFacts => ({
+    const factsOf = (counted: string, nextDate: string, holdsImports: number): BookEventsFacts => ({
       countedBefore: countBeforeMs === null ? null : Number(counted),
       nextDataDate: nextDate === '' ? null : nextDate,
+      holdsImports: holdsImports === 1,
     });
     // Every row carries the facts (the engine computes the scalar subqueries once): the
     // first row's are read, the others' skipped.
     const got: { facts: BookEventsFacts | null } = { facts: null };
     const { first, batches, close } = await firstBatch(rowBinaryRows(
       streamQuery(this.ch, {
-        query: `SELECT ${count} AS counted, ${next} AS next, ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+        query: `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports, ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
         ORDER BY event_ts, ingest_seq, dedup_id`,
         query_params: params,
@@ -530,13 +549,14 @@ export class SummariesRepository {
       (r) => {
         const counted = r.u64();
         const nextDate = r.string();
-        got.facts ??= factsOf(String(counted), nextDate);
+        const holdsImports = r.u8();
+        got.facts ??= factsOf(String(counted), nextDate, holdsImports);
         return readBookRow(key.venue, r, key.market, key.asset);
       },
     ));
     if (first.done === true || got.facts === null) {
-      const [r] = await this.rows<{ counted: string | number; next: string }>(`SELECT ${count} AS counted, ${next} AS next`, params);
-      return { facts: factsOf(String(r!.counted), r!.next), events: (async function* () {})(), close };
+      const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(`SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports`, params);
+      return { facts: factsOf(String(r!.counted), r!.next, Number(r!.imports)), events: (async function* () {})(), close };
     }
     const head = first.value;
     async function* events(): AsyncGenerator<BookRecord[]> {

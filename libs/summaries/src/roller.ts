@@ -129,10 +129,11 @@ function resumeChecker(venue: SummaryKey['venue'], day: SummaryDay): BookChecker
  * the caller, which logs and counts them.
  *
  * A run costs few engine round trips, since on an engine busy with inserts each one waits
- * far longer than its work takes: the events are read with the late-data count and the
- * market's next data date (one query), and, given `versions`, a run whose asset nobody wrote
- * since this roller's last write takes the stored day, the day before and the boundary
- * hour's chunks from what that write stored instead of reading them back.
+ * far longer than its work takes: the events are read with the late-data count, the
+ * market's next data date and whether the day holds imported records (one query), and,
+ * given `versions`, a run whose asset nobody wrote since this roller's last write takes the
+ * stored day, the day before and the boundary hour's chunks from what that write stored
+ * instead of reading them back.
  */
 export class Roller {
   private lastVersion = 0;
@@ -166,14 +167,22 @@ export class Roller {
   }
 
   async rollDay(key: SummaryKey, date: string, force = false): Promise<DayResult> {
+    return this.roll(key, date, force, false);
+  }
+
+  /**
+   * Own capture first: imported copies of events captured since go before the day is read
+   * (`supersedeImported`), and a day that lost any is rebuilt. Whether the day holds imported
+   * records at all comes with the run's read (almost never: then no round trip is spent on
+   * it); when it does, they are superseded and the run starts again, `importsSettled`.
+   */
+  private async roll(key: SummaryKey, date: string, force: boolean, importsSettled: boolean): Promise<DayResult> {
     // The rollup's clock decides only whether a day has ended (plus a grace period).
     const now = Date.now();
     const dayStart = dayStartMs(date);
     if (!Number.isFinite(dayStart)) throw new RangeError(`not a date: ${date}`);
     const dayEnd = dayStart + DAY_MS;
     const closed = now >= dayEnd + this.opts.closeGraceMs;
-    // Own capture first: imported copies of events captured since go, and the day is rebuilt.
-    if ((await this.repo.supersedeImported(key, date)) > 0) force = true;
     const memo = await this.memoFor(key, date);
     const { rows, before } = memo !== null ? { rows: [memo.day], before: memo.before } : await this.repo.window(key, date, date);
     const prev = rows[0] ?? null;
@@ -195,7 +204,10 @@ export class Roller {
     }
     // Late data: the store holds more events before covered_until than the run applied.
     if (!full && prev !== null && prev.complete) {
-      // A closed day has no events after covered_until to read: only the count is asked.
+      // A closed day has no events after covered_until to read: only the count is asked,
+      // of the day without imported copies of captured events.
+      if (!importsSettled && (await this.repo.supersedeImported(key, date)) > 0) return this.roll(key, date, true, true);
+      importsSettled = true;
       const n = await this.repo.countBookEvents(key, date, prev.coveredUntil);
       if (n === prev.events) return { date, outcome: 'unchanged', applied: 0, endStateChanged: false, alerts: [], nextDataDate: null };
       this.log.debug({ ...key, date, stored: n, applied: prev.events }, 'late data: rebuilding the day');
@@ -235,10 +247,14 @@ export class Roller {
     };
 
     const read = await this.repo.bookEventsRead(key, date, from, dayEnd, full ? null : prev!.coveredUntil);
+    if (read.facts.holdsImports && !importsSettled) {
+      await read.close();
+      return this.roll(key, date, force || (await this.repo.supersedeImported(key, date)) > 0, true);
+    }
     if (!full && read.facts.countedBefore !== prev!.events) {
       this.log.debug({ ...key, date, stored: read.facts.countedBefore, applied: prev!.events }, 'late data: rebuilding the day');
       await read.close();
-      return this.rollDay(key, date, true);
+      return this.roll(key, date, true, importsSettled);
     }
     const { nextDataDate } = read.facts;
     try {
