@@ -291,11 +291,26 @@ export class BookChecker {
       }
       this.pending.length = 0;
     }
-    if (last !== null && known && last.best_bid !== null && last.best_ask !== null && compareCanonical(last.best_bid, last.best_ask) >= 0) {
+    if (last !== null && known && last.best_bid !== null && last.best_ask !== null && this.crossed(last.best_bid, last.best_ask)) {
       checks.crossed_observations++;
       if (checks.first_crossed_ms === null) checks.first_crossed_ms = last.ts;
       this.alert({ kind: 'crossed', ts: last.ts, detail: `best bid ${last.best_bid} >= best ask ${last.best_ask}` });
     }
+  }
+
+  // The top tested last and its answer: the top stays put over most milliseconds.
+  private testedBid = '';
+  private testedAsk = '';
+  private testedCrossed = false;
+
+  /** best bid ≥ best ask, as decimals. */
+  private crossed(bid: string, ask: string): boolean {
+    if (bid !== this.testedBid || ask !== this.testedAsk) {
+      this.testedBid = bid;
+      this.testedAsk = ask;
+      this.testedCrossed = compareCanonical(bid, ask) >= 0;
+    }
+    return this.testedCrossed;
   }
 
   private alert(a: CheckAlert): void {

@@ -117,6 +117,12 @@ export class RowBinaryReader {
     return this.buf.toString('utf8', p, p + n);
   }
 
+  /** Skips a String (past the chunk's end is caught by the next read, as skipLevels' skips are). */
+  skipString(): void {
+    const n = this.length();
+    this.pos += n;
+  }
+
   i64Array(): number[] {
     const n = this.length();
     if (n === 0) return EMPTY;
@@ -160,6 +166,7 @@ export class RowBinaryReader {
  * chunks may cut anywhere; the embedded engine's hold whole rows) is joined with the next
  * chunk's bytes first. A stream that ends inside a row is an error.
  */
+const SUB = Number(process.env.SUB ?? 0);
 export async function* rowBinaryRows<T>(chunks: AsyncIterable<Buffer | Uint8Array>, row: (r: RowBinaryReader) => T): AsyncGenerator<T[]> {
   const r = new RowBinaryReader();
   let tail: Buffer | null = null;
@@ -168,7 +175,7 @@ export async function* rowBinaryRows<T>(chunks: AsyncIterable<Buffer | Uint8Arra
     const b: Buffer = tail === null ? chunk : Buffer.concat([tail, chunk]);
     tail = null;
     r.reset(b);
-    const out: T[] = [];
+    let out: T[] = [];
     while (r.pos < b.length) {
       const start = r.pos;
       try {
@@ -177,6 +184,10 @@ export async function* rowBinaryRows<T>(chunks: AsyncIterable<Buffer | Uint8Arra
         if (e !== UNDERFLOW) throw e;
         tail = b.subarray(start);
         break;
+      }
+      if (out.length === SUB && process.env.SUB) {
+        yield out;
+        out = [];
       }
     }
     if (out.length > 0) yield out;
