@@ -91,7 +91,7 @@ export interface BookEventsFacts {
 
 export interface BookEventsRead {
   facts: BookEventsFacts;
-  /** The book records (book-rows.ts), in serving order, one array per chunk read. */
+  /** The book records (book-rows.ts), in serving order, a few hundred per array. */
   events: AsyncGenerator<BookRecord[]>;
   /** Ends the read early (frees its stream session); harmless after the end. */
   close(): Promise<void>;
@@ -551,7 +551,7 @@ export class SummariesRepository {
 
   /**
    * A date's book events with event_ts in [fromMs, toMs), in serving order, as book records
-   * (book-rows.ts), one array per chunk, streamed (a busy asset-day holds millions).
+   * (book-rows.ts), a few hundred per array, streamed (a busy asset-day holds millions).
    */
   bookEvents(key: SummaryKey, date: string, fromMs: number, toMs: number): AsyncGenerator<BookRecord[]> {
     const { table, where } = this.bookFilter(key);
