@@ -39,6 +39,43 @@ import { PriceLadder } from './price-ladder.ts';
 
 const INITIAL_SCALE = 2;
 
+/**
+ * Level texts read before: a book meets the same few hundred prices and some thousands of
+ * sizes all day, and the row decoders hand over one string per value (book-rows.ts), so a
+ * lookup is cheaper than reading the text again (with ioredis loaded, `charCodeAt` is about
+ * 4x slower in the whole process, docs/BENCHMARKS.md). Bounded: cleared when full.
+ */
+const READ_MEMO_MAX = 1 << 14;
+/** Price text → units · 8 + decimals (decimals ≤ MAX_PRICE_DECIMALS < 8), or -1. */
+const PRICES = new Map<string, number>();
+const SIZES = new Map<string, string | null>();
+
+/** readPrice, remembered. */
+function levelPrice(s: string): number {
+  let v = PRICES.get(s);
+  if (v === undefined) {
+    const units = readPrice(s);
+    v = units < 0 ? -1 : units * 8 + readScratch.decimals;
+    if (PRICES.size >= READ_MEMO_MAX) PRICES.clear();
+    PRICES.set(s, v);
+  }
+  if (v < 0) return -1;
+  readScratch.decimals = v & 7;
+  return (v - (v & 7)) / 8;
+}
+
+/** canonicalSize, remembered. */
+function levelSize(s: unknown): string | null {
+  if (typeof s !== 'string') return null;
+  let v = SIZES.get(s);
+  if (v === undefined) {
+    v = canonicalSize(s);
+    if (SIZES.size >= READ_MEMO_MAX) SIZES.clear();
+    SIZES.set(s, v);
+  }
+  return v;
+}
+
 abstract class LadderBook {
   private scale = INITIAL_SCALE;
   /** Index of the price 1 (read it after index(), which may re-index). */
@@ -121,7 +158,7 @@ abstract class LadderBook {
    * anomaly, when it is not a price the engine holds.
    */
   protected priceUnits(price: unknown): number {
-    const units = typeof price === 'string' ? readPrice(price) : -1;
+    const units = typeof price === 'string' ? levelPrice(price) : -1;
     if (units < 0) this.anomaly(`price ${JSON.stringify(price)} is not in [0, 1] at 10^-6`);
     return units;
   }
@@ -135,7 +172,7 @@ abstract class LadderBook {
     const units = this.priceUnits(price);
     if (units < 0) return false;
     const decimals = readScratch.decimals;
-    const size = canonicalSize(text);
+    const size = levelSize(text);
     if (size === null) {
       this.anomaly(`size ${JSON.stringify(text)} is not a non-negative decimal`);
       return false;

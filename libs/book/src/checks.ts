@@ -123,8 +123,8 @@ const claimText = (v: unknown): string | undefined => (typeof v === 'string' ? v
 export class BookChecker {
   private pending: PendingClaim[] = [];
   private alerts: CheckAlert[] = [];
-  // The record whose entries the hook is watching.
-  private curTs = 0;
+  // The record whose entries the hook is watching (its time read only for a claim that waits).
+  private curTime = '';
   private curHash = '';
   private entryClaims = false;
   private readonly onChange: ChangeHook;
@@ -199,7 +199,7 @@ export class BookChecker {
       let o: Observation | null;
       const ev = this.kind.claimsTops(r);
       if (ev !== null) {
-        this.curTs = msFromText(ev.timestamp);
+        this.curTime = ev.timestamp;
         this.curHash = ev.hash;
         this.entryClaims = false;
         o = book.apply(ev, this.onChange);
@@ -266,7 +266,7 @@ export class BookChecker {
   private claim(bid: string | undefined, ask: string | undefined, afterBid: string, afterAsk: string, hash: string): void {
     this.checks.venue_best_checked++;
     if (holds(bid, afterBid) && holds(ask, afterAsk)) return;
-    this.pending.push({ ts: this.curTs, bid, ask, afterBid, afterAsk, hash });
+    this.pending.push({ ts: msFromText(this.curTime), bid, ask, afterBid, afterAsk, hash });
   }
 
   private endOfMillisecond(book: AnyBook, last: Observation | null): void {
