@@ -98,6 +98,15 @@ export class RowBinaryReader {
   }
 
   length(): number {
+    // One byte (below 128) holds nearly every length: read without the loop.
+    const p = this.pos;
+    if (p < this.buf.length) {
+      const c = this.buf[p]!;
+      if (c < 0x80) {
+        this.pos = p + 1;
+        return c;
+      }
+    }
     let n = 0;
     let shift = 1;
     for (;;) {
@@ -293,21 +302,30 @@ export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: 
   const type = eventType(r);
   const hash = r.string();
   const residue = r.string();
-  const ev: ExchangeAEvent = { market, asset_id: asset, timestamp: String(ms), hash, event_type: type };
-  if (type === 'book') {
-    ev.bids = levels(r);
-    ev.asks = levels(r);
-  } else {
-    skipLevels(r);
-    skipLevels(r);
-  }
   if (residue !== '') {
+    skipLevels(r);
+    skipLevels(r);
     skipChanges(r);
     return JSON.parse(residue) as ExchangeAEvent;
   }
-  if (type === 'price_change') ev.changes = changes(r);
-  else skipChanges(r);
-  return ev;
+  // Each record is made in one literal of its final shape: a field added afterwards would
+  // give a million records a second allocation each (their out-of-object properties).
+  const timestamp = String(ms);
+  if (type === 'price_change') {
+    skipLevels(r);
+    skipLevels(r);
+    return { market, asset_id: asset, timestamp, hash, event_type: type, changes: changes(r) };
+  }
+  if (type === 'book') {
+    const bids = levels(r);
+    const asks = levels(r);
+    skipChanges(r);
+    return { market, asset_id: asset, timestamp, hash, event_type: type, bids, asks };
+  }
+  skipLevels(r);
+  skipLevels(r);
+  skipChanges(r);
+  return { market, asset_id: asset, timestamp, hash, event_type: type };
 }
 
 /**
@@ -346,20 +364,30 @@ function changes(r: RowBinaryReader): PriceChange[] {
     r.pos = pAt + i * 8;
     const price = decimalText(r.i64(), b[psAt + i]!);
     r.pos = zAt + i * 8;
-    const side = b[sdAt + i]!;
-    const c: PriceChange = { price, side: (side < 3 ? SIDES[side] : '') as 'BUY' | 'SELL', size: decimalText(r.i64(), b[zsAt + i]!) };
+    const sd = b[sdAt + i]!;
+    const side = (sd < 3 ? SIDES[sd] : '') as 'BUY' | 'SELL';
+    const size = decimalText(r.i64(), b[zsAt + i]!);
     const h = hashes[i]!;
-    if (h !== '') c.hash = h;
     const bbs = b[bbsAt + i]!;
-    if (bbs !== SCALE_ABSENT) {
-      r.pos = bbAt + i * 8;
-      c.best_bid = decimalText(r.i64(), bbs);
-    }
     const bas = b[basAt + i]!;
-    if (bas !== SCALE_ABSENT) {
-      r.pos = baAt + i * 8;
-      c.best_ask = decimalText(r.i64(), bas);
+    // The two shapes entries come in (before 2025-09-15 none of the three optional
+    // fields, since then all three) are made whole; the field order stays the same.
+    if (h === '' && bbs === SCALE_ABSENT && bas === SCALE_ABSENT) {
+      out[i] = { price, side, size };
+      continue;
     }
+    r.pos = bbAt + i * 8;
+    const bb = bbs === SCALE_ABSENT ? undefined : decimalText(r.i64(), bbs);
+    r.pos = baAt + i * 8;
+    const ba = bas === SCALE_ABSENT ? undefined : decimalText(r.i64(), bas);
+    if (h !== '' && bb !== undefined && ba !== undefined) {
+      out[i] = { price, side, size, hash: h, best_bid: bb, best_ask: ba };
+      continue;
+    }
+    const c: PriceChange = { price, side, size };
+    if (h !== '') c.hash = h;
+    if (bb !== undefined) c.best_bid = bb;
+    if (ba !== undefined) c.best_ask = ba;
     out[i] = c;
   }
   r.pos = end;
