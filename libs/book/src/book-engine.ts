@@ -40,18 +40,22 @@ import { PriceLadder } from './price-ladder.ts';
 const INITIAL_SCALE = 2;
 
 /**
- * Level texts read before: a book meets the same few hundred prices and some thousands of
- * sizes all day, and the row decoders hand over one string per value (book-rows.ts), so a
- * lookup is cheaper than reading the text again (with ioredis loaded, `charCodeAt` is about
- * 4x slower in the whole process, docs/BENCHMARKS.md). Bounded: cleared when full.
+ * Price texts read before: a book meets the same few hundred prices all day, and the row
+ * decoders hand over one string per value (book-rows.ts), so a lookup is cheaper than
+ * reading the text again (with ioredis loaded, `charCodeAt` is about 4x slower in the whole
+ * process, docs/BENCHMARKS.md). Sizes vary far more and are read each time. Bounded:
+ * cleared when full.
  */
 const READ_MEMO_MAX = 1 << 14;
 /** Price text → units · 8 + decimals (decimals ≤ MAX_PRICE_DECIMALS < 8), or -1. */
 const PRICES = new Map<string, number>();
-const SIZES = new Map<string, string | null>();
+
+/** Longer texts (trailing zeros, or not prices at all) are read, not remembered. */
+const MEMO_TEXT_MAX = 16;
 
 /** readPrice, remembered. */
 function levelPrice(s: string): number {
+  if (s.length > MEMO_TEXT_MAX) return readPrice(s);
   let v = PRICES.get(s);
   if (v === undefined) {
     const units = readPrice(s);
@@ -62,18 +66,6 @@ function levelPrice(s: string): number {
   if (v < 0) return -1;
   readScratch.decimals = v & 7;
   return (v - (v & 7)) / 8;
-}
-
-/** canonicalSize, remembered. */
-function levelSize(s: unknown): string | null {
-  if (typeof s !== 'string') return null;
-  let v = SIZES.get(s);
-  if (v === undefined) {
-    v = canonicalSize(s);
-    if (SIZES.size >= READ_MEMO_MAX) SIZES.clear();
-    SIZES.set(s, v);
-  }
-  return v;
 }
 
 abstract class LadderBook {
@@ -172,7 +164,7 @@ abstract class LadderBook {
     const units = this.priceUnits(price);
     if (units < 0) return false;
     const decimals = readScratch.decimals;
-    const size = levelSize(text);
+    const size = canonicalSize(text);
     if (size === null) {
       this.anomaly(`size ${JSON.stringify(text)} is not a non-negative decimal`);
       return false;
