@@ -39,6 +39,35 @@ import { PriceLadder } from './price-ladder.ts';
 
 const INITIAL_SCALE = 2;
 
+/**
+ * Price texts read before: a book meets the same few hundred prices all day, and the row
+ * decoders hand over one string per value (book-rows.ts), so a lookup is cheaper than
+ * reading the text again (with ioredis loaded, `charCodeAt` is about 4x slower in the whole
+ * process, docs/BENCHMARKS.md). Sizes vary far more and are read each time. Bounded:
+ * cleared when full.
+ */
+const READ_MEMO_MAX = 1 << 14;
+/** Price text → units · 8 + decimals (decimals ≤ MAX_PRICE_DECIMALS < 8), or -1. */
+const PRICES = new Map<string, number>();
+
+/** Longer texts (trailing zeros, or not prices at all) are read, not remembered. */
+const MEMO_TEXT_MAX = 16;
+
+/** readPrice, remembered. */
+function levelPrice(s: string): number {
+  if (s.length > MEMO_TEXT_MAX) return readPrice(s);
+  let v = PRICES.get(s);
+  if (v === undefined) {
+    const units = readPrice(s);
+    v = units < 0 ? -1 : units * 8 + readScratch.decimals;
+    if (PRICES.size >= READ_MEMO_MAX) PRICES.clear();
+    PRICES.set(s, v);
+  }
+  if (v < 0) return -1;
+  readScratch.decimals = v & 7;
+  return (v - (v & 7)) / 8;
+}
+
 abstract class LadderBook {
   private scale = INITIAL_SCALE;
   /** Index of the price 1 (read it after index(), which may re-index). */
@@ -121,7 +150,7 @@ abstract class LadderBook {
    * anomaly, when it is not a price the engine holds.
    */
   protected priceUnits(price: unknown): number {
-    const units = typeof price === 'string' ? readPrice(price) : -1;
+    const units = typeof price === 'string' ? levelPrice(price) : -1;
     if (units < 0) this.anomaly(`price ${JSON.stringify(price)} is not in [0, 1] at 10^-6`);
     return units;
   }

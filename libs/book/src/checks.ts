@@ -123,8 +123,8 @@ const claimText = (v: unknown): string | undefined => (typeof v === 'string' ? v
 export class BookChecker {
   private pending: PendingClaim[] = [];
   private alerts: CheckAlert[] = [];
-  // The record whose entries the hook is watching.
-  private curTs = 0;
+  // The record whose entries the hook is watching (its time read only for a claim that waits).
+  private curTime = '';
   private curHash = '';
   private entryClaims = false;
   private readonly onChange: ChangeHook;
@@ -199,7 +199,7 @@ export class BookChecker {
       let o: Observation | null;
       const ev = this.kind.claimsTops(r);
       if (ev !== null) {
-        this.curTs = msFromText(ev.timestamp);
+        this.curTime = ev.timestamp;
         this.curHash = ev.hash;
         this.entryClaims = false;
         o = book.apply(ev, this.onChange);
@@ -266,7 +266,7 @@ export class BookChecker {
   private claim(bid: string | undefined, ask: string | undefined, afterBid: string, afterAsk: string, hash: string): void {
     this.checks.venue_best_checked++;
     if (holds(bid, afterBid) && holds(ask, afterAsk)) return;
-    this.pending.push({ ts: this.curTs, bid, ask, afterBid, afterAsk, hash });
+    this.pending.push({ ts: msFromText(this.curTime), bid, ask, afterBid, afterAsk, hash });
   }
 
   private endOfMillisecond(book: AnyBook, last: Observation | null): void {
@@ -291,11 +291,26 @@ export class BookChecker {
       }
       this.pending.length = 0;
     }
-    if (last !== null && known && last.best_bid !== null && last.best_ask !== null && compareCanonical(last.best_bid, last.best_ask) >= 0) {
+    if (last !== null && known && last.best_bid !== null && last.best_ask !== null && this.crossed(last.best_bid, last.best_ask)) {
       checks.crossed_observations++;
       if (checks.first_crossed_ms === null) checks.first_crossed_ms = last.ts;
       this.alert({ kind: 'crossed', ts: last.ts, detail: `best bid ${last.best_bid} >= best ask ${last.best_ask}` });
     }
+  }
+
+  // The top tested last and its answer: the top stays put over most milliseconds.
+  private testedBid = '';
+  private testedAsk = '';
+  private testedCrossed = false;
+
+  /** best bid ≥ best ask, as decimals. */
+  private crossed(bid: string, ask: string): boolean {
+    if (bid !== this.testedBid || ask !== this.testedAsk) {
+      this.testedBid = bid;
+      this.testedAsk = ask;
+      this.testedCrossed = compareCanonical(bid, ask) >= 0;
+    }
+    return this.testedCrossed;
   }
 
   private alert(a: CheckAlert): void {

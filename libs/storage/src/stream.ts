@@ -253,14 +253,25 @@ async function* sessionStream(session: ChdbSession, q: StreamQuery): ByteStream 
     return;
   }
   let stream: ChdbQueryStream | undefined;
+  let ahead: Promise<IteratorResult<ChdbStreamChunk>> | undefined;
   try {
     stream = session.queryStreamBind(q.query, q.query_params ?? {}, { format: q.format, ...(q.signal ? { signal: q.signal } : {}) });
-    for await (const chunk of stream) {
-      const raw = chunk.raw();
+    const chunks = stream[Symbol.asyncIterator]();
+    ahead = chunks.next();
+    for (;;) {
+      const next = await ahead;
+      ahead = undefined;
+      if (next.done === true) break;
+      // One chunk ahead: the engine makes the next chunk on its thread while the caller
+      // reads this one, instead of waiting until the caller asks.
+      ahead = chunks.next();
+      const raw = next.value.raw();
       // chdb copies each chunk into a JS buffer of its own: wrap it, do not copy again.
       yield Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
     }
   } finally {
+    // A read broken off waits for the chunk being made: the session goes back idle.
+    if (ahead) await ahead.catch(() => undefined);
     if (stream && !stream.closed) stream.cancel();
   }
 }

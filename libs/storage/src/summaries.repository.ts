@@ -96,7 +96,7 @@ export interface BookEventsFacts {
 
 export interface BookEventsRead {
   facts: BookEventsFacts;
-  /** The book records (book-rows.ts), in serving order, one array per chunk read. */
+  /** The book records (book-rows.ts), in serving order, a few hundred per array. */
   events: AsyncGenerator<BookRecord[]>;
   /** Ends the read early (frees its stream session); harmless after the end. */
   close(): Promise<void>;
@@ -547,10 +547,13 @@ export class SummariesRepository {
         format: BOOK_ROW_FORMAT,
       }),
       (r) => {
-        const counted = r.u64();
-        const nextDate = r.string();
-        const holdsImports = r.u8();
-        got.facts ??= factsOf(String(counted), nextDate, holdsImports);
+        if (got.facts === null) got.facts = factsOf(String(r.u64()), r.string(), r.u8());
+        else {
+          // The other rows' copies: skipped, not decoded (a million rows a busy day).
+          r.pos += 8;
+          r.skipString();
+          r.pos += 1;
+        }
         return readBookRow(key.venue, r, key.market, key.asset);
       },
     ));
@@ -568,7 +571,7 @@ export class SummariesRepository {
 
   /**
    * A date's book events with event_ts in [fromMs, toMs), in serving order, as book records
-   * (book-rows.ts), one array per chunk, streamed (a busy asset-day holds millions).
+   * (book-rows.ts), a few hundred per array, streamed (a busy asset-day holds millions).
    */
   bookEvents(key: SummaryKey, date: string, fromMs: number, toMs: number): AsyncGenerator<BookRecord[]> {
     const { table, where } = this.bookFilter(key);

@@ -230,7 +230,7 @@ export class Roller {
       const events = startEvents + applied;
       if (withBook && book.isKnown() && checkpoints.at(-1)?.events !== events) checkpoints.push({ events, at, state: JSON.stringify(book.toState()) });
     };
-    let held: BookRecord[] = [];
+    const held: BookRecord[] = [];
     let heldTs = -1;
     // The held millisecond, and the last one applied, holds a book record.
     let heldBook = false;
@@ -240,7 +240,8 @@ export class Roller {
       checker.applyMillisecond(book, held, fold.observe);
       const crossed = Math.floor((startEvents + applied + held.length) / every) > Math.floor((startEvents + applied) / every);
       applied += held.length;
-      held = [];
+      // Emptied, not replaced: a dense day holds a million milliseconds.
+      held.length = 0;
       if (crossed) checkpoint(heldTs, heldBook);
       lastBook = heldBook;
       heldBook = false;
