@@ -129,9 +129,15 @@ export class BookEventsRepository {
     return Number((await rs.json<{ n: string }>())[0]?.n ?? 0);
   }
 
+  /**
+   * PREWHERE: the conditions name only sorting-key columns, which every version of a row
+   * shares, so filtering before FINAL keeps or drops a row's versions together (exact), and
+   * the engine reads the other columns only where they hold; it does not move conditions
+   * into PREWHERE by itself under FINAL.
+   */
   private spanSql(venue: Venue): string {
     return `FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
-        WHERE ${BOOK_OF(venue)} AND ${TYPES_OF(venue)}
+        PREWHERE ${BOOK_OF(venue)} AND ${TYPES_OF(venue)}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC')`;
   }
