@@ -117,10 +117,13 @@ export class BookReader {
     const { events } = this.deps;
     const cp = await this.checkpoint(key, atMs);
     if (cp !== null) {
-      // The state and the records after it are read at once: each read is a round trip.
+      // Up to the build's next checkpoint the span holds one interval's records at most: read whole.
+      const bounded = cp.nextAt !== null && untilMs < cp.nextAt;
+      // The state and the records after it are asked for at once: a server reads them side by
+      // side (the embedded engine runs bound queries one at a time, process-wide).
       const [state, h] = await Promise.allSettled([
         this.deps.summaries.checkpointState(key, cp.date, cp.baseVersion, cp.events),
-        events.after(key.venue, key.market, key.asset, cp.at, untilMs, counted),
+        events.after(key.venue, key.market, key.asset, cp.at, untilMs, counted, bounded),
       ]);
       if (state.status === 'rejected') {
         if (h.status === 'fulfilled') await h.value.close();
@@ -135,8 +138,11 @@ export class BookReader {
     return { ...h, start: null, version: `${h.anchorMs}:${h.count}` };
   }
 
-  /** The latest checkpoint at or before `atMs` that is exact (its date, build and position), or null. */
-  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number }) | null> {
+  /**
+   * The latest checkpoint at or before `atMs` that is exact (its date, build and position),
+   * with the time of the build's next checkpoint (null: it is the build's last), or null.
+   */
+  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null }) | null> {
     const { summaries, redis, queuePrefix } = this.deps;
     let state: { pending: Set<string>; version: string | null };
     try {
@@ -149,7 +155,7 @@ export class BookReader {
     const days = await this.dayBuilds(key, state.version);
     const date = utcDate(atMs);
     // The latest day at or before the instant with a checkpoint at or before it (a few days back at most).
-    let found: (CheckpointPosition & { day: DayBuild }) | null = null;
+    let found: (CheckpointPosition & { day: DayBuild; nextAt: number | null }) | null = null;
     let looked = 0;
     for (let i = days.length - 1; i >= 0 && found === null && looked < DAYS_BACK; i--) {
       const day = days[i]!;
@@ -158,7 +164,7 @@ export class BookReader {
       const list = await this.positionsOf(key, day);
       for (let j = list.length - 1; j >= 0; j--) {
         if (list[j]!.at <= atMs) {
-          found = { ...list[j]!, day };
+          found = { ...list[j]!, day, nextAt: list[j + 1]?.at ?? null };
           break;
         }
       }
@@ -170,7 +176,7 @@ export class BookReader {
     if (!day.complete || pending.length > 0) {
       if ((await summaries.countBookEvents(key, day.date, found.at + 1)) !== found.events) return null;
     }
-    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion };
+    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion, nextAt: found.nextAt };
   }
 
   /** A day build's checkpoint positions: kept for a closed day, read each time for an open one (its runs add more). */
