@@ -3,6 +3,7 @@ import { ENGINE_VERSION, msFromText, type BookRecord } from '@booktape/book';
 import { assetRollupState } from '@booktape/messaging';
 import type { BookEventsRepository, BookHistory, CheckpointPosition, DayBuild, SummariesRepository, SummaryKey } from '@booktape/storage';
 import { utcDate } from '@booktape/domain';
+import { CheckpointStates } from './checkpoint-states.ts';
 import { bookFromState } from './fold.ts';
 import { VersionedCache } from './versioned-cache.ts';
 
@@ -109,6 +110,8 @@ export class BookReader {
   private readonly positions = new Map<string, CheckpointPosition[]>();
   /** Positions (plus one per day build) held in `positions`. */
   private positionsHeld = 0;
+  /** States of the checkpoints answers started from. */
+  private readonly states = new CheckpointStates(STATE_CHARS_HELD);
 
   constructor(private readonly deps: BookReaderDeps) {}
 
@@ -122,7 +125,7 @@ export class BookReader {
       // The state and the records after it are asked for at once: a server reads them side by
       // side (the embedded engine runs bound queries one at a time, process-wide).
       const [state, h] = await Promise.allSettled([
-        this.deps.summaries.checkpointState(key, cp.date, cp.baseVersion, cp.events),
+        this.stateOf(key, cp),
         events.after(key.venue, key.market, key.asset, cp.at, untilMs, counted, bounded),
       ]);
       if (state.status === 'rejected') {
@@ -136,6 +139,16 @@ export class BookReader {
     }
     const h = await events.sinceLastSnapshot(key.venue, key.market, key.asset, atMs, untilMs, counted);
     return { ...h, start: null, version: `${h.anchorMs}:${h.count}` };
+  }
+
+  /** A checkpoint's state, kept once read (CheckpointStates); null when it is gone. */
+  private async stateOf(key: SummaryKey, cp: { date: string; baseVersion: number; events: number }): Promise<string | null> {
+    const id = `${key.venue}|${key.market}|${key.asset}|${cp.date}|${cp.baseVersion}|${cp.events}`;
+    const hit = this.states.get(id);
+    if (hit !== undefined) return hit;
+    const state = await this.deps.summaries.checkpointState(key, cp.date, cp.baseVersion, cp.events);
+    if (state !== null) this.states.set(id, state);
+    return state;
   }
 
   /**
@@ -211,6 +224,8 @@ const BUILDS_TTL_MS = 30_000;
 const BUILDS_CACHED = 10_000;
 /** Checkpoint positions kept, all day builds together (~50 bytes each: ~50 MB at most). */
 const POSITIONS_HELD = 1_000_000;
+/** Checkpoint state kept, in characters (a 40-level book's state is ~1,500: ~20,000 states). */
+const STATE_CHARS_HELD = 32_000_000;
 /**
  * Rolled-up days looked back for a checkpoint. Every closed day whose book was known at its
  * end has one, so only a book unknown (or without book records) that long is rebuilt from

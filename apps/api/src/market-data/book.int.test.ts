@@ -9,7 +9,7 @@ import { utcDate } from '@booktape/domain';
 import { assetKey, rollupKeys } from '@booktape/messaging';
 import type { SummaryKey } from '@booktape/storage';
 import { BookEventsRepository, SummariesRepository as Summaries } from '@booktape/storage';
-import { BookReader, Roller } from '@booktape/summaries';
+import { BookReader, bookAt, Roller } from '@booktape/summaries';
 import { bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
 
 /**
@@ -331,7 +331,14 @@ describe('book at any instant', () => {
         return events.after(...args);
       },
     });
-    const books = new BookReader({ summaries, events: spy, redis: t.redis, queuePrefix: t.config.rollupQueuePrefix });
+    let stateReads = 0;
+    const counting = Object.assign(Object.create(summaries) as Summaries, {
+      checkpointState: (...args: Parameters<Summaries['checkpointState']>) => {
+        stateReads++;
+        return summaries.checkpointState(...args);
+      },
+    });
+    const books = new BookReader({ summaries: counting, events: spy, redis: t.redis, queuePrefix: t.config.rollupQueuePrefix });
     const at = t0 + 7_000;
     const src = await books.source(key, at);
     await src.close();
@@ -340,9 +347,15 @@ describe('book at any instant', () => {
     // 100 + 7 deltas of +1 (the copy once) + 10.
     const want = { as_of_ms: t0 + 7_000, is_known: true, yes: [{ price: '0.4', size: '117' }] };
     expect((await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${at}`)).body).toMatchObject(want);
+    // The same answer again, its checkpoint's state now kept in memory: read once.
+    for (let i = 0; i < 2; i++) {
+      const b = await bookAt(books, key, at, 10);
+      expect(b).toMatchObject({ asOfMs: want.as_of_ms, known: true, sides: [[{ price: '0.4', size: '117' }], []] });
+    }
+    expect(stateReads).toBe(1);
     // After the day's last checkpoint the span is not known to be small: streamed.
     const late = await books.source(key, t0 + 86_400_000);
     await late.close();
-    expect(bounded).toEqual([true, false]);
+    expect(bounded).toEqual([true, true, true, false]);
   });
 });
