@@ -118,9 +118,12 @@ export class BookEventsRepository {
    * The book events of one book with event_ts in (afterMs, untilMs], in serving order: what
    * a book restored at `afterMs` (a rollup checkpoint) needs up to `untilMs`. `anchorMs` is
    * null (no snapshot was looked for). The first record is read before this returns.
+   * `bounded`: the span holds a few thousand records at most (up to the next checkpoint), so
+   * it is read whole on the engine's threads (StreamQuery.whole) instead of streamed: a
+   * stream's start holds the event loop until the engine has sorted the span.
    */
-  async after(venue: Venue, market: string, asset: string, afterMs: number, untilMs: number, counted = false): Promise<BookHistory> {
-    return { ...(await this.span(venue, market, asset, afterMs + 1, untilMs, counted)), anchorMs: null };
+  async after(venue: Venue, market: string, asset: string, afterMs: number, untilMs: number, counted = false, bounded = false): Promise<BookHistory> {
+    return { ...(await this.span(venue, market, asset, afterMs + 1, untilMs, counted, bounded)), anchorMs: null };
   }
 
   /** The book events with event_ts in [fromMs, untilMs] (FINAL: duplicates count once). */
@@ -129,18 +132,25 @@ export class BookEventsRepository {
     return Number((await rs.json<{ n: string }>())[0]?.n ?? 0);
   }
 
+  /**
+   * PREWHERE: the conditions name only sorting-key columns, which every version of a row
+   * shares, so filtering before FINAL keeps or drops a row's versions together (exact), and
+   * the engine reads the other columns only where they hold; it does not move conditions
+   * into PREWHERE by itself under FINAL.
+   */
   private spanSql(venue: Venue): string {
     return `FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
-        WHERE ${BOOK_OF(venue)} AND ${TYPES_OF(venue)}
+        PREWHERE ${BOOK_OF(venue)} AND ${TYPES_OF(venue)}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC')`;
   }
 
-  /** The book events with event_ts in [fromMs, untilMs], streamed (see `BookHistory`). */
-  private async span(venue: Venue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean): Promise<Omit<BookHistory, 'anchorMs'>> {
+  /** The book events with event_ts in [fromMs, untilMs], streamed, or read at once when `whole` (see `BookHistory`). */
+  private async span(venue: Venue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean, whole = false): Promise<Omit<BookHistory, 'anchorMs'>> {
     const params = { m: market, a: asset, from: fromMs, to: untilMs };
     const count = counted ? await this.count(venue, market, asset, fromMs, untilMs) : null;
-    const { first, batches, close } = await firstBatch(bookRowBatches(venue, streamQuery(this.ch, { query: `SELECT ${BOOK_ROW_COLUMNS[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`, query_params: params, format: BOOK_ROW_FORMAT }), market, asset));
+    const query = `SELECT ${BOOK_ROW_COLUMNS[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`;
+    const { first, batches, close } = await firstBatch(bookRowBatches(venue, streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT, whole }), market, asset));
     async function* records(): AsyncGenerator<BookRecord> {
       try {
         if (first.done === true) return;

@@ -3,6 +3,7 @@ import { ENGINE_VERSION, msFromText, type BookRecord } from '@booktape/book';
 import { assetRollupState } from '@booktape/messaging';
 import type { BookEventsRepository, BookHistory, CheckpointPosition, DayBuild, SummariesRepository, SummaryKey } from '@booktape/storage';
 import { utcDate } from '@booktape/domain';
+import { CheckpointStates } from './checkpoint-states.ts';
 import { bookFromState } from './fold.ts';
 import { VersionedCache } from './versioned-cache.ts';
 
@@ -109,6 +110,8 @@ export class BookReader {
   private readonly positions = new Map<string, CheckpointPosition[]>();
   /** Positions (plus one per day build) held in `positions`. */
   private positionsHeld = 0;
+  /** States of the checkpoints answers started from. */
+  private readonly states = new CheckpointStates(STATE_CHARS_HELD);
 
   constructor(private readonly deps: BookReaderDeps) {}
 
@@ -117,10 +120,13 @@ export class BookReader {
     const { events } = this.deps;
     const cp = await this.checkpoint(key, atMs);
     if (cp !== null) {
-      // The state and the records after it are read at once: each read is a round trip.
+      // Up to the build's next checkpoint the span holds one interval's records at most: read whole.
+      const bounded = cp.nextAt !== null && untilMs < cp.nextAt;
+      // The state and the records after it are asked for at once: a server reads them side by
+      // side (the embedded engine runs bound queries one at a time, process-wide).
       const [state, h] = await Promise.allSettled([
-        this.deps.summaries.checkpointState(key, cp.date, cp.baseVersion, cp.events),
-        events.after(key.venue, key.market, key.asset, cp.at, untilMs, counted),
+        this.stateOf(key, cp),
+        events.after(key.venue, key.market, key.asset, cp.at, untilMs, counted, bounded),
       ]);
       if (state.status === 'rejected') {
         if (h.status === 'fulfilled') await h.value.close();
@@ -135,8 +141,21 @@ export class BookReader {
     return { ...h, start: null, version: `${h.anchorMs}:${h.count}` };
   }
 
-  /** The latest checkpoint at or before `atMs` that is exact (its date, build and position), or null. */
-  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number }) | null> {
+  /** A checkpoint's state, kept once read (CheckpointStates); null when it is gone. */
+  private async stateOf(key: SummaryKey, cp: { date: string; baseVersion: number; events: number }): Promise<string | null> {
+    const id = `${key.venue}|${key.market}|${key.asset}|${cp.date}|${cp.baseVersion}|${cp.events}`;
+    const hit = this.states.get(id);
+    if (hit !== undefined) return hit;
+    const state = await this.deps.summaries.checkpointState(key, cp.date, cp.baseVersion, cp.events);
+    if (state !== null) this.states.set(id, state);
+    return state;
+  }
+
+  /**
+   * The latest checkpoint at or before `atMs` that is exact (its date, build and position),
+   * with the time of the build's next checkpoint (null: it is the build's last), or null.
+   */
+  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null }) | null> {
     const { summaries, redis, queuePrefix } = this.deps;
     let state: { pending: Set<string>; version: string | null };
     try {
@@ -149,7 +168,7 @@ export class BookReader {
     const days = await this.dayBuilds(key, state.version);
     const date = utcDate(atMs);
     // The latest day at or before the instant with a checkpoint at or before it (a few days back at most).
-    let found: (CheckpointPosition & { day: DayBuild }) | null = null;
+    let found: (CheckpointPosition & { day: DayBuild; nextAt: number | null }) | null = null;
     let looked = 0;
     for (let i = days.length - 1; i >= 0 && found === null && looked < DAYS_BACK; i--) {
       const day = days[i]!;
@@ -158,7 +177,7 @@ export class BookReader {
       const list = await this.positionsOf(key, day);
       for (let j = list.length - 1; j >= 0; j--) {
         if (list[j]!.at <= atMs) {
-          found = { ...list[j]!, day };
+          found = { ...list[j]!, day, nextAt: list[j + 1]?.at ?? null };
           break;
         }
       }
@@ -170,7 +189,7 @@ export class BookReader {
     if (!day.complete || pending.length > 0) {
       if ((await summaries.countBookEvents(key, day.date, found.at + 1)) !== found.events) return null;
     }
-    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion };
+    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion, nextAt: found.nextAt };
   }
 
   /** A day build's checkpoint positions: kept for a closed day, read each time for an open one (its runs add more). */
@@ -205,6 +224,8 @@ const BUILDS_TTL_MS = 30_000;
 const BUILDS_CACHED = 10_000;
 /** Checkpoint positions kept, all day builds together (~50 bytes each: ~50 MB at most). */
 const POSITIONS_HELD = 1_000_000;
+/** Checkpoint state kept, in characters (a 40-level book's state is ~1,500: ~20,000 states). */
+const STATE_CHARS_HELD = 32_000_000;
 /**
  * Rolled-up days looked back for a checkpoint. Every closed day whose book was known at its
  * end has one, so only a book unknown (or without book records) that long is rebuilt from

@@ -9,7 +9,7 @@ import { utcDate } from '@booktape/domain';
 import { assetKey, rollupKeys } from '@booktape/messaging';
 import type { SummaryKey } from '@booktape/storage';
 import { BookEventsRepository, SummariesRepository as Summaries } from '@booktape/storage';
-import { BookReader, Roller } from '@booktape/summaries';
+import { BookReader, bookAt, Roller } from '@booktape/summaries';
 import { bearer, conditionId, startTestApi, type TestApi } from '../testing.ts';
 
 /**
@@ -297,5 +297,65 @@ describe('book at any instant', () => {
     } finally {
       await t.redis.del(dirty, versionKey);
     }
+  });
+
+  it('reads a checkpoint interval whole: a duplicate counts once and a late row after the checkpoint is applied', async () => {
+    const ticker = 'KXBOOK-INTERVAL';
+    const key: SummaryKey = { venue: 'exchange-b', market: ticker, asset: ticker };
+    const t0 = Date.UTC(2026, 2, 6, 9);
+    let n = 0;
+    const delta = (ms: number, d: string, dedup = `iv-${++n}`, seq = n): ExchangeBMessage => {
+      const record = { type: 'delta', side: 'yes', price: '0.4000', delta: d, ticker, timestamp: new Date(ms).toISOString(), epoch_ms: ms, sid: 1, seq } as ExchangeBRecord;
+      return { venue: 'exchange-b', received_at: record.timestamp, worker_id: 1, ingest_seq: seqOf(ms, n), dedup_id: dedup, record };
+    };
+    const snapshot: ExchangeBMessage = {
+      venue: 'exchange-b',
+      received_at: new Date(t0).toISOString(),
+      worker_id: 1,
+      ingest_seq: seqOf(t0, 0),
+      dedup_id: 'iv-0',
+      record: { type: 'snapshot', ticker, timestamp: new Date(t0).toISOString(), epoch_ms: t0, sid: 1, seq: 0, yes: [['0.4000', '100.00']], no: [] } as ExchangeBRecord,
+    };
+    // A snapshot, then ten deltas of +1 a second apart: checkpoints after the 3rd, 6th and 9th event and at the day's end.
+    await t.filler.insert('exchange-b', [snapshot, ...Array.from({ length: 10 }, (_, i) => delta(t0 + (i + 1) * 1000, '1.00'))]);
+    const summaries = new Summaries(t.ch);
+    await new Roller(summaries, silentLogger(), { closeGraceMs: 0, checkpointEvery: 3 }).rollDay(key, '2026-03-06');
+    // Between the checkpoints at t0 + 5 s (the 6th event) and t0 + 8 s: a copy of the delta at
+    // t0 + 6 s (same record, later ingest) and a late delta of +10 at t0 + 6.5 s, neither rolled up.
+    await t.filler.insert('exchange-b', [{ ...delta(t0 + 6_000, '1.00', 'iv-6', 6), ingest_seq: seqOf(t0 + 6_000, 99) }, delta(t0 + 6_500, '10.00')]);
+    const events = new BookEventsRepository(t.ch);
+    const bounded: boolean[] = [];
+    const spy = Object.assign(Object.create(events) as BookEventsRepository, {
+      after: (...args: Parameters<BookEventsRepository['after']>) => {
+        bounded.push(args[6] === true);
+        return events.after(...args);
+      },
+    });
+    let stateReads = 0;
+    const counting = Object.assign(Object.create(summaries) as Summaries, {
+      checkpointState: (...args: Parameters<Summaries['checkpointState']>) => {
+        stateReads++;
+        return summaries.checkpointState(...args);
+      },
+    });
+    const books = new BookReader({ summaries: counting, events: spy, redis: t.redis, queuePrefix: t.config.rollupQueuePrefix });
+    const at = t0 + 7_000;
+    const src = await books.source(key, at);
+    await src.close();
+    expect(src.start?.asOfMs).toBe(t0 + 5_000);
+    expect(bounded).toEqual([true]);
+    // 100 + 7 deltas of +1 (the copy once) + 10.
+    const want = { as_of_ms: t0 + 7_000, is_known: true, yes: [{ price: '0.4', size: '117' }] };
+    expect((await get(`/exchange-b/market/book?ticker=${ticker}&timestamp=${at}`)).body).toMatchObject(want);
+    // The same answer again, its checkpoint's state now kept in memory: read once.
+    for (let i = 0; i < 2; i++) {
+      const b = await bookAt(books, key, at, 10);
+      expect(b).toMatchObject({ asOfMs: want.as_of_ms, known: true, sides: [[{ price: '0.4', size: '117' }], []] });
+    }
+    expect(stateReads).toBe(1);
+    // After the day's last checkpoint the span is not known to be small: streamed.
+    const late = await books.source(key, t0 + 86_400_000);
+    await late.close();
+    expect(bounded).toEqual([true, true, true, false]);
   });
 });
