@@ -263,8 +263,11 @@ async function* sessionStream(session: ChdbSession, q: StreamQuery): ByteStream 
       ahead = undefined;
       if (next.done === true) break;
       // One chunk ahead: the engine makes the next chunk on its thread while the caller
-      // reads this one, instead of waiting until the caller asks.
+      // reads this one, instead of waiting until the caller asks. Its failure (an abort, a
+      // query error) is met by the await above; marked handled meanwhile, so that it does not
+      // end the process as an unhandled rejection while the caller is away.
       ahead = chunks.next();
+      ahead.catch(() => undefined);
       const raw = next.value.raw();
       // chdb copies each chunk into a JS buffer of its own: wrap it, do not copy again.
       yield Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
