@@ -6,8 +6,9 @@
  *
  * A state is named by its asset, date, day build (base version) and position: the rows of
  * one build at one position hold the same book, and a rebuild writes a new build, so a
- * kept state never goes stale. At most `maxChars` characters of state are kept, the least
- * recently used first out.
+ * kept state never goes stale. At most `maxChars` characters are kept, the names counted
+ * with their states (a near-empty book's name is longer than its state), the least recently
+ * used first out.
  */
 export class CheckpointStates {
   private readonly entries = new Map<string, string>();
@@ -24,18 +25,18 @@ export class CheckpointStates {
   }
 
   set(id: string, state: string): void {
-    if (state.length > this.maxChars) return;
+    if (id.length + state.length > this.maxChars) return;
     const old = this.entries.get(id);
     if (old !== undefined) {
       this.entries.delete(id);
-      this.chars -= old.length;
+      this.chars -= id.length + old.length;
     }
     this.entries.set(id, state);
-    this.chars += state.length;
+    this.chars += id.length + state.length;
     for (const [k, v] of this.entries) {
       if (this.chars <= this.maxChars) break;
       this.entries.delete(k);
-      this.chars -= v.length;
+      this.chars -= k.length + v.length;
     }
   }
 }
