@@ -120,8 +120,9 @@ export class BookReader {
     const { events } = this.deps;
     const cp = await this.checkpoint(key, atMs);
     if (cp !== null) {
-      // Up to the build's next checkpoint the span holds one interval's records at most: read whole.
-      const bounded = cp.nextAt !== null && untilMs < cp.nextAt;
+      // Up to the build's next checkpoint the span holds that interval's records (plus late
+      // rows the next rollup run takes in): read whole when the interval is small.
+      const bounded = cp.nextAt !== null && untilMs < cp.nextAt && cp.nextEvents - cp.events <= WHOLE_SPAN_EVENTS;
       // The state and the records after it are asked for at once: a server reads them side by
       // side (the embedded engine runs bound queries one at a time, process-wide).
       const [state, h] = await Promise.allSettled([
@@ -155,7 +156,7 @@ export class BookReader {
    * The latest checkpoint at or before `atMs` that is exact (its date, build and position),
    * with the time of the build's next checkpoint (null: it is the build's last), or null.
    */
-  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null }) | null> {
+  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null; nextEvents: number }) | null> {
     const { summaries, redis, queuePrefix } = this.deps;
     let state: { pending: Set<string>; version: string | null };
     try {
@@ -168,7 +169,7 @@ export class BookReader {
     const days = await this.dayBuilds(key, state.version);
     const date = utcDate(atMs);
     // The latest day at or before the instant with a checkpoint at or before it (a few days back at most).
-    let found: (CheckpointPosition & { day: DayBuild; nextAt: number | null }) | null = null;
+    let found: (CheckpointPosition & { day: DayBuild; nextAt: number | null; nextEvents: number }) | null = null;
     let looked = 0;
     for (let i = days.length - 1; i >= 0 && found === null && looked < DAYS_BACK; i--) {
       const day = days[i]!;
@@ -177,7 +178,7 @@ export class BookReader {
       const list = await this.positionsOf(key, day);
       for (let j = list.length - 1; j >= 0; j--) {
         if (list[j]!.at <= atMs) {
-          found = { ...list[j]!, day, nextAt: list[j + 1]?.at ?? null };
+          found = { ...list[j]!, day, nextAt: list[j + 1]?.at ?? null, nextEvents: list[j + 1]?.events ?? Infinity };
           break;
         }
       }
@@ -189,7 +190,7 @@ export class BookReader {
     if (!day.complete || pending.length > 0) {
       if ((await summaries.countBookEvents(key, day.date, found.at + 1)) !== found.events) return null;
     }
-    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion, nextAt: found.nextAt };
+    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion, nextAt: found.nextAt, nextEvents: found.nextEvents };
   }
 
   /** A day build's checkpoint positions: kept for a closed day, read each time for an open one (its runs add more). */
@@ -232,6 +233,12 @@ const STATE_CHARS_HELD = 32_000_000;
  * its last snapshot instead.
  */
 const DAYS_BACK = 8;
+/**
+ * Records between two checkpoints read whole rather than streamed, at most: the rollup writes a
+ * checkpoint every ROLLUP_CHECKPOINT_EVENTS (500 by default), but only where the book is known,
+ * so two checkpoints can lie further apart; a longer interval streams.
+ */
+const WHOLE_SPAN_EVENTS = 20_000;
 
 /** The full book of one series at one instant. */
 export async function bookAt(books: BookReader, key: SummaryKey, atMs: number, depth: number): Promise<BookAt> {
