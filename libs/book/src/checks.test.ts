@@ -1,5 +1,6 @@
 import type { ExchangeAEvent, ExchangeBRecord, PriceChange, PriceLevel } from '@booktape/domain';
 import fc from 'fast-check';
+import { turnTaking } from '@booktape/testkit/properties';
 import { describe, expect, it } from 'vitest';
 import { BookChecker, MAX_SPELLS, type BookChecks, type ChecksState } from './checks.ts';
 import { category, checkHistory, referenceDayChecks, withClaims } from './checks-reference.test-support.ts';
@@ -81,9 +82,9 @@ const streamArb = (venue: BookVenue): fc.Arbitrary<Rec[]> =>
 describe.each(['exchange-a', 'exchange-b'] as const)('%s: the checker equals the naive reference', (venue) => {
   const v = venue === 'exchange-a' ? 'A' : 'B';
 
-  it('day by day, with runs resumed from JSON state at any milliseconds', () => {
-    fc.assert(
-      fc.property(streamArb(venue), fc.array(fc.boolean(), { maxLength: 200 }), (records, cuts) => {
+  it('day by day, with runs resumed from JSON state at any milliseconds', async () => {
+    await fc.assert(
+      turnTaking(streamArb(venue), fc.array(fc.boolean(), { maxLength: 200 }), (records, cuts) => {
         const { days, observations, alerts } = runDays(venue, records, (g) => cuts[g % Math.max(1, cuts.length)] === true);
         // The observations pushed are the engine's, record by record.
         expect(observations).toEqual(v === 'A' ? referenceObservationsA(records as ExchangeAEvent[]) : referenceObservationsB(records as ExchangeBRecord[]));
@@ -102,9 +103,9 @@ describe.each(['exchange-a', 'exchange-b'] as const)('%s: the checker equals the
     );
   }, SLOW);
 
-  it('as of any time after the last record (covered_until), open spells counted up to it', () => {
-    fc.assert(
-      fc.property(streamArb(venue), fc.nat({ max: DAY }), (records, x) => {
+  it('as of any time after the last record (covered_until), open spells counted up to it', async () => {
+    await fc.assert(
+      turnTaking(streamArb(venue), fc.nat({ max: DAY }), (records, x) => {
         if (records.length === 0) return;
         const lastTs = tsOf(records[records.length - 1]!);
         const day = Math.floor(lastTs / DAY) * DAY;
@@ -145,9 +146,9 @@ describe.each(['exchange-a', 'exchange-b'] as const)('%s: the checker equals the
 });
 
 describe('exchange-a claims', () => {
-  it('true claims (after the entry or at the end of the millisecond, in any venue text) never mismatch', () => {
-    fc.assert(
-      fc.property(exchangeAStreamArb, fc.array(fc.nat(), { minLength: 1, maxLength: 300 }), fc.constantFrom(1, 50, 1000), (raw, picks, q) => {
+  it('true claims (after the entry or at the end of the millisecond, in any venue text) never mismatch', async () => {
+    await fc.assert(
+      turnTaking(exchangeAStreamArb, fc.array(fc.nat(), { minLength: 1, maxLength: 300 }), fc.constantFrom(1, 50, 1000), (raw, picks, q) => {
         const records = withClaims(squash(raw, q), picks, true);
         const { days } = runDays('exchange-a', records, () => false);
         const h = checkHistory('A', records);

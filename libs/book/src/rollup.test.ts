@@ -1,11 +1,15 @@
 import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
 import fc from 'fast-check';
+import { turnTaking } from '@booktape/testkit/properties';
 import { describe, expect, it } from 'vitest';
 import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
 import { type ExactBucket, type Ohlc, aggregateObservations, appendBuckets, fillSeries, mergeBuckets, planBuckets, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, toSummaryBucket } from './bucketing.ts';
 import type { Observation } from './observation.ts';
 import { LADDER, byHour, ladderBuckets, ladderFor, newBook, type BookVenue } from './rollup.ts';
 import { exchangeAStreamArb, exchangeBStreamArb } from './streams.test-support.ts';
+
+/** The properties here are awaited, one turn per run, so their time counts against a timeout. */
+const SLOW = 120_000;
 
 const venueArb = fc.constantFrom<BookVenue>('exchange-a', 'exchange-b');
 
@@ -22,16 +26,16 @@ function observations(venue: BookVenue, records: readonly (ExchangeAEvent | Exch
 const observationsArb = venueArb.chain((v) => (v === 'exchange-a' ? exchangeAStreamArb : exchangeBStreamArb).map((rs) => observations(v, rs)));
 
 describe('stored summary buckets', () => {
-  it('the codec gives back exactly the buckets it was given, at every ladder level', () => {
-    fc.assert(
-      fc.property(observationsArb, (obs) => {
+  it('the codec gives back exactly the buckets it was given, at every ladder level', async () => {
+    await fc.assert(
+      turnTaking(observationsArb, (obs) => {
         for (const [, buckets] of ladderBuckets(obs)) {
           expect(decodeBuckets(encodeBuckets(buckets))).toEqual(buckets);
         }
       }),
       { numRuns: 200 },
     );
-  });
+  }, SLOW);
 
   it('the codec writes the documented text, the one stored chunks of earlier releases hold', () => {
     const flat = (v: string) => ({ open: v, high: v, low: v, close: v });
@@ -52,41 +56,41 @@ describe('stored summary buckets', () => {
     expect(decodeBuckets('|')).toEqual([]);
   });
 
-  it('each ladder level equals aggregating the observations at that level', () => {
-    fc.assert(
-      fc.property(observationsArb, (obs) => {
+  it('each ladder level equals aggregating the observations at that level', async () => {
+    await fc.assert(
+      turnTaking(observationsArb, (obs) => {
         const ladder = ladderBuckets(obs);
         for (const level of LADDER) expect(ladder.get(level)).toEqual(aggregateObservations(obs, level));
       }),
       { numRuns: 100 },
     );
-  });
+  }, SLOW);
 
-  it('any resolution merged from its ladder level equals aggregating the observations at it', () => {
-    fc.assert(
-      fc.property(observationsArb, fc.integer({ min: 1, max: 3600 }), (obs, R) => {
+  it('any resolution merged from its ladder level equals aggregating the observations at it', async () => {
+    await fc.assert(
+      turnTaking(observationsArb, fc.integer({ min: 1, max: 3600 }), (obs, R) => {
         const level = ladderFor(R);
         expect(R % level).toBe(0);
         expect(mergeBuckets(ladderBuckets(obs).get(level)!, level, R)).toEqual(aggregateObservations(obs, R));
       }),
       { numRuns: 200 },
     );
-  });
+  }, SLOW);
 
-  it('buckets of a stream cut anywhere and appended equal the buckets of the whole stream', () => {
-    fc.assert(
-      fc.property(observationsArb, fc.nat(), fc.constantFrom(1, 5, 60, 3600), (obs, k0, R) => {
+  it('buckets of a stream cut anywhere and appended equal the buckets of the whole stream', async () => {
+    await fc.assert(
+      turnTaking(observationsArb, fc.nat(), fc.constantFrom(1, 5, 60, 3600), (obs, k0, R) => {
         const k = k0 % (obs.length + 1);
         const joined = appendBuckets(aggregateObservations(obs.slice(0, k), R), aggregateObservations(obs.slice(k), R));
         expect(joined).toEqual(aggregateObservations(obs, R));
       }),
       { numRuns: 300 },
     );
-  });
+  }, SLOW);
 
-  it('no stored bucket straddles an hour: chunks by hour hold each bucket once, in order', () => {
-    fc.assert(
-      fc.property(observationsArb, (obs) => {
+  it('no stored bucket straddles an hour: chunks by hour hold each bucket once, in order', async () => {
+    await fc.assert(
+      turnTaking(observationsArb, (obs) => {
         for (const [, buckets] of ladderBuckets(obs)) {
           const chunks = [...byHour(buckets)];
           expect(chunks.flatMap(([, b]) => b)).toEqual(buckets);
@@ -95,16 +99,16 @@ describe('stored summary buckets', () => {
       }),
       { numRuns: 100 },
     );
-  });
+  }, SLOW);
 
-  it('the answer JSON is byte for byte JSON.stringify of the 2.3 buckets where every decimal prints as its number', () => {
+  it('the answer JSON is byte for byte JSON.stringify of the 2.3 buckets where every decimal prints as its number', async () => {
     // Forward-filled runs included (fillSeries over sparse observations): their text after
     // the timestamp is reused, which must not change a byte.
     const printsAsNumber = (v: string | null) => v === null || String(Number(v)) === v;
     const ohlcPrints = (o: Ohlc | null) => o === null || [o.open, o.high, o.low, o.close].every(printsAsNumber);
     let compared = 0;
-    fc.assert(
-      fc.property(observationsArb, fc.constantFrom(1, 7, 60), (obs, R) => {
+    await fc.assert(
+      turnTaking(observationsArb, fc.constantFrom(1, 7, 60), (obs, R) => {
         if (obs.length === 0) return;
         const startMs = obs[0]!.ts - 5 * R * 1000;
         const plan = planBuckets({ startMs, endMs: Math.min(obs[obs.length - 1]!.ts + 50 * R * 1000, startMs + 2000 * R * 1000) }, R);
@@ -123,11 +127,11 @@ describe('stored summary buckets', () => {
     );
     // Most generated streams print as numbers: the comparison is not vacuous.
     expect(compared).toBeGreaterThan(100);
-  });
+  }, SLOW);
 
-  it('the answer JSON written from exact decimals parses to exactly the 2.3 buckets', () => {
-    fc.assert(
-      fc.property(observationsArb, fc.constantFrom(1, 7, 60, 3600), (obs, R) => {
+  it('the answer JSON written from exact decimals parses to exactly the 2.3 buckets', async () => {
+    await fc.assert(
+      turnTaking(observationsArb, fc.constantFrom(1, 7, 60, 3600), (obs, R) => {
         if (obs.length === 0) return;
         const startMs = obs[0]!.ts - 5 * R * 1000;
         const plan = planBuckets({ startMs, endMs: Math.min(obs[obs.length - 1]!.ts + 5 * R * 1000, startMs + 2000 * R * 1000) }, R);
@@ -142,5 +146,5 @@ describe('stored summary buckets', () => {
     const market = `ç${'市場'.repeat(100)}😀`;
     const head = JSON.stringify({ market, n: 1 }).slice(0, -1) + ',"data":';
     expect(JSON.parse(summaryBucketsJsonBytes([], head, '}').toString('utf8'))).toEqual({ market, n: 1, data: [] });
-  });
+  }, SLOW);
 });

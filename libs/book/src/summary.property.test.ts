@@ -1,6 +1,7 @@
 import type { ExchangeAEvent, ExchangeBRecord } from '@booktape/domain';
 import { canonicalDecimal } from '@booktape/decimal';
 import fc from 'fast-check';
+import { turnTaking } from '@booktape/testkit/properties';
 import { describe, expect, it } from 'vitest';
 import { ExchangeABook, ExchangeBBook } from './book-engine.ts';
 import {
@@ -87,24 +88,24 @@ function inexactNumbers(numeric: SummaryBucket, exact: ExactBucket): string[] {
 }
 
 describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the reference', (venue) => {
-  it('gives the reference observations, record by record', () => {
-    fc.assert(
-      fc.property(streamArb(venue), (records) => {
+  it('gives the reference observations, record by record', async () => {
+    await fc.assert(
+      turnTaking(streamArb(venue), (records) => {
         expect(run(newBook(venue), records)).toEqual(reference(venue, records));
       }),
       { numRuns: 400 },
     );
-  });
+  }, SLOW);
 
-  it('observes and stores canonical decimals whatever venue text the records carry', () => {
+  it('observes and stores canonical decimals whatever venue text the records carry', async () => {
     const canonical = (v: unknown): boolean => {
       if (v === null) return true;
       const c = canonicalDecimal(v);
       return c.ok && c.value === v;
     };
     let padded = 0;
-    fc.assert(
-      fc.property(streamArb(venue), (records) => {
+    await fc.assert(
+      turnTaking(streamArb(venue), (records) => {
         if (/"(size|price|delta)":"[0-9.-]*\.[0-9]*0"|"[0-9.]+\.[0-9]*0"\]/.test(JSON.stringify(records))) padded++;
         const book = newBook(venue);
         for (const o of run(book, records)) {
@@ -117,11 +118,11 @@ describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the re
       { numRuns: 200 },
     );
     expect(padded).toBeGreaterThan(20); // the streams do carry venue text
-  });
+  }, SLOW);
 
-  it('restored from serialised state at any record, continues exactly as a straight run', () => {
-    fc.assert(
-      fc.property(streamArb(venue), fc.nat(), (records, k0) => {
+  it('restored from serialised state at any record, continues exactly as a straight run', async () => {
+    await fc.assert(
+      turnTaking(streamArb(venue), fc.nat(), (records, k0) => {
         const k = records.length === 0 ? 0 : k0 % (records.length + 1);
         const straight = run(newBook(venue), records);
         const first = newBook(venue);
@@ -134,11 +135,11 @@ describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the re
       }),
       { numRuns: 300 },
     );
-  });
+  }, SLOW);
 
-  it('summarises any window at any resolution like the reference, with state carried in from earlier days', () => {
-    fc.assert(
-      fc.property(
+  it('summarises any window at any resolution like the reference, with state carried in from earlier days', async () => {
+    await fc.assert(
+      turnTaking(
         streamArb(venue),
         resolutionArb,
         unitArb,
@@ -173,9 +174,9 @@ describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the re
     );
   }, SLOW);
 
-  it('summarises a UTC date (buckets starting in the day, the last one reaching past midnight)', () => {
-    fc.assert(
-      fc.property(
+  it('summarises a UTC date (buckets starting in the day, the last one reaching past midnight)', async () => {
+    await fc.assert(
+      turnTaking(
         streamArb(venue),
         fc.oneof(fc.integer({ min: 5, max: 3600 }), fc.constantFrom(7, 60, 1000, 3599, 3600)),
         fc.integer({ min: -1, max: 3 }),
@@ -192,9 +193,9 @@ describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the re
     );
   }, SLOW);
 
-  it('merges fine buckets into exactly the buckets of the raw observations', () => {
-    fc.assert(
-      fc.property(
+  it('merges fine buckets into exactly the buckets of the raw observations', async () => {
+    await fc.assert(
+      turnTaking(
         streamArb(venue),
         fc.constantFrom(1, 2, 3, 5, 10, 15, 30, 60),
         fc.integer({ min: 1, max: 60 }),
@@ -224,9 +225,9 @@ describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the re
     );
   }, SLOW);
 
-  it('merges forward-filled fine series too (filled buckets observed nothing)', () => {
-    fc.assert(
-      fc.property(streamArb(venue), fc.constantFrom(1, 5, 60), fc.integer({ min: 1, max: 10 }), (records, fine, k) => {
+  it('merges forward-filled fine series too (filled buckets observed nothing)', async () => {
+    await fc.assert(
+      turnTaking(streamArb(venue), fc.constantFrom(1, 5, 60), fc.integer({ min: 1, max: 10 }), (records, fine, k) => {
         if (records.length === 0) return;
         const obs = run(newBook(venue), records);
         const span = { startMs: tsOf(records[0]!) - 3_600_000, endMs: tsOf(records[records.length - 1]!) + 3_600_000 };
@@ -236,13 +237,13 @@ describe.each(['A', 'B'] as const)('exchange %s: engine + bucketing equal the re
       }),
       { numRuns: 60 },
     );
-  });
+  }, SLOW);
 });
 
 describe('a whole day at 1 s', () => {
-  it('answers 86,400 buckets equal to the reference', () => {
-    fc.assert(
-      fc.property(exchangeAStreamArb, (records) => {
+  it('answers 86,400 buckets equal to the reference', async () => {
+    await fc.assert(
+      turnTaking(exchangeAStreamArb, (records) => {
         if (records.length === 0) return;
         const day = new Date(tsOf(records[0]!)).toISOString().slice(0, 10);
         const window = utcDayWindow(day);
