@@ -47,7 +47,7 @@ export interface ReplayWindow {
   /** Factor of real time; null: as fast as the client reads. */
   speed: number | null;
   log: Logger;
-  /** Told the bytes of the replayed frames written to the socket directly (not through `ws.send`), for the request log. */
+  /** Told the payload bytes of every text frame sent on the socket, for the request log. */
   sent?: (bytes: number) => void;
   /** Overrides for tests. */
   stallMs?: number;
@@ -170,7 +170,7 @@ export class ReplaySocket {
   control(text: string): void {
     if (!this.over && this.ws.readyState === WebSocket.OPEN) {
       this.writeBatch();
-      this.ws.send(text);
+      this.wsSend(text);
     }
   }
 
@@ -237,7 +237,7 @@ export class ReplaySocket {
     const ws = this.ws as unknown as WsInternals;
     if (typeof ws._socket?.write !== 'function' || ws._sender === undefined) {
       this.batch();
-      this.ws.send(text);
+      this.wsSend(text);
       return;
     }
     this.pending.push(text);
@@ -252,6 +252,13 @@ export class ReplaySocket {
     }
   }
 
+  /** A frame through the websocket library, counted where every frame sent is (w.sent). */
+  private wsSend(text: string, done?: (err?: Error) => void): void {
+    this.w.sent?.(Buffer.byteLength(text));
+    if (done === undefined) this.ws.send(text);
+    else this.ws.send(text, done);
+  }
+
   /** Writes the frames waiting (enqueue), in one write. */
   private writeBatch(): void {
     if (this.pending.length === 0) return;
@@ -261,7 +268,7 @@ export class ReplaySocket {
     const ws = this.ws as unknown as WsInternals;
     // The library holds frames of its own (it does not here: no compression): they go first.
     if ((ws._sender?._bufferedBytes ?? 0) > 0 || (ws._sender?._queue?.length ?? 0) > 0) {
-      for (const t of texts) this.ws.send(t);
+      for (const t of texts) this.wsSend(t);
       return;
     }
     const { buf, payload } = textFrames(texts);
@@ -362,7 +369,7 @@ export class ReplaySocket {
         this.ws.terminate();
         reject(new Gone());
       }, this.w.stallMs ?? STALL_MS);
-      this.ws.send(text, (err) => {
+      this.wsSend(text, (err) => {
         clearTimeout(stall);
         if (err || this.over) reject(new Gone());
         else resolve();

@@ -139,6 +139,16 @@ describe('exchange A replay websocket', () => {
     const want = expected([T1, T2, T3], [M1, M2], from, to);
     expect(want.length).toBeGreaterThan(1000);
     expect(received).toEqual(want);
+    // The request log holds the payload bytes of every frame the client received, PONG too.
+    const logged = (await waitFor('the replay logged', async () => {
+      const rs = await t.ch.client.query({
+        query: `SELECT status, bytes FROM ${t.ch.table('request_log')} WHERE endpoint LIKE '%/replay/%' AND position(params, '"from":${from}') > 0`,
+        format: 'JSONEachRow',
+      });
+      return (await rs.json<{ status: number; bytes: string }>())[0];
+    }, 10_000))!;
+    expect(logged.status).toBe(200);
+    expect(Number(logged.bytes)).toBe(s.messages.reduce((n, m) => n + Buffer.byteLength(m), 0));
     // A YES/NO pair of one venue frame arrives as one frame again.
     expect(frames.slice(1).some((f) => (JSON.parse(f) as { price_changes?: unknown[] }).price_changes?.length === 2)).toBe(true);
 

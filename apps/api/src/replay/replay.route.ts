@@ -180,11 +180,6 @@ export const replayRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
     wss.handleUpgrade(req, socket, head, (ws) => {
       live.add(ws);
       let bytes = 0;
-      const send = ws.send.bind(ws);
-      ws.send = ((data: string, ...rest: unknown[]) => {
-        bytes += Buffer.byteLength(data);
-        return (send as (...a: unknown[]) => void)(data, ...rest);
-      }) as typeof ws.send;
       const w: ReplayWindow = { ...window, log, sent: (n) => void (bytes += n) };
       replay.run(ws, w, services).then((outcome) => {
         live.delete(ws);
