@@ -4,7 +4,8 @@ import type { ExchangeAMessage } from '@booktape/domain';
 import type { ReplayRecordA } from '@booktape/storage';
 import { exchangeAPayload, rebuildA, residueA, typedA } from '../../../../libs/storage/src/raw-codec.ts';
 import { exchangeAMessage, exchangeAMessages } from '../../../../libs/storage/src/venue-shapes.test-support.ts';
-import { ExchangeAFrameEncoder, ExchangeAFrameWriter, type OutFrame } from './exchange-a.frames.ts';
+import { ExchangeAFrameWriter, type OutFrame } from './exchange-a.frames.ts';
+import { ExchangeAFrameEncoder } from './exchange-a.frames.test-support.ts';
 
 /**
  * The frame writer on typed reads (ExchangeAFrameWriter) against the encoder on the served

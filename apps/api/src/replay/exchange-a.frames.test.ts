@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ExchangeAEvent } from '@booktape/domain';
 import { normaliseExchangeA } from '@booktape/venues';
-import { ExchangeAFrameEncoder } from './exchange-a.frames.ts';
+import { ExchangeAFrameEncoder } from './exchange-a.frames.test-support.ts';
 
 /**
  * The replay's frames, given to the capture's own normaliser, must give the records that

@@ -21,7 +21,7 @@ import { frameOfSeq } from '@booktape/venues';
  *   gave them) so that the record's identity survives.
  */
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
 interface StoredChange {
   price: string;
@@ -42,7 +42,7 @@ function extraOf(r: Json): Json {
 }
 
 /** A stored price_change that came in the list shape (every change has its own hash). */
-function isListShaped(r: Json): boolean {
+export function isListShaped(r: Json): boolean {
   const c = r.changes as StoredChange[] | undefined;
   return r.event_type === 'price_change' && Array.isArray(c) && c.length > 0 && c.every((x) => typeof x.hash === 'string');
 }
@@ -73,7 +73,7 @@ export function venueEvent(r: Json): Json {
 }
 
 /** List-shaped records of one venue frame as that frame. */
-function listFrame(records: Json[]): Json {
+export function listFrame(records: Json[]): Json {
   const first = records[0]!;
   const entries: Json[] = [];
   for (const r of records) {
@@ -87,54 +87,22 @@ export function frameOf(seq: string): bigint {
   return frameOfSeq(BigInt(seq));
 }
 
-/**
- * Turns stored records, in serving order, into frames: `push` returns the frames complete
- * so far (a list-shaped price_change waits for the rest of its frame), `end` the last one.
- * Frames are JSON text with their event time (ms), for pacing.
- */
+/** A frame: JSON text with its event time (ms), for pacing. */
 export interface OutFrame {
   text: string;
   ts: number;
 }
 
-export class ExchangeAFrameEncoder {
-  private group: Json[] = [];
-  private groupKey = '';
-
-  push(record: Json, seq: string): OutFrame[] {
-    if (isListShaped(record)) {
-      const key = `${frameOf(seq)}\u0000${String(record.market)}\u0000${String(record.timestamp)}`;
-      if (this.group.length > 0 && key === this.groupKey && !this.group.some((g) => g.asset_id === record.asset_id)) {
-        this.group.push(record);
-        return [];
-      }
-      const out = this.end();
-      this.group = [record];
-      this.groupKey = key;
-      return out;
-    }
-    const out = this.end();
-    out.push({ text: JSON.stringify(venueEvent(record)), ts: Number(record.timestamp) });
-    return out;
-  }
-
-  end(): OutFrame[] {
-    if (this.group.length === 0) return [];
-    const frame = { text: JSON.stringify(listFrame(this.group)), ts: Number(this.group[0]!.timestamp) };
-    this.group = [];
-    return [frame];
-  }
-}
-
 /**
- * ExchangeAFrameEncoder's frames, from the typed replay read (ReplayRepository.recordsA)
+ * The replay's frames, from the typed replay read (ReplayRepository.recordsA), the frames of
+ * ExchangeAFrameEncoder (exchange-a.frames.test-support.ts, the rules above as plain objects)
  * and written as text directly: the same frames byte for byte (a property test compares the
  * two on records of every shape), without making each record's JSON in the engine, parsing
  * it here and stringifying the frame's object again, which was most of a fast replay's time.
  *
  * A record read from its typed columns with no venue extras (the usual case) is written with
  * string templates; any other (extras, or a residue: the record's own text) is made into the
- * stored record (`{...extra, ...record}`) and goes through ExchangeAFrameEncoder's functions.
+ * stored record (`{...extra, ...record}`) and goes through venueEvent / listFrame.
  */
 export class ExchangeAFrameWriter {
   private group: ReplayRecordA[] = [];

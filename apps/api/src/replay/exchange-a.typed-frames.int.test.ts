@@ -4,7 +4,8 @@ import type { ExchangeAMessage } from '@booktape/domain';
 import { migrate, RawEventsRepository, ReplayRepository } from '@booktape/storage';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
 import { exchangeAMessage, exchangeAMessages } from '../../../../libs/storage/src/venue-shapes.test-support.ts';
-import { ExchangeAFrameEncoder, ExchangeAFrameWriter, type OutFrame } from './exchange-a.frames.ts';
+import { ExchangeAFrameWriter, type OutFrame } from './exchange-a.frames.ts';
+import { ExchangeAFrameEncoder } from './exchange-a.frames.test-support.ts';
 
 /**
  * End to end through the store: the frames the replay sends now (the typed read, the frame
