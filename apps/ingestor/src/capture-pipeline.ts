@@ -24,8 +24,11 @@ export interface VenueCounters {
   lastFrameAt: number | null;
 }
 
+/** What the pipeline asks of its producer: the Kafka one, or capture import's, which keeps nothing. */
+export type PipelineProducer = Pick<BatchingProducer, 'send' | 'buffered'>;
+
 export interface CapturePipelineDeps {
-  producer: BatchingProducer;
+  producer: PipelineProducer;
   topics: Topics;
   workerId: number;
   log: Logger;

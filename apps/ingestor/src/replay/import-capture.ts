@@ -1,9 +1,9 @@
 import path from 'node:path';
 import type { Logger } from '@booktape/config';
 import { VENUES, type CaptureGap, type RawMessage, type Venue } from '@booktape/domain';
-import { partitionsOf, topicNames, type BatchingProducer, type PartitionRef } from '@booktape/messaging';
+import { partitionsOf, topicNames, type PartitionRef } from '@booktape/messaging';
 import { CAPTURE_SOURCE_PREFIX, CaptureGapsRepository, ImportError, RawEventsRepository, partitionsWithImports, storedInPartitions, supersedeImported, type ClickHouse, type ImportResult } from '@booktape/storage';
-import { CapturePipeline } from '../capture-pipeline.ts';
+import { CapturePipeline, type PipelineProducer } from '../capture-pipeline.ts';
 import { replayFiles, type ReplayProgress } from './replay.ts';
 
 /**
@@ -32,9 +32,21 @@ export interface CaptureImportOptions {
 }
 
 /** A producer that keeps nothing: what the pipeline hands it is taken from `onMessages` / `gaps` (so the pipeline does not encode the raw values: discardsRawValues). */
-function sinkProducer(onSend: (topic: string, value: unknown) => Promise<void>): BatchingProducer {
-  return { buffered: 0, send: async (m: { topic: string; value: unknown }) => onSend(m.topic, m.value) } as unknown as BatchingProducer;
+function sinkProducer(onSend: (topic: string, value: unknown) => Promise<void>): PipelineProducer {
+  return { buffered: 0, send: async (m) => onSend(m.topic, m.value) };
 }
+
+/** The store's refusal of an insert, named as what it is (the import can be run again). */
+async function storing(file: string, insert: () => Promise<unknown>): Promise<void> {
+  try {
+    await insert();
+  } catch (e) {
+    throw new ImportError(file, `the store refused a batch (${firstLineOf(e)}); run the import again to complete it`);
+  }
+}
+
+/** A file that could not be read (gone, unreadable, no longer gzip) since the check: Node's file system and zlib errors carry a code. */
+const isFileError = (e: unknown) => e instanceof Error && typeof (e as { code?: unknown }).code === 'string';
 
 const firstLineOf = (e: unknown) => String((e as Error).message ?? e).split('\n')[0]!.slice(0, 300);
 
@@ -90,7 +102,7 @@ export async function importCaptureFiles(ch: ClickHouse, files: readonly string[
     if (list.length === 0) return;
     pending[venue] = [];
     const token = `capture-import/${path.basename(paths[0]!)}/${venue}/${batches++}`;
-    await raw.insert(venue, list.map((message) => ({ message, position: { partition: -1, offset: '-1' } })), token);
+    await storing(file, () => raw.insert(venue, list.map((message) => ({ message, position: { partition: -1, offset: '-1' } })), token));
   };
   const pipeline = new CapturePipeline({
     producer: sinkProducer(async (topic, value) => {
@@ -112,12 +124,12 @@ export async function importCaptureFiles(ch: ClickHouse, files: readonly string[
   const before = await count();
   try {
     await replayFiles(pipeline, paths, opts.onProgress);
-    for (const v of VENUES) await flush(v);
-    await gapsRepo.insert(gaps);
   } catch (e) {
-    if (e instanceof ImportError) throw e;
-    throw new ImportError(file, `the store refused a batch (${firstLineOf(e)}); run the import again to complete it`);
+    if (!isFileError(e)) throw e;
+    throw new ImportError(file, `could not be read again after its check (${firstLineOf(e)}); what was stored is kept: run the import again to complete it`);
   }
+  for (const v of VENUES) await flush(v);
+  await storing(file, () => gapsRepo.insert(gaps));
   const inserted = (await count()) - before;
   // Imported copies (of archives) of events this capture holds give way to it, as at the sink.
   let superseded = 0;
