@@ -328,7 +328,9 @@ function eventType(r: RowBinaryReader): string {
 export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: string): ExchangeAEvent {
   const ms = r.i64();
   const type = eventType(r);
+  const hashAt = r.pos;
   const hash = r.string();
+  const hashEnd = r.pos;
   const residue = r.string();
   if (residue !== '') {
     skipLevels(r);
@@ -346,7 +348,7 @@ export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: 
   if (type === 'price_change') {
     skipLevels(r);
     skipLevels(r);
-    return { market, asset_id: asset, timestamp, hash, event_type: type, changes: changes(r) };
+    return { market, asset_id: asset, timestamp, hash, event_type: type, changes: changes(r, hash, hashAt, hashEnd) };
   }
   if (type === 'book') {
     const bids = levels(r);
@@ -392,7 +394,7 @@ export function msText(ms: number): string {
  * making an array of each first: where each array starts is found, then every entry is read
  * across them.
  */
-function changes(r: RowBinaryReader): PriceChange[] {
+function changes(r: RowBinaryReader, hash: string, hashAt: number, hashEnd: number): PriceChange[] {
   const n = r.length();
   const pAt = r.pos;
   r.pos += n * 8;
@@ -404,8 +406,19 @@ function changes(r: RowBinaryReader): PriceChange[] {
   r.pos += n * 8;
   const zsAt = sameLength(r, n);
   r.pos += n;
-  const hashes = r.stringArray();
-  if (hashes.length !== n) throw new RangeError(`book row: ${hashes.length} change hashes for ${n} changes`);
+  const hashCount = r.length();
+  if (hashCount !== n) throw new RangeError(`book row: ${hashCount} change hashes for ${n} changes`);
+  // The record's hash is its first entry's (A_HASH_SQL) on nearly every row: when the
+  // entry's bytes (length and text) are the record's, its string is the record's, not
+  // decoded again.
+  const hashes: string[] = new Array(n);
+  const hashBytes = hashEnd - hashAt;
+  for (let i = 0; i < n; i++) {
+    if (i === 0 && sameBytes(r.buf, r.pos, hashAt, hashBytes)) {
+      r.pos += hashBytes;
+      hashes[0] = hash;
+    } else hashes[i] = r.string();
+  }
   const bbAt = sameLength(r, n);
   r.pos += n * 8;
   const bbsAt = sameLength(r, n);
@@ -450,6 +463,13 @@ function changes(r: RowBinaryReader): PriceChange[] {
   }
   r.pos = end;
   return out;
+}
+
+/** Whether buf[a, a + n) holds the bytes of buf[b, b + n) (false past the end: the caller reads on and underflows). */
+function sameBytes(buf: Buffer, a: number, b: number, n: number): boolean {
+  if (a + n > buf.length) return false;
+  for (let i = 0; i < n; i++) if (buf[a + i] !== buf[b + i]) return false;
+  return true;
 }
 
 /** The next array's length, which must be `n` (the change arrays run in step); returns where its elements start. */

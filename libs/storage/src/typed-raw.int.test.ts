@@ -134,6 +134,13 @@ describe('typed raw tables', () => {
     };
     await run(exchangeAMessages());
     await run(exchangeBMessages());
+    // The newer list shape: the record's hash is its first entry's (stored once, read back
+    // as one string for both), some of them from the second entry on differing.
+    const firstHash = (m: ExchangeAMessage, k: number): ExchangeAMessage => {
+      const h = m.event.changes?.[0]?.hash;
+      return h === undefined || k % 4 === 3 ? m : { ...m, event: { ...m.event, hash: h } };
+    };
+    await fc.assert(fc.asyncProperty(fc.array(exchangeAMessage, { minLength: 1, maxLength: 30 }), async (ms) => run(ms.map(firstHash))), { numRuns: 15 });
     await fc.assert(fc.asyncProperty(fc.array(exchangeAMessage, { minLength: 1, maxLength: 30 }), async (ms) => run(ms)), { numRuns: 25 });
     await fc.assert(fc.asyncProperty(fc.array(exchangeBMessage, { minLength: 1, maxLength: 30 }), async (ms) => run(ms)), { numRuns: 25 });
   });
