@@ -40,7 +40,7 @@ const EMPTY_STRINGS: string[] = [];
  * end)` returns, through the buffer's own `utf8Slice`, which `toString` reaches after checking
  * its arguments and looking the encoding up. Every row's hash is one such short string: the
  * direct call took about half the time of `toString` for it (docs/BENCHMARKS.md, "The
- * rollup's hash texts, times and change hook").
+ * rollup's row times and hash texts").
  */
 const utf8: (buf: Buffer, start: number, end: number) => string =
   typeof (Buffer.prototype as unknown as { utf8Slice?: unknown }).utf8Slice === 'function'
