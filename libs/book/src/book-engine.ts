@@ -368,8 +368,10 @@ export class ExchangeABook extends LadderBook {
   /**
    * Applies one record; the observation for a book event, null for any other event type.
    * `onChange`, when given, sees the top after every applied `price_change` entry with a claim.
+   * `ms`, when given, is the record's time as read from its `timestamp` already (msFromText):
+   * the caller groups records by it, and the text is not read again.
    */
-  apply(ev: ExchangeAEvent, onChange?: ChangeHook): Observation | null {
+  apply(ev: ExchangeAEvent, onChange?: ChangeHook, ms?: number): Observation | null {
     const type = ev.event_type;
     if (type === 'price_change') {
       if (this.known && ev.changes !== undefined) {
@@ -378,7 +380,7 @@ export class ExchangeABook extends LadderBook {
       }
     } else if (type === 'book') this.snapshot(ev.bids, ev.asks);
     else return null;
-    return this.observe(msFromText(ev.timestamp));
+    return this.observe(ms ?? msFromText(ev.timestamp));
   }
 
   private snapshot(bids: PriceLevel[] | undefined, asks: PriceLevel[] | undefined): void {

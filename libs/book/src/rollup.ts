@@ -65,8 +65,12 @@ export type BookRecord = ExchangeAEvent | ExchangeBRecord;
 
 /** One asset's book of either venue behind one interface. */
 export interface AnyBook {
-  /** `onChange` (exchange A only; B ignores it) sees the top after each applied price_change entry. */
-  apply(r: BookRecord, onChange?: ChangeHook): Observation | null;
+  /**
+   * `onChange` (exchange A only; B ignores it) sees the top after each applied price_change
+   * entry. `ms` (exchange A only): the record's time as msFromText reads its `timestamp`,
+   * when the caller has it already.
+   */
+  apply(r: BookRecord, onChange?: ChangeHook, ms?: number): Observation | null;
   lastObservation(): Observation | null;
   /** Whether the book is known now (a snapshot since the last unknown-making event). */
   isKnown(): boolean;

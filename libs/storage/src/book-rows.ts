@@ -35,6 +35,18 @@ export const BOOK_ROW_COLUMNS: Record<Venue, string> = {
 const EMPTY: number[] = [];
 const EMPTY_STRINGS: string[] = [];
 
+/**
+ * The UTF-8 text of buf[start, end) (within the buffer): what `buf.toString('utf8', start,
+ * end)` returns, through the buffer's own `utf8Slice`, which `toString` reaches after checking
+ * its arguments and looking the encoding up. Every row's hash is one such short string: the
+ * direct call took about half the time of `toString` for it (docs/BENCHMARKS.md, "The
+ * rollup's row times and hash texts").
+ */
+const utf8: (buf: Buffer, start: number, end: number) => string =
+  typeof (Buffer.prototype as unknown as { utf8Slice?: unknown }).utf8Slice === 'function'
+    ? (buf, start, end) => (buf as unknown as { utf8Slice(start: number, end: number): string }).utf8Slice(start, end)
+    : (buf, start, end) => buf.toString('utf8', start, end);
+
 /** Thrown by RowBinaryReader when a row runs past the bytes it holds (the rest is in the next chunk). */
 const UNDERFLOW = Symbol('row-binary underflow');
 
@@ -123,7 +135,7 @@ export class RowBinaryReader {
     this.need(n);
     const p = this.pos;
     this.pos = p + n;
-    return this.buf.toString('utf8', p, p + n);
+    return utf8(this.buf, p, p + n);
   }
 
   /** Skips a String (past the chunk's end is caught by the next read, as skipLevels' skips are). */
@@ -179,24 +191,40 @@ export class RowBinaryReader {
 const ROWS_PER_BATCH = 512;
 
 /**
+ * An array of decoded rows; with `ms` when the reader was asked for times: `ms[i]` is row i's
+ * event time in ms as the book engine reads it from the record (`timestamp` text, `epoch_ms`),
+ * or NaN where the caller must read it from the record itself (a row read from its residue).
+ */
+export type Timed<T> = T[] & { ms?: Float64Array };
+
+/**
  * The rows of a RowBinary byte stream, decoded by `row`, in arrays of at most ROWS_PER_BATCH
  * (one await per array, not per row). A row cut by a chunk boundary (a server's
  * chunks may cut anywhere; the embedded engine's hold whole rows) is joined with the next
- * chunk's bytes first. A stream that ends inside a row is an error.
+ * chunk's bytes first. A stream that ends inside a row is an error. `timeOf`, asked right
+ * after each row is decoded, gives that row's time for the array's `ms` (Timed).
  */
-export async function* rowBinaryRows<T>(chunks: AsyncIterable<Buffer | Uint8Array>, row: (r: RowBinaryReader) => T): AsyncGenerator<T[]> {
+export async function* rowBinaryRows<T>(chunks: AsyncIterable<Buffer | Uint8Array>, row: (r: RowBinaryReader) => T, timeOf?: () => number): AsyncGenerator<Timed<T>> {
   const r = new RowBinaryReader();
   let tail: Buffer | null = null;
+  const timed = timeOf !== undefined;
+  const fresh = (): Timed<T> => {
+    const out: Timed<T> = [];
+    if (timed) out.ms = new Float64Array(ROWS_PER_BATCH);
+    return out;
+  };
   for await (const c of chunks) {
     const chunk = Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
     const b: Buffer = tail === null ? chunk : Buffer.concat([tail, chunk]);
     tail = null;
     r.reset(b);
-    let out: T[] = [];
+    let out = fresh();
     while (r.pos < b.length) {
       const start = r.pos;
       try {
-        out.push(row(r));
+        const v = row(r);
+        if (timed) out.ms![out.length] = timeOf();
+        out.push(v);
       } catch (e) {
         if (e !== UNDERFLOW) throw e;
         tail = b.subarray(start);
@@ -204,7 +232,7 @@ export async function* rowBinaryRows<T>(chunks: AsyncIterable<Buffer | Uint8Arra
       }
       if (out.length === ROWS_PER_BATCH) {
         yield out;
-        out = [];
+        out = fresh();
       }
     }
     if (out.length > 0) yield out;
@@ -289,7 +317,7 @@ function eventType(r: RowBinaryReader): string {
   r.pos = p + n;
   if (n === 12 && bytesAre(b, p, PRICE_CHANGE)) return 'price_change';
   if (n === 4 && bytesAre(b, p, BOOK)) return 'book';
-  return b.toString('utf8', p, p + n);
+  return utf8(b, p, p + n);
 }
 
 /**
@@ -300,21 +328,27 @@ function eventType(r: RowBinaryReader): string {
 export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: string): ExchangeAEvent {
   const ms = r.i64();
   const type = eventType(r);
+  const hashAt = r.pos;
   const hash = r.string();
+  const hashEnd = r.pos;
   const residue = r.string();
   if (residue !== '') {
     skipLevels(r);
     skipLevels(r);
     skipChanges(r);
+    // The record's own `timestamp` text decides its time: read it from the record.
+    lastRowMs = Number.NaN;
     return JSON.parse(residue) as ExchangeAEvent;
   }
+  // `timestamp` is String(ms) of a safe integer, which msFromText reads back as ms exactly.
+  lastRowMs = ms;
   // Each record is made in one literal of its final shape: a field added afterwards would
   // give a million records a second allocation each (their out-of-object properties).
-  const timestamp = String(ms);
+  const timestamp = msText(ms);
   if (type === 'price_change') {
     skipLevels(r);
     skipLevels(r);
-    return { market, asset_id: asset, timestamp, hash, event_type: type, changes: changes(r) };
+    return { market, asset_id: asset, timestamp, hash, event_type: type, changes: changes(r, hash, hashAt, hashEnd) };
   }
   if (type === 'book') {
     const bids = levels(r);
@@ -328,13 +362,39 @@ export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: 
   return { market, asset_id: asset, timestamp, hash, event_type: type };
 }
 
+/** "000" to "999": the last three digits of a millisecond's text. */
+const LOW3: readonly string[] = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+let textMs = Number.NaN;
+let textOfMs = '';
+let textSecond = Number.NaN;
+let textOfSecond = '';
+
+/**
+ * String(ms), made from the text of its second (remembered: a second holds many records)
+ * and its last three digits from a table. Number to text is dear for 13-digit numbers
+ * (several hundred ns: a fifth of decoding a row), and the records of a day come in time
+ * order. Only for integers from 1000 to 2^53 - 1; others take String().
+ */
+export function msText(ms: number): string {
+  if (ms === textMs) return textOfMs;
+  if (!(ms >= 1000 && ms <= Number.MAX_SAFE_INTEGER) || !Number.isInteger(ms)) return String(ms);
+  const second = Math.floor(ms / 1000);
+  if (second !== textSecond) {
+    textSecond = second;
+    textOfSecond = String(second);
+  }
+  textMs = ms;
+  textOfMs = textOfSecond + LOW3[ms - second * 1000]!;
+  return textOfMs;
+}
+
 /**
  * A price_change's entries, read straight from the ten change arrays (each holds one value
  * per entry: price, scale, side, size, scale, hash, best bid, scale, best ask, scale) without
  * making an array of each first: where each array starts is found, then every entry is read
  * across them.
  */
-function changes(r: RowBinaryReader): PriceChange[] {
+function changes(r: RowBinaryReader, hash: string, hashAt: number, hashEnd: number): PriceChange[] {
   const n = r.length();
   const pAt = r.pos;
   r.pos += n * 8;
@@ -346,8 +406,19 @@ function changes(r: RowBinaryReader): PriceChange[] {
   r.pos += n * 8;
   const zsAt = sameLength(r, n);
   r.pos += n;
-  const hashes = r.stringArray();
-  if (hashes.length !== n) throw new RangeError(`book row: ${hashes.length} change hashes for ${n} changes`);
+  const hashCount = r.length();
+  if (hashCount !== n) throw new RangeError(`book row: ${hashCount} change hashes for ${n} changes`);
+  // The record's hash is its first entry's (A_HASH_SQL) on nearly every row: when the
+  // entry's bytes (length and text) are the record's, its string is the record's, not
+  // decoded again.
+  const hashes: string[] = new Array(n);
+  const hashBytes = hashEnd - hashAt;
+  for (let i = 0; i < n; i++) {
+    if (i === 0 && sameBytes(r.buf, r.pos, hashAt, hashBytes)) {
+      r.pos += hashBytes;
+      hashes[0] = hash;
+    } else hashes[i] = r.string();
+  }
   const bbAt = sameLength(r, n);
   r.pos += n * 8;
   const bbsAt = sameLength(r, n);
@@ -394,6 +465,13 @@ function changes(r: RowBinaryReader): PriceChange[] {
   return out;
 }
 
+/** Whether buf[a, a + n) holds the bytes of buf[b, b + n) (false past the end: the caller reads on and underflows). */
+function sameBytes(buf: Buffer, a: number, b: number, n: number): boolean {
+  if (a + n > buf.length) return false;
+  for (let i = 0; i < n; i++) if (buf[a + i] !== buf[b + i]) return false;
+  return true;
+}
+
 /** The next array's length, which must be `n` (the change arrays run in step); returns where its elements start. */
 function sameLength(r: RowBinaryReader, n: number): number {
   const m = r.length();
@@ -433,7 +511,11 @@ export function readExchangeBBookRow(r: RowBinaryReader, ticker: string): Exchan
   const dm = r.i64();
   const dms = r.u8();
   r.need(0);
-  if (residue !== '') return JSON.parse(residue) as ExchangeBRecord;
+  if (residue !== '') {
+    lastRowMs = Number.NaN;
+    return JSON.parse(residue) as ExchangeBRecord;
+  }
+  lastRowMs = ms;
   const rec: ExchangeBRecord = { type, ticker, timestamp: new Date(ms).toISOString(), epoch_ms: ms, sid, seq };
   if (type === 'snapshot') {
     rec.yes = yesNull === 1 ? null : yes;
@@ -447,6 +529,15 @@ export function readExchangeBBookRow(r: RowBinaryReader, ticker: string): Exchan
   }
   return rec;
 }
+
+/**
+ * The event time (ms) of the book row decoded last, as the book engine would read it from
+ * its record, or NaN when the record must be asked (read from its residue). For
+ * `rowBinaryRows`' `timeOf`: the rollup groups and applies records by this number instead of
+ * making it again from each record's `timestamp` text.
+ */
+let lastRowMs = Number.NaN;
+export const bookRowMs = (): number => lastRowMs;
 
 /** A book row of `venue` (BOOK_ROW_COLUMNS) as its book record. */
 export function readBookRow(venue: Venue, r: RowBinaryReader, market: string, asset: string): BookRecord {

@@ -1,7 +1,7 @@
 // Type only: storage does not load the book engine.
 import type { BookRecord, ChecksState } from '@booktape/book';
 import { VENUES, type Venue } from '@booktape/domain';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, firstBatch, readBookRow, rowBinaryRows } from './book-rows.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, readBookRow, rowBinaryRows, type Timed } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { holdsImportsSql, supersedeImported } from './pmxt-import.ts';
 import { streamQuery } from './stream.ts';
@@ -96,8 +96,8 @@ export interface BookEventsFacts {
 
 export interface BookEventsRead {
   facts: BookEventsFacts;
-  /** The book records (book-rows.ts), in serving order, a few hundred per array. */
-  events: AsyncGenerator<BookRecord[]>;
+  /** The book records (book-rows.ts), in serving order, a few hundred per array, each array with its records' times (`Timed`). */
+  events: AsyncGenerator<Timed<BookRecord>>;
   /** Ends the read early (frees its stream session); harmless after the end. */
   close(): Promise<void>;
 }
@@ -556,13 +556,14 @@ export class SummariesRepository {
         }
         return readBookRow(key.venue, r, key.market, key.asset);
       },
+      bookRowMs,
     ));
     if (first.done === true || got.facts === null) {
       const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(`SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports`, params);
       return { facts: factsOf(String(r!.counted), r!.next, Number(r!.imports)), events: (async function* () {})(), close };
     }
     const head = first.value;
-    async function* events(): AsyncGenerator<BookRecord[]> {
+    async function* events(): AsyncGenerator<Timed<BookRecord>> {
       yield head;
       yield* batches;
     }

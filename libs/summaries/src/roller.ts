@@ -237,7 +237,7 @@ export class Roller {
     let lastBook = false;
     const applyHeld = () => {
       if (held.length === 0) return;
-      checker.applyMillisecond(book, held, fold.observe);
+      checker.applyMillisecond(book, held, fold.observe, heldTs);
       const crossed = Math.floor((startEvents + applied + held.length) / every) > Math.floor((startEvents + applied) / every);
       applied += held.length;
       // Emptied, not replaced: a dense day holds a million milliseconds.
@@ -260,9 +260,12 @@ export class Roller {
     const { nextDataDate } = read.facts;
     try {
       for await (const batch of read.events) {
+        // Each record's time as the decoder read it (NaN: ask the record), not made again from text.
+        const times = batch.ms;
         for (let i = 0; i < batch.length; i++) {
           const rec = batch[i]!;
-          const ts = eventTs(rec);
+          let ts = times === undefined ? Number.NaN : times[i]!;
+          if (ts !== ts) ts = eventTs(rec);
           if (ts !== heldTs) {
             applyHeld();
             heldTs = ts;
