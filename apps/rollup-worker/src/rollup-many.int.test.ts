@@ -158,9 +158,15 @@ class FailingRepository extends SummariesRepository {
   ) {
     super(ch);
   }
+  shared = 0;
   override window(...a: Parameters<SummariesRepository['window']>) {
     if (a[0].asset === this.failing) return Promise.reject(new Error('engine hiccup'));
     return super.window(...a);
+  }
+  // The read of every asset's rows fails too: each asset then reads its own.
+  override dayAndBeforeMany(): never {
+    this.shared++;
+    throw new Error('engine hiccup');
   }
 }
 
@@ -177,8 +183,10 @@ describe('several assets in one run, one failing', () => {
       ];
       await t.filler.insert('exchange-b', messages(k, recs));
     }
-    const roller = new Roller(new FailingRepository(t.ch, keys[1]!.asset), silentLogger(), { closeGraceMs: 0 });
+    const failing = new FailingRepository(t.ch, keys[1]!.asset);
+    const roller = new Roller(failing, silentLogger(), { closeGraceMs: 0 });
     const out = await roller.rollMany(keys, '2026-05-03');
+    expect(failing.shared).toBe(1);
     expect('error' in out[1]! && (out[1].error as Error).message).toBe('engine hiccup');
     for (const i of [0, 2]) {
       expect(out[i]).toMatchObject({ results: [{ date: '2026-05-03', outcome: 'full', applied: 2 }] });

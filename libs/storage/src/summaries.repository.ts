@@ -279,6 +279,30 @@ export class SummariesRepository {
     return { rows, before: before ? toDay(before) : null, firstOpen: open ? toDay(open) : null };
   }
 
+  /**
+   * `window(key, date, date)`'s `rows` and `before` of several assets of one venue in one
+   * read: per key at its index, the date's row (or null) and the latest row before it.
+   */
+  async dayAndBeforeMany(venue: Venue, date: string, keys: readonly SummaryKey[]): Promise<Array<{ row: SummaryDay | null; before: SummaryDay | null }>> {
+    const t = this.ch.table('summary_days');
+    const where = 'venue = {venue:String} AND market IN {ms:Array(String)} AND asset IN {as:Array(String)}';
+    const all = await this.rows<DayRow & { part: string; m: string; a: string }>(
+      `SELECT 'in' AS part, market AS m, asset AS a, ${DAY_COLUMNS} FROM ${t} FINAL WHERE ${where} AND event_date = {date:Date}
+       UNION ALL
+       SELECT * FROM (SELECT 'before' AS part, market AS m, asset AS a, ${DAY_COLUMNS} FROM ${t} FINAL WHERE ${where} AND event_date < {date:Date}
+         ORDER BY event_date DESC LIMIT 1 BY market, asset)`,
+      { venue, date, ms: [...new Set(keys.map((k) => k.market))], as: [...new Set(keys.map((k) => k.asset))] },
+    );
+    const at = new Map<string, { row: SummaryDay | null; before: SummaryDay | null }>(keys.map((k) => [`${k.market}\n${k.asset}`, { row: null, before: null }]));
+    for (const r of all) {
+      const slot = at.get(`${r.m}\n${r.a}`);
+      if (slot === undefined) continue;
+      if (r.part === 'in') slot.row = toDay(r);
+      else slot.before = toDay(r);
+    }
+    return keys.map((k) => at.get(`${k.market}\n${k.asset}`)!);
+  }
+
   /** Days whose rows need re-deriving: made by another engine version (at most `limit`). */
   async outdatedDays(engineVersion: number, limit: number): Promise<(SummaryKey & { date: string })[]> {
     return (

@@ -189,7 +189,19 @@ export class Roller {
       return out;
     }
     const first: Array<Promise<DayResult>> = new Array(keys.length);
-    const planned = await Promise.allSettled(keys.map((k) => this.plan(k, date, false, false)));
+    // The stored rows of the assets this roller has no record of, in one read.
+    const memos = await Promise.all(keys.map((k) => this.memoFor(k, date)));
+    const unknown = keys.filter((_, i) => memos[i] === null);
+    let stored: Awaited<ReturnType<SummariesRepository['dayAndBeforeMany']>> | null = [];
+    try {
+      if (unknown.length > 0) stored = await this.repo.dayAndBeforeMany(keys[0]!.venue, date, unknown);
+    } catch {
+      stored = null;
+    }
+    const windows = new Map<SummaryKey, { rows: SummaryDay[]; before: SummaryDay | null }>();
+    // A failed read leaves each asset to read its own (an asset's failure is its own).
+    if (stored !== null) unknown.forEach((k, j) => windows.set(k, { rows: stored[j]!.row === null ? [] : [stored[j]!.row!], before: stored[j]!.before }));
+    const planned = await Promise.allSettled(keys.map((k, i) => this.plan(k, date, false, false, { memo: memos[i]!, window: windows.get(k) })));
     const batch: Array<{ i: number; plan: DayPlan }> = [];
     planned.forEach((p, i) => {
       if (p.status === 'rejected') first[i] = Promise.reject(p.reason);
@@ -313,15 +325,21 @@ export class Roller {
    * its last write, or read), whether the run is a full rebuild, and where it reads from. A
    * closed day is settled here (its late-data count) when nothing changed.
    */
-  private async plan(key: SummaryKey, date: string, force: boolean, importsSettled: boolean): Promise<DayPlan | { done: DayResult }> {
+  private async plan(
+    key: SummaryKey,
+    date: string,
+    force: boolean,
+    importsSettled: boolean,
+    known?: { memo: Memo | null; window: { rows: SummaryDay[]; before: SummaryDay | null } | undefined },
+  ): Promise<DayPlan | { done: DayResult }> {
     // The rollup's clock decides only whether a day has ended (plus a grace period).
     const now = Date.now();
     const dayStart = dayStartMs(date);
     if (!Number.isFinite(dayStart)) throw new RangeError(`not a date: ${date}`);
     const dayEnd = dayStart + DAY_MS;
     const closed = now >= dayEnd + this.opts.closeGraceMs;
-    const memo = await this.memoFor(key, date);
-    const { rows, before } = memo !== null ? { rows: [memo.day], before: memo.before } : await this.repo.window(key, date, date);
+    const memo = known !== undefined ? known.memo : await this.memoFor(key, date);
+    const { rows, before } = memo !== null ? { rows: [memo.day], before: memo.before } : (known?.window ?? (await this.repo.window(key, date, date)));
     const prev = rows[0] ?? null;
     const startState = before?.state ?? '';
     // What a day starts from is the previous day's book AND, while that book is unknown, its
