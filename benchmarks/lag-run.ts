@@ -21,10 +21,41 @@ import path from 'node:path';
 import { createLogger, parseEnv } from '@booktape/config';
 import { utcDate } from '@booktape/domain';
 import { createIngestor, ingestorConfig, ingestorEnvSchema } from '@booktape/ingestor';
-import { createKafka } from '@booktape/messaging';
+import { createKafka, RollupQueue } from '@booktape/messaging';
 import { startSimulator } from '@booktape/simulator';
 import { createRollupWorker } from '@booktape/rollup-worker';
-import { migrate, openClickHouse } from '@booktape/storage';
+import { migrate, openClickHouse, SummariesRepository } from '@booktape/storage';
+import { Roller } from '@booktape/summaries';
+
+// BENCH_PROBE=1: the time of each repository, queue and roller call (where a job's time goes),
+// added to the output as `probe` (a call's time includes waiting for the engine or Redis).
+const probe: Record<string, number[]> = {};
+let dayCount = 0;
+function wrap(proto: Record<string, unknown>, name: string, label: string) {
+  const f = proto[name];
+  if (typeof f !== 'function' || process.env.BENCH_PROBE !== '1') return;
+  proto[name] = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+    const t0 = performance.now();
+    try {
+      return await f.apply(this, args);
+    } finally {
+      (probe[label] ??= []).push(performance.now() - t0);
+      if (label === 'roll.rollMany') dayCount += (args[0] as unknown[]).length;
+      if (label === 'roll.rollFrom') dayCount += 1;
+    }
+  };
+}
+for (const m of ['window', 'bookEventsRead', 'bookEventsReadMany', 'write', 'writeMany', 'hourChunks', 'dayAndBeforeMany']) wrap(SummariesRepository.prototype as unknown as Record<string, unknown>, m, `repo.${m}`);
+for (const m of ['lockAndClaim', 'lockAndClaimMany', 'release', 'version', 'bumpVersion', 'notify']) wrap(RollupQueue.prototype as unknown as Record<string, unknown>, m, `queue.${m}`);
+for (const m of ['rollFrom', 'rollMany']) wrap(Roller.prototype as unknown as Record<string, unknown>, m, `roll.${m}`);
+function probeSummary() {
+  const out: Record<string, unknown> = { assetDaysAsked: dayCount };
+  for (const [k, v] of Object.entries(probe)) {
+    const s = [...v].sort((a, b) => a - b);
+    out[k] = { n: v.length, p50: Math.round(s[Math.floor(s.length / 2)]!), mean: Math.round(v.reduce((a, b) => a + b, 0) / v.length), sum_s: Math.round(v.reduce((a, b) => a + b, 0) / 100) / 10 };
+  }
+  return out;
+}
 import { intEnv } from './bench-env.ts';
 
 const RATE = intEnv('BENCH_RATE', 5000, 1);
@@ -102,6 +133,7 @@ async function main(): Promise<void> {
       sink: stored,
       machine: { cpus: cpus().length, loadavg: loadavg().map((x) => Number(x.toFixed(2))) },
       target_p99_ms: 5_000,
+      ...(process.env.BENCH_PROBE === '1' ? { probe: probeSummary() } : {}),
     };
     process.stderr.write(`[lag] ${maxAssets} assets, p50 ${out.lag_ms.p50} ms, p99 ${out.lag_ms.p99} ms, max ${out.lag_ms.max} ms over ${lags.length} samples\n`);
     console.log(JSON.stringify(out));

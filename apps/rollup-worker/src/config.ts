@@ -15,6 +15,8 @@ export const rollupEnvSchema = platformEnvSchema.extend({
   ROLLUP_CHECKPOINT_EVENTS: envInt(CHECKPOINT_EVENTS, 100, 1_000_000),
   /** A rollup claim held by a process that stopped renewing it (died) is taken over after this. */
   ROLLUP_CLAIM_LEASE_MS: envInt(60_000, 1000, 3_600_000),
+  /** Assets of a venue one rollup run claims and rolls together (one read, one insert per table); 1: one at a time. */
+  ROLLUP_BATCH_ASSETS: envInt(16, 1, 256),
 });
 
 /** The worker's options from the environment (exits with a ConfigError naming a bad variable). */
@@ -29,5 +31,6 @@ export function rollupOptions(env: NodeJS.ProcessEnv, platform: PlatformConfig):
     debounceMs: platform.rollup.debounceMs,
     claimLeaseMs: e.ROLLUP_CLAIM_LEASE_MS,
     beatMs: DEFAULT_ROLLUP_WORKER_BEAT_MS,
+    batchAssets: e.ROLLUP_BATCH_ASSETS,
   };
 }

@@ -9,17 +9,20 @@ const A: AssetRef = { venue: 'exchange-a', market: '0xm', asset: 'tok' };
 const day = (date: string): DayResult => ({ date, outcome: 'full', applied: 1, endStateChanged: false, alerts: [], nextDataDate: null });
 
 /** Fakes of the queue, roller, repository and locks, with a log of what happened in order. */
-function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDates?: Record<string, string[]>; assets?: string[] } = {}) {
+function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDates?: Record<string, string[]>; assets?: string[]; others?: Record<string, string[]>; failAsset?: string } = {}) {
   const events: string[] = [];
   const runs: Array<{ a: AssetRef; results: DayResult[] }> = [];
   const ctx: JobContext = {
     queue: {
-      lockAndClaim: async (a, claimId) => {
+      lockAndClaimMany: async (a, claimId, _lockId, _ms, more) => {
         if (o.locked) return null;
         events.push(`lock ${a.asset}`, `claim ${claimId.split(':')[0]}`);
-        return [...(o.dirty ?? [])];
+        const others = Object.entries(o.others ?? {}).slice(0, more).map(([asset, dates]) => ({ asset: { ...A, asset }, dates }));
+        for (const x of others) events.push(`lock ${x.asset.asset}`);
+        return [{ asset: a, dates: [...(o.dirty ?? [])] }, ...others];
       },
-      release: async (_a, dates, failed) => void events.push(`release ${dates.join(',')} ${failed ? 'failed' : 'done'}`),
+      release: async (a, dates, failed) => void events.push(`release${a.asset === A.asset ? '' : ` ${a.asset}`} ${dates.join(',')} ${failed ? 'failed' : 'done'}`),
+      enqueueAsset: async (_k, a) => void events.push(`enqueue ${a.asset}`),
       renewClaim: async () => true,
       markDirty: async (parts: readonly PartitionRef[]) => void events.push(`dirty ${parts.length}`),
       takeOverExpiredClaims: async () => [A],
@@ -29,6 +32,10 @@ function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDat
         events.push(`roll ${a.asset} ${date}${force ? ' forced' : ''}`);
         if (date === o.failOn) throw new Error('engine down');
         return [day(date)];
+      },
+      rollMany: async (keys, date) => {
+        events.push(`roll ${keys.map((k) => k.asset).join('+')} ${date}`);
+        return keys.map((k) => (k.asset === o.failAsset || date === o.failOn ? { error: new Error(`${k.asset} failed`) } : { results: [day(date)] }));
       },
     },
     repo: {
@@ -48,7 +55,7 @@ function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDat
     },
     afterRun: (a, results) => void runs.push({ a, results }),
     log: silentLogger(),
-    opts: { closeGraceMs: 60_000, sweepEveryMs: 60_000, claimLeaseMs: 30_000 },
+    opts: { closeGraceMs: 60_000, sweepEveryMs: 60_000, claimLeaseMs: 30_000, batchAssets: 4 },
     now: () => Date.UTC(2026, 3, 2, 0, 0, 30),
   };
   const progress: unknown[] = [];
@@ -79,6 +86,48 @@ describe('asset job', () => {
     await expect(runAssetJob(g.ctx, g.job, A, 'tok-1')).rejects.toBeInstanceOf(DelayedError);
     expect(g.delayed).toEqual([Date.UTC(2026, 3, 2, 0, 0, 30) + 500]);
     expect(g.events).toEqual([]);
+  });
+});
+
+describe('asset job with other assets of its venue', () => {
+  it('rolls the assets of each date in one run, date after date, and releases each asset as done', async () => {
+    const f = fakes({ dirty: ['2026-04-02', '2026-04-01'], others: { t2: ['2026-04-02'], t3: ['2026-04-01', '2026-04-03'] } });
+    await runAssetJob(f.ctx, f.job, A, 'tok-1');
+    expect(f.events.slice(0, 6)).toEqual(['lock tok', 'claim j1', 'lock t2', 'lock t3', 'roll tok+t3 2026-04-01', 'roll tok+t2 2026-04-02']);
+    // A date only one asset holds is rolled alone.
+    expect(f.events[6]).toBe('roll t3 2026-04-03');
+    expect(f.events.slice(7, 10).sort()).toEqual(['release 2026-04-01,2026-04-02 done', 'release t2 2026-04-02 done', 'release t3 2026-04-01,2026-04-03 done']);
+    expect(f.events.slice(10).sort()).toEqual(['unlock t2', 'unlock t3', 'unlock tok']);
+    expect(f.runs.map((r) => `${r.a.asset} ${r.results[0]!.date}`)).toEqual(['tok 2026-04-01', 't3 2026-04-01', 'tok 2026-04-02', 't2 2026-04-02', 't3 2026-04-03']);
+  });
+
+  it('an asset whose run failed gets its dates dirty again and a job of its own; the others are done and the job succeeds', async () => {
+    const f = fakes({ dirty: ['2026-04-01'], others: { t2: ['2026-04-01', '2026-04-02'], t3: ['2026-04-01'] }, failAsset: 't2' });
+    await runAssetJob(f.ctx, f.job, A, 'tok-1');
+    // t2's later date is not rolled once its earlier one failed (a day starts from the one before).
+    expect(f.events.filter((e) => e.startsWith('roll'))).toEqual(['roll tok+t2+t3 2026-04-01']);
+    const i = f.events.indexOf('release t2 2026-04-01,2026-04-02 failed');
+    expect(i).toBeGreaterThan(0);
+    expect(f.events.indexOf('enqueue t2')).toBeGreaterThan(i);
+    expect(f.events).toContain('release 2026-04-01 done');
+    expect(f.events).toContain('release t3 2026-04-01 done');
+    expect(f.events.filter((e) => e.startsWith('unlock')).sort()).toEqual(['unlock t2', 'unlock t3', 'unlock tok']);
+    expect(f.runs.map((r) => r.a.asset).sort()).toEqual(['t3', 'tok']);
+  });
+
+  it('fails the job when its own asset failed, the others standing', async () => {
+    const f = fakes({ dirty: ['2026-04-01'], others: { t2: ['2026-04-01'] }, failAsset: 'tok' });
+    await expect(runAssetJob(f.ctx, f.job, A, 'tok-1')).rejects.toThrow('tok failed');
+    expect(f.events).toContain('release 2026-04-01 failed');
+    expect(f.events).toContain('release t2 2026-04-01 done');
+    expect(f.events).not.toContain('enqueue tok');
+    expect(f.events.filter((e) => e.startsWith('unlock')).sort()).toEqual(['unlock t2', 'unlock tok']);
+  });
+
+  it('with nothing of its own claimed, still rolls the others it claimed', async () => {
+    const f = fakes({ others: { t2: ['2026-04-01'] } });
+    await runAssetJob(f.ctx, f.job, A, 'tok-1');
+    expect(f.events).toEqual(['lock tok', 'claim j1', 'lock t2', 'roll t2 2026-04-01', 'release t2 2026-04-01 done', 'unlock tok', 'unlock t2']);
   });
 });
 

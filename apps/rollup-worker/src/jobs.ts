@@ -4,21 +4,21 @@ import { ENGINE_VERSION } from '@booktape/book';
 import type { Logger } from '@booktape/config';
 import { utcDate } from '@booktape/domain';
 import { venueModule } from '@booktape/venues';
-import type { AssetRef, BackfillProgress, BackfillRequest, RollupJobData, RollupQueue } from '@booktape/messaging';
+import { assetKey, type AssetRef, type BackfillProgress, type BackfillRequest, type RollupJobData, type RollupQueue } from '@booktape/messaging';
 import type { SummariesRepository } from '@booktape/storage';
 import type { DayResult, Roller } from '@booktape/summaries';
 import type { Unlock } from './asset-lock.ts';
 
 /** What the jobs work with: each a unit of its own (or a fake in a test). */
 export interface JobContext {
-  queue: Pick<RollupQueue, 'lockAndClaim' | 'release' | 'renewClaim' | 'markDirty' | 'takeOverExpiredClaims'>;
-  roller: Pick<Roller, 'rollFrom'>;
+  queue: Pick<RollupQueue, 'lockAndClaimMany' | 'release' | 'renewClaim' | 'markDirty' | 'takeOverExpiredClaims' | 'enqueueAsset'>;
+  roller: Pick<Roller, 'rollFrom' | 'rollMany'>;
   repo: Pick<SummariesRepository, 'assetsOf' | 'dataDates' | 'openDaysBefore' | 'outdatedDays' | 'staleRecentPartitions'>;
   locks: { ttlMs: number; held(a: AssetRef, id: string): Unlock; waitLock(a: AssetRef): Promise<Unlock> };
   /** Hears every run's results (stats, logs, alerts). */
   afterRun(a: AssetRef, results: DayResult[]): void;
   log: Logger;
-  opts: { closeGraceMs: number; sweepEveryMs: number; claimLeaseMs: number };
+  opts: { closeGraceMs: number; sweepEveryMs: number; claimLeaseMs: number; batchAssets?: number };
   now?: () => number;
 }
 
@@ -26,40 +26,59 @@ type AnyJob = Pick<Job<RollupJobData>, 'id' | 'moveToDelayed' | 'updateProgress'
 
 /**
  * `asset` job: the sink stored data of an asset. Its dirty dates are claimed (a lease kept
- * while the run lasts) under the asset's lock, both in one step, and rolled up in order, each
- * followed by the later days whose carried state changed; released as done, or as failed
- * (dirty again) when the run throws. An asset locked by another job (a back-fill) is tried
- * again shortly, its dates left as they were.
+ * while the run lasts) under the asset's lock, both in one step, together with those of up
+ * to `batchAssets` − 1 other assets of its venue that wait with dirty dates (each under its
+ * lock too): the assets of a date are rolled in one run (`Roller.rollMany`: one read, one
+ * insert per table), date after date, each followed by the later days whose carried state
+ * changed. Each asset's dates are released as done, or as failed (dirty again) when its
+ * run failed: the others' stand. The job fails when its own asset's run failed (BullMQ
+ * retries it); another asset that failed gets a job of its own again. An asset locked by
+ * another job (a back-fill) is tried again shortly, its dates left as they were.
  */
 export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, token: string | undefined): Promise<void> {
   // Unique per run: a retry of this job must not pass for the run that claimed before it.
   const claimId = `${job.id ?? 'job'}:${randomUUID()}`;
   const lockId = randomUUID();
-  const claimed = await ctx.queue.lockAndClaim(a, claimId, lockId, ctx.locks.ttlMs);
+  const claimed = await ctx.queue.lockAndClaimMany(a, claimId, lockId, ctx.locks.ttlMs, Math.max(1, ctx.opts.batchAssets ?? 1) - 1);
   if (claimed === null) {
     await job.moveToDelayed((ctx.now ?? Date.now)() + 500, token);
     throw new DelayedError();
   }
-  const unlock = ctx.locks.held(a, lockId);
-  let released: Promise<void> = Promise.resolve();
+  const unlocks = claimed.map((c) => ctx.locks.held(c.asset, lockId));
+  const runs = claimed.filter((c) => c.dates.length > 0).map((c) => ({ a: c.asset, dates: [...c.dates].sort(), error: undefined as unknown, failed: false }));
+  let released: Promise<unknown> = Promise.resolve();
   try {
-    const dates = claimed.sort();
-    if (dates.length === 0) return;
-    const stopRenewing = keepClaim(ctx, a, claimId);
+    if (runs.length === 0) return;
+    const stops = runs.map((r) => keepClaim(ctx, r.a, claimId));
     try {
-      for (const d of dates) ctx.afterRun(a, await ctx.roller.rollFrom(a, d));
+      for (const d of [...new Set(runs.flatMap((r) => r.dates))].sort()) {
+        const group = runs.filter((r) => !r.failed && r.dates.includes(d));
+        if (group.length === 0) continue;
+        const out = group.length === 1 ? [await ctx.roller.rollFrom(group[0]!.a, d).then((results) => ({ results }), (error: unknown) => ({ error }))] : await ctx.roller.rollMany(group.map((r) => r.a), d);
+        out.forEach((o, i) => {
+          const r = group[i]!;
+          if ('error' in o) Object.assign(r, { failed: true, error: o.error });
+          else ctx.afterRun(r.a, o.results);
+        });
+      }
     } catch (e) {
-      stopRenewing();
-      await ctx.queue.release(a, dates, true, claimId);
-      throw e;
+      for (const r of runs) if (!r.failed) Object.assign(r, { failed: true, error: e });
+    } finally {
+      for (const stop of stops) stop();
     }
-    stopRenewing();
-    // Sent together with the unlock (in this order, on one connection): the job waits for
-    // one answer instead of two. Either order would be safe: a release ends only the dates
-    // its own claim still holds.
-    released = ctx.queue.release(a, dates, false, claimId);
+    const own = runs.find((r) => r.a === claimed[0]!.asset);
+    const failedOthers = runs.filter((r) => r.failed && r !== own);
+    for (const r of failedOthers) ctx.log.warn({ ...r.a, err: (r.error as Error)?.message }, 'rollup of an asset run with another failed: its dates are dirty again');
+    // A failure's release is awaited before the unlock (as a failed job's retry expects its
+    // dates dirty again); a success's is sent together with the unlock, on one connection: a
+    // release ends only the dates its own claim still holds, so either order would be safe.
+    const failedReleases = runs.filter((r) => r.failed).map((r) => ctx.queue.release(r.a, r.dates, true, claimId));
+    await Promise.all(failedReleases);
+    await Promise.all(failedOthers.map((r) => ctx.queue.enqueueAsset(assetKey(r.a), r.a)));
+    released = Promise.all(runs.filter((r) => !r.failed).map((r) => ctx.queue.release(r.a, r.dates, false, claimId)));
+    if (own?.failed) throw own.error;
   } finally {
-    await Promise.all([released, unlock()]);
+    await Promise.all([released, ...unlocks.map((u) => u())]);
   }
 }
 

@@ -31,6 +31,12 @@ export interface RollupWorkerOptions {
   claimLeaseMs: number;
   /** How often the worker tells monitoring it is alive (libs/messaging rollup-worker-liveness.ts). */
   beatMs: number;
+  /**
+   * Assets of a venue an asset job claims and rolls at once (its own and up to this many
+   * less one others waiting with dirty dates): the assets of a date share one read and one
+   * insert per table (docs/BENCHMARKS.md). 1: each asset alone.
+   */
+  batchAssets: number;
 }
 
 export const DEFAULT_ROLLUP_OPTIONS: RollupWorkerOptions = {
@@ -41,6 +47,7 @@ export const DEFAULT_ROLLUP_OPTIONS: RollupWorkerOptions = {
   debounceMs: 1000,
   claimLeaseMs: DEFAULT_CLAIM_LEASE_MS,
   beatMs: DEFAULT_ROLLUP_WORKER_BEAT_MS,
+  batchAssets: 16,
 };
 
 export interface RollupWorkerDeps {

@@ -147,6 +147,50 @@ describe('rollup claim leases', () => {
     expect(await q.unsettled(parts)).toBe(0);
   });
 
+  it('lock and claim of several assets in one step: other assets of the venue waiting with dirty dates, each under its lock, none locked elsewhere', async () => {
+    const prefix = uniqueId('bt-lease');
+    const q = queue(prefix);
+    const keys = rollupKeys(prefix);
+    const a2 = { ...asset, asset: '43' };
+    const a3 = { ...asset, market: '0xbeef', asset: '44' };
+    const locked = { ...asset, asset: '45' };
+    const empty = { ...asset, asset: '46' };
+    const b = { venue: 'exchange-b' as const, market: 'KXONE', asset: 'KXONE' };
+    await q.notify([...parts, { ...a2, date: '2026-03-02' }, { ...a3, date: '2026-03-01' }, { ...locked, date: '2026-03-01' }, { ...b, date: '2026-03-01' }]);
+    // Pending without dirty dates (a claim took them since): locked for no one, left alone.
+    await q.redis.zadd(keys.pending, 'NX', Date.now(), assetKey(empty));
+    await q.redis.set(keys.lock(assetKey(locked)), 'back-fill', 'PX', 5000);
+
+    const got = await q.lockAndClaimMany(asset, 'run-1', 'job-lock', 5000, 15);
+    // The asked asset first; the others in their pending order (equal times: by name).
+    expect(got?.map((c) => [assetKey(c.asset), [...c.dates].sort()])).toEqual([
+      [assetKey(asset), ['2026-03-01', '2026-03-02']],
+      [assetKey(a3), ['2026-03-01']],
+      [assetKey(a2), ['2026-03-02']],
+    ]);
+    for (const a of [asset, a2, a3]) expect(await q.redis.get(keys.lock(assetKey(a)))).toBe('job-lock');
+    expect(await q.redis.get(keys.lock(assetKey(locked)))).toBe('back-fill');
+    expect(await q.redis.get(keys.lock(assetKey(empty)))).toBeNull();
+    expect(await q.redis.get(keys.lock(assetKey(b)))).toBeNull();
+    // The locked asset and the other venue's stay dirty and pending for their own jobs.
+    expect(await q.unsettled([{ ...locked, date: '2026-03-01' }, { ...b, date: '2026-03-01' }])).toBe(2);
+    expect(await q.redis.zscore(keys.pending, assetKey(locked))).not.toBeNull();
+    expect(await q.redis.zscore(keys.pending, assetKey(b))).not.toBeNull();
+    // A run that failed one asset: its dates dirty again, the others done.
+    await q.release(a2, ['2026-03-02'], true, 'run-1');
+    await q.release(asset, ['2026-03-01', '2026-03-02'], false, 'run-1');
+    await q.release(a3, ['2026-03-01'], false, 'run-1');
+    expect(await q.unsettled([...parts, { ...a3, date: '2026-03-01' }])).toBe(0);
+    expect(await q.unsettled([{ ...a2, date: '2026-03-02' }])).toBe(1);
+    expect(await q.redis.zscore(keys.pending, assetKey(a2))).not.toBeNull();
+
+    // At most `more` others; and nothing at all while another holds the asked asset's lock.
+    await q.redis.del(keys.lock(assetKey(asset)), keys.lock(assetKey(a2)), keys.lock(assetKey(locked)));
+    await q.redis.set(keys.lock(assetKey(a3)), 'other', 'PX', 5000);
+    expect(await q.lockAndClaimMany(a3, 'run-2', 'job-lock', 5000, 15)).toBeNull();
+    expect((await q.lockAndClaimMany(asset, 'run-3', 'job-lock', 5000, 1))?.map((c) => c.dates.length)).toEqual([0, 1]);
+  });
+
   it('a claim left without a lease (made before leases existed) gets one, and is taken over when it runs out', async () => {
     const prefix = uniqueId('bt-lease');
     const q = queue(prefix);

@@ -123,6 +123,55 @@ return dates`;
 const LOCK_AND_CLAIM = `if not redis.call('SET', KEYS[5], ARGV[4], 'PX', tonumber(ARGV[5]), 'NX') then return false end
 ${CLAIM}`;
 
+// LOCK_AND_CLAIM of an asset and of up to ARGV[7] more assets of the pending set (oldest
+// first, among its first ARGV[9]) whose key starts with ARGV[8] (the venue's head), all under
+// one claim id and lock id. KEYS: pending, leases. ARGV: claim id, lease ms, lock ms, the
+// head of the per-asset keys, asset key, lock id, more, key head, scan. An asset locked by
+// another job is skipped; one locked here with nothing dirty is unlocked at once. Returns
+// {asset key, dates} pairs, the first asset's first (its dates may be none); nil when
+// another job holds the first asset's lock. The other assets' keys are built here from
+// their names (a single Redis, as the queue's other scripts assume).
+const LOCK_AND_CLAIM_MANY = `${NOW}
+local head = ARGV[4]
+local function claimOne(a)
+  local lock = head .. ':lock:' .. a
+  if not redis.call('SET', lock, ARGV[6], 'PX', tonumber(ARGV[3]), 'NX') then return false end
+  local dirty = head .. ':dirty:' .. a
+  local claimed = head .. ':claimed:' .. a
+  local exp = redis.call('ZSCORE', KEYS[2], a)
+  if exp and tonumber(exp) <= now then
+    local old = redis.call('HKEYS', claimed)
+    redis.call('DEL', claimed)
+    for _, d in ipairs(old) do redis.call('ZADD', dirty, 'NX', now, d) end
+    redis.call('ZREM', KEYS[2], a)
+  end
+  local dates = redis.call('ZRANGE', dirty, 0, -1)
+  if #dates > 0 then
+    redis.call('DEL', dirty)
+    for _, d in ipairs(dates) do redis.call('HSET', claimed, d, ARGV[1]) end
+    redis.call('ZADD', KEYS[2], 'GT', now + tonumber(ARGV[2]), a)
+  end
+  redis.call('ZREM', KEYS[1], a)
+  return dates
+end
+local first = claimOne(ARGV[5])
+if not first then return false end
+local out = {{ARGV[5], first}}
+local more = tonumber(ARGV[7])
+if more > 0 then
+  local vh = ARGV[8]
+  for _, a in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[9]) - 1)) do
+    if #out > more then break end
+    if a ~= ARGV[5] and string.sub(a, 1, #vh) == vh then
+      local dates = claimOne(a)
+      if dates then
+        if #dates > 0 then out[#out + 1] = {a, dates} else redis.call('DEL', head .. ':lock:' .. a) end
+      end
+    end
+  end
+end
+return out`;
+
 // KEYS: dirty, claimed, pending, leases. ARGV: asset key. Returns how many dates went back to dirty.
 const TAKE_OVER = `${NOW}
 local taken = 0
@@ -246,6 +295,22 @@ export class RollupQueue {
   async lockAndClaim(a: AssetRef, claimId: string, lockId: string, lockMs: number): Promise<string[] | null> {
     const k = assetKey(a);
     return (await this.redis.eval(LOCK_AND_CLAIM, 5, ...this.claimKeys(k), this.keys.lock(k), claimId, k, this.claimLeaseMs, lockId, lockMs)) as string[] | null;
+  }
+
+  /**
+   * `lockAndClaim` of the asset and, in the same step, of up to `more` other assets of its
+   * venue that have dirty dates (the longest waiting first), under the same claim and lock
+   * ids: one run can roll several assets of a date with one read and one write. Returns the
+   * assets and their claimed dates, the asked asset first (its dates may be none); the
+   * others each hold dates and their locks (as `lockId`). Null when another job holds the
+   * asked asset's lock: then nothing is claimed.
+   */
+  async lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number): Promise<Array<{ asset: AssetRef; dates: string[] }> | null> {
+    const k = assetKey(a);
+    const head = this.keys.dirty('').slice(0, -':dirty:'.length);
+    const res = (await this.redis.eval(LOCK_AND_CLAIM_MANY, 2, this.keys.pending, this.keys.leases, claimId, this.claimLeaseMs, lockMs, head, k, lockId, Math.max(0, more), `${a.venue}|`, Math.max(0, more) * 4)) as Array<[string, string[]]> | null;
+    if (res === null) return null;
+    return res.map(([key, dates]) => ({ asset: key === k ? a : parseAssetKey(key), dates }));
   }
 
   /** Extends the claim's lease; false when the claim is gone (its lease ran out and it was taken over). */

@@ -102,6 +102,32 @@ export interface BookEventsRead {
   close(): Promise<void>;
 }
 
+/** One book of a read of several (`SummariesRepository.bookEventsReadMany`): what `bookEventsRead` takes for one. */
+export interface BookEventsItem {
+  market: string;
+  asset: string;
+  fromMs: number;
+  toMs: number;
+  countBeforeMs: number | null;
+}
+
+export interface BookEventsReadMany {
+  /** Per item, at its index. */
+  facts: BookEventsFacts[];
+  /** The items' book records, item after item (ascending index), each item's in serving order, a few hundred per array. */
+  events: AsyncGenerator<{ item: number; records: BookRecord[] }>;
+  /** Ends the read early (frees its stream session); harmless after the end. */
+  close(): Promise<void>;
+}
+
+/** One asset's output of a rollup run, for `SummariesRepository.writeMany`. */
+export interface SummaryWrite {
+  key: SummaryKey;
+  day: SummaryDay;
+  chunks: readonly SummaryChunk[];
+  checkpoints: readonly BookCheckpoint[];
+}
+
 interface DayRow {
   day: string;
   version: string | number;
@@ -160,6 +186,23 @@ function parseChecksJson(text: string): ChecksState | null {
 /** The date's book events before {before} (FINAL: duplicates count once), as a scalar subquery. */
 function countBeforeSql(table: string, where: string): string {
   return `(SELECT count() FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date} AND event_ts < fromUnixTimestamp64Milli({before:Int64}, 'UTC'))`;
+}
+
+function checkpointRow(key: SummaryKey, c: BookCheckpoint): Record<string, unknown> {
+  return { ...keyParams(key), event_date: c.date, events: c.events, at: c.at, base_version: c.baseVersion, version: c.version, engine_version: c.engineVersion, state: c.state };
+}
+
+function chunkRow(key: SummaryKey, c: SummaryChunk): Record<string, unknown> {
+  return {
+    ...keyParams(key),
+    event_date: c.date,
+    resolution: c.resolution,
+    hour: Math.floor(c.hour / 1000),
+    version: c.version,
+    engine_version: c.engineVersion,
+    bucket_count: c.bucketCount,
+    buckets: c.buckets,
+  };
 }
 
 const KEY = 'venue = {venue:String} AND market = {market:String} AND asset = {asset:String}';
@@ -234,6 +277,30 @@ export class SummariesRepository {
     const before = all.find((r) => r.part === 'before');
     const open = all.find((r) => r.part === 'open');
     return { rows, before: before ? toDay(before) : null, firstOpen: open ? toDay(open) : null };
+  }
+
+  /**
+   * `window(key, date, date)`'s `rows` and `before` of several assets of one venue in one
+   * read: per key at its index, the date's row (or null) and the latest row before it.
+   */
+  async dayAndBeforeMany(venue: Venue, date: string, keys: readonly SummaryKey[]): Promise<Array<{ row: SummaryDay | null; before: SummaryDay | null }>> {
+    const t = this.ch.table('summary_days');
+    const where = 'venue = {venue:String} AND market IN {ms:Array(String)} AND asset IN {as:Array(String)}';
+    const all = await this.rows<DayRow & { part: string; m: string; a: string }>(
+      `SELECT 'in' AS part, market AS m, asset AS a, ${DAY_COLUMNS} FROM ${t} FINAL WHERE ${where} AND event_date = {date:Date}
+       UNION ALL
+       SELECT * FROM (SELECT 'before' AS part, market AS m, asset AS a, ${DAY_COLUMNS} FROM ${t} FINAL WHERE ${where} AND event_date < {date:Date}
+         ORDER BY event_date DESC LIMIT 1 BY market, asset)`,
+      { venue, date, ms: [...new Set(keys.map((k) => k.market))], as: [...new Set(keys.map((k) => k.asset))] },
+    );
+    const at = new Map<string, { row: SummaryDay | null; before: SummaryDay | null }>(keys.map((k) => [`${k.market}\n${k.asset}`, { row: null, before: null }]));
+    for (const r of all) {
+      const slot = at.get(`${r.m}\n${r.a}`);
+      if (slot === undefined) continue;
+      if (r.part === 'in') slot.row = toDay(r);
+      else slot.before = toDay(r);
+    }
+    return keys.map((k) => at.get(`${k.market}\n${k.asset}`)!);
   }
 
   /** Days whose rows need re-deriving: made by another engine version (at most `limit`). */
@@ -374,69 +441,49 @@ export class SummariesRepository {
    * under way together cost about one.
    */
   async write(key: SummaryKey, day: SummaryDay, chunks: readonly SummaryChunk[], checkpoints: readonly BookCheckpoint[] = []): Promise<void> {
+    await this.writeMany([{ key, day, chunks, checkpoints }]);
+  }
+
+  /**
+   * `write` of several assets' runs in one insert per table (the day rows last, as there):
+   * on an engine busy with inserts, an insert's wait, not its rows, is what it costs.
+   */
+  async writeMany(writes: readonly SummaryWrite[]): Promise<void> {
+    if (writes.length === 0) return;
     // Both settle before a failure is thrown: nothing of this run is still being written
     // when its retry starts.
-    const settled = await Promise.allSettled([this.insertCheckpoints(key, checkpoints), this.insertChunks(key, chunks)]);
+    const settled = await Promise.allSettled([
+      this.insertCheckpoints(writes.flatMap((w) => w.checkpoints.map((c) => checkpointRow(w.key, c)))),
+      this.insertChunks(writes.flatMap((w) => w.chunks.map((c) => chunkRow(w.key, c)))),
+    ]);
     for (const r of settled) if (r.status === 'rejected') throw r.reason;
     await this.ch.client.insert({
       table: this.ch.table('summary_days'),
       format: 'JSONEachRow',
-      values: [
-        {
-          ...keyParams(key),
-          event_date: day.date,
-          version: day.version,
-          base_version: day.baseVersion,
-          engine_version: day.engineVersion,
-          covered_until: day.coveredUntil,
-          complete: day.complete ? 1 : 0,
-          events: day.events,
-          start_state_hash: day.startStateHash,
-          state: day.state,
-          last_obs: day.lastObs,
-          checks: day.checks,
-          computed_at: day.computedAt,
-        },
-      ],
+      values: writes.map(({ key, day }) => ({
+        ...keyParams(key),
+        event_date: day.date,
+        version: day.version,
+        base_version: day.baseVersion,
+        engine_version: day.engineVersion,
+        covered_until: day.coveredUntil,
+        complete: day.complete ? 1 : 0,
+        events: day.events,
+        start_state_hash: day.startStateHash,
+        state: day.state,
+        last_obs: day.lastObs,
+        checks: day.checks,
+        computed_at: day.computedAt,
+      })),
     });
   }
 
-  private async insertCheckpoints(key: SummaryKey, checkpoints: readonly BookCheckpoint[]): Promise<void> {
-    if (checkpoints.length > 0) {
-      await this.ch.client.insert({
-        table: this.ch.table('book_checkpoints'),
-        format: 'JSONEachRow',
-        values: checkpoints.map((c) => ({
-          ...keyParams(key),
-          event_date: c.date,
-          events: c.events,
-          at: c.at,
-          base_version: c.baseVersion,
-          version: c.version,
-          engine_version: c.engineVersion,
-          state: c.state,
-        })),
-      });
-    }
+  private async insertCheckpoints(rows: readonly Record<string, unknown>[]): Promise<void> {
+    if (rows.length > 0) await this.ch.client.insert({ table: this.ch.table('book_checkpoints'), format: 'JSONEachRow', values: rows });
   }
 
-  private async insertChunks(key: SummaryKey, chunks: readonly SummaryChunk[]): Promise<void> {
-    if (chunks.length > 0) {
-      await this.ch.client.insert({
-        table: this.ch.table('summary_chunks'),
-        format: 'JSONEachRow',
-        values: chunks.map((c) => ({
-          ...keyParams(key),
-          event_date: c.date,
-          resolution: c.resolution,
-          hour: Math.floor(c.hour / 1000),
-          version: c.version,
-          engine_version: c.engineVersion,
-          bucket_count: c.bucketCount,
-          buckets: c.buckets,
-        })),
-      });
-    }
+  private async insertChunks(rows: readonly Record<string, unknown>[]): Promise<void> {
+    if (rows.length > 0) await this.ch.client.insert({ table: this.ch.table('summary_chunks'), format: 'JSONEachRow', values: rows });
   }
 
   /**
@@ -568,6 +615,97 @@ export class SummariesRepository {
       yield* batches;
     }
     return { facts: got.facts, events: events(), close };
+  }
+
+  /**
+   * `bookEventsRead` of several books of one venue and date in one read and one facts query
+   * (sent together): each item's records in [fromMs, toMs) and its facts, as a read of it
+   * alone would give them. Asset values must be distinct (an exchange A token belongs to one
+   * market). The facts are known when this returns; `events` must be read to its end or
+   * `close`d.
+   */
+  async bookEventsReadMany(venue: Venue, date: string, items: readonly BookEventsItem[]): Promise<BookEventsReadMany> {
+    const store = VENUE_STORAGE[venue];
+    const as = items.map((i) => i.asset);
+    if (new Set(as).size !== as.length) throw new RangeError('bookEventsReadMany: the same asset twice');
+    const table = this.ch.table(store.table);
+    const where = `${store.bookEventsWhereMany} AND event_date = {date:Date}`;
+    const col = store.asset;
+    const ms = items.map((i) => i.market);
+    const params = {
+      venue,
+      date,
+      ms,
+      as,
+      fr: items.map((i) => i.fromMs),
+      to: items.map((i) => i.toMs),
+      bf: items.map((i) => i.countBeforeMs ?? 0),
+    };
+    const at = (arr: string) => `fromUnixTimestamp64Milli(transform(${col}, {as:Array(String)}, {${arr}:Array(Int64)}, toInt64(0)), 'UTC')`;
+    const parts = [
+      `SELECT 'n' AS kind, market AS k, toString(min(event_date)) AS v FROM ${this.ch.table('market_dates')}
+        WHERE venue = {venue:String} AND market IN {ms:Array(String)} AND event_date > {date:Date} GROUP BY market`,
+    ];
+    if (items.some((i) => i.countBeforeMs !== null)) parts.push(`SELECT 'c' AS kind, ${col} AS k, toString(count()) AS v FROM ${table} FINAL WHERE ${where} AND event_ts < ${at('bf')} GROUP BY k`);
+    if (store.imports) {
+      parts.push(`SELECT 'i' AS kind, asset_id AS k, '1' AS v FROM ${this.ch.table('raw_exchange_a')}
+        WHERE market IN {ms:Array(String)} AND asset_id IN {as:Array(String)} AND transform(asset_id, {as:Array(String)}, {ms:Array(String)}, '') = market
+          AND event_date = {date:Date} AND source != '' GROUP BY asset_id`);
+    }
+    const factsQuery = this.rows<{ kind: string; k: string; v: string }>(parts.join('\nUNION ALL\n'), params);
+    const read = firstBatch(
+      rowBinaryRows(
+        streamQuery(this.ch, {
+          query: `SELECT toUInt32(indexOf({as:Array(String)}, ${col})) AS item, ${BOOK_ROW_COLUMNS[venue]} FROM ${table} FINAL WHERE ${where}
+            AND event_ts >= ${at('fr')} AND event_ts < ${at('to')}
+            ORDER BY item, event_ts, ingest_seq, dedup_id`,
+          query_params: params,
+          format: BOOK_ROW_FORMAT,
+        }),
+        (r) => {
+          const item = r.u32() - 1;
+          const it = items[item]!;
+          return { item, rec: readBookRow(venue, r, it.market, it.asset) };
+        },
+      ),
+    );
+    const [factRows, opened] = await Promise.allSettled([factsQuery, read]);
+    if (opened.status === 'rejected') throw opened.reason;
+    const { first, batches, close } = opened.value;
+    if (factRows.status === 'rejected') {
+      await close();
+      throw factRows.reason;
+    }
+    const next = new Map<string, string>();
+    const counted = new Map<string, number>();
+    const imports = new Set<string>();
+    for (const r of factRows.value) {
+      if (r.kind === 'n') next.set(r.k, r.v);
+      else if (r.kind === 'c') counted.set(r.k, Number(r.v));
+      else imports.add(r.k);
+    }
+    const facts = items.map(
+      (i): BookEventsFacts => ({
+        countedBefore: i.countBeforeMs === null ? null : (counted.get(i.asset) ?? 0),
+        nextDataDate: next.get(i.market) ?? null,
+        holdsImports: imports.has(i.asset),
+      }),
+    );
+    async function* events(): AsyncGenerator<{ item: number; records: BookRecord[] }> {
+      const split = function* (rows: Array<{ item: number; rec: BookRecord }>) {
+        let start = 0;
+        for (let j = 1; j <= rows.length; j++) {
+          if (j === rows.length || rows[j]!.item !== rows[start]!.item) {
+            yield { item: rows[start]!.item, records: rows.slice(start, j).map((x) => x.rec) };
+            start = j;
+          }
+        }
+      };
+      if (first.done === true) return;
+      yield* split(first.value);
+      for await (const b of batches) yield* split(b);
+    }
+    return { facts, events: events(), close };
   }
 
   /**

@@ -27,6 +27,12 @@ export interface VenueStorage {
   book: { where: string; snapshot: string; types: string };
   /** One book's records as the rollup counts them (`{market:String}`, `{asset:String}` bound). */
   bookEventsWhere: string;
+  /**
+   * The records of several books as the rollup counts them: `{ms:Array(String)}` and
+   * `{as:Array(String)}` bound, the market and asset of each book at the same index (asset
+   * values distinct), each row kept only with its own book's market.
+   */
+  bookEventsWhereMany: string;
 }
 
 const fromRegistry = <V extends Venue>(m: VenueModule<V>) => ({ table: m.raw.table, market: m.raw.market, asset: m.raw.asset, tokens: m.tokens, imports: m.imports });
@@ -37,12 +43,14 @@ export const VENUE_STORAGE: { readonly [V in Venue]: VenueStorage } = {
     ties: ['asset_id', 'event_type'],
     book: { where: 'market = {m:String} AND asset_id = {a:String}', snapshot: "event_type = 'book'", types: "event_type IN ('book', 'price_change')" },
     bookEventsWhere: `market = {market:String} AND asset_id = {asset:String} AND event_type IN ('book', 'price_change')`,
+    bookEventsWhereMany: `market IN {ms:Array(String)} AND asset_id IN {as:Array(String)} AND transform(asset_id, {as:Array(String)}, {ms:Array(String)}, '') = market AND event_type IN ('book', 'price_change')`,
   },
   'exchange-b': {
     ...fromRegistry(VENUE_MODULES['exchange-b']), binaryColumns: B_BINARY_COLUMNS, write: writeB as VenueStorage['write'],
     ties: ['record_type'],
     book: { where: 'ticker = {m:String}', snapshot: "record_type = 'snapshot'", types: "record_type IN ('snapshot', 'delta', 'gap')" },
     bookEventsWhere: `ticker = {market:String}`,
+    bookEventsWhereMany: `ticker IN {as:Array(String)}`,
   },
 };
 

@@ -16,7 +16,7 @@ import {
   type ExactBucket,
 } from '@booktape/book';
 import type { Logger } from '@booktape/config';
-import { type BookCheckpoint, type SummariesRepository, type SummaryChunk, type SummaryDay, type SummaryKey } from '@booktape/storage';
+import { type BookCheckpoint, type BookEventsFacts, type SummariesRepository, type SummaryChunk, type SummaryDay, type SummaryKey } from '@booktape/storage';
 import { eventTs, isBookRecord } from './book-at.ts';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 
@@ -171,20 +171,175 @@ export class Roller {
   }
 
   /**
+   * `rollFrom` of several assets of one venue at one date (not forced), with one raw read
+   * (and one facts query sent with it) and one insert per table for all of them: on an
+   * engine busy with inserts a run pays for its waits, not its rows. Each asset's output is
+   * what `rollFrom` alone would store. An asset that needs more than that read (a closed
+   * day's count, imported records to supersede, late data, the later days whose start
+   * changed) goes on alone from there. Returns, per key at its index, its results or what
+   * it failed with: an asset's failure leaves the others' results standing (a failed
+   * shared read or write fails every asset it held).
+   */
+  async rollMany(keys: readonly SummaryKey[], date: string): Promise<Array<{ results: DayResult[] } | { error: unknown }>> {
+    const venues = new Set(keys.map((k) => k.venue));
+    const assets = new Set(keys.map((k) => k.asset));
+    if (keys.length <= 1 || venues.size > 1 || assets.size !== keys.length) {
+      const out: Array<{ results: DayResult[] } | { error: unknown }> = [];
+      for (const k of keys) out.push(await this.rollFrom(k, date).then((results) => ({ results }), (error: unknown) => ({ error })));
+      return out;
+    }
+    const first: Array<Promise<DayResult>> = new Array(keys.length);
+    // The stored rows of the assets this roller has no record of, in one read.
+    const memos = await Promise.all(keys.map((k) => this.memoFor(k, date)));
+    const unknown = keys.filter((_, i) => memos[i] === null);
+    let stored: Awaited<ReturnType<SummariesRepository['dayAndBeforeMany']>> | null = [];
+    try {
+      if (unknown.length > 0) stored = await this.repo.dayAndBeforeMany(keys[0]!.venue, date, unknown);
+    } catch {
+      stored = null;
+    }
+    const windows = new Map<SummaryKey, { rows: SummaryDay[]; before: SummaryDay | null }>();
+    // A failed read leaves each asset to read its own (an asset's failure is its own).
+    if (stored !== null) unknown.forEach((k, j) => windows.set(k, { rows: stored[j]!.row === null ? [] : [stored[j]!.row!], before: stored[j]!.before }));
+    const planned = await Promise.allSettled(keys.map((k, i) => this.plan(k, date, false, false, { memo: memos[i]!, window: windows.get(k) })));
+    const batch: Array<{ i: number; plan: DayPlan }> = [];
+    planned.forEach((p, i) => {
+      if (p.status === 'rejected') first[i] = Promise.reject(p.reason);
+      else if ('done' in p.value) first[i] = Promise.resolve(p.value.done);
+      else batch.push({ i, plan: p.value });
+    });
+    if (batch.length > 0) {
+      const shared = this.rollPlanned(batch.map((b) => b.plan));
+      batch.forEach((b, j) => (first[b.i] = shared.then((r) => r[j]!())));
+    }
+    return Promise.all(
+      keys.map(async (k, i) => {
+        try {
+          const results = [await first[i]!];
+          let r = results[0]!;
+          while (r.endStateChanged && r.nextDataDate !== null) {
+            r = await this.rollDay(k, r.nextDataDate, false);
+            results.push(r);
+          }
+          return { results };
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
+  }
+
+  /**
+   * Planned runs of several assets (one venue, one date, distinct assets) read together and
+   * written together. Returns, per plan, a thunk giving its result: a run the shared read
+   * cannot serve (imports to supersede, late data) rolls alone inside it.
+   */
+  private async rollPlanned(plans: DayPlan[]): Promise<Array<() => Promise<DayResult>>> {
+    const { venue } = plans[0]!.key;
+    const { date } = plans[0]!;
+    const read = await this.repo.bookEventsReadMany(
+      venue,
+      date,
+      plans.map((p) => ({ market: p.key.market, asset: p.key.asset, fromMs: p.from, toMs: p.dayEnd, countBeforeMs: p.full ? null : p.prev!.coveredUntil })),
+    );
+    const out: Array<() => Promise<DayResult>> = new Array(plans.length);
+    const runs: Array<DayRun | null> = plans.map((p, j) => {
+      const alone = this.aloneAfterRead(p, read.facts[j]!);
+      if (alone !== null) {
+        // Rolled after the shared write (one asset's runs never overlap).
+        out[j] = () => alone();
+        return null;
+      }
+      return new DayRun(p, this.opts.checkpointEvery ?? CHECKPOINT_EVENTS, read.facts[j]!.nextDataDate);
+    });
+    try {
+      for await (const { item, records } of read.events) runs[item]?.push(records);
+    } finally {
+      await read.close();
+    }
+    // Each run's output (a boundary hour's chunks may be read); a failure is its asset's alone.
+    const outputs = await Promise.allSettled(runs.map((r) => (r === null ? Promise.resolve(null) : this.output(r))));
+    const writes: Array<{ j: number; o: RunOutput }> = [];
+    outputs.forEach((o, j) => {
+      if (runs[j] === null) return;
+      if (o.status === 'rejected') out[j] = () => Promise.reject(o.reason);
+      else if (o.value !== null && 'result' in o.value && !('day' in o.value)) out[j] = async () => o.value!.result;
+      else if (o.value !== null) writes.push({ j, o: o.value as RunOutput });
+    });
+    const written = this.writeMany(writes.map((w) => w.o)).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    const err = await written;
+    for (const { j, o } of writes) out[j] = err === null ? async () => o.result : () => Promise.reject(err);
+    // The runs that need more than the shared read go on alone now, after its write.
+    const settled = await Promise.allSettled(out.map((f) => f()));
+    return settled.map((r) => (r.status === 'fulfilled' ? async () => r.value : () => Promise.reject(r.reason)));
+  }
+
+  /**
    * Own capture first: imported copies of events captured since go before the day is read
    * (`supersedeImported`), and a day that lost any is rebuilt. Whether the day holds imported
    * records at all comes with the run's read (almost never: then no round trip is spent on
    * it); when it does, they are superseded and the run starts again, `importsSettled`.
    */
   private async roll(key: SummaryKey, date: string, force: boolean, importsSettled: boolean): Promise<DayResult> {
+    const planned = await this.plan(key, date, force, importsSettled);
+    if ('done' in planned) return planned.done;
+    const p = planned;
+    const read = await this.repo.bookEventsRead(key, date, p.from, p.dayEnd, p.full ? null : p.prev!.coveredUntil);
+    const alone = this.aloneAfterRead(p, read.facts);
+    if (alone !== null) {
+      await read.close();
+      return alone();
+    }
+    const run = new DayRun(p, this.opts.checkpointEvery ?? CHECKPOINT_EVENTS, read.facts.nextDataDate);
+    try {
+      for await (const batch of read.events) run.push(batch, batch.ms);
+    } finally {
+      await read.close();
+    }
+    const o = await this.output(run);
+    if (!('day' in o)) return o.result;
+    await this.writeMany([o]);
+    return o.result;
+  }
+
+  /**
+   * What a run must do instead of folding the read, given its facts: supersede imported
+   * records (then roll again, rebuilt when any were replaced), or rebuild a day that got late
+   * data. Null when the read serves the run.
+   */
+  private aloneAfterRead(p: DayPlan, facts: BookEventsFacts): (() => Promise<DayResult>) | null {
+    const { key, date } = p;
+    if (facts.holdsImports && !p.importsSettled) return async () => this.roll(key, date, p.force || (await this.repo.supersedeImported(key, date)) > 0, true);
+    if (!p.full && facts.countedBefore !== p.prev!.events) {
+      this.log.debug({ ...key, date, stored: facts.countedBefore, applied: p.prev!.events }, 'late data: rebuilding the day');
+      return () => this.roll(key, date, true, p.importsSettled);
+    }
+    return null;
+  }
+
+  /**
+   * A run up to its read: the stored day and the day before (from this roller's record of
+   * its last write, or read), whether the run is a full rebuild, and where it reads from. A
+   * closed day is settled here (its late-data count) when nothing changed.
+   */
+  private async plan(
+    key: SummaryKey,
+    date: string,
+    force: boolean,
+    importsSettled: boolean,
+    known?: { memo: Memo | null; window: { rows: SummaryDay[]; before: SummaryDay | null } | undefined },
+  ): Promise<DayPlan | { done: DayResult }> {
     // The rollup's clock decides only whether a day has ended (plus a grace period).
     const now = Date.now();
     const dayStart = dayStartMs(date);
     if (!Number.isFinite(dayStart)) throw new RangeError(`not a date: ${date}`);
     const dayEnd = dayStart + DAY_MS;
     const closed = now >= dayEnd + this.opts.closeGraceMs;
-    const memo = await this.memoFor(key, date);
-    const { rows, before } = memo !== null ? { rows: [memo.day], before: memo.before } : await this.repo.window(key, date, date);
+    const memo = known !== undefined ? known.memo : await this.memoFor(key, date);
+    const { rows, before } = memo !== null ? { rows: [memo.day], before: memo.before } : (known?.window ?? (await this.repo.window(key, date, date)));
     const prev = rows[0] ?? null;
     const startState = before?.state ?? '';
     // What a day starts from is the previous day's book AND, while that book is unknown, its
@@ -206,92 +361,25 @@ export class Roller {
     if (!full && prev !== null && prev.complete) {
       // A closed day has no events after covered_until to read: only the count is asked,
       // of the day without imported copies of captured events.
-      if (!importsSettled && (await this.repo.supersedeImported(key, date)) > 0) return this.roll(key, date, true, true);
+      if (!importsSettled && (await this.repo.supersedeImported(key, date)) > 0) return { done: await this.roll(key, date, true, true) };
       importsSettled = true;
       const n = await this.repo.countBookEvents(key, date, prev.coveredUntil);
-      if (n === prev.events) return { date, outcome: 'unchanged', applied: 0, endStateChanged: false, alerts: [], nextDataDate: null };
+      if (n === prev.events) return { done: { date, outcome: 'unchanged', applied: 0, endStateChanged: false, alerts: [], nextDataDate: null } };
       this.log.debug({ ...key, date, stored: n, applied: prev.events }, 'late data: rebuilding the day');
       full = true;
     }
+    return { key, date, force, importsSettled, now, dayStart, dayEnd, closed, memo, prev, before, startState, carried, startHash, full, resumed, from: full ? dayStart : prev!.coveredUntil };
+  }
 
-    const book = bookFromState(key.venue, full ? startState : prev!.state);
-    const checker = full || resumed === null ? BookChecker.startDay(key.venue, dayStart, book, carried) : resumed;
-    const from = full ? dayStart : prev!.coveredUntil;
-    // Events at the latest millisecond seen are held back while the day is open. A
-    // millisecond is applied whole (the checks settle claims at its end).
-    const fold = new BookFold(book, 1);
-    const every = this.opts.checkpointEvery ?? CHECKPOINT_EVENTS;
-    const startEvents = full ? 0 : prev!.events;
-    const checkpoints: Array<Pick<BookCheckpoint, 'events' | 'at' | 'state'>> = [];
-    let applied = 0;
-    // A checkpoint follows a millisecond that held a book record (its time is then the
-    // answer's as_of_ms) while the book is known (an unknown book's answer needs no state).
-    const checkpoint = (at: number, withBook: boolean) => {
-      const events = startEvents + applied;
-      if (withBook && book.isKnown() && checkpoints.at(-1)?.events !== events) checkpoints.push({ events, at, state: JSON.stringify(book.toState()) });
-    };
-    const held: BookRecord[] = [];
-    let heldTs = -1;
-    // The held millisecond, and the last one applied, holds a book record.
-    let heldBook = false;
-    let lastBook = false;
-    const applyHeld = () => {
-      if (held.length === 0) return;
-      checker.applyMillisecond(book, held, fold.observe, heldTs);
-      const crossed = Math.floor((startEvents + applied + held.length) / every) > Math.floor((startEvents + applied) / every);
-      applied += held.length;
-      // Emptied, not replaced: a dense day holds a million milliseconds.
-      held.length = 0;
-      if (crossed) checkpoint(heldTs, heldBook);
-      lastBook = heldBook;
-      heldBook = false;
-    };
-
-    const read = await this.repo.bookEventsRead(key, date, from, dayEnd, full ? null : prev!.coveredUntil);
-    if (read.facts.holdsImports && !importsSettled) {
-      await read.close();
-      return this.roll(key, date, force || (await this.repo.supersedeImported(key, date)) > 0, true);
-    }
-    if (!full && read.facts.countedBefore !== prev!.events) {
-      this.log.debug({ ...key, date, stored: read.facts.countedBefore, applied: prev!.events }, 'late data: rebuilding the day');
-      await read.close();
-      return this.roll(key, date, true, importsSettled);
-    }
-    const { nextDataDate } = read.facts;
-    try {
-      for await (const batch of read.events) {
-        // Each record's time as the decoder read it (NaN: ask the record), not made again from text.
-        const times = batch.ms;
-        for (let i = 0; i < batch.length; i++) {
-          const rec = batch[i]!;
-          let ts = times === undefined ? Number.NaN : times[i]!;
-          if (ts !== ts) ts = eventTs(rec);
-          if (ts !== heldTs) {
-            applyHeld();
-            heldTs = ts;
-          }
-          held.push(rec);
-          if (isBookRecord(rec)) heldBook = true;
-        }
-      }
-    } finally {
-      await read.close();
-    }
-    let coveredUntil: number;
-    if (closed || held.length === 0) {
-      const lastTs = heldTs;
-      applyHeld();
-      coveredUntil = closed ? dayEnd : from;
-      // The book a closed day ends with: what later days' answers start from.
-      if (closed && applied > 0) checkpoint(lastTs, lastBook);
-    } else {
-      coveredUntil = heldTs;
-    }
-    if (book.anomalies > 0) this.log.warn({ ...key, date, anomalies: book.anomalies, last: book.lastAnomaly }, 'records the book could not apply');
-
+  /** A folded run's output: a result alone (nothing new), or the rows to write with it. */
+  private async output(run: DayRun): Promise<RunOutput | { result: DayResult }> {
+    const p = run.plan;
+    const { key, date, prev, full, memo } = p;
+    const { coveredUntil, book, fold, checker, checkpoints, applied } = run.finish(this.log);
+    const { nextDataDate } = run;
     const alerts = checker.drainAlerts();
-    if (!full && applied === 0 && coveredUntil === prev!.coveredUntil && closed === prev!.complete) {
-      return { date, outcome: 'no-new-events', applied: 0, endStateChanged: false, alerts, nextDataDate };
+    if (!full && applied === 0 && coveredUntil === prev!.coveredUntil && p.closed === prev!.complete) {
+      return { result: { date, outcome: 'no-new-events', applied: 0, endStateChanged: false, alerts, nextDataDate } };
     }
 
     const version = this.nextVersion(prev?.version ?? 0);
@@ -307,21 +395,21 @@ export class Roller {
       baseVersion: full ? version : prev!.baseVersion,
       engineVersion: ENGINE_VERSION,
       coveredUntil,
-      complete: closed,
+      complete: p.closed,
       events: (full ? 0 : prev!.events) + applied,
-      startStateHash: startHash,
+      startStateHash: p.startHash,
       state,
       lastObs: last === null ? '' : JSON.stringify(last),
       checks: JSON.stringify(checks),
-      computedAt: now,
+      computedAt: p.now,
     };
     const cps = checkpoints.map((c) => ({ ...c, date, baseVersion: day.baseVersion, version, engineVersion: ENGINE_VERSION }));
-    await this.write(key, day, chunks, cps, before, boundary);
     // The next day starts from this day's book and, while unknown, its open spell's kind.
     const open = checks.open;
     const prevOpen = carriedChecks(prev)?.open ?? null;
     const endChanged = prev === null || prev.state !== state || prevOpen?.kind !== open?.kind || prevOpen?.detail !== open?.detail;
-    return { date, outcome: full ? 'full' : 'incremental', applied, endStateChanged: endChanged, alerts, nextDataDate };
+    const result: DayResult = { date, outcome: full ? 'full' : 'incremental', applied, endStateChanged: endChanged, alerts, nextDataDate };
+    return { key, day, chunks, checkpoints: cps, before: p.before, boundary, result };
   }
 
   /** This roller's record of the asset-day, if nobody wrote the asset since (null without `versions`). */
@@ -337,30 +425,25 @@ export class Roller {
   }
 
   /**
-   * Writes a run's output. With `versions`, the asset's counter is bumped before and after:
-   * other writers' records of the asset are void from the first bump on, and this roller's
-   * record is valid only when nobody else bumped in between (the second bump is the first's
-   * plus one). A failed write leaves no record.
+   * Writes runs' outputs (of distinct assets), in one insert per table. With `versions`,
+   * each asset's counter is bumped before and after: other writers' records of the asset are
+   * void from the first bump on, and this roller's record is valid only when nobody else
+   * bumped in between (the second bump is the first's plus one). A failed write leaves no record.
    */
-  private async write(
-    key: SummaryKey,
-    day: SummaryDay,
-    chunks: SummaryChunk[],
-    checkpoints: BookCheckpoint[],
-    before: SummaryDay | null,
-    boundary: Map<number, SummaryChunk> | null,
-  ): Promise<void> {
-    const k = memoKey(key);
-    this.memo.delete(k);
+  private async writeMany(outs: readonly RunOutput[]): Promise<void> {
+    if (outs.length === 0) return;
+    for (const o of outs) this.memo.delete(memoKey(o.key));
     const versions = this.opts.versions;
-    const pre = versions ? await versions.bump(key) : null;
-    await this.repo.write(key, day, chunks, checkpoints);
+    const pre = versions ? await Promise.all(outs.map((o) => versions.bump(o.key))) : null;
+    await this.repo.writeMany(outs.map((o) => ({ key: o.key, day: o.day, chunks: o.chunks, checkpoints: o.checkpoints })));
     if (!versions || pre === null) return;
-    const post = await versions.bump(key);
-    if (post !== pre + 1) return;
-    const hour = Math.floor(day.coveredUntil / HOUR_MS) * HOUR_MS;
-    this.memo.set(k, { version: post, day, before, boundary: boundary && { hour, chunks: boundary } });
-    if (this.memo.size > MEMO_ASSETS) this.memo.delete(this.memo.keys().next().value!);
+    const post = await Promise.all(outs.map((o) => versions.bump(o.key)));
+    outs.forEach((o, i) => {
+      if (post[i] !== pre[i]! + 1) return;
+      const hour = Math.floor(o.day.coveredUntil / HOUR_MS) * HOUR_MS;
+      this.memo.set(memoKey(o.key), { version: post[i]!, day: o.day, before: o.before, boundary: o.boundary && { hour, chunks: o.boundary } });
+      if (this.memo.size > MEMO_ASSETS) this.memo.delete(this.memo.keys().next().value!);
+    });
   }
 
   /**
@@ -421,4 +504,122 @@ export class Roller {
 
 function memoKey(k: SummaryKey): string {
   return `${k.venue}\n${k.market}\n${k.asset}`;
+}
+
+/** A run up to its read (`Roller.plan`). */
+interface DayPlan {
+  key: SummaryKey;
+  date: string;
+  force: boolean;
+  importsSettled: boolean;
+  /** The run's clock: whether the day has ended, and the row's computed_at. */
+  now: number;
+  dayStart: number;
+  dayEnd: number;
+  closed: boolean;
+  memo: Memo | null;
+  prev: SummaryDay | null;
+  before: SummaryDay | null;
+  startState: string;
+  carried: ChecksState | null;
+  startHash: string;
+  full: boolean;
+  resumed: BookChecker | null;
+  /** The read starts here: the day's start (full) or the stored covered_until. */
+  from: number;
+}
+
+/** A run's rows to write, and what it returns once they are written. */
+interface RunOutput {
+  key: SummaryKey;
+  day: SummaryDay;
+  chunks: SummaryChunk[];
+  checkpoints: BookCheckpoint[];
+  before: SummaryDay | null;
+  boundary: Map<number, SummaryChunk> | null;
+  result: DayResult;
+}
+
+/**
+ * One asset-day's fold of its read records: the book from the plan's start state, the
+ * checks, the observed buckets and the checkpoints. Events at the latest millisecond seen
+ * are held back while the day is open; a millisecond is applied whole (the checks settle
+ * claims at its end).
+ */
+class DayRun {
+  readonly book: ReturnType<typeof bookFromState>;
+  readonly checker: BookChecker;
+  readonly fold: BookFold;
+  readonly checkpoints: Array<Pick<BookCheckpoint, 'events' | 'at' | 'state'>> = [];
+  private readonly startEvents: number;
+  applied = 0;
+  private readonly held: BookRecord[] = [];
+  private heldTs = -1;
+  // The held millisecond, and the last one applied, holds a book record.
+  private heldBook = false;
+  private lastBook = false;
+
+  constructor(
+    readonly plan: DayPlan,
+    private readonly every: number,
+    readonly nextDataDate: string | null,
+  ) {
+    const { key, full, prev, resumed, startState, dayStart, carried } = plan;
+    this.book = bookFromState(key.venue, full ? startState : prev!.state);
+    this.checker = full || resumed === null ? BookChecker.startDay(key.venue, dayStart, this.book, carried) : resumed;
+    this.fold = new BookFold(this.book, 1);
+    this.startEvents = full ? 0 : prev!.events;
+  }
+
+  // A checkpoint follows a millisecond that held a book record (its time is then the
+  // answer's as_of_ms) while the book is known (an unknown book's answer needs no state).
+  private checkpoint(at: number, withBook: boolean): void {
+    const events = this.startEvents + this.applied;
+    if (withBook && this.book.isKnown() && this.checkpoints.at(-1)?.events !== events) this.checkpoints.push({ events, at, state: JSON.stringify(this.book.toState()) });
+  }
+
+  private applyHeld(): void {
+    const held = this.held;
+    if (held.length === 0) return;
+    this.checker.applyMillisecond(this.book, held, this.fold.observe, this.heldTs);
+    const crossed = Math.floor((this.startEvents + this.applied + held.length) / this.every) > Math.floor((this.startEvents + this.applied) / this.every);
+    this.applied += held.length;
+    // Emptied, not replaced: a dense day holds a million milliseconds.
+    held.length = 0;
+    if (crossed) this.checkpoint(this.heldTs, this.heldBook);
+    this.lastBook = this.heldBook;
+    this.heldBook = false;
+  }
+
+  /** Records in serving order; `ms`, where the decoder gave it, each one's time (NaN: ask the record), not made again from text. */
+  push(batch: readonly BookRecord[], ms?: Float64Array): void {
+    for (let i = 0; i < batch.length; i++) {
+      const rec = batch[i]!;
+      let ts = ms === undefined ? Number.NaN : ms[i]!;
+      if (ts !== ts) ts = eventTs(rec);
+      if (ts !== this.heldTs) {
+        this.applyHeld();
+        this.heldTs = ts;
+      }
+      this.held.push(rec);
+      if (isBookRecord(rec)) this.heldBook = true;
+    }
+  }
+
+  /** Ends the fold: where the stored day is now covered until. */
+  finish(log: Logger): { coveredUntil: number; book: DayRun['book']; fold: BookFold; checker: BookChecker; checkpoints: DayRun['checkpoints']; applied: number } {
+    const { closed, dayEnd, from, key, date } = this.plan;
+    let coveredUntil: number;
+    if (closed || this.held.length === 0) {
+      const lastTs = this.heldTs;
+      this.applyHeld();
+      coveredUntil = closed ? dayEnd : from;
+      // The book a closed day ends with: what later days' answers start from.
+      if (closed && this.applied > 0) this.checkpoint(lastTs, this.lastBook);
+    } else {
+      coveredUntil = this.heldTs;
+    }
+    if (this.book.anomalies > 0) log.warn({ ...key, date, anomalies: this.book.anomalies, last: this.book.lastAnomaly }, 'records the book could not apply');
+    return { coveredUntil, book: this.book, fold: this.fold, checker: this.checker, checkpoints: this.checkpoints, applied: this.applied };
+  }
 }
