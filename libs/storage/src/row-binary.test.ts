@@ -43,4 +43,27 @@ describe('RowBinary writer', () => {
       { numRuns: 1000 },
     );
   });
+
+  it('writes every stride-th value of a scratch column as the array writers do', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.maxSafeInteger(), fc.integer(), fc.constant(-0)), { maxLength: 300 }),
+        fc.nat({ max: 3 }),
+        fc.integer({ min: 1, max: 4 }),
+        (vs, start, stride) => {
+          const byte = (v: number) => ((v % 256) + 256) % 256;
+          const picked = vs.filter((_, i) => i >= start && (i - start) % stride === 0);
+          const bytes = picked.map(byte);
+          const strided = new RowBinaryWriter(2);
+          strided.i64Strided(Float64Array.from(vs), start, picked.length, stride);
+          strided.u8Strided(Uint8Array.from(vs.map(byte)), start, picked.length, stride);
+          const plain = new RowBinaryWriter(2);
+          plain.i64Array(picked);
+          plain.u8Array(bytes);
+          expect(Buffer.compare(strided.bytes(), plain.bytes())).toBe(0);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
 });

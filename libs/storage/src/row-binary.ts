@@ -113,6 +113,37 @@ export class RowBinaryWriter {
     for (const v of vs) this.buf[this.pos++] = v;
   }
 
+  /** `count` values of `from`, every `stride`-th from `start`, as Array(Int64). */
+  i64Strided(from: Float64Array, start: number, count: number, stride: number): void {
+    this.varint(count);
+    this.room(count * 8);
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0, j = start; i < count; i++, j += stride) {
+      const v = from[j]!;
+      if (v >= 0 && v < 0x1_0000_0000) {
+        buf.writeUInt32LE(v, pos);
+        buf.writeUInt32LE(0, pos + 4);
+      } else {
+        const lo = v % 0x1_0000_0000;
+        buf.writeUInt32LE(lo < 0 ? lo + 0x1_0000_0000 : lo, pos);
+        buf.writeInt32LE(Math.floor(v / 0x1_0000_0000), pos + 4);
+      }
+      pos += 8;
+    }
+    this.pos = pos;
+  }
+
+  /** `count` values of `from`, every `stride`-th from `start`, as Array(UInt8). */
+  u8Strided(from: Uint8Array, start: number, count: number, stride: number): void {
+    this.varint(count);
+    this.room(count);
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0, j = start; i < count; i++, j += stride) buf[pos++] = from[j]!;
+    this.pos = pos;
+  }
+
   stringArray(vs: readonly string[]): void {
     this.varint(vs.length);
     for (const v of vs) this.string(v);
