@@ -673,7 +673,18 @@ function checkedLineage(m: ExchangeAMessage | ExchangeBMessage, pos: KafkaPositi
   if (typeof w !== 'number' || !Number.isInteger(w) || w < 0 || w > 0xffff_ffff) refuse('CANNOT_PARSE_NUMBER', `worker_id: ${String(w)} is not a UInt32`);
   const p = pos.partition;
   if (!Number.isInteger(p) || p < -(2 ** 31) || p >= 2 ** 31) refuse('CANNOT_PARSE_NUMBER', `kafka_partition: ${String(p)} is not an Int32`);
-  return { dedup_id: text('dedup_id', m.dedup_id), ingest_seq: ingest, received_ms: checkedTime('received_at', Date.parse(m.received_at)), worker_id: w, partition: p, offset };
+  return { dedup_id: text('dedup_id', m.dedup_id), ingest_seq: ingest, received_ms: checkedTime('received_at', receivedMs(m.received_at)), worker_id: w, partition: p, offset };
+}
+
+/** Date.parse of a receive time: the records of a frame, and often of frames, share theirs. */
+let lastReceived: unknown;
+let lastReceivedMs = Number.NaN;
+function receivedMs(text: string): number {
+  if (text !== lastReceived || typeof text !== 'string') {
+    lastReceivedMs = Date.parse(text);
+    lastReceived = text;
+  }
+  return lastReceivedMs;
 }
 
 function writeLineage(w: RowBinaryWriter, l: Lineage): void {

@@ -66,4 +66,37 @@ describe('RowBinary writer', () => {
       { numRuns: 1000 },
     );
   });
+
+  it('writes any UInt64 decimal text as the BigInt way does, and refuses what does not fit alike', () => {
+    const viaBigInt = (v: string) => {
+      const b = Buffer.alloc(8);
+      try {
+        b.writeBigUInt64LE(BigInt(v));
+        return b.toString('hex');
+      } catch (e) {
+        return (e as Error).name;
+      }
+    };
+    const mine = (v: string) => {
+      const w = new RowBinaryWriter(1);
+      try {
+        w.u64Text(v);
+        return w.bytes().toString('hex');
+      } catch (e) {
+        return (e as Error).name;
+      }
+    };
+    const texts = fc.oneof(
+      fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }).map(String),
+      fc.bigInt({ min: 2n ** 52n, max: 2n ** 54n }).map(String),
+      fc.tuple(fc.nat({ max: 3 }), fc.bigInt({ min: 0n, max: 2n ** 64n + 5n })).map(([z, v]) => '0'.repeat(z) + String(v)),
+      fc.constantFrom('0', '18446744073709551615', '18446744073709551616', '99999999999999999999', '9007199254740993', '10000000000'),
+    );
+    fc.assert(
+      fc.property(texts, (v) => {
+        expect(mine(v)).toBe(viaBigInt(v));
+      }),
+      { numRuns: 5000 },
+    );
+  });
 });
