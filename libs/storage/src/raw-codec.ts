@@ -328,12 +328,17 @@ export function writeA(w: RowBinaryWriter, m: ExchangeAMessage, pos: KafkaPositi
 let scratchM = new Float64Array(256);
 let scratchS = new Uint8Array(256);
 
+/** Room for `n` slots, keeping what the slots hold (a record's sides are parsed one after the other). */
 function scratchRoom(n: number): void {
   if (n <= scratchM.length) return;
   let size = scratchM.length * 2;
   while (size < n) size *= 2;
-  scratchM = new Float64Array(size);
-  scratchS = new Uint8Array(size);
+  const m = new Float64Array(size);
+  const sc = new Uint8Array(size);
+  m.set(scratchM);
+  sc.set(scratchS);
+  scratchM = m;
+  scratchS = sc;
 }
 
 /**
