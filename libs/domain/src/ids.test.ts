@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_RECEIVED_MS, isoMs, normaliseConditionId, receiveTimeError } from './ids.ts';
+import { MAX_RECEIVED_MS, isoMs, normaliseConditionId, receiveTimeError, utcDate } from './ids.ts';
 
 /** The rule read plainly, with no memory of earlier answers. */
 function reference(field: string, v: unknown): string | null {
@@ -62,5 +62,37 @@ describe('normaliseConditionId', () => {
     expect(normaliseConditionId(raw)).toBe(`0x${'ab'.repeat(32)}`);
     expect(normaliseConditionId('0xzz')).toBeNull();
     expect(normaliseConditionId('0xzz')).toBeNull();
+  });
+});
+
+describe('utcDate', () => {
+  it('gives the date of any instant, asked in any order (the last day is remembered)', () => {
+    const plain = (ms: number) => {
+      try {
+        return new Date(ms).toISOString().slice(0, 10);
+      } catch (e) {
+        return (e as Error).name;
+      }
+    };
+    const ours = (ms: number) => {
+      try {
+        return utcDate(ms);
+      } catch (e) {
+        return (e as Error).name;
+      }
+    };
+    const day = 86_400_000;
+    const instant = fc.oneof(
+      fc.integer({ min: -3 * day, max: 3 * day }),
+      fc.double({ min: -2 * day, max: 2 * day }),
+      fc.integer({ min: 1_700_000_000_000, max: 1_700_000_000_000 + 3 * day }),
+      fc.constantFrom(8.64e15, 8.64e15 + 1, -8.64e15, -8.64e15 - 1, -0.5, 0.5, Number.NaN, -1, day - 1, day, Infinity),
+    );
+    fc.assert(
+      fc.property(fc.array(instant, { minLength: 1, maxLength: 20 }), (list) => {
+        for (const ms of list) expect(ours(ms), String(ms)).toBe(plain(ms));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

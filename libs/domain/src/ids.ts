@@ -105,9 +105,22 @@ export function receiveTimeError(field: string, v: unknown): string | null {
   return null;
 }
 
-/** The UTC date (YYYY-MM-DD) of a Unix-milliseconds instant: the date partition of a record. */
+/**
+ * The UTC date (YYYY-MM-DD) of a Unix-milliseconds instant: the date partition of a record.
+ * The sink asks it for every stored record, mostly of one day: the last day's text is kept
+ * (for instants from 1970 on, where Date's truncation is the floor the day bounds assume).
+ */
+let utcDayStart = Number.NaN;
+let utcDayText = '';
 export function utcDate(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
+  if (ms >= utcDayStart && ms < utcDayStart + 86_400_000) return utcDayText;
+  const text = new Date(ms).toISOString().slice(0, 10);
+  const start = Math.floor(ms / 86_400_000) * 86_400_000;
+  if (ms >= 0 && start + 86_400_000 <= 8.64e15) {
+    utcDayStart = start;
+    utcDayText = text;
+  }
+  return text;
 }
 
 /**

@@ -230,8 +230,12 @@ export const A_BINARY_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['residue', 'String'], ['received_at', "DateTime64(3, 'UTC')"], ['worker_id', 'UInt32'], ['kafka_partition', 'Int32'], ['kafka_offset', 'Int64'],
 ];
 
-/** Writes one exchange A row (A_BINARY_COLUMNS); throws RowRefusal for a value no column holds. */
-export function writeA(w: RowBinaryWriter, m: ExchangeAMessage, pos: KafkaPosition): void {
+/**
+ * Writes one exchange A row the general way: the typed columns as arrays, and the residue
+ * decided by rebuilding the record's text from them and comparing it with its JSON text.
+ * Every record can take this way; writeA takes it for those its quick check does not vouch for.
+ */
+export function writeARebuilt(w: RowBinaryWriter, m: ExchangeAMessage, pos: KafkaPosition): void {
   const t = typedA(m);
   const lineage = checkedLineage(m, pos);
   const ts = checkedTime('timestamp', t.event_ts);
@@ -263,6 +267,232 @@ export function writeA(w: RowBinaryWriter, m: ExchangeAMessage, pos: KafkaPositi
   w.u8Array(t.chg_best_ask_scale);
   w.string(residueA(m, t));
   writeLineage(w, lineage);
+}
+
+/**
+ * Writes one exchange A row (A_BINARY_COLUMNS); throws RowRefusal for a value no column holds.
+ *
+ * The same bytes as writeARebuilt, quicker for the records venues send: one pass over the
+ * record checks, field by field, what makes the table's rebuild give back its JSON text
+ * byte for byte (its keys in the order the rebuild writes them, strings JSON writes as they
+ * are, decimals spelled the way the columns spell them back), parsing its decimals into
+ * reused scratch columns on the way. Such a record has no residue, and neither text is
+ * built. Any other record (an unusual spelling, key order or shape) goes the general way,
+ * which decides its residue by comparing the texts.
+ */
+export function writeA(w: RowBinaryWriter, m: ExchangeAMessage, pos: KafkaPosition): void {
+  const e = m.event;
+  if (!plainA(e)) return writeARebuilt(w, m, pos);
+  const lineage = checkedLineage(m, pos);
+  const ts = checkedTime('timestamp', Number(e.timestamp));
+  w.string(e.market);
+  w.u16(days(ts));
+  w.i64(ts);
+  w.string(e.asset_id);
+  w.string(e.event_type);
+  w.string(lineage.dedup_id);
+  inRange('ingest_seq', () => w.u64Text(lineage.ingest_seq));
+  const changes = e.changes;
+  const nc = changes === undefined ? 0 : changes.length;
+  w.string(nc > 0 && e.hash === changes![0]!.hash ? '' : e.hash);
+  w.string(plainExtra);
+  const nb = e.bids === undefined ? 0 : e.bids.length;
+  const na = e.asks === undefined ? 0 : e.asks.length;
+  for (const [start, n] of [[0, nb], [2 * nb, na]] as const) {
+    w.i64Strided(scratchM, start, n, 2);
+    w.u8Strided(scratchS, start, n, 2);
+    w.i64Strided(scratchM, start + 1, n, 2);
+    w.u8Strided(scratchS, start + 1, n, 2);
+  }
+  const c0 = 2 * (nb + na);
+  w.i64Strided(scratchM, c0, nc, 4);
+  w.u8Strided(scratchS, c0, nc, 4);
+  w.arrayLength(nc);
+  for (let i = 0; i < nc; i++) w.u8(changes![i]!.side === 'SELL' ? 2 : 1);
+  w.i64Strided(scratchM, c0 + 1, nc, 4);
+  w.u8Strided(scratchS, c0 + 1, nc, 4);
+  w.arrayLength(nc);
+  for (let i = 0; i < nc; i++) w.string(changes![i]!.hash ?? '');
+  w.i64Strided(scratchM, c0 + 2, nc, 4);
+  w.u8Strided(scratchS, c0 + 2, nc, 4);
+  w.i64Strided(scratchM, c0 + 3, nc, 4);
+  w.u8Strided(scratchS, c0 + 3, nc, 4);
+  w.string('');
+  writeLineage(w, lineage);
+}
+
+/**
+ * Scratch columns of the record being written: its decimals as (mantissa, scale), bids then
+ * asks (price, size per level), then changes (price, size, best_bid, best_ask per change).
+ */
+let scratchM = new Float64Array(256);
+let scratchS = new Uint8Array(256);
+
+/** Room for `n` slots, keeping what the slots hold (a record's sides are parsed one after the other). */
+function scratchRoom(n: number): void {
+  if (n <= scratchM.length) return;
+  let size = scratchM.length * 2;
+  while (size < n) size *= 2;
+  const m = new Float64Array(size);
+  const sc = new Uint8Array(size);
+  m.set(scratchM);
+  sc.set(scratchS);
+  scratchM = m;
+  scratchS = sc;
+}
+
+/**
+ * A decimal text the columns spell back exactly (an optional minus, an integer part without
+ * leading zeros, optional decimals, at most 15 digits and 18 decimals, not a negative zero),
+ * parsed into scratch slot `i`: the (mantissa, scale) `dec` gives it. False for anything
+ * else, which then takes the general way.
+ */
+function plainDecimal(text: unknown, i: number): boolean {
+  if (typeof text !== 'string') return false;
+  const n = text.length;
+  let k = 0;
+  let neg = false;
+  if (n > 0 && text.charCodeAt(0) === 45) {
+    neg = true;
+    k = 1;
+  }
+  if (k >= n) return false;
+  let c = text.charCodeAt(k);
+  let m = 0;
+  if (c === 48) k += 1;
+  else {
+    if (c < 49 || c > 57) return false;
+    for (; k < n; k++) {
+      c = text.charCodeAt(k);
+      if (c === 46) break;
+      if (c < 48 || c > 57) return false;
+      m = m * 10 + (c - 48);
+    }
+    if (m >= 1e15) return false;
+  }
+  let s = 0;
+  if (k < n) {
+    if (text.charCodeAt(k) !== 46 || k + 1 === n) return false;
+    for (k += 1; k < n; k++) {
+      c = text.charCodeAt(k);
+      if (c < 48 || c > 57) return false;
+      m = m * 10 + (c - 48);
+      s += 1;
+    }
+    if (m >= 1e15 || s > 18) return false;
+  }
+  if (neg && m === 0) return false;
+  scratchM[i] = neg ? -m : m;
+  scratchS[i] = s;
+  return true;
+}
+
+/** A string JSON.stringify writes as it is (nothing escaped), as the table's rebuild writes it. */
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+const plainText = (v: unknown): boolean => typeof v === 'string' && !ESCAPED.test(v);
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+const isPlainArray = (v: unknown): v is unknown[] => Array.isArray(v) && Object.getPrototypeOf(v) === Array.prototype;
+
+/** The record's own keys, in the order the rebuild writes them (extra aside). */
+const A_HEAD = ['market', 'asset_id', 'timestamp', 'hash', 'event_type'];
+const A_BOOK = [...A_HEAD, 'bids', 'asks'];
+const A_CHANGE = [...A_HEAD, 'changes'];
+const A_KEYS = new Set([...A_HEAD, 'bids', 'asks', 'changes']);
+const CHANGE_KEYS = ['price', 'side', 'size', 'hash', 'best_bid', 'best_ask'];
+
+/** The `extra` column of the record plainA last vouched for. */
+let plainExtra = '';
+
+/**
+ * Whether the record's typed columns give back its JSON text byte for byte, checked on the
+ * record's own fields (never false for such a record of venue traffic; false is always safe:
+ * the caller then compares the texts). On true, the decimals are in the scratch columns and
+ * the extra column in plainExtra.
+ */
+export function plainA(e: ExchangeAMessage['event']): boolean {
+  if (!isPlainObject(e)) return false;
+  const type = e.event_type;
+  const keys = type === 'book' ? A_BOOK : type === 'price_change' ? A_CHANGE : A_HEAD;
+  let i = 0;
+  for (const k in e) {
+    if (k === 'extra') continue;
+    if (k !== keys[i]) return false;
+    i += 1;
+  }
+  if (i !== keys.length) return false;
+  if (!plainText(e.market) || !plainText(e.asset_id) || !plainText(e.hash) || !plainText(type)) return false;
+  const stamp = e.timestamp;
+  if (typeof stamp !== 'string' || String(Number(stamp)) !== stamp) return false;
+  const extra = e.extra as unknown;
+  if (extra === undefined) plainExtra = '';
+  else {
+    if (!isPlainObject(extra)) return false;
+    let n = 0;
+    for (const k in extra) {
+      if (A_KEYS.has(k)) return false;
+      n += 1;
+    }
+    plainExtra = n > 0 ? JSON.stringify(extra).slice(1, -1) : '';
+  }
+  const bids = e.bids as unknown;
+  const asks = e.asks as unknown;
+  const changes = e.changes as unknown;
+  // The key check let only this type's lists in; each must be a list (a key whose value is
+  // undefined is left out of the JSON text, but the rebuild writes an empty list).
+  const nb = type !== 'book' ? 0 : isPlainArray(bids) ? bids.length : -1;
+  const na = type !== 'book' ? 0 : isPlainArray(asks) ? asks.length : -1;
+  const nc = type !== 'price_change' ? 0 : isPlainArray(changes) ? changes.length : -1;
+  if (nb < 0 || na < 0 || nc < 0) return false;
+  scratchRoom(2 * (nb + na) + 4 * nc);
+  for (let j = 0; j < nb; j++) if (!plainLevel((bids as unknown[])[j], 2 * j)) return false;
+  for (let j = 0; j < na; j++) if (!plainLevel((asks as unknown[])[j], 2 * (nb + j))) return false;
+  const c0 = 2 * (nb + na);
+  for (let j = 0; j < nc; j++) if (!plainChange((changes as unknown[])[j], c0 + 4 * j)) return false;
+  // The hash column is '' where the record's hash is its first change's: an empty record
+  // hash with a first change's hash would come back as that hash.
+  if (e.hash === '' && nc > 0 && (changes as PriceChange[])[0]!.hash !== undefined) return false;
+  return true;
+}
+
+function plainLevel(lv: unknown, i: number): boolean {
+  if (!isPlainObject(lv)) return false;
+  let n = 0;
+  for (const k in lv) {
+    if (k !== (n === 0 ? 'price' : n === 1 ? 'size' : '')) return false;
+    n += 1;
+  }
+  return n === 2 && plainDecimal(lv.price, i) && plainDecimal(lv.size, i + 1);
+}
+
+function plainChange(c: unknown, i: number): boolean {
+  if (!isPlainObject(c)) return false;
+  // price, side, size, then any of hash, best_bid, best_ask in that order.
+  let at = 0;
+  for (const k in c) {
+    while (at < CHANGE_KEYS.length && CHANGE_KEYS[at] !== k) {
+      if (at < 3) return false;
+      at += 1;
+    }
+    if (at === CHANGE_KEYS.length) return false;
+    at += 1;
+  }
+  if (at < 3) return false;
+  const side = c.side;
+  if (side !== 'BUY' && side !== 'SELL') return false;
+  if (!plainDecimal(c.price, i) || !plainDecimal(c.size, i + 1)) return false;
+  const h = c.hash;
+  if (h !== undefined && (h === '' || !plainText(h))) return false;
+  if ('hash' in c && h === undefined) return false;
+  for (const [f, slot] of [['best_bid', i + 2], ['best_ask', i + 3]] as const) {
+    const v = c[f];
+    if (v === undefined) {
+      if (f in c) return false;
+      scratchM[slot] = 0;
+      scratchS[slot] = SCALE_ABSENT;
+    } else if (!plainDecimal(v, slot)) return false;
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------- exchange B
@@ -356,8 +586,8 @@ export const B_BINARY_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['residue', 'String'], ['received_at', "DateTime64(3, 'UTC')"], ['worker_id', 'UInt32'], ['kafka_partition', 'Int32'], ['kafka_offset', 'Int64'],
 ];
 
-/** Writes one exchange B row (B_BINARY_COLUMNS); throws RowRefusal for a value no column holds. */
-export function writeB(w: RowBinaryWriter, m: ExchangeBMessage, pos: KafkaPosition): void {
+/** Writes one exchange B row the general way (writeARebuilt's twin). */
+export function writeBRebuilt(w: RowBinaryWriter, m: ExchangeBMessage, pos: KafkaPosition): void {
   const t = typedB(m);
   const lineage = checkedLineage(m, pos);
   const ts = checkedTime('epoch_ms', t.event_ts);
@@ -448,7 +678,18 @@ function checkedLineage(m: ExchangeAMessage | ExchangeBMessage, pos: KafkaPositi
   if (typeof w !== 'number' || !Number.isInteger(w) || w < 0 || w > 0xffff_ffff) refuse('CANNOT_PARSE_NUMBER', `worker_id: ${String(w)} is not a UInt32`);
   const p = pos.partition;
   if (!Number.isInteger(p) || p < -(2 ** 31) || p >= 2 ** 31) refuse('CANNOT_PARSE_NUMBER', `kafka_partition: ${String(p)} is not an Int32`);
-  return { dedup_id: text('dedup_id', m.dedup_id), ingest_seq: ingest, received_ms: checkedTime('received_at', Date.parse(m.received_at)), worker_id: w, partition: p, offset };
+  return { dedup_id: text('dedup_id', m.dedup_id), ingest_seq: ingest, received_ms: checkedTime('received_at', receivedMs(m.received_at)), worker_id: w, partition: p, offset };
+}
+
+/** Date.parse of a receive time: the records of a frame, and often of frames, share theirs. */
+let lastReceived: unknown;
+let lastReceivedMs = Number.NaN;
+function receivedMs(text: string): number {
+  if (text !== lastReceived || typeof text !== 'string') {
+    lastReceivedMs = Date.parse(text);
+    lastReceived = text;
+  }
+  return lastReceivedMs;
 }
 
 function writeLineage(w: RowBinaryWriter, l: Lineage): void {
@@ -469,4 +710,150 @@ function inRange(field: string, write: () => void): void {
     if (e instanceof RangeError) refuse('CANNOT_PARSE_NUMBER', `${field}: out of range`);
     throw e;
   }
+}
+
+/**
+ * Writes one exchange B row (B_BINARY_COLUMNS); throws RowRefusal for a value no column holds.
+ * The same bytes as writeBRebuilt, quicker for venue records: writeA's way.
+ */
+export function writeB(w: RowBinaryWriter, m: ExchangeBMessage, pos: KafkaPosition): void {
+  const r = m.record;
+  if (!plainB(r)) return writeBRebuilt(w, m, pos);
+  const lineage = checkedLineage(m, pos);
+  const ts = checkedTime('epoch_ms', r.epoch_ms);
+  w.string(r.ticker);
+  w.u16(days(ts));
+  w.i64(ts);
+  w.string(r.type);
+  w.string(lineage.dedup_id);
+  inRange('ingest_seq', () => w.u64Text(lineage.ingest_seq));
+  w.nullableI64(r.sid);
+  w.nullableI64(r.seq);
+  const ny = r.yes === undefined || r.yes === null ? 0 : r.yes.length;
+  const nn = r.no === undefined || r.no === null ? 0 : r.no.length;
+  for (const [isNull, start, n] of [[r.yes === null ? 1 : 0, 0, ny], [r.no === null ? 1 : 0, 2 * ny, nn]] as const) {
+    w.u8(isNull);
+    w.i64Strided(scratchM, start, n, 2);
+    w.u8Strided(scratchS, start, n, 2);
+    w.i64Strided(scratchM, start + 1, n, 2);
+    w.u8Strided(scratchS, start + 1, n, 2);
+  }
+  const d0 = 2 * (ny + nn);
+  w.string(r.side ?? '');
+  w.i64(scratchM[d0]!);
+  w.u8(scratchS[d0]!);
+  w.i64(scratchM[d0 + 1]!);
+  w.u8(scratchS[d0 + 1]!);
+  w.nullableI64(plainVenueMs);
+  w.nullableString(r.market_id ?? null);
+  w.nullableI64(r.expected_seq ?? null);
+  w.string(plainData);
+  w.string('');
+  writeLineage(w, lineage);
+}
+
+/** The record's keys in the order the rebuild writes them, by record type. */
+const B_HEAD = ['type', 'ticker', 'timestamp', 'epoch_ms', 'sid', 'seq'];
+const B_KEYS: Record<string, readonly string[]> = {
+  snapshot: [...B_HEAD, 'yes', 'no', 'venue_ts', 'market_id'],
+  delta: [...B_HEAD, 'side', 'price', 'delta', 'venue_ts', 'market_id'],
+  gap: [...B_HEAD, 'expected_seq'],
+};
+const B_OTHER = [...B_HEAD, 'venue_ts', 'data'];
+
+/** venue_ts (ms, or null) and the data column of the record plainB last vouched for. */
+let plainVenueMs: number | null = null;
+let plainData = '';
+let venueText = '';
+let venueMs = 0;
+
+const safeIntOrNull = (v: unknown): boolean => v === null || (typeof v === 'number' && Number.isSafeInteger(v));
+
+/** plainA's twin for exchange B: the decimals go to the scratch columns (yes, no, then price and delta). */
+export function plainB(r: ExchangeBMessage['record']): boolean {
+  if (!isPlainObject(r)) return false;
+  const type = r.type as unknown;
+  if (!plainText(type)) return false;
+  const keys = B_KEYS[type as string] ?? B_OTHER;
+  let i = 0;
+  for (const k in r) {
+    // A gap's expected_seq is written only when there is one.
+    if (k !== keys[i]) return false;
+    i += 1;
+  }
+  if (i !== keys.length && !(type === 'gap' && i === keys.length - 1)) return false;
+  if (!plainText(r.ticker)) return false;
+  const ms = r.epoch_ms as unknown;
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0 || ms >= MAX_DATE_MS || r.timestamp !== isoMs(ms)) return false;
+  if (!safeIntOrNull(r.sid) || !safeIntOrNull(r.seq)) return false;
+  if (type === 'gap') {
+    noLevels();
+    return r.expected_seq === undefined || (typeof r.expected_seq === 'number' && Number.isSafeInteger(r.expected_seq));
+  }
+  // A snapshot's sides are lists or null (an undefined side would be left out of the JSON text).
+  if (type === 'snapshot' && (r.yes === undefined || r.no === undefined)) return false;
+  const ny = plainPairs(r.yes, 0);
+  if (ny < 0) return false;
+  const nn = plainPairs(r.no, 2 * ny);
+  if (nn < 0) return false;
+  const d0 = 2 * (ny + nn);
+  scratchRoom(d0 + 2);
+  if (type === 'delta') {
+    if (!plainText(r.side)) return false;
+    if (!plainDecimalOrNull(r.price, d0) || !plainDecimalOrNull(r.delta, d0 + 1)) return false;
+  } else absent(d0, 2);
+  const vts = r.venue_ts as unknown;
+  if (vts === null) plainVenueMs = null;
+  else {
+    if (typeof vts !== 'string') return false;
+    if (vts !== venueText) {
+      venueMs = Date.parse(vts);
+      venueText = vts;
+    }
+    if (!Number.isSafeInteger(venueMs) || venueMs < 0 || venueMs >= MAX_DATE_MS || isoMs(venueMs) !== vts) return false;
+    plainVenueMs = venueMs;
+  }
+  if (type === 'snapshot' || type === 'delta') {
+    plainData = '';
+    return r.market_id === null || plainText(r.market_id);
+  }
+  const data = JSON.stringify(r.data) as string | undefined;
+  if (typeof data !== 'string') return false;
+  plainData = data;
+  return true;
+}
+
+/** A gap's columns besides its head: no levels, no price or delta, no venue time or data. */
+function noLevels(): void {
+  scratchRoom(2);
+  absent(0, 2);
+  plainVenueMs = null;
+  plainData = '';
+}
+
+function absent(at: number, n: number): void {
+  for (let j = at; j < at + n; j++) {
+    scratchM[j] = 0;
+    scratchS[j] = SCALE_ABSENT;
+  }
+}
+
+function plainDecimalOrNull(v: unknown, slot: number): boolean {
+  if (v !== null) return plainDecimal(v, slot);
+  scratchM[slot] = 0;
+  scratchS[slot] = SCALE_NULL;
+  return true;
+}
+
+/** A snapshot side's levels ([price, size] pairs) into the scratch columns from `at`: their count, 0 for absent or null, -1 where not plain. */
+function plainPairs(v: unknown, at: number): number {
+  if (v === undefined || v === null) return 0;
+  if (!isPlainArray(v)) return -1;
+  const n = v.length;
+  scratchRoom(at + 2 * n + 2);
+  for (let j = 0; j < n; j++) {
+    const lv = v[j];
+    if (!isPlainArray(lv) || lv.length !== 2 || !plainDecimal(lv[0], at + 2 * j) || !plainDecimal(lv[1], at + 2 * j + 1)) return -1;
+  }
+  return n;
 }

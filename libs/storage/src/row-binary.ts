@@ -6,6 +6,12 @@
  *
  * The buffer grows by doubling; one writer serves one insert.
  */
+const DIGITS = /^\d+$/;
+const MAX_U64_TEXT = '18446744073709551615';
+
+/** Node's UTF-8 writer of a Buffer, without the argument checks of `write` around it. */
+type Utf8Buffer = Buffer & { utf8Write(s: string, offset: number, length: number): number };
+
 export class RowBinaryWriter {
   private buf: Buffer;
   private pos = 0;
@@ -56,10 +62,40 @@ export class RowBinaryWriter {
     this.pos += 8;
   }
 
-  /** A UInt64 given as decimal text (ingest_seq exceeds 2^53). */
+  /**
+   * A UInt64 given as decimal text (ingest_seq exceeds 2^53). Digits that fit go without
+   * BigInt, exact in doubles by splitting: text = a·10^10 + b, a = ah·2^16 + al (the capture's
+   * binary Kafka writer does the same); anything else the BigInt way (a RangeError beyond).
+   */
   u64Text(v: string): void {
     this.room(8);
-    this.buf.writeBigUInt64LE(BigInt(v), this.pos);
+    const n = v.length;
+    if (n === 0 || n > 20 || !DIGITS.test(v) || (n === 20 && v > MAX_U64_TEXT)) {
+      this.buf.writeBigUInt64LE(BigInt(v), this.pos);
+      this.pos += 8;
+      return;
+    }
+    const a = n > 10 ? Number(v.slice(0, n - 10)) : 0;
+    const b = n > 10 ? Number(v.slice(n - 10)) : Number(v);
+    let hi: number;
+    let lo: number;
+    const whole = a * 1e10 + b; // exact when at most 2^53 (rounding is monotonic, so the test is too)
+    if (whole <= Number.MAX_SAFE_INTEGER) {
+      hi = Math.floor(whole / 2 ** 32);
+      lo = whole - hi * 2 ** 32;
+    } else {
+      const ah = Math.floor(a / 65536);
+      const al = a - ah * 65536;
+      const x = al * 1e10 + b; // < 2^50
+      const y = ah * 1e10; // < 2^49
+      const yHi = Math.floor(y / 65536);
+      const t = (y - yHi * 65536) * 65536 + x; // < 2^51
+      const carry = Math.floor(t / 2 ** 32);
+      lo = t - carry * 2 ** 32;
+      hi = yHi + carry;
+    }
+    this.buf.writeUInt32LE(lo, this.pos);
+    this.buf.writeUInt32LE(hi, this.pos + 4);
     this.pos += 8;
   }
 
@@ -84,7 +120,7 @@ export class RowBinaryWriter {
     // measure only a string whose bytes do not fit one LEB128 byte (128 and more).
     if (s.length < 128) {
       this.room(s.length * 3 + 1);
-      const n = this.buf.write(s, this.pos + 1, 'utf8');
+      const n = (this.buf as Utf8Buffer).utf8Write(s, this.pos + 1, this.buf.length - this.pos - 1);
       if (n < 128) {
         this.buf[this.pos] = n;
         this.pos += n + 1;
@@ -111,6 +147,37 @@ export class RowBinaryWriter {
     this.varint(vs.length);
     this.room(vs.length);
     for (const v of vs) this.buf[this.pos++] = v;
+  }
+
+  /** `count` values of `from`, every `stride`-th from `start`, as Array(Int64). */
+  i64Strided(from: Float64Array, start: number, count: number, stride: number): void {
+    this.varint(count);
+    this.room(count * 8);
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0, j = start; i < count; i++, j += stride) {
+      const v = from[j]!;
+      if (v >= 0 && v < 0x1_0000_0000) {
+        buf.writeUInt32LE(v, pos);
+        buf.writeUInt32LE(0, pos + 4);
+      } else {
+        const lo = v % 0x1_0000_0000;
+        buf.writeUInt32LE(lo < 0 ? lo + 0x1_0000_0000 : lo, pos);
+        buf.writeInt32LE(Math.floor(v / 0x1_0000_0000), pos + 4);
+      }
+      pos += 8;
+    }
+    this.pos = pos;
+  }
+
+  /** `count` values of `from`, every `stride`-th from `start`, as Array(UInt8). */
+  u8Strided(from: Uint8Array, start: number, count: number, stride: number): void {
+    this.varint(count);
+    this.room(count);
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0, j = start; i < count; i++, j += stride) buf[pos++] = from[j]!;
+    this.pos = pos;
   }
 
   stringArray(vs: readonly string[]): void {
