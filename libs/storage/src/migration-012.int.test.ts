@@ -68,8 +68,9 @@ async function expectMigrated(ch: ClickHouse, raw: RawEventsRepository, before: 
   expect(await everything(raw)).toEqual(before);
   const tables = (await rows(ch, `SELECT name FROM system.tables WHERE database = '${ch.database}' AND name LIKE 'raw_%' ORDER BY name`)).map((r) => r.name);
   expect(tables).toEqual(['raw_exchange_a', 'raw_exchange_b']);
-  const payload = await rows(ch, `SELECT table, default_kind AS k FROM system.columns WHERE database = '${ch.database}' AND name = 'payload' ORDER BY table`);
-  expect(payload.map((r) => r.k)).toEqual(['ALIAS', 'ALIAS']);
+  // 012's ALIAS columns were dropped by 014 (the served record's SQL is in code since).
+  const alias = await rows(ch, `SELECT table, name FROM system.columns WHERE database = '${ch.database}' AND table LIKE 'raw_%' AND default_kind = 'ALIAS'`);
+  expect(alias).toEqual([]);
   // Every venue shape is typed; only arbitrary records with odd spellings keep a residue.
   const residue = await rows(ch, `SELECT dedup_id FROM ${ch.table('raw_exchange_a')} FINAL WHERE residue != '' UNION ALL SELECT dedup_id FROM ${ch.table('raw_exchange_b')} FINAL WHERE residue != ''`);
   for (const r of residue) expect(String(r.dedup_id)).toMatch(/^any/);
