@@ -47,6 +47,7 @@ export function onClickHouseClose(ch: ClickHouse, fn: CloseHook): void {
  * agree (their defaults differ: the embedded engine writes 64-bit integers as bare JSON
  * numbers, a server quotes them; ingest_seq exceeds 2^53 and must stay exact).
  *
+ * On the embedded engine they are set once, on the connection's session (see below).
  * Never put per-call settings such as insert_deduplication_token here or in
  * `clickhouse_settings`: the embedded connection applies them as session-wide `SET`s that
  * outlive the call (an insert without a token would then be dropped as a duplicate of the
@@ -77,10 +78,12 @@ export async function openClickHouse(cfg: ClickHouseConfig): Promise<ClickHouse>
     mkdirSync(cfg.embeddedPath, { recursive: true });
     // Loaded lazily: a server deployment never loads the native engine.
     const { createChdbConnection } = await import('chdb/connection');
-    client = createClient({
-      connection: createChdbConnection({ path: cfg.embeddedPath }),
-      clickhouse_settings: STABLE_SETTINGS,
-    } as Parameters<typeof createClient>[0]);
+    // Set once on the connection's session, where they stay: given as the client's
+    // clickhouse_settings they would be sent as three `SET`s ahead of every statement (about
+    // 1 ms of each query: a book answer's state read paid it). Streams (stream.ts) read on
+    // sessions of their own and put what they need into their SQL.
+    client = createClient({ connection: createChdbConnection({ path: cfg.embeddedPath }) } as Parameters<typeof createClient>[0]);
+    for (const [k, v] of Object.entries(STABLE_SETTINGS)) await client.command({ query: `SET ${k} = ${typeof v === 'number' ? v : sqlString(v)}` });
   }
   const onCluster = cfg.cluster ? ` ON CLUSTER ${cfg.cluster}` : '';
   await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}${onCluster}` });

@@ -37,15 +37,15 @@ export const decimalOf = (e: string) => `toDecimal128OrNull(${e}, ${DECIMAL_SCAL
 export const timestampOfMs = (e: string) => `fromUnixTimestamp64Milli(${e}, 'UTC')`;
 
 const A_LEVELS = `arrayConcat(
-    arrayMap(x -> ('bid', JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(payload, 'bids')),
-    arrayMap(x -> ('ask', JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(payload, 'asks')),
-    arrayMap(x -> (multiIf(JSONExtractString(x, 'side') = 'BUY', 'bid', JSONExtractString(x, 'side') = 'SELL', 'ask', JSONExtractString(x, 'side')), JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(payload, 'changes')))`;
+    arrayMap(x -> ('bid', JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(served_record, 'bids')),
+    arrayMap(x -> ('ask', JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(served_record, 'asks')),
+    arrayMap(x -> (multiIf(JSONExtractString(x, 'side') = 'BUY', 'bid', JSONExtractString(x, 'side') = 'SELL', 'ask', JSONExtractString(x, 'side')), JSONExtractString(x, 'price'), JSONExtractString(x, 'size')), JSONExtractArrayRaw(served_record, 'changes')))`;
 
 const B_LEVELS = `if(record_type = 'delta',
-    [(JSONExtractString(payload, 'side'), JSONExtractString(payload, 'price'), '', JSONExtractString(payload, 'delta'))],
+    [(JSONExtractString(served_record, 'side'), JSONExtractString(served_record, 'price'), '', JSONExtractString(served_record, 'delta'))],
     arrayConcat(
-      arrayMap(x -> ('yes', JSONExtractString(x, 1), JSONExtractString(x, 2), ''), JSONExtractArrayRaw(payload, 'yes')),
-      arrayMap(x -> ('no', JSONExtractString(x, 1), JSONExtractString(x, 2), ''), JSONExtractArrayRaw(payload, 'no'))))`;
+      arrayMap(x -> ('yes', JSONExtractString(x, 1), JSONExtractString(x, 2), ''), JSONExtractArrayRaw(served_record, 'yes')),
+      arrayMap(x -> ('no', JSONExtractString(x, 1), JSONExtractString(x, 2), ''), JSONExtractArrayRaw(served_record, 'no'))))`;
 
 const num = decimalOf;
 
@@ -82,16 +82,16 @@ interface RawSqlParts {
 const RAW_SQL: { readonly [V in Venue]: (p: RawSqlParts) => string } = {
   'exchange-a': ({ ch, allMarkets, where, lead, source, innerSource }) => `SELECT ${allMarkets ? 'market AS condition_id, ' : ''}event_ts AS timestamp, asset_id, event_type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, record_hash AS hash,
         received_at${source}
-      FROM (SELECT ${allMarkets ? 'market, ' : ''}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, ${A_HASH_SQL} AS record_hash, received_at${innerSource}, ${A_LEVELS} AS l0,
+      FROM (SELECT ${allMarkets ? 'market, ' : ''}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, ${A_HASH_SQL} AS record_hash, received_at${innerSource}, ${VENUE_STORAGE['exchange-a'].record} AS served_record, ${A_LEVELS} AS l0,
               if(empty(l0), [('', '', '')], l0) AS levels
             FROM ${ch.table(RAW_TABLE['exchange-a'])} FINAL ${where})
       ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li
       ORDER BY ${lead}event_date, event_ts, ingest_seq, dedup_id, asset_id, event_type, li`,
   'exchange-b': ({ ch, where, lead, source, innerSource }) => `SELECT event_ts AS timestamp, ticker, record_type AS type, lv.1 AS side, ${num('lv.2')} AS price, ${num('lv.3')} AS size, ${num('lv.4')} AS delta,
-      JSONExtract(payload, 'seq', 'Nullable(Int64)') AS seq, JSONExtract(payload, 'sid', 'Nullable(Int64)') AS sid,
-      JSONExtract(payload, 'expected_seq', 'Nullable(Int64)') AS expected_seq, received_at,
-      if(JSONHas(payload, 'data'), JSONExtractRaw(payload, 'data'), '') AS data${source}
-    FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, ticker, record_type, received_at, payload${innerSource}, ${B_LEVELS} AS l0,
+      JSONExtract(served_record, 'seq', 'Nullable(Int64)') AS seq, JSONExtract(served_record, 'sid', 'Nullable(Int64)') AS sid,
+      JSONExtract(served_record, 'expected_seq', 'Nullable(Int64)') AS expected_seq, received_at,
+      if(JSONHas(served_record, 'data'), JSONExtractRaw(served_record, 'data'), '') AS data${source}
+    FROM (SELECT event_date, event_ts, ingest_seq, dedup_id, ticker, record_type, received_at, ${VENUE_STORAGE['exchange-b'].record} AS served_record${innerSource}, ${B_LEVELS} AS l0,
             if(empty(l0), [('', '', '', '')], l0) AS levels
           FROM ${ch.table(RAW_TABLE['exchange-b'])} FINAL ${where})
     ARRAY JOIN levels AS lv, arrayEnumerate(levels) AS li

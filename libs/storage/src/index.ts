@@ -19,6 +19,7 @@ export * from './footprint.repository.ts';
 export * from './book-rows.ts';
 export * from './pmxt-import.ts';
 export * from './stored-record.ts';
+export * from './served-record-sql.ts';
 export * from './booktape-import.ts';
 export * from './import-format.ts';
 export * from './replay.repository.ts';

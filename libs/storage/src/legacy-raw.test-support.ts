@@ -27,3 +27,22 @@ function legacyColumns(m: RawMessage): Record<string, unknown> {
   const ts = m.record.epoch_ms;
   return { ticker: m.record.ticker, event_date: utcDate(ts), event_ts: ts, record_type: m.record.type, sid: m.record.sid, seq: m.record.seq, payload: exchangeBPayload(m), ...lineage };
 }
+
+/**
+ * RawEventsRepository.dump of a store before migration 012, whose `payload` is a stored
+ * column (dump serves the typed tables' record): the same rows, in the same shape and order.
+ */
+export async function legacyDump(ch: ClickHouse, venue: Venue, market?: string): Promise<Array<Record<string, unknown>>> {
+  const key = venue === 'exchange-a' ? 'market' : 'ticker';
+  const rs = await ch.client.query({
+    query: `SELECT payload, concat(replaceOne(toString(received_at), ' ', 'T'), 'Z') AS received_at,
+        worker_id, toString(ingest_seq) AS ingest_seq, dedup_id
+      FROM ${ch.table(venue === 'exchange-a' ? 'raw_exchange_a' : 'raw_exchange_b')} FINAL
+      ${market === undefined ? '' : `WHERE ${key} = {market:String}`}
+      ORDER BY ${key}, event_ts, ingest_seq, dedup_id`,
+    query_params: market === undefined ? {} : { market },
+    format: 'JSONEachRow',
+  });
+  const rows = await rs.json<{ payload: string; received_at: string; worker_id: number; ingest_seq: string; dedup_id: string }>();
+  return rows.map((r) => ({ ...(JSON.parse(r.payload) as Record<string, unknown>), received_at: r.received_at, worker_id: Number(r.worker_id), ingest_seq: r.ingest_seq, dedup_id: r.dedup_id }));
+}

@@ -67,8 +67,9 @@ export interface RawInclude {
 
 function lineSql(v: VenueColumns, include: RawInclude): string {
   const key = keySql(v);
-  // The payload is a JSON object: drop its closing brace and append the lineage fields.
-  const open = `if(length(payload) <= 2, '{', concat(substring(payload, 1, length(payload) - 1), ','))`;
+  // The served record (VENUE_STORAGE's `record`) is a JSON object: drop its closing brace and
+  // append the lineage fields.
+  const open = `if(length((${VENUE_STORAGE[v.venue].record}) AS served_record) <= 2, '{', concat(substring(served_record, 1, length(served_record) - 1), ','))`;
   // toJSONString escapes whatever a file name holds (quotes, tabs, newlines), so the line
   // keeps no raw tab or newline. Without `include` the SQL, and so every byte, is as before.
   const source = include.source ? `, ',"source":', toJSONString(${SERVED_SOURCE_SQL})` : '';

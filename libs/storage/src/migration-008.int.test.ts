@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
 import { MIGRATIONS_DIR, RawEventsRepository, loadMigrations, migrate, type ClickHouse } from './index.ts';
-import { insertLegacyRows } from './legacy-raw.test-support.ts';
+import { insertLegacyRows, legacyDump } from './legacy-raw.test-support.ts';
 
 /**
  * Migration 008 rebuilds both raw tables with a first-copy version. It must keep every row
@@ -109,7 +109,7 @@ describe('migration 008 (first-copy raw tables)', () => {
   it('on an old store, keeps every row, keeps the first copy of an unmerged duplicate, keeps market_dates current', async () => {
     const { ch, raw } = await oldStore();
     // The old version kept the LAST inserted copy: the bug this migration fixes.
-    expect((await raw.dump('exchange-a', MARKET)).find((r) => r.dedup_id === 'd2')?.worker_id).toBe(9);
+    expect((await legacyDump(ch, 'exchange-a', MARKET)).find((r) => r.dedup_id === 'd2')?.worker_id).toBe(9);
     const insertedBefore = await rows(ch, `SELECT dedup_id, toString(inserted_at) AS i FROM ${ch.table('raw_exchange_a')} FINAL ORDER BY dedup_id`);
     expect(await migrate(ch)).toContain(8);
     await expectMigrated(ch, raw);

@@ -70,7 +70,7 @@ describe('migration 013 (record source)', () => {
     const { ch, raw } = await oldStore();
     const before = await everything(raw);
     expect(before.length).toBe(A.length + B.length);
-    expect(await migrate(ch)).toEqual([13]);
+    expect(await migrate(ch)).toContain(13);
     await expectMigrated(ch, raw, before);
     const kind = await (await ch.client.query({
       query: `SELECT table, type FROM system.columns WHERE database = '${ch.database}' AND name = 'source' ORDER BY table`,
@@ -92,7 +92,7 @@ describe('migration 013 (record source)', () => {
       const before = await everything(raw);
       const mine = (await loadMigrations(ch)).find((m) => m.version === 13)!.statements;
       for (let s = 0; s < k; s++) await ch.client.command({ query: mine[s]! });
-      expect(await migrate(ch), `crash after statement ${k}`).toEqual([13]);
+      expect(await migrate(ch), `crash after statement ${k}`).toContain(13);
       await expectMigrated(ch, raw, before);
     }
   }, 300_000);

@@ -4,7 +4,7 @@ import type { RowBinaryWriter } from './row-binary.ts';
 /**
  * The typed raw tables (migration 012): a stored record is its typed columns, and the
  * served record is rebuilt from them. This module turns a message into the row the sink
- * inserts, and holds the JavaScript twin of the table's `payload` expression (the rebuild
+ * inserts, and holds the JavaScript twin of the served record's SQL (served-record-sql.ts; the rebuild
  * the engine runs on every read), so that the insert can check, record by record, that the
  * columns give back the record byte for byte.
  *
@@ -188,7 +188,7 @@ function pushChange(t: TypedA, c: PriceChange): void {
   t.chg_best_ask_scale.push(ba.s);
 }
 
-/** The twin of raw_exchange_a's `payload` expression (migration 012) for a row without residue. */
+/** The twin of raw_exchange_a's served record SQL (served-record-sql.ts) for a row without residue. */
 export function rebuildA(t: TypedA): string {
   let body = '';
   if (t.event_type === 'book') {
@@ -550,7 +550,7 @@ function nullable(v: string | null, quote: boolean): string {
   return v === null ? 'null' : quote ? q(v) : v;
 }
 
-/** The twin of raw_exchange_b's `payload` expression (migration 012) for a row without residue. */
+/** The twin of raw_exchange_b's served record SQL (served-record-sql.ts) for a row without residue. */
 export function rebuildB(t: TypedB): string {
   const side = (isNull: number, c: ScaledColumns) => (isNull ? 'null' : `[${zipLevels(c, (p, z) => `[${q(p)},${q(z)}]`)}]`);
   const vts = nullable(t.venue_ts === null ? null : isoMs(t.venue_ts), true);

@@ -103,13 +103,13 @@ export class RawEventsRepository {
 
   /**
    * The stored records of a venue in serving order, with lineage, for tests, replay checks
-   * and the API: payload plus received_at, worker_id and ingest_seq.
+   * and the API: the served record plus received_at, worker_id and ingest_seq.
    */
   async dump(venue: Venue, market?: string): Promise<Array<Record<string, unknown>>> {
     const key = VENUE_STORAGE[venue].market;
     const rs = await this.ch.client.query({
       // received_at as the API serves it (ISO 8601, milliseconds; market-data isoMsSql).
-      query: `SELECT payload, concat(replaceOne(toString(received_at), ' ', 'T'), 'Z') AS received_at,
+      query: `SELECT ${VENUE_STORAGE[venue].record} AS served_record, concat(replaceOne(toString(received_at), ' ', 'T'), 'Z') AS received_at,
           worker_id, toString(ingest_seq) AS ingest_seq, dedup_id
         FROM ${this.ch.table(RAW_TABLE[venue])} FINAL
         ${market === undefined ? '' : `WHERE ${key} = {market:String}`}
@@ -117,9 +117,9 @@ export class RawEventsRepository {
       query_params: market === undefined ? {} : { market },
       format: 'JSONEachRow',
     });
-    const rows = await rs.json<{ payload: string; received_at: string; worker_id: number; ingest_seq: string; dedup_id: string }>();
+    const rows = await rs.json<{ served_record: string; received_at: string; worker_id: number; ingest_seq: string; dedup_id: string }>();
     return rows.map((r) => ({
-      ...(JSON.parse(r.payload) as Record<string, unknown>),
+      ...(JSON.parse(r.served_record) as Record<string, unknown>),
       received_at: r.received_at,
       worker_id: Number(r.worker_id),
       ingest_seq: r.ingest_seq,

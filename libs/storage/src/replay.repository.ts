@@ -298,7 +298,7 @@ export class ReplayRepository {
       }
       return { count: rows.length, bytes: text.length, chunks: () => [rows], last };
     };
-    for await (const batch of this.subReads(venue, markets, fromMs, toMs, o, `concat(${key}, '\\t', payload) AS line`, read)) yield* batch;
+    for await (const batch of this.subReads(venue, markets, fromMs, toMs, o, `concat(${key}, '\\t', ${VENUE_STORAGE[venue].record}) AS line`, read)) yield* batch;
   }
 
   /**

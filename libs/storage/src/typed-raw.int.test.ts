@@ -2,12 +2,12 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, RawEventsRepository, bookRowMs, exchangeAPayload, exchangeBPayload, migrate, readBookRow, rowBinaryRows, streamQuery } from './index.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, RawEventsRepository, SERVED_RECORD_SQL, bookRowMs, exchangeAPayload, exchangeBPayload, migrate, readBookRow, rowBinaryRows, streamQuery } from './index.ts';
 import { msFromText, type BookRecord } from '@booktape/book';
 import { exchangeAMessage, exchangeAMessages, exchangeBMessage, exchangeBMessages } from './venue-shapes.test-support.ts';
 
 /**
- * The typed raw tables serve `payload`, rebuilt by the engine from the typed columns (or the
+ * The typed raw tables serve the record (SERVED_RECORD_SQL), rebuilt by the engine from the typed columns (or the
  * residue). The reference is the record as JSON.stringify writes it, the text the tables
  * stored before: the engine's rebuild must equal it byte for byte for every venue shape and
  * for arbitrary records, and the typed columns must hold the values (no residue) wherever
@@ -24,9 +24,10 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.cleanup());
 
-async function served(table: string, dedup: string[]): Promise<Map<string, { payload: string; residue: string }>> {
+async function served(venue: 'exchange-a' | 'exchange-b', dedup: string[]): Promise<Map<string, { payload: string; residue: string }>> {
+  const table = venue === 'exchange-a' ? 'raw_exchange_a' : 'raw_exchange_b';
   const rs = await t.ch.client.query({
-    query: `SELECT dedup_id, payload, residue FROM ${t.ch.table(table)} FINAL WHERE dedup_id IN {ids:Array(String)}`,
+    query: `SELECT dedup_id, ${SERVED_RECORD_SQL[venue]} AS payload, residue FROM ${t.ch.table(table)} FINAL WHERE dedup_id IN {ids:Array(String)}`,
     query_params: { ids: dedup },
     format: 'JSONEachRow',
   });
@@ -40,7 +41,7 @@ let batch = 0;
 async function roundTrip<M extends ExchangeAMessage | ExchangeBMessage>(messages: M[], payloadOf: (m: M) => string): Promise<number> {
   const venue = messages[0]!.venue;
   await raw.insert(venue, messages.map((message, i) => ({ message, position: { partition: 0, offset: String(i) } })), `${venue}${++batch}`);
-  const got = await served(venue === 'exchange-a' ? 'raw_exchange_a' : 'raw_exchange_b', messages.map((m) => m.dedup_id));
+  const got = await served(venue, messages.map((m) => m.dedup_id));
   let typed = 0;
   for (const m of messages) {
     const row = got.get(m.dedup_id);

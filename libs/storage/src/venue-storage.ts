@@ -2,6 +2,7 @@ import { VENUES, type RawMessage, type Venue } from '@booktape/domain';
 import { VENUE_MODULES, type VenueModule } from '@booktape/venues';
 import { A_BINARY_COLUMNS, B_BINARY_COLUMNS, writeA, writeB, type KafkaPosition } from './raw-codec.ts';
 import type { RowBinaryWriter } from './row-binary.ts';
+import { SERVED_RECORD_SQL } from './served-record-sql.ts';
 
 /**
  * What storage keeps per venue, keyed by venue: the raw table and its market and asset
@@ -33,6 +34,12 @@ export interface VenueStorage {
    * values distinct), each row kept only with its own book's market.
    */
   bookEventsWhereMany: string;
+  /**
+   * The served record of a row, JSON text, as SQL over the raw table's columns
+   * (served-record-sql.ts): what a reader that serves records selects. Not a column of the
+   * table (migration 014), so a query that does not serve records never analyses it.
+   */
+  record: string;
 }
 
 const fromRegistry = <V extends Venue>(m: VenueModule<V>) => ({ table: m.raw.table, market: m.raw.market, asset: m.raw.asset, tokens: m.tokens, imports: m.imports });
@@ -44,6 +51,7 @@ export const VENUE_STORAGE: { readonly [V in Venue]: VenueStorage } = {
     book: { where: 'market = {m:String} AND asset_id = {a:String}', snapshot: "event_type = 'book'", types: "event_type IN ('book', 'price_change')" },
     bookEventsWhere: `market = {market:String} AND asset_id = {asset:String} AND event_type IN ('book', 'price_change')`,
     bookEventsWhereMany: `market IN {ms:Array(String)} AND asset_id IN {as:Array(String)} AND transform(asset_id, {as:Array(String)}, {ms:Array(String)}, '') = market AND event_type IN ('book', 'price_change')`,
+    record: SERVED_RECORD_SQL['exchange-a'],
   },
   'exchange-b': {
     ...fromRegistry(VENUE_MODULES['exchange-b']), binaryColumns: B_BINARY_COLUMNS, write: writeB as VenueStorage['write'],
@@ -51,6 +59,7 @@ export const VENUE_STORAGE: { readonly [V in Venue]: VenueStorage } = {
     book: { where: 'ticker = {m:String}', snapshot: "record_type = 'snapshot'", types: "record_type IN ('snapshot', 'delta', 'gap')" },
     bookEventsWhere: `ticker = {market:String}`,
     bookEventsWhereMany: `ticker IN {as:Array(String)}`,
+    record: SERVED_RECORD_SQL['exchange-b'],
   },
 };
 
