@@ -38,8 +38,8 @@ const head = fc.oneof(fc.constant(''), fc.string({ unit: 'grapheme', maxLength: 
 const lead = fc.option(fc.record({ names: fc.array(fc.constantFrom('asset_id', 'market', 'é'), { maxLength: 2 }), values: fc.array(fc.string({ unit: 'grapheme', maxLength: 8 }), { maxLength: 2 }) }), { nil: null });
 
 /** The writer's parts, the buckets given in slices of `size`, its Buffers of `chunk` bytes. */
-function written(format: 'json' | 'ndjson' | 'csv', list: ExactBucket[], size: number, first: number, chunk: number, h = '', tail = '', options = {}): Buffer {
-  const w = new SummaryBytesWriter(format, first, chunk).begin(h, options);
+function written(format: 'json' | 'ndjson' | 'csv', list: ExactBucket[], size: number, first: number, chunk: number, block: number, h = '', tail = '', options = {}): Buffer {
+  const w = new SummaryBytesWriter(format, first, chunk, block).begin(h, options);
   for (let at = 0; at < list.length; at += size) w.buckets(list, at, Math.min(list.length, at + size));
   const parts = w.end(tail).parts();
   for (const p of parts.slice(0, -1)) expect(p.length).toBeGreaterThan(0);
@@ -47,12 +47,12 @@ function written(format: 'json' | 'ndjson' | 'csv', list: ExactBucket[], size: n
 }
 
 describe('summary answer bytes (SummaryBytesWriter)', () => {
-  it('are the bytes of the earlier writers over arbitrary buckets, in every format, at any slice and Buffer size', () => {
+  it('are the bytes of the earlier writers over arbitrary buckets, in every format, at any slice, Buffer and block size', () => {
     fc.assert(
-      fc.property(buckets, head, lead, fc.boolean(), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 2000 }), fc.integer({ min: 1, max: 1500 }), (list, h, l, header, size, first, chunk) => {
-        expect(written('json', list, size, first, chunk, h, '}').equals(referenceSummaryBucketsJsonBytes(list, h, '}'))).toBe(true);
-        expect(written('ndjson', list, size, first, chunk).equals(referenceSummaryBucketsNdjsonBytes(list))).toBe(true);
-        expect(written('csv', list, size, first, chunk, '', '', { header, lead: l }).equals(referenceSummaryBucketsCsvBytes(list, header, l))).toBe(true);
+      fc.property(buckets, head, lead, fc.boolean(), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 2000 }), fc.integer({ min: 1, max: 1500 }), fc.integer({ min: 1, max: 6 }), (list, h, l, header, size, first, chunk, block) => {
+        expect(written('json', list, size, first, chunk, block, h, '}').equals(referenceSummaryBucketsJsonBytes(list, h, '}'))).toBe(true);
+        expect(written('ndjson', list, size, first, chunk, block).equals(referenceSummaryBucketsNdjsonBytes(list))).toBe(true);
+        expect(written('csv', list, size, first, chunk, block, '', '', { header, lead: l }).equals(referenceSummaryBucketsCsvBytes(list, header, l))).toBe(true);
         expect(summaryBucketsJsonBytes(list, h, '}').equals(referenceSummaryBucketsJsonBytes(list, h, '}'))).toBe(true);
         expect(summaryBucketsNdjsonBytes(list).equals(referenceSummaryBucketsNdjsonBytes(list))).toBe(true);
         expect(summaryBucketsCsvBytes(list, header, l).equals(referenceSummaryBucketsCsvBytes(list, header, l))).toBe(true);
