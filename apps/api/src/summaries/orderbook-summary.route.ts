@@ -175,7 +175,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           let length = 0;
           for (const b of body) length += b.length;
           // A small answer joined; a large one sent part by part (joining it is a copy of the whole).
-          if (length < STREAM_BODY_BYTES) return Buffer.concat(body, length) as never;
+          if (length < STREAM_BODY_BYTES) return (body.length === 1 ? body[0]! : Buffer.concat(body, length)) as never;
           reply.header('content-length', length);
           return reply.send(Readable.from(body, { objectMode: false }) as never);
         },

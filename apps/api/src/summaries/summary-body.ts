@@ -1,5 +1,5 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, type ExactBucket } from '@booktape/book';
+import { CHUNK_BYTES, CSV_BUCKET_BYTES, JSON_BUCKET_BYTES, SummaryBytesWriter, type ExactBucket } from '@booktape/book';
 
 /**
  * A summary answer's bytes, written a slice of buckets at a time with a turn of the event loop
@@ -11,32 +11,19 @@ export const SLICE_BUCKETS = 1024;
 
 export type SummaryFormat = 'json' | 'ndjson' | 'csv';
 
-async function slices(buckets: readonly ExactBucket[], write: (slice: readonly ExactBucket[], k: number) => Buffer, size: number): Promise<Buffer[]> {
-  const out: Buffer[] = [];
-  for (let k = 0, at = 0; at < buckets.length || k === 0; k++, at += size) {
-    if (k > 0) await yieldToLoop();
-    out.push(write(buckets.slice(at, at + size), k));
-  }
-  return out;
-}
-
 /**
  * `format` body of `buckets` as its parts in order (their concatenation is the body); for
- * json, `head` and `tail` around the bucket array (see summaryBucketsJsonBytes). Joining
- * them is a copy of the whole answer (37 MB for a day at R=1, most of its writing time
- * again in page faults and memcpy): a large answer is sent part by part instead.
+ * json, `head` and `tail` around the bucket array (see summaryBucketsJsonBytes). The parts
+ * are the writer's Buffers of about 1 MiB, each filled to its end (SummaryBytesWriter); they
+ * are not joined: that is a copy of the whole answer (37 MB for a day at R=1), so a large
+ * answer is sent part by part instead.
  */
 export async function summaryBodyParts(buckets: readonly ExactBucket[], format: SummaryFormat, head = '', tail = '', size = SLICE_BUCKETS): Promise<Buffer[]> {
-  if (format === 'csv') return slices(buckets, (s, k) => summaryBucketsCsvBytes(s, k === 0), size);
-  if (format === 'ndjson') return slices(buckets, (s) => summaryBucketsNdjsonBytes(s), size);
-  // Each slice is written as an array, "[…]": its items go between the commas.
-  const items = (await slices(buckets, (s) => summaryBucketsJsonBytes(s), size)).filter((b) => b.length > 2).map((b) => b.subarray(1, -1));
-  const parts: Buffer[] = [Buffer.from(`${head}[`)];
-  const comma = Buffer.from(',');
-  items.forEach((b, i) => {
-    if (i > 0) parts.push(comma);
-    parts.push(b);
-  });
-  parts.push(Buffer.from(`]${tail}`));
-  return parts;
+  const expected = head.length + tail.length + 2 + buckets.length * (format === 'csv' ? CSV_BUCKET_BYTES : JSON_BUCKET_BYTES);
+  const w = new SummaryBytesWriter(format, Math.min(expected, CHUNK_BYTES)).begin(head);
+  for (let at = 0; at < buckets.length; at += size) {
+    if (at > 0) await yieldToLoop();
+    w.buckets(buckets, at, Math.min(buckets.length, at + size));
+  }
+  return w.end(tail).parts();
 }

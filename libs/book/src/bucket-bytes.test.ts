@@ -1,0 +1,70 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SummaryBytesWriter } from './bucket-bytes.ts';
+import { referenceSummaryBucketsCsvBytes, referenceSummaryBucketsJsonBytes, referenceSummaryBucketsNdjsonBytes } from './bucket-bytes.reference.test-support.ts';
+import { summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, type ExactBucket, type Ohlc } from './bucketing.ts';
+
+// Values as the store gives them, and what a damaged store or a caller could: long decimals
+// (past the native-copy length), negative ones, text beyond ASCII.
+const text = fc.oneof(
+  fc.constantFrom('0.5', '0.01', '12.75', '1', '0', '-0.02', '0.000001'),
+  fc.stringMatching(/^-?\d{1,40}(\.\d{1,30})?$/),
+  fc.string({ unit: 'grapheme', maxLength: 6 }),
+);
+const value = fc.option(text, { nil: null, freq: 4 });
+const ohlc: fc.Arbitrary<Ohlc | null> = fc.option(fc.record({ open: text, high: text, low: text, close: text }), { nil: null, freq: 4 });
+const number = fc.oneof(fc.integer({ min: 0, max: 2_000_000_000_000 }), fc.constantFrom(0, -0, -1000, 1.5, Number.MAX_SAFE_INTEGER, 2 ** 60, NaN), fc.nat({ max: 100 }));
+const single: fc.Arbitrary<ExactBucket> = fc.record({
+  timestamp: number,
+  quote_count: number,
+  is_forward_filled: fc.boolean(),
+  best_bid: value,
+  best_bid_size: value,
+  best_ask: value,
+  best_ask_size: value,
+  mid_price: value,
+  spread: value,
+  best_bid_ohlc: ohlc,
+  best_ask_ohlc: ohlc,
+  mid_price_ohlc: ohlc,
+  spread_ohlc: ohlc,
+});
+// Runs of buckets that differ only in their timestamps and share their OHLC objects, as
+// fillSeries makes forward-filled runs: the writer copies such a bucket's text.
+const buckets: fc.Arbitrary<ExactBucket[]> = fc
+  .array(fc.tuple(single, fc.integer({ min: 1, max: 6 })), { maxLength: 25 })
+  .map((runs) => runs.flatMap(([b, n]) => Array.from({ length: n }, (_, i) => ({ ...b, timestamp: Number.isFinite(b.timestamp) ? b.timestamp + i * 1000 : b.timestamp }))));
+const head = fc.oneof(fc.constant(''), fc.string({ unit: 'grapheme', maxLength: 20 }).map((s) => `{"market":${JSON.stringify(s)},"data":`));
+const lead = fc.option(fc.record({ names: fc.array(fc.constantFrom('asset_id', 'market', 'é'), { maxLength: 2 }), values: fc.array(fc.string({ unit: 'grapheme', maxLength: 8 }), { maxLength: 2 }) }), { nil: null });
+
+/** The writer's parts, the buckets given in slices of `size`, its Buffers of `chunk` bytes. */
+function written(format: 'json' | 'ndjson' | 'csv', list: ExactBucket[], size: number, first: number, chunk: number, block: number, h = '', tail = '', options = {}): Buffer {
+  const w = new SummaryBytesWriter(format, first, chunk, block).begin(h, options);
+  for (let at = 0; at < list.length; at += size) w.buckets(list, at, Math.min(list.length, at + size));
+  const parts = w.end(tail).parts();
+  for (const p of parts.slice(0, -1)) expect(p.length).toBeGreaterThan(0);
+  return Buffer.concat(parts);
+}
+
+describe('summary answer bytes (SummaryBytesWriter)', () => {
+  it('are the bytes of the earlier writers over arbitrary buckets, in every format, at any slice, Buffer and block size', () => {
+    fc.assert(
+      fc.property(buckets, head, lead, fc.boolean(), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 2000 }), fc.integer({ min: 1, max: 1500 }), fc.integer({ min: 1, max: 6 }), (list, h, l, header, size, first, chunk, block) => {
+        expect(written('json', list, size, first, chunk, block, h, '}').equals(referenceSummaryBucketsJsonBytes(list, h, '}'))).toBe(true);
+        expect(written('ndjson', list, size, first, chunk, block).equals(referenceSummaryBucketsNdjsonBytes(list))).toBe(true);
+        expect(written('csv', list, size, first, chunk, block, '', '', { header, lead: l }).equals(referenceSummaryBucketsCsvBytes(list, header, l))).toBe(true);
+        expect(summaryBucketsJsonBytes(list, h, '}').equals(referenceSummaryBucketsJsonBytes(list, h, '}'))).toBe(true);
+        expect(summaryBucketsNdjsonBytes(list).equals(referenceSummaryBucketsNdjsonBytes(list))).toBe(true);
+        expect(summaryBucketsCsvBytes(list, header, l).equals(referenceSummaryBucketsCsvBytes(list, header, l))).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('write an empty answer as the earlier writers did', () => {
+    expect(summaryBucketsJsonBytes([], '{"data":', '}').toString()).toBe('{"data":[]}');
+    expect(summaryBucketsNdjsonBytes([]).length).toBe(0);
+    expect(summaryBucketsCsvBytes([], false).length).toBe(0);
+    expect(new SummaryBytesWriter('ndjson').begin().end().parts()).toHaveLength(1);
+  });
+});

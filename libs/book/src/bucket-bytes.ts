@@ -1,0 +1,513 @@
+import type { ExactBucket, Ohlc } from './bucketing.ts';
+
+/**
+ * The bytes of summary answers (JSON, NDJSON, CSV), written straight into Buffers: no text
+ * per bucket, no string joined and then encoded.
+ *
+ * Every piece of text is turned into bytes once: the fixed parts (`{"timestamp":`,
+ * `,"best_bid":` …) when this module loads, each distinct value (a canonical decimal; an
+ * answer has a few hundred or thousand distinct ones) the first time a writer meets it, and
+ * integers digit by digit. Bytes are copied by a plain loop: a process that loads ioredis has
+ * String.prototype extended, which makes every charCodeAt about four times slower, so no text
+ * is read character by character here.
+ *
+ * Output goes into Buffers of `chunkBytes` (1 MiB by default) filled to the end, each kept as
+ * one part of the answer: a whole day at R=1 (86,400 buckets, about 37 MB of JSON) is about 37
+ * parts and no other allocation of any size. The bytes are those of the earlier writers
+ * (`summaryBucketsJsonBytes` …), which the property tests hold them to.
+ */
+
+const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');
+
+const NULL = bytes('null');
+const TRUE = bytes('true');
+const FALSE = bytes('false');
+const COMMA = bytes(',');
+const NEWLINE = bytes('\n');
+const OPEN_BRACKET = bytes('[');
+const CLOSE_BRACKET = bytes(']');
+
+const J_TIMESTAMP = bytes('{"timestamp":');
+const J_QUOTE_COUNT = bytes(',"quote_count":');
+const J_FILLED = bytes(',"is_forward_filled":');
+const J_BEST_BID = bytes(',"best_bid":');
+const J_BEST_BID_SIZE = bytes(',"best_bid_size":');
+const J_BEST_ASK = bytes(',"best_ask":');
+const J_BEST_ASK_SIZE = bytes(',"best_ask_size":');
+const J_MID = bytes(',"mid_price":');
+const J_SPREAD = bytes(',"spread":');
+const J_BID_OHLC = bytes(',"best_bid_ohlc":');
+const J_ASK_OHLC = bytes(',"best_ask_ohlc":');
+const J_MID_OHLC = bytes(',"mid_price_ohlc":');
+const J_SPREAD_OHLC = bytes(',"spread_ohlc":');
+const J_OPEN = bytes('{"open":');
+const J_HIGH = bytes(',"high":');
+const J_LOW = bytes(',"low":');
+const J_CLOSE = bytes(',"close":');
+const J_END = bytes('}');
+
+export const CHUNK_BYTES = 1 << 20;
+/** A JSON bucket after its timestamp: quote_count, is_forward_filled, six closes, four OHLC objects of four values. */
+const SEGMENTS = 26;
+/**
+ * JSON buckets are written a block at a time, segment by segment (copying what repeats from
+ * the bucket before) while at least COPIED_SHARE of the segments were copied in the block
+ * before, else as text (textBlock), trying segments again every RETRY_BLOCKS text blocks.
+ */
+const BLOCK_BUCKETS = 256;
+const COPIED_SHARE = 0.7;
+const RETRY_BLOCKS = 8;
+/** The value of the segments of an absent OHLC object. */
+const ABSENT = Symbol('absent');
+/**
+ * The bytes of the value texts met, shared by every writer: a day's answer holds a few
+ * thousand distinct decimals (2,279 at R=60 for a busy asset, one every 0.6 buckets), and
+ * encoding each anew (Buffer.from, a native call and an allocation) cost as much as writing
+ * the whole answer at R=60. Prices repeat across answers; emptied when it reaches MAX_TEXTS.
+ */
+const TEXTS = new Map<string, Buffer>();
+const MAX_TEXTS = 100_000;
+
+/** Above this length a piece is copied natively (Buffer.set); below, the call costs more than the loop. */
+const NATIVE_COPY = 48;
+
+export type SummaryBytesFormat = 'json' | 'ndjson' | 'csv';
+
+/**
+ * Writes one answer: `begin`, then `buckets` as many times as wanted (slices of one series,
+ * in order), then `end`, and `parts()` are the answer's bytes in order. The JSON form is
+ * `head` `[` buckets joined by `,` `]` `tail`; NDJSON one bucket object and a newline each;
+ * CSV the header line (unless left out) and one row per bucket.
+ */
+export class SummaryBytesWriter {
+  private buf: Buffer;
+  private off = 0;
+  private readonly out: Buffer[] = [];
+  private readonly slotText: (string | null)[] = new Array<string | null>(SEGMENTS).fill(null);
+  private readonly slotBytes: Buffer[] = new Array<Buffer>(SEGMENTS).fill(NULL);
+  private written = 0;
+  /** The segments of the bucket written last (see jsonBucket): their values, and where each starts in `buf` (the last entry: where the last ends). */
+  private readonly vals: unknown[] = new Array<unknown>(SEGMENTS).fill(ABSENT);
+  private prev = new Array<number>(SEGMENTS + 1).fill(0);
+  private cur = new Array<number>(SEGMENTS + 1).fill(0);
+  /** The first segment of the run to copy from the bucket before (-1: none). */
+  private run = -1;
+  /** Whether the bucket before lies whole in `buf`, so that its segments can be copied. */
+  private reuse = false;
+  /** Writing buckets segment by segment (true) or as text per block; segments copied so far; blocks written as text. */
+  private copying = true;
+  private trial = true;
+  private copied = 0;
+  private textBlocks = 0;
+  private readonly texts = new BucketTexts();
+  /** Counts the Buffers started. */
+  private gen = 0;
+  private lead: Buffer | null = null;
+
+  /**
+   * `firstBytes`: the size of the first Buffer (a small answer's expected size makes it one
+   * Buffer of about that size); the next ones are `chunkBytes`.
+   */
+  constructor(
+    private readonly format: SummaryBytesFormat,
+    firstBytes = CHUNK_BYTES,
+    private readonly chunkBytes = CHUNK_BYTES,
+    /** Buckets per block (see `buckets`); other than the default only to test the switch. */
+    private readonly block = BLOCK_BUCKETS,
+  ) {
+    this.buf = Buffer.allocUnsafe(Math.max(64, firstBytes));
+  }
+
+  /**
+   * JSON: `head` and the opening bracket. CSV: the header line (when `header`), the `lead`
+   * column names before the bucket columns; `lead.values` are written first on every row
+   * (CSV-safe as given). NDJSON: nothing.
+   */
+  begin(head = '', options: { header?: boolean; lead?: { names: readonly string[]; values: readonly string[] } | null } = {}): this {
+    if (this.format === 'json') {
+      this.putText(head);
+      this.put(OPEN_BRACKET);
+    } else if (this.format === 'csv') {
+      const lead = options.lead ?? null;
+      if (options.header ?? true) {
+        this.putText([...(lead?.names ?? []), ...SUMMARY_CSV_COLUMNS].join(','));
+        this.put(NEWLINE);
+      }
+      if (lead !== null && lead.values.length > 0) this.lead = bytes(`${lead.values.join(',')},`);
+    }
+    return this;
+  }
+
+  /** Buckets `from` (inclusive) to `to` (exclusive) of `buckets`, after those written before. */
+  buckets(buckets: readonly ExactBucket[], from = 0, to = buckets.length): this {
+    if (this.format === 'csv') {
+      for (let i = from; i < to; i++) this.csvRow(buckets[i]!);
+      return this;
+    }
+    const json = this.format === 'json';
+    for (let at = from, end = from; at < to; at = end) {
+      // A block tried after text blocks (or the first) is short: a trial that fails costs little.
+      end = Math.min(to, at + (this.copying && this.trial ? Math.max(1, this.block >> 3) : this.block));
+      if (this.copying) {
+        const before = this.copied;
+        for (let i = at; i < end; i++) {
+          if (json) {
+            if (this.written++ > 0) this.put(COMMA);
+            this.jsonBucket(buckets[i]!);
+          } else {
+            this.jsonBucket(buckets[i]!);
+            this.put(NEWLINE);
+          }
+        }
+        this.copying = this.copied - before >= COPIED_SHARE * SEGMENTS * (end - at);
+        this.trial = !this.copying;
+      } else {
+        this.textBlock(buckets, at, end, json);
+        // Now and then a block is tried the other way again: the series may have become quieter.
+        if (++this.textBlocks % RETRY_BLOCKS === 0) this.copying = true;
+      }
+    }
+    return this;
+  }
+
+  /**
+   * Buckets `from` to `to` as one text (a template per bucket, as the earlier writer did),
+   * encoded in one native call: where few values repeat from one bucket to the next (R=60:
+   * half of them), this costs less than writing them piece by piece.
+   */
+  private textBlock(buckets: readonly ExactBucket[], from: number, to: number, json: boolean): void {
+    let text = '';
+    for (let i = from; i < to; i++) {
+      if (json) {
+        if (this.written++ > 0) text += ',';
+        text += this.texts.of(buckets[i]!);
+      } else {
+        text += `${this.texts.of(buckets[i]!)}\n`;
+      }
+    }
+    const n = Buffer.byteLength(text, 'utf8');
+    if (this.off + n > this.buf.length) this.next(n);
+    this.off += this.buf.write(text, this.off, n, 'utf8');
+    // The segments of the last bucket were not tracked: the next one is written whole.
+    this.reuse = false;
+  }
+
+  /** JSON: the closing bracket and `tail`. */
+  end(tail = ''): this {
+    if (this.format === 'json') {
+      this.put(CLOSE_BRACKET);
+      this.putText(tail);
+    }
+    return this;
+  }
+
+  /** The bytes written, in order (no empty part unless nothing was written: then one empty Buffer). */
+  parts(): Buffer[] {
+    if (this.off > 0 || this.out.length === 0) this.out.push(this.buf.subarray(0, this.off));
+    this.buf = Buffer.alloc(0);
+    this.off = 0;
+    this.reuse = false;
+    return this.out;
+  }
+
+  /** Everything written as one Buffer (a copy only when it took more than one). */
+  whole(): Buffer {
+    const parts = this.parts();
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  }
+
+  /**
+   * One bucket's JSON object. After its timestamp the text is 26 segments, each the text of
+   * one value with the key before it (an absent OHLC object is `,"…_ohlc":null` and three
+   * empty segments). A segment whose value is that of the bucket before (`===`: the same
+   * decimal text) is the same bytes, so each run of such segments is copied from where the
+   * bucket before was written, in one native copy. At R=1 nine values in ten of a busy
+   * asset are unchanged from the second before, and a forward-filled run is all copies.
+   */
+  private jsonBucket(b: ExactBucket): void {
+    this.put(J_TIMESTAMP);
+    this.int(b.timestamp);
+    const gen = this.gen;
+    if (this.keep(0, b.quote_count)) {
+      this.put(J_QUOTE_COUNT);
+      this.int(b.quote_count);
+    }
+    if (this.keep(1, b.is_forward_filled)) {
+      this.put(J_FILLED);
+      this.put(b.is_forward_filled ? TRUE : FALSE);
+    }
+    this.close(2, J_BEST_BID, b.best_bid);
+    this.close(3, J_BEST_BID_SIZE, b.best_bid_size);
+    this.close(4, J_BEST_ASK, b.best_ask);
+    this.close(5, J_BEST_ASK_SIZE, b.best_ask_size);
+    this.close(6, J_MID, b.mid_price);
+    this.close(7, J_SPREAD, b.spread);
+    this.ohlc(8, J_BID_OHLC, b.best_bid_ohlc);
+    this.ohlc(12, J_ASK_OHLC, b.best_ask_ohlc);
+    this.ohlc(16, J_MID_OHLC, b.mid_price_ohlc);
+    this.ohlc(20, J_SPREAD_OHLC, b.spread_ohlc);
+    this.flushRun(SEGMENTS);
+    this.cur[SEGMENTS] = this.off;
+    this.put(J_END);
+    // The next bucket copies from this one only if all of it lies in the current Buffer.
+    this.reuse = this.gen === gen;
+    const t = this.prev;
+    this.prev = this.cur;
+    this.cur = t;
+  }
+
+  private close(k: number, key: Buffer, v: string | null): void {
+    if (this.keep(k, v)) {
+      this.put(key);
+      this.put(v === null ? NULL : this.bytesAt(k, v));
+    }
+  }
+
+  private ohlc(k: number, key: Buffer, o: Ohlc | null): void {
+    if (o === null) {
+      if (this.keep(k, ABSENT)) {
+        this.put(key);
+        this.put(NULL);
+      }
+      this.keep(k + 1, ABSENT);
+      this.keep(k + 2, ABSENT);
+      this.keep(k + 3, ABSENT);
+      return;
+    }
+    if (this.keep(k, o.open)) {
+      this.put(key);
+      this.put(J_OPEN);
+      this.value(k, o.open);
+    }
+    if (this.keep(k + 1, o.high)) {
+      this.put(J_HIGH);
+      this.value(k + 1, o.high);
+    }
+    if (this.keep(k + 2, o.low)) {
+      this.put(J_LOW);
+      this.value(k + 2, o.low);
+    }
+    if (this.keep(k + 3, o.close)) {
+      this.put(J_CLOSE);
+      this.value(k + 3, o.close);
+      this.put(J_END);
+    }
+  }
+
+  /**
+   * Segment `k` has value `v`: false when it is the previous bucket's (it joins the run to
+   * copy), true when the caller is to write it (any run before it is copied first).
+   */
+  private keep(k: number, v: unknown): boolean {
+    if (this.reuse && this.vals[k] === v) {
+      this.copied++;
+      if (this.run < 0) this.run = k;
+      return false;
+    }
+    this.flushRun(k);
+    this.vals[k] = v;
+    this.cur[k] = this.off;
+    return true;
+  }
+
+  /** Copies the pending run of unchanged segments (up to segment `k`, exclusive) from the bucket before. */
+  private flushRun(k: number): void {
+    const r = this.run;
+    if (r < 0) return;
+    this.run = -1;
+    const prev = this.prev;
+    const from = prev[r]!;
+    const to = prev[k]!;
+    const n = to - from;
+    let dest = this.off;
+    if (dest + n <= this.buf.length) {
+      this.buf.copyWithin(dest, from, to);
+      this.off = dest + n;
+    } else {
+      // Past the end of this Buffer: written into the next one (the source stays in this one).
+      const src = this.buf.subarray(from, to);
+      this.next(n);
+      dest = this.off;
+      this.buf.set(src, dest);
+      this.off = dest + n;
+    }
+    const cur = this.cur;
+    for (let j = r; j < k; j++) cur[j] = dest + (prev[j]! - from);
+  }
+
+
+  private csvRow(b: ExactBucket): void {
+    if (this.lead !== null) this.put(this.lead);
+    this.int(b.timestamp);
+    this.put(COMMA);
+    this.int(b.quote_count);
+    this.put(COMMA);
+    this.put(b.is_forward_filled ? TRUE : FALSE);
+    this.cell(0, b.best_bid);
+    this.cell(1, b.best_bid_size);
+    this.cell(2, b.best_ask);
+    this.cell(3, b.best_ask_size);
+    this.cell(4, b.mid_price);
+    this.cell(5, b.spread);
+    this.csvOhlc(6, b.best_bid_ohlc);
+    this.csvOhlc(10, b.best_ask_ohlc);
+    this.csvOhlc(14, b.mid_price_ohlc);
+    this.csvOhlc(18, b.spread_ohlc);
+    this.put(NEWLINE);
+  }
+
+  private cell(slot: number, v: string | null): void {
+    this.put(COMMA);
+    if (v !== null) this.put(this.bytesAt(slot, v));
+  }
+
+  private csvOhlc(slot: number, o: Ohlc | null): void {
+    if (o === null) {
+      this.put(COMMA);
+      this.put(COMMA);
+      this.put(COMMA);
+      this.put(COMMA);
+      return;
+    }
+    this.cell(slot, o.open);
+    this.cell(slot + 1, o.high);
+    this.cell(slot + 2, o.low);
+    this.cell(slot + 3, o.close);
+  }
+
+  /** A decimal text as it stands (a JSON number), or null; `slot`: which of the bucket's 22 values it is. */
+  private value(slot: number, v: string | null): void {
+    this.put(v === null ? NULL : this.bytesAt(slot, v));
+  }
+
+  /**
+   * The bytes of `v`, the value in `slot` (a segment number, see jsonBucket; CSV: 0–21):
+   * most often the same text as that slot's value in the bucket before (9 in 10 at R=1 for a
+   * busy asset, half at R=60), which is one comparison instead of a lookup.
+   */
+  private bytesAt(slot: number, v: string): Buffer {
+    if (this.slotText[slot] === v) return this.slotBytes[slot]!;
+    const b = this.text(v);
+    this.slotText[slot] = v;
+    this.slotBytes[slot] = b;
+    return b;
+  }
+
+  /** The UTF-8 bytes of a text (TEXTS). */
+  private text(v: string): Buffer {
+    let b = TEXTS.get(v);
+    if (b === undefined) {
+      if (TEXTS.size >= MAX_TEXTS) TEXTS.clear();
+      b = bytes(v);
+      TEXTS.set(v, b);
+    }
+    return b;
+  }
+
+  private putText(text: string): void {
+    if (text !== '') this.put(bytes(text));
+  }
+
+  /** A number as `${n}` writes it: digits for a non-negative safe integer, else its text. */
+  private int(n: number): void {
+    if (!(n >= 0 && n <= Number.MAX_SAFE_INTEGER && Math.floor(n) === n)) {
+      this.put(bytes(String(n)));
+      return;
+    }
+    let len = 1;
+    for (let t = n; t >= 10; len++) t = Math.floor(t / 10);
+    if (this.off + len > this.buf.length) this.next(len);
+    const buf = this.buf;
+    let o = this.off + len;
+    this.off = o;
+    do {
+      const q = Math.floor(n / 10);
+      buf[--o] = 48 + (n - q * 10);
+      n = q;
+    } while (n > 0);
+  }
+
+  private put(src: Buffer): void {
+    const n = src.length;
+    if (this.off + n > this.buf.length) this.next(n);
+    const buf = this.buf;
+    const o = this.off;
+    if (n > NATIVE_COPY) buf.set(src, o);
+    else for (let i = 0; i < n; i++) buf[o + i] = src[i]!;
+    this.off = o + n;
+  }
+
+  /** The current Buffer is full: kept as a part, and a new one of at least `n` bytes started. */
+  private next(n: number): void {
+    if (this.off > 0) this.out.push(this.buf.subarray(0, this.off));
+    this.buf = Buffer.allocUnsafe(Math.max(this.chunkBytes, n));
+    this.off = 0;
+    this.gen++;
+    // What was written before is in the Buffer before: nothing more is copied from it.
+    this.reuse = false;
+  }
+}
+
+const ohlcJson = (x: Ohlc | null): string => (x === null ? 'null' : `{"open":${x.open},"high":${x.high},"low":${x.low},"close":${x.close}}`);
+
+/**
+ * JSON text of buckets, one template per bucket (a canonical decimal, `null`, a boolean and
+ * an integer print in a template as in JSON); the text after the timestamp is reused while
+ * it cannot have changed (a run of forward-filled buckets shares its closes and OHLC objects).
+ */
+class BucketTexts {
+  private last: ExactBucket | null = null;
+  private rest = '';
+
+  of(b: ExactBucket): string {
+    if (this.last === null || !sameAfterTimestamp(this.last, b)) {
+      this.last = b;
+      this.rest =
+        `,"quote_count":${b.quote_count},"is_forward_filled":${b.is_forward_filled},"best_bid":${b.best_bid},"best_bid_size":${b.best_bid_size},` +
+        `"best_ask":${b.best_ask},"best_ask_size":${b.best_ask_size},"mid_price":${b.mid_price},"spread":${b.spread},` +
+        `"best_bid_ohlc":${ohlcJson(b.best_bid_ohlc)},"best_ask_ohlc":${ohlcJson(b.best_ask_ohlc)},"mid_price_ohlc":${ohlcJson(b.mid_price_ohlc)},"spread_ohlc":${ohlcJson(b.spread_ohlc)}}`;
+    }
+    return `{"timestamp":${b.timestamp}${this.rest}`;
+  }
+}
+
+/** True when `a` and `b` write the same text after their timestamps (OHLCs compared as the same objects). */
+function sameAfterTimestamp(a: ExactBucket, b: ExactBucket): boolean {
+  return (
+    a.quote_count === b.quote_count &&
+    a.is_forward_filled === b.is_forward_filled &&
+    a.best_bid === b.best_bid &&
+    a.best_bid_size === b.best_bid_size &&
+    a.best_ask === b.best_ask &&
+    a.best_ask_size === b.best_ask_size &&
+    a.mid_price === b.mid_price &&
+    a.spread === b.spread &&
+    a.best_bid_ohlc === b.best_bid_ohlc &&
+    a.best_ask_ohlc === b.best_ask_ohlc &&
+    a.mid_price_ohlc === b.mid_price_ohlc &&
+    a.spread_ohlc === b.spread_ohlc
+  );
+}
+
+const OHLC_SERIES = ['best_bid', 'best_ask', 'mid_price', 'spread'] as const;
+
+/**
+ * The CSV columns of a summary bucket: the JSON fields in order, each OHLC object flattened
+ * into four columns (`best_bid_open` … `spread_close`). Null is an empty field.
+ */
+export const SUMMARY_CSV_COLUMNS: readonly string[] = [
+  'timestamp',
+  'quote_count',
+  'is_forward_filled',
+  'best_bid',
+  'best_bid_size',
+  'best_ask',
+  'best_ask_size',
+  'mid_price',
+  'spread',
+  ...OHLC_SERIES.flatMap((s) => ['open', 'high', 'low', 'close'].map((p) => `${s}_${p}`)),
+];
+
+/** Bytes per bucket to expect: 465–535 for a JSON bucket with every field set, ~340 for a CSV row. */
+export const JSON_BUCKET_BYTES = 560;
+export const CSV_BUCKET_BYTES = 340;
