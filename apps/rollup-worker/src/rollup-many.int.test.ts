@@ -195,3 +195,52 @@ describe('several assets in one run, one failing', () => {
     expect(await repo.day(keys[1]!, '2026-05-03')).toBeNull();
   }, 60_000);
 });
+
+/** The real repository, whose reads or writes of several assets at once fail. */
+class SharedFails extends SummariesRepository {
+  constructor(
+    ch: TestApi['ch'],
+    private readonly what: 'read' | 'write',
+  ) {
+    super(ch);
+  }
+  shared = 0;
+  override writeMany(writes: Parameters<SummariesRepository['writeMany']>[0]) {
+    if (this.what === 'write' && writes.length > 1) {
+      this.shared++;
+      return Promise.reject(new Error('engine hiccup'));
+    }
+    return super.writeMany(writes);
+  }
+  override bookEventsReadMany(...a: Parameters<SummariesRepository['bookEventsReadMany']>) {
+    if (this.what === 'read') {
+      this.shared++;
+      return Promise.reject(new Error('engine hiccup'));
+    }
+    return super.bookEventsReadMany(...a);
+  }
+}
+
+describe.each(['read', 'write'] as const)('several assets in one run whose shared %s fails', (what) => {
+  it('rolls each asset alone instead, and stores every one', async () => {
+    run++;
+    const day = Date.UTC(2026, 4, 4);
+    const keys = [1, 2, 3].map((i): SummaryKey => ({ venue: 'exchange-b', market: `KXSHARED-${run}-${i}`, asset: `KXSHARED-${run}-${i}` }));
+    for (const k of keys) {
+      const base = { ticker: k.market, sid: 5 };
+      const recs: ExchangeBRecord[] = [
+        { ...base, seq: 1, type: 'snapshot', timestamp: new Date(day + 1000).toISOString(), epoch_ms: day + 1000, yes: [['0.40', '10']], no: [['0.55', '4']] },
+        { ...base, seq: 2, type: 'delta', timestamp: new Date(day + 2000).toISOString(), epoch_ms: day + 2000, side: 'yes', price: '0.42', delta: '3' },
+      ];
+      await t.filler.insert('exchange-b', messages(k, recs));
+    }
+    const failing = new SharedFails(t.ch, what);
+    const roller = new Roller(failing, silentLogger(), { closeGraceMs: 0 });
+    const out = await roller.rollMany(keys, '2026-05-04');
+    expect(failing.shared).toBe(1);
+    for (const [i, k] of keys.entries()) {
+      expect(out[i]).toMatchObject({ results: [{ date: '2026-05-04', outcome: 'full', applied: 2 }] });
+      expect((await repo.day(k, '2026-05-04'))?.events).toBe(2);
+    }
+  }, 60_000);
+});

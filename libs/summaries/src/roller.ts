@@ -210,7 +210,17 @@ export class Roller {
     });
     if (batch.length > 0) {
       const shared = this.rollPlanned(batch.map((b) => b.plan));
-      batch.forEach((b, j) => (first[b.i] = shared.then((r) => r[j]!())));
+      // The shared read or fold failed: each asset rolls alone, so that one asset's failure
+      // (a record its fold cannot take, say) stays its own instead of holding back every
+      // asset it is batched with, run after run.
+      const alone = shared.then(
+        () => false,
+        (e: unknown) => {
+          this.log.warn({ venue: keys[0]!.venue, date, assets: batch.length, err: e }, 'a shared rollup read failed: its assets roll alone');
+          return true;
+        },
+      );
+      batch.forEach((b, j) => (first[b.i] = alone.then((fallback) => (fallback ? this.rollDay(keys[b.i]!, date, false) : shared.then((r) => r[j]!())))));
     }
     return Promise.all(
       keys.map(async (k, i) => {
@@ -271,7 +281,9 @@ export class Roller {
       (e: unknown) => e,
     );
     const err = await written;
-    for (const { j, o } of writes) out[j] = err === null ? async () => o.result : () => Promise.reject(err);
+    if (err !== null) this.log.warn({ venue, date, assets: writes.length, err }, 'a shared rollup write failed: its assets roll alone');
+    // A failed shared write: each asset rolls alone (its own failure, if any, is then its own).
+    for (const { j, o } of writes) out[j] = err === null ? async () => o.result : () => this.roll(plans[j]!.key, date, plans[j]!.force, plans[j]!.importsSettled);
     // The runs that need more than the shared read go on alone now, after its write.
     const settled = await Promise.allSettled(out.map((f) => f()));
     return settled.map((r) => (r.status === 'fulfilled' ? async () => r.value : () => Promise.reject(r.reason)));
