@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import type { RawMessage, Venue } from '@booktape/domain';
+import { MAX_U64_TEXT, U64_HALVES, u64TextHalves, type RawMessage, type Venue } from '@booktape/domain';
 
 /**
  * The binary Kafka value of a raw topic, version 1 (docs/rules/kafka-records.md): the same
@@ -179,7 +179,6 @@ function writeJson(v: unknown): void {
   pos += buf.write(text, pos, bytes, 'utf8');
 }
 
-const MAX_U64_TEXT = '18446744073709551615';
 /** Canonical: "0" or no leading zero (other spellings would not come back as sent). */
 const U64_TEXT = /^(?:0|[1-9]\d{0,19})$/;
 
@@ -191,29 +190,10 @@ function writeU64Text(s: unknown): void {
   if (typeof s !== 'string') throw NO_FIT;
   const n = s.length;
   if (!U64_TEXT.test(s) || (n === 20 && s > MAX_U64_TEXT)) throw NO_FIT;
-  // The digits before the last ten, and the last ten: each exact in a double.
-  const a = n > 10 ? Number(s.slice(0, n - 10)) : 0;
-  const b = n > 10 ? Number(s.slice(n - 10)) : Number(s);
-  let hi: number;
-  let lo: number;
-  const v = a * 1e10 + b; // exact when at most 2^53 (rounding is monotonic, so the test is too)
-  if (v <= Number.MAX_SAFE_INTEGER) {
-    hi = Math.floor(v / 2 ** 32);
-    lo = v - hi * 2 ** 32;
-  } else {
-    const ah = Math.floor(a / 65536);
-    const al = a - ah * 65536;
-    const x = al * 1e10 + b; // < 2^50
-    const y = ah * 1e10; // < 2^49
-    const yHi = Math.floor(y / 65536);
-    const t = (y - yHi * 65536) * 65536 + x; // < 2^51
-    const carry = Math.floor(t / 2 ** 32);
-    lo = t - carry * 2 ** 32;
-    hi = yHi + carry;
-  }
+  u64TextHalves(s);
   ensure(8);
-  buf.writeUInt32LE(lo, pos);
-  buf.writeUInt32LE(hi, pos + 4);
+  buf.writeUInt32LE(U64_HALVES[0]!, pos);
+  buf.writeUInt32LE(U64_HALVES[1]!, pos + 4);
   pos += 8;
 }
 

@@ -1,3 +1,5 @@
+import { MAX_U64_TEXT, U64_HALVES, u64TextHalves } from '@booktape/domain';
+
 /**
  * A writer of ClickHouse's RowBinary format: rows as the engine's own binary values, no text
  * to parse. Integers little-endian; String as a LEB128 length and UTF-8 bytes; Array as a
@@ -7,7 +9,6 @@
  * The buffer grows by doubling; one writer serves one insert.
  */
 const DIGITS = /^\d+$/;
-const MAX_U64_TEXT = '18446744073709551615';
 
 /** Node's UTF-8 writer of a Buffer, without the argument checks of `write` around it. */
 type Utf8Buffer = Buffer & { utf8Write(s: string, offset: number, length: number): number };
@@ -64,8 +65,8 @@ export class RowBinaryWriter {
 
   /**
    * A UInt64 given as decimal text (ingest_seq exceeds 2^53). Digits that fit go without
-   * BigInt, exact in doubles by splitting: text = a·10^10 + b, a = ah·2^16 + al (the capture's
-   * binary Kafka writer does the same); anything else the BigInt way (a RangeError beyond).
+   * BigInt (u64TextHalves, which the capture's binary Kafka writer uses too); anything else
+   * the BigInt way (a RangeError beyond).
    */
   u64Text(v: string): void {
     this.room(8);
@@ -75,27 +76,9 @@ export class RowBinaryWriter {
       this.pos += 8;
       return;
     }
-    const a = n > 10 ? Number(v.slice(0, n - 10)) : 0;
-    const b = n > 10 ? Number(v.slice(n - 10)) : Number(v);
-    let hi: number;
-    let lo: number;
-    const whole = a * 1e10 + b; // exact when at most 2^53 (rounding is monotonic, so the test is too)
-    if (whole <= Number.MAX_SAFE_INTEGER) {
-      hi = Math.floor(whole / 2 ** 32);
-      lo = whole - hi * 2 ** 32;
-    } else {
-      const ah = Math.floor(a / 65536);
-      const al = a - ah * 65536;
-      const x = al * 1e10 + b; // < 2^50
-      const y = ah * 1e10; // < 2^49
-      const yHi = Math.floor(y / 65536);
-      const t = (y - yHi * 65536) * 65536 + x; // < 2^51
-      const carry = Math.floor(t / 2 ** 32);
-      lo = t - carry * 2 ** 32;
-      hi = yHi + carry;
-    }
-    this.buf.writeUInt32LE(lo, this.pos);
-    this.buf.writeUInt32LE(hi, this.pos + 4);
+    u64TextHalves(v);
+    this.buf.writeUInt32LE(U64_HALVES[0]!, this.pos);
+    this.buf.writeUInt32LE(U64_HALVES[1]!, this.pos + 4);
     this.pos += 8;
   }
 
