@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { SERVED_RECORD_SQL } from '@booktape/storage';
 import { freePort } from '@booktape/testkit';
 import { aMessage, bMessage, bearer, conditionId, startTestApi, type TestApi } from './testing.ts';
 
@@ -113,8 +114,9 @@ async function snapshot(): Promise<string> {
   });
   out.push(JSON.stringify(await tables.json()));
   for (const [table, cols] of [
-    ['raw_exchange_a', 'market, event_ts, dedup_id, payload, ingest_seq'],
-    ['raw_exchange_b', 'ticker, event_ts, dedup_id, payload, ingest_seq'],
+    // The served record, as the raw endpoints select it (the raw tables hold typed columns).
+    ['raw_exchange_a', `market, event_ts, dedup_id, ${SERVED_RECORD_SQL['exchange-a']}, ingest_seq`],
+    ['raw_exchange_b', `ticker, event_ts, dedup_id, ${SERVED_RECORD_SQL['exchange-b']}, ingest_seq`],
     ['market_dates', 'venue, market, event_date'],
   ] as const) {
     const rs = await t.ch.client.query({
