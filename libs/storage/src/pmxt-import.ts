@@ -315,6 +315,17 @@ export function holdsImportsSql(ch: ClickHouse): string {
     WHERE market = {market:String} AND event_date = {date:Date} AND asset_id = {asset:String} AND source != '' LIMIT 1)), 0))`;
 }
 
+/**
+ * holdsImportsSql for the books of a read of several (`{ms:Array(String)}` markets and
+ * `{as:Array(String)}` assets at the same index, `{date:Date}` bound): the assets whose day
+ * holds imported records, one row each (`kind` 'i', `k` the asset), for a UNION of facts.
+ */
+export function holdsImportsManySql(ch: ClickHouse): string {
+  return `SELECT 'i' AS kind, asset_id AS k, '1' AS v FROM ${ch.table('raw_exchange_a')}
+    WHERE market IN {ms:Array(String)} AND asset_id IN {as:Array(String)} AND transform(asset_id, {as:Array(String)}, {ms:Array(String)}, '') = market
+      AND event_date = {date:Date} AND source != '' GROUP BY asset_id`;
+}
+
 /** The exchange A partitions among `parts` that hold imported records (one read; other venues' are ignored). */
 export async function partitionsWithImports(ch: ClickHouse, parts: ReadonlyArray<{ venue: string; market: string; asset: string; date: string }>): Promise<Array<{ market: string; asset: string; date: string }>> {
   const a = parts.filter((p) => p.venue === PMXT_VENUE && /^\d{4}-\d{2}-\d{2}$/.test(p.date));

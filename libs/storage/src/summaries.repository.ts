@@ -3,7 +3,7 @@ import type { BookRecord, ChecksState } from '@booktape/book';
 import { VENUES, type Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, readBookRow, rowBinaryRows, type Timed } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
-import { holdsImportsSql, supersedeImported } from './pmxt-import.ts';
+import { holdsImportsManySql, holdsImportsSql, supersedeImported } from './pmxt-import.ts';
 import { streamQuery } from './stream.ts';
 import { VENUE_STORAGE } from './venue-storage.ts';
 
@@ -647,11 +647,7 @@ export class SummariesRepository {
         WHERE venue = {venue:String} AND market IN {ms:Array(String)} AND event_date > {date:Date} GROUP BY market`,
     ];
     if (items.some((i) => i.countBeforeMs !== null)) parts.push(`SELECT 'c' AS kind, ${col} AS k, toString(count()) AS v FROM ${table} FINAL WHERE ${where} AND event_ts < ${at('bf')} GROUP BY k`);
-    if (store.imports) {
-      parts.push(`SELECT 'i' AS kind, asset_id AS k, '1' AS v FROM ${this.ch.table('raw_exchange_a')}
-        WHERE market IN {ms:Array(String)} AND asset_id IN {as:Array(String)} AND transform(asset_id, {as:Array(String)}, {ms:Array(String)}, '') = market
-          AND event_date = {date:Date} AND source != '' GROUP BY asset_id`);
-    }
+    if (store.imports) parts.push(holdsImportsManySql(this.ch));
     const factsQuery = this.rows<{ kind: string; k: string; v: string }>(parts.join('\nUNION ALL\n'), params);
     const read = firstBatch(
       rowBinaryRows(
