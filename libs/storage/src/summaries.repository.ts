@@ -1,7 +1,7 @@
 // Type only: storage does not load the book engine.
 import type { BookRecord, ChecksState } from '@booktape/book';
 import { VENUES, type Venue } from '@booktape/domain';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, readBookRow, rowBinaryRows, type Timed } from './book-rows.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, foldBookRows, readBookRow, readWhole, rowBinaryRows, type BookRowSink, type RowBinaryReader, type Timed } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { holdsImportsManySql, holdsImportsSql, supersedeImported } from './pmxt-import.ts';
 import { streamQuery } from './stream.ts';
@@ -102,6 +102,15 @@ export interface BookEventsRead {
   close(): Promise<void>;
 }
 
+/** `SummariesRepository.bookEventsFold`: the facts at once, the rows when `fold` is called. */
+export interface BookEventsFold {
+  facts: BookEventsFacts;
+  /** Hands every row to `sink` in serving order (book-rows.ts `foldBookRows`); once, and the read is then closed. */
+  fold(sink: BookRowSink): Promise<void>;
+  /** Ends the read without folding it (frees its stream session); harmless after the end. */
+  close(): Promise<void>;
+}
+
 /** One book of a read of several (`SummariesRepository.bookEventsReadMany`): what `bookEventsRead` takes for one. */
 export interface BookEventsItem {
   market: string;
@@ -118,6 +127,20 @@ export interface BookEventsReadMany {
   events: AsyncGenerator<{ item: number; records: BookRecord[] }>;
   /** Ends the read early (frees its stream session); harmless after the end. */
   close(): Promise<void>;
+}
+
+type FactsOf = (counted: string, nextDate: string, holdsImports: number) => BookEventsFacts;
+
+/** The facts a book-events row leads with (`SummariesRepository.bookEventsRead`). */
+function readFacts(r: RowBinaryReader, factsOf: FactsOf): BookEventsFacts {
+  return factsOf(String(r.u64()), r.string(), r.u8());
+}
+
+/** The other rows' copies of the facts: skipped, not decoded (a million rows a busy day). */
+function skipFacts(r: RowBinaryReader): void {
+  r.pos += 8;
+  r.skipString();
+  r.pos += 1;
 }
 
 /** One asset's output of a rollup run, for `SummariesRepository.writeMany`. */
@@ -567,6 +590,85 @@ export class SummariesRepository {
    * `events` must be read to its end or `close`d: it holds a stream session until then.
    */
   async bookEventsRead(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null): Promise<BookEventsRead> {
+    const { query, params, factsOf, factsAlone } = this.bookEventsQuery(key, date, fromMs, toMs, countBeforeMs);
+    // Every row carries the facts (the engine computes the scalar subqueries once): the
+    // first row's are read, the others' skipped.
+    const got: { facts: BookEventsFacts | null } = { facts: null };
+    const { first, batches, close } = await firstBatch(rowBinaryRows(
+      streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT }),
+      (r) => {
+        if (got.facts === null) got.facts = readFacts(r, factsOf);
+        else skipFacts(r);
+        return readBookRow(key.venue, r, key.market, key.asset);
+      },
+      bookRowMs,
+    ));
+    if (first.done === true || got.facts === null) {
+      const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(factsAlone, params);
+      return { facts: factsOf(String(r!.counted), r!.next, Number(r!.imports)), events: (async function* () {})(), close };
+    }
+    const head = first.value;
+    async function* events(): AsyncGenerator<Timed<BookRecord>> {
+      yield head;
+      yield* batches;
+    }
+    return { facts: got.facts, events: events(), close };
+  }
+
+  /**
+   * `bookEventsRead` for a caller that applies each row as it is decoded (a closed day's
+   * rollup, which holds nothing back): the same read and facts, the rows handed to a sink by
+   * `fold` instead of yielded in arrays of records (book-rows.ts `foldBookRows`: most exchange
+   * A rows are then never made into records).
+   */
+  async bookEventsFold(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null): Promise<BookEventsFold> {
+    const { query, params, factsOf, factsAlone } = this.bookEventsQuery(key, date, fromMs, toMs, countBeforeMs);
+    const it = streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT })[Symbol.asyncIterator]();
+    const close = async () => void (await it.return?.(undefined));
+    // The first row's facts, before the caller decides to fold (a server's chunk may end inside them).
+    let head: Buffer | null = null;
+    let facts: BookEventsFacts | undefined;
+    try {
+      for (;;) {
+        const n = await it.next();
+        if (n.done === true) break;
+        head = head === null ? n.value : Buffer.concat([head, n.value]);
+        facts = readWhole(head, (r) => readFacts(r, factsOf));
+        if (facts !== undefined) break;
+      }
+    } catch (e) {
+      await close();
+      throw e;
+    }
+    if (facts === undefined) {
+      if (head !== null && head.length > 0) throw new Error(`RowBinary stream ends inside a row (${head.length} bytes left)`);
+      const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(factsAlone, params);
+      return { facts: factsOf(String(r!.counted), r!.next, Number(r!.imports)), fold: async () => undefined, close };
+    }
+    const first = head!;
+    async function* chunks(): AsyncGenerator<Buffer> {
+      yield first;
+      for (;;) {
+        const n = await it.next();
+        if (n.done === true) return;
+        yield n.value;
+      }
+    }
+    return {
+      facts,
+      fold: async (sink) => {
+        try {
+          await foldBookRows(chunks(), key.venue, key.market, key.asset, skipFacts, sink);
+        } finally {
+          await close();
+        }
+      },
+      close,
+    };
+  }
+
+  /** The read of `bookEventsRead` (the facts in three leading columns), and the facts alone for a read without rows. */
+  private bookEventsQuery(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null) {
     const { table, where } = this.bookFilter(key);
     const count =
       countBeforeMs === null
@@ -582,39 +684,10 @@ export class SummariesRepository {
       nextDataDate: nextDate === '' ? null : nextDate,
       holdsImports: holdsImports === 1,
     });
-    // Every row carries the facts (the engine computes the scalar subqueries once): the
-    // first row's are read, the others' skipped.
-    const got: { facts: BookEventsFacts | null } = { facts: null };
-    const { first, batches, close } = await firstBatch(rowBinaryRows(
-      streamQuery(this.ch, {
-        query: `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports, ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+    const query = `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports, ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id`,
-        query_params: params,
-        format: BOOK_ROW_FORMAT,
-      }),
-      (r) => {
-        if (got.facts === null) got.facts = factsOf(String(r.u64()), r.string(), r.u8());
-        else {
-          // The other rows' copies: skipped, not decoded (a million rows a busy day).
-          r.pos += 8;
-          r.skipString();
-          r.pos += 1;
-        }
-        return readBookRow(key.venue, r, key.market, key.asset);
-      },
-      bookRowMs,
-    ));
-    if (first.done === true || got.facts === null) {
-      const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(`SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports`, params);
-      return { facts: factsOf(String(r!.counted), r!.next, Number(r!.imports)), events: (async function* () {})(), close };
-    }
-    const head = first.value;
-    async function* events(): AsyncGenerator<Timed<BookRecord>> {
-      yield head;
-      yield* batches;
-    }
-    return { facts: got.facts, events: events(), close };
+        ORDER BY event_ts, ingest_seq, dedup_id`;
+    return { query, params, factsOf, factsAlone: `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports` };
   }
 
   /**
