@@ -124,7 +124,7 @@ export interface BookEventsReadMany {
   /** Per item, at its index. */
   facts: BookEventsFacts[];
   /** The items' book records, item after item (ascending index), each item's in serving order, a few hundred per array. */
-  events: AsyncGenerator<{ item: number; records: BookRecord[] }>;
+  events: AsyncGenerator<{ item: number; records: BookRecord[]; ms?: Float64Array | undefined }>;
   /** Ends the read early (frees its stream session); harmless after the end. */
   close(): Promise<void>;
 }
@@ -722,6 +722,9 @@ export class SummariesRepository {
     if (items.some((i) => i.countBeforeMs !== null)) parts.push(`SELECT 'c' AS kind, ${col} AS k, toString(count()) AS v FROM ${table} FINAL WHERE ${where} AND event_ts < ${at('bf')} GROUP BY k`);
     if (store.imports) parts.push(holdsImportsManySql(this.ch));
     const factsQuery = this.rows<{ kind: string; k: string; v: string }>(parts.join('\nUNION ALL\n'), params);
+    // Each decoded row's item, in order: the rows of the array yielded next are the first
+    // ones not taken yet (the decoder runs ahead of its consumer by at most one array).
+    const itemOf: number[] = [];
     const read = firstBatch(
       rowBinaryRows(
         streamQuery(this.ch, {
@@ -734,8 +737,11 @@ export class SummariesRepository {
         (r) => {
           const item = r.u32() - 1;
           const it = items[item]!;
-          return { item, rec: readBookRow(venue, r, it.market, it.asset) };
+          const rec = readBookRow(venue, r, it.market, it.asset);
+          itemOf.push(item);
+          return rec;
         },
+        bookRowMs,
       ),
     );
     const [factRows, opened] = await Promise.allSettled([factsQuery, read]);
@@ -760,14 +766,25 @@ export class SummariesRepository {
         holdsImports: imports.has(i.asset),
       }),
     );
-    async function* events(): AsyncGenerator<{ item: number; records: BookRecord[] }> {
-      const split = function* (rows: Array<{ item: number; rec: BookRecord }>) {
+    let taken = 0;
+    async function* events(): AsyncGenerator<{ item: number; records: BookRecord[]; ms?: Float64Array | undefined }> {
+      // An array of one item (nearly every one) is yielded as it is; one that spans items is cut.
+      const split = function* (rows: Timed<BookRecord>) {
+        const at = taken;
+        taken += rows.length;
         let start = 0;
         for (let j = 1; j <= rows.length; j++) {
-          if (j === rows.length || rows[j]!.item !== rows[start]!.item) {
-            yield { item: rows[start]!.item, records: rows.slice(start, j).map((x) => x.rec) };
+          if (j === rows.length || itemOf[at + j] !== itemOf[at + start]) {
+            const item = itemOf[at + start]!;
+            if (start === 0 && j === rows.length) yield { item, records: rows, ms: rows.ms };
+            else yield { item, records: rows.slice(start, j), ms: rows.ms?.subarray(start, j) };
             start = j;
           }
+        }
+        // Every row decoded so far was yielded: the list starts again.
+        if (taken === itemOf.length) {
+          itemOf.length = 0;
+          taken = 0;
         }
       };
       if (first.done === true) return;

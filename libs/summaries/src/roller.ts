@@ -270,7 +270,7 @@ export class Roller {
       return new DayRun(p, this.opts.checkpointEvery ?? CHECKPOINT_EVENTS, read.facts[j]!.nextDataDate);
     });
     try {
-      for await (const { item, records } of read.events) runs[item]?.push(records);
+      for await (const { item, records, ms } of read.events) runs[item]?.push(records, ms);
     } finally {
       await read.close();
     }
