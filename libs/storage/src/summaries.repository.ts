@@ -4,6 +4,8 @@ import { VENUES, type Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, foldBookRows, readBookRow, readWhole, rowBinaryRows, type BookRowSink, type RowBinaryReader, type Timed } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { holdsImportsManySql, holdsImportsSql, supersedeImported } from './pmxt-import.ts';
+import { RowBinaryWriter } from './row-binary.ts';
+import { insertRowBinary } from './row-insert.ts';
 import { streamQuery } from './stream.ts';
 import { VENUE_STORAGE } from './venue-storage.ts';
 
@@ -211,21 +213,18 @@ function countBeforeSql(table: string, where: string): string {
   return `(SELECT count() FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date} AND event_ts < fromUnixTimestamp64Milli({before:Int64}, 'UTC'))`;
 }
 
-function checkpointRow(key: SummaryKey, c: BookCheckpoint): Record<string, unknown> {
-  return { ...keyParams(key), event_date: c.date, events: c.events, at: c.at, base_version: c.baseVersion, version: c.version, engine_version: c.engineVersion, state: c.state };
-}
+const KEY_COLUMNS = [['venue', 'String'], ['market', 'String'], ['asset', 'String'], ['event_date', 'Date']] as const;
+const CHUNK_COLUMNS = [...KEY_COLUMNS, ['resolution', 'UInt16'], ['hour', "DateTime('UTC')"], ['version', 'UInt64'], ['engine_version', 'UInt16'], ['bucket_count', 'UInt32'], ['buckets', 'String']] as const;
+const CHECKPOINT_COLUMNS = [...KEY_COLUMNS, ['events', 'UInt64'], ['at', "DateTime64(3, 'UTC')"], ['base_version', 'UInt64'], ['version', 'UInt64'], ['engine_version', 'UInt16'], ['state', 'String']] as const;
 
-function chunkRow(key: SummaryKey, c: SummaryChunk): Record<string, unknown> {
-  return {
-    ...keyParams(key),
-    event_date: c.date,
-    resolution: c.resolution,
-    hour: Math.floor(c.hour / 1000),
-    version: c.version,
-    engine_version: c.engineVersion,
-    bucket_count: c.bucketCount,
-    buckets: c.buckets,
-  };
+/** A row's leading columns (KEY_COLUMNS): the asset and its date (`YYYY-MM-DD`, as Date: days since 1970). */
+function writeKey(w: RowBinaryWriter, key: SummaryKey, date: string): void {
+  const days = Date.parse(`${date}T00:00:00Z`) / 86_400_000;
+  if (!Number.isInteger(days) || days < 0 || days > 0xffff) throw new RangeError(`not a date the engine stores: ${date}`);
+  w.string(key.venue);
+  w.string(key.market);
+  w.string(key.asset);
+  w.u16(days);
 }
 
 const KEY = 'venue = {venue:String} AND market = {market:String} AND asset = {asset:String}';
@@ -476,8 +475,8 @@ export class SummariesRepository {
     // Both settle before a failure is thrown: nothing of this run is still being written
     // when its retry starts.
     const settled = await Promise.allSettled([
-      this.insertCheckpoints(writes.flatMap((w) => w.checkpoints.map((c) => checkpointRow(w.key, c)))),
-      this.insertChunks(writes.flatMap((w) => w.chunks.map((c) => chunkRow(w.key, c)))),
+      this.insertCheckpoints(writes.flatMap((w) => w.checkpoints.map((c) => ({ key: w.key, c })))),
+      this.insertChunks(writes.flatMap((w) => w.chunks.map((c) => ({ key: w.key, c })))),
     ]);
     for (const r of settled) if (r.status === 'rejected') throw r.reason;
     await this.ch.client.insert({
@@ -501,12 +500,40 @@ export class SummariesRepository {
     });
   }
 
-  private async insertCheckpoints(rows: readonly Record<string, unknown>[]): Promise<void> {
-    if (rows.length > 0) await this.ch.client.insert({ table: this.ch.table('book_checkpoints'), format: 'JSONEachRow', values: rows });
+  // The day's chunks and checkpoints (megabytes of bucket and book texts for a busy day) go
+  // as RowBinary: no JSON to make here and to parse in the engine.
+  private async insertCheckpoints(rows: ReadonlyArray<{ key: SummaryKey; c: BookCheckpoint }>): Promise<void> {
+    if (rows.length === 0) return;
+    const w = new RowBinaryWriter(1 << 20);
+    for (const { key, c } of rows) {
+      writeKey(w, key, c.date);
+      w.i64(c.events);
+      w.i64(c.at);
+      w.i64(c.baseVersion);
+      w.i64(c.version);
+      w.u16(c.engineVersion);
+      w.string(c.state);
+    }
+    await this.insertRows('book_checkpoints', CHECKPOINT_COLUMNS, w.bytes());
   }
 
-  private async insertChunks(rows: readonly Record<string, unknown>[]): Promise<void> {
-    if (rows.length > 0) await this.ch.client.insert({ table: this.ch.table('summary_chunks'), format: 'JSONEachRow', values: rows });
+  private async insertChunks(rows: ReadonlyArray<{ key: SummaryKey; c: SummaryChunk }>): Promise<void> {
+    if (rows.length === 0) return;
+    const w = new RowBinaryWriter(1 << 20);
+    for (const { key, c } of rows) {
+      writeKey(w, key, c.date);
+      w.u16(c.resolution);
+      w.u32(Math.floor(c.hour / 1000));
+      w.i64(c.version);
+      w.u16(c.engineVersion);
+      w.u32(c.bucketCount);
+      w.string(c.buckets);
+    }
+    await this.insertRows('summary_chunks', CHUNK_COLUMNS, w.bytes());
+  }
+
+  private async insertRows(table: string, columns: ReadonlyArray<readonly [string, string]>, body: Buffer): Promise<void> {
+    await insertRowBinary(this.ch, `INSERT INTO ${this.ch.table(table)} (${columns.map(([c]) => c).join(', ')})`, columns, body);
   }
 
   /**
