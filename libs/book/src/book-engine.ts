@@ -363,6 +363,27 @@ export interface ExchangeBBookState {
  */
 export type ChangeHook = (entry: PriceChange, bestBid: string | null, bestAsk: string | null) => void;
 
+/**
+ * A `price_change`'s entries read straight from stored columns, without a record object per
+ * row (the rollup of a closed day, storage book-rows.ts): each entry's texts are the ones its
+ * record's entry would hold (`PriceChange`), made only when asked.
+ */
+export interface ChangeEntries {
+  readonly count: number;
+  price(i: number): string;
+  size(i: number): string;
+  side(i: number): string;
+  /** The entry carries a claim (a best_bid or best_ask text). */
+  claims(i: number): boolean;
+  bestBid(i: number): string | undefined;
+  bestAsk(i: number): string | undefined;
+  /** The entry's hash, or the record's where the entry has none (what a claim names). */
+  claimHash(i: number): string;
+}
+
+/** `ChangeHook` for `ChangeEntries`: entry `i` with a claim was applied, leaving this top. */
+export type EntryClaimHook = (i: number, bestBid: string | null, bestAsk: string | null) => void;
+
 /** Exchange A (Polymarket): one asset's book from its 2.1 records. */
 export class ExchangeABook extends LadderBook {
   /**
@@ -381,6 +402,26 @@ export class ExchangeABook extends LadderBook {
     } else if (type === 'book') this.snapshot(ev.bids, ev.asks);
     else return null;
     return this.observe(ms ?? msFromText(ev.timestamp));
+  }
+
+  /**
+   * `apply` of a `price_change` record at `ms` whose changes are `entries`: the same book, the
+   * same observation, and `onClaim` called where `onChange` would be.
+   */
+  applyEntries(entries: ChangeEntries, onClaim: EntryClaimHook | undefined, ms: number): Observation {
+    if (this.known) {
+      for (let k = 0; k < entries.count; k++) {
+        const side = entries.side(k);
+        if (side !== 'BUY' && side !== 'SELL') {
+          this.anomaly(`price_change side ${JSON.stringify(side)}`);
+          break;
+        }
+        const ask = side === 'SELL';
+        if (!this.setLevel(entries.price(k), entries.size(k), ask, ask)) break;
+        if (onClaim !== undefined && entries.claims(k)) onClaim(k, this.bestBid(), this.bestAsk());
+      }
+    }
+    return this.observe(ms);
   }
 
   private snapshot(bids: PriceLevel[] | undefined, asks: PriceLevel[] | undefined): void {

@@ -1,5 +1,5 @@
 import type { ExchangeAEvent, ExchangeBRecord, PriceChange } from '@booktape/domain';
-import type { ChangeHook } from './book-engine.ts';
+import type { ChangeEntries, ChangeHook, EntryClaimHook } from './book-engine.ts';
 import { canonicalSize, compareCanonical, msFromText } from './fixed-point.ts';
 import type { Observation } from './observation.ts';
 import type { AnyBook, BookRecord, BookVenue } from './rollup.ts';
@@ -127,7 +127,13 @@ export class BookChecker {
   private curTime = '';
   private curHash = '';
   private entryClaims = false;
+  // The time of the record being applied where known as a number (NaN: read `curTime`).
+  private curMs = Number.NaN;
+  private curEntries: ChangeEntries | null = null;
+  // The last observation of the millisecond being applied (applyRecord, applyEntries).
+  private lastInMs: Observation | null = null;
   private readonly onChange: ChangeHook;
+  private readonly onEntryClaim: EntryClaimHook;
   private readonly kind: VenueChecks;
 
   private constructor(
@@ -137,6 +143,7 @@ export class BookChecker {
   ) {
     this.kind = VENUE_CHECKS[venue];
     this.onChange = (entry, bestBid, bestAsk) => this.entryClaim(entry, bestBid, bestAsk);
+    this.onEntryClaim = (i, bestBid, bestAsk) => this.entryClaimAt(i, bestBid, bestAsk);
   }
 
   /**
@@ -178,46 +185,80 @@ export class BookChecker {
    * records' texts are not read again.
    */
   applyMillisecond(book: AnyBook, records: BookRecord[], push: (o: Observation) => void, ms?: number): void {
+    for (let k = 0; k < records.length; k++) this.applyRecord(book, records[k]!, push, ms);
+    this.endMillisecond(book);
+  }
+
+  /**
+   * `applyMillisecond` one record at a time, for a caller that does not gather a millisecond's
+   * records first: every record of the millisecond, then `endMillisecond` before the next one.
+   */
+  applyRecord(book: AnyBook, r: BookRecord, push: (o: Observation) => void, ms?: number): void {
     const checks = this.checks;
-    let last: Observation | null = null;
-    for (let k = 0; k < records.length; k++) {
-      const r = records[k]!;
-      const g = this.kind.sequenceGap(r);
-      if (g !== null) {
-        checks.sequence_gaps++;
-        book.apply(g);
-        if (this.open === null || this.open.kind !== 'sequence_gap') {
-          if (this.open !== null) this.closeSpell(g.epoch_ms);
-          this.open = {
-            kind: 'sequence_gap',
-            start_ms: g.epoch_ms,
-            detail: `gap: sid ${String(g.sid)} seq ${String(g.seq)} expected ${String(g.expected_seq)}`,
-          };
-        }
-        continue;
+    const g = this.kind.sequenceGap(r);
+    if (g !== null) {
+      checks.sequence_gaps++;
+      book.apply(g);
+      if (this.open === null || this.open.kind !== 'sequence_gap') {
+        if (this.open !== null) this.closeSpell(g.epoch_ms);
+        this.open = {
+          kind: 'sequence_gap',
+          start_ms: g.epoch_ms,
+          detail: `gap: sid ${String(g.sid)} seq ${String(g.seq)} expected ${String(g.expected_seq)}`,
+        };
       }
-      const wasKnown = book.isKnown();
-      const anomalies = book.anomalies;
-      let o: Observation | null;
-      const ev = this.kind.claimsTops(r);
-      if (ev !== null) {
-        this.curTime = ev.timestamp;
-        this.curHash = ev.hash;
-        this.entryClaims = false;
-        o = book.apply(ev, this.onChange, ms);
-        if (o !== null && !this.entryClaims && book.isKnown()) this.recordClaim(ev, o);
-      } else o = book.apply(r, undefined, ms);
-      if (o === null) continue;
-      push(o);
-      checks.book_events++;
-      last = o;
-      if (book.isKnown()) {
-        if (this.open !== null) this.closeSpell(o.ts);
-      } else if (this.open === null) {
-        this.open = { kind: 'unknown_book', start_ms: o.ts, detail: this.unknownReason(book, r, wasKnown, anomalies) };
-      }
+      return;
     }
+    const wasKnown = book.isKnown();
+    const anomalies = book.anomalies;
+    let o: Observation | null;
+    const ev = this.kind.claimsTops(r);
+    if (ev !== null) {
+      this.curTime = ev.timestamp;
+      this.curMs = Number.NaN;
+      this.curHash = ev.hash;
+      this.entryClaims = false;
+      o = book.apply(ev, this.onChange, ms);
+      if (o !== null && !this.entryClaims && book.isKnown()) this.recordClaim(ev, o);
+    } else o = book.apply(r, undefined, ms);
+    if (o === null) return;
+    this.observed(book, o, push, wasKnown, anomalies, r);
+  }
+
+  /**
+   * `applyRecord` of an exchange A `price_change` at `ms` whose changes are `entries` (read
+   * from stored columns: ChangeEntries), with no record behind it.
+   */
+  applyEntries(book: AnyBook, entries: ChangeEntries, push: (o: Observation) => void, ms: number): void {
+    if (book.applyEntries === undefined) throw new TypeError('applyEntries: not an exchange A book');
+    const wasKnown = book.isKnown();
+    const anomalies = book.anomalies;
+    this.curMs = ms;
+    this.curEntries = entries;
+    this.entryClaims = false;
+    const o = book.applyEntries(entries, this.onEntryClaim, ms);
+    this.curEntries = null;
+    // A record read from columns has no `extra`: no record-level claim to check.
+    if (o === null) return;
+    this.observed(book, o, push, wasKnown, anomalies, null);
+  }
+
+  /** After the records of one millisecond (applyRecord, applyEntries): settles its claims and tests its top. */
+  endMillisecond(book: AnyBook): void {
+    const last = this.lastInMs;
+    this.lastInMs = null;
     this.endOfMillisecond(book, last);
+  }
+
+  private observed(book: AnyBook, o: Observation, push: (o: Observation) => void, wasKnown: boolean, anomalies: number, r: BookRecord | null): void {
+    push(o);
+    this.checks.book_events++;
+    this.lastInMs = o;
+    if (book.isKnown()) {
+      if (this.open !== null) this.closeSpell(o.ts);
+    } else if (this.open === null) {
+      this.open = { kind: 'unknown_book', start_ms: o.ts, detail: this.unknownReason(book, r, wasKnown, anomalies) };
+    }
   }
 
   /** The checks as of untilMs: an open spell counts up to untilMs and is listed ending there. Pure. */
@@ -252,7 +293,17 @@ export class BookChecker {
     const ask = claimText(entry.best_ask);
     if (bid === undefined && ask === undefined) return;
     this.entryClaims = true;
-    this.claim(bid, ask, bestBid ?? '0', bestAsk ?? '1', entry.hash ?? this.curHash);
+    if (!this.claimHolds(bid, ask, bestBid ?? '0', bestAsk ?? '1')) this.pend(bid, ask, bestBid ?? '0', bestAsk ?? '1', entry.hash ?? this.curHash);
+  }
+
+  /** entryClaim of entry `i` of `curEntries`: its hash read only for a claim that waits. */
+  private entryClaimAt(i: number, bestBid: string | null, bestAsk: string | null): void {
+    const e = this.curEntries!;
+    const bid = e.bestBid(i);
+    const ask = e.bestAsk(i);
+    if (bid === undefined && ask === undefined) return;
+    this.entryClaims = true;
+    if (!this.claimHolds(bid, ask, bestBid ?? '0', bestAsk ?? '1')) this.pend(bid, ask, bestBid ?? '0', bestAsk ?? '1', e.claimHash(i));
   }
 
   /** The pre-entry-claims fallback: the record's own best_bid / best_ask, after all its changes. */
@@ -266,9 +317,17 @@ export class BookChecker {
   }
 
   private claim(bid: string | undefined, ask: string | undefined, afterBid: string, afterAsk: string, hash: string): void {
+    if (!this.claimHolds(bid, ask, afterBid, afterAsk)) this.pend(bid, ask, afterBid, afterAsk, hash);
+  }
+
+  /** Counts a claim checked; whether it holds right after its entry (else it waits: `pend`). */
+  private claimHolds(bid: string | undefined, ask: string | undefined, afterBid: string, afterAsk: string): boolean {
     this.checks.venue_best_checked++;
-    if (holds(bid, afterBid) && holds(ask, afterAsk)) return;
-    this.pending.push({ ts: msFromText(this.curTime), bid, ask, afterBid, afterAsk, hash });
+    return holds(bid, afterBid) && holds(ask, afterAsk);
+  }
+
+  private pend(bid: string | undefined, ask: string | undefined, afterBid: string, afterAsk: string, hash: string): void {
+    this.pending.push({ ts: this.curMs === this.curMs ? this.curMs : msFromText(this.curTime), bid, ask, afterBid, afterAsk, hash });
   }
 
   private endOfMillisecond(book: AnyBook, last: Observation | null): void {
@@ -329,9 +388,10 @@ export class BookChecker {
   }
 
   /** Why a book event left the book unknown (the spell's detail; the category before any ':'). */
-  private unknownReason(book: AnyBook, r: BookRecord, wasKnown: boolean, anomalies: number): string {
+  /** `r` null: an exchange A price_change read from columns (its venue says no more). */
+  private unknownReason(book: AnyBook, r: BookRecord | null, wasKnown: boolean, anomalies: number): string {
     if (book.anomalies > anomalies) return clip(`anomaly: ${book.lastAnomaly ?? 'a record the engine could not apply'}`);
-    return this.kind.unknownReason(r, wasKnown) ?? 'no snapshot yet';
+    return (r === null ? null : this.kind.unknownReason(r, wasKnown)) ?? 'no snapshot yet';
   }
 }
 

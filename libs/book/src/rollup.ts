@@ -1,5 +1,5 @@
 import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
-import { ExchangeABook, ExchangeBBook, type ChangeHook } from './book-engine.ts';
+import { ExchangeABook, ExchangeBBook, type ChangeEntries, type ChangeHook, type EntryClaimHook } from './book-engine.ts';
 import { aggregateObservations, mergeBuckets, type ExactBucket } from './bucketing.ts';
 import type { Observation } from './observation.ts';
 
@@ -71,6 +71,8 @@ export interface AnyBook {
    * when the caller has it already.
    */
   apply(r: BookRecord, onChange?: ChangeHook, ms?: number): Observation | null;
+  /** Exchange A only (ExchangeABook.applyEntries): a price_change read from columns. */
+  applyEntries?(entries: ChangeEntries, onClaim: EntryClaimHook | undefined, ms: number): Observation | null;
   lastObservation(): Observation | null;
   /** Whether the book is known now (a snapshot since the last unknown-making event). */
   isKnown(): boolean;

@@ -1,4 +1,4 @@
-import type { BookRecord } from '@booktape/book';
+import type { BookRecord, ChangeEntries } from '@booktape/book';
 import type { ExchangeAEvent, ExchangeBRecord, PriceChange, PriceLevel, Venue } from '@booktape/domain';
 import { A_HASH_SQL, formatScaled, SCALE_ABSENT, SCALE_NULL } from './raw-codec.ts';
 
@@ -528,6 +528,190 @@ export function readExchangeBBookRow(r: RowBinaryReader, ticker: string): Exchan
     rec.expected_seq = expected;
   }
   return rec;
+}
+
+/** The Int64 at buf[p, p + 8) (RowBinaryReader.i64 without a reader). */
+function i64At(b: Buffer, p: number): number {
+  return (b[p + 4]! | (b[p + 5]! << 8) | (b[p + 6]! << 16) | (b[p + 7]! << 24)) * 4294967296 + (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16)) + b[p + 3]! * 16777216;
+}
+
+/**
+ * The entries of one exchange A price_change row, read in place from its change arrays
+ * (`ChangeEntries`): where each array starts, and each entry's hash bytes. Every text is the
+ * one `changes` would put in the record's entry, made only when asked (most are never: a
+ * hash only for a claim that does not hold). One object, reused row after row.
+ */
+class ColumnEntries implements ChangeEntries {
+  count = 0;
+  buf: Buffer = Buffer.alloc(0);
+  pAt = 0;
+  psAt = 0;
+  sdAt = 0;
+  zAt = 0;
+  zsAt = 0;
+  bbAt = 0;
+  bbsAt = 0;
+  baAt = 0;
+  basAt = 0;
+  recHashAt = 0;
+  recHashEnd = 0;
+  /** Entry i's hash bytes: [hashAt[i], hashEnd[i]). */
+  hashAt = new Int32Array(16);
+  hashEnd = new Int32Array(16);
+
+  price(i: number): string {
+    return decimalText(i64At(this.buf, this.pAt + i * 8), this.buf[this.psAt + i]!);
+  }
+
+  size(i: number): string {
+    return decimalText(i64At(this.buf, this.zAt + i * 8), this.buf[this.zsAt + i]!);
+  }
+
+  side(i: number): string {
+    const sd = this.buf[this.sdAt + i]!;
+    return sd < 3 ? SIDES[sd]! : '';
+  }
+
+  claims(i: number): boolean {
+    return this.buf[this.bbsAt + i] !== SCALE_ABSENT || this.buf[this.basAt + i] !== SCALE_ABSENT;
+  }
+
+  bestBid(i: number): string | undefined {
+    const s = this.buf[this.bbsAt + i]!;
+    return s === SCALE_ABSENT ? undefined : decimalText(i64At(this.buf, this.bbAt + i * 8), s);
+  }
+
+  bestAsk(i: number): string | undefined {
+    const s = this.buf[this.basAt + i]!;
+    return s === SCALE_ABSENT ? undefined : decimalText(i64At(this.buf, this.baAt + i * 8), s);
+  }
+
+  claimHash(i: number): string {
+    const a = this.hashAt[i]!;
+    const e = this.hashEnd[i]!;
+    // An entry without a hash ('') names the record's.
+    return e > a ? utf8(this.buf, a, e) : utf8(this.buf, this.recHashAt, this.recHashEnd);
+  }
+}
+
+/**
+ * Reads an exchange A row (BOOK_ROW_COLUMNS) into `e` when it is a price_change stored whole
+ * in its typed columns (no residue), with its time in `lastRowMs`; false (the reader's
+ * position then means nothing) for any other row, which is read as a record instead.
+ * Throws as `readExchangeABookRow` does on a malformed row, and UNDERFLOW past the bytes.
+ */
+function readChangeRow(r: RowBinaryReader, e: ColumnEntries): boolean {
+  const ms = r.i64();
+  const tn = r.length();
+  r.need(tn);
+  if (tn !== 12 || !bytesAre(r.buf, r.pos, PRICE_CHANGE)) return false;
+  r.pos += tn;
+  const hn = r.length();
+  const hashAt = r.pos;
+  r.pos += hn;
+  if (r.length() !== 0) return false;
+  e.recHashAt = hashAt;
+  e.recHashEnd = hashAt + hn;
+  skipLevels(r);
+  skipLevels(r);
+  const n = r.length();
+  e.pAt = r.pos;
+  r.pos += n * 8;
+  e.psAt = sameLength(r, n);
+  r.pos += n;
+  e.sdAt = sameLength(r, n);
+  r.pos += n;
+  e.zAt = sameLength(r, n);
+  r.pos += n * 8;
+  e.zsAt = sameLength(r, n);
+  r.pos += n;
+  const hashCount = r.length();
+  if (hashCount !== n) throw new RangeError(`book row: ${hashCount} change hashes for ${n} changes`);
+  if (e.hashAt.length < n) {
+    e.hashAt = new Int32Array(n * 2);
+    e.hashEnd = new Int32Array(n * 2);
+  }
+  for (let i = 0; i < n; i++) {
+    const len = r.length();
+    e.hashAt[i] = r.pos;
+    r.pos += len;
+    e.hashEnd[i] = r.pos;
+  }
+  e.bbAt = sameLength(r, n);
+  r.pos += n * 8;
+  e.bbsAt = sameLength(r, n);
+  r.pos += n;
+  e.baAt = sameLength(r, n);
+  r.pos += n * 8;
+  e.basAt = sameLength(r, n);
+  r.pos += n;
+  r.need(0);
+  e.buf = r.buf;
+  e.count = n;
+  lastRowMs = ms;
+  return true;
+}
+
+/** Where a fold of book rows puts them (`foldBookRows`). */
+export interface BookRowSink {
+  /** A row as its record; `ms` its time as the engine reads it from the record, or NaN: ask the record (Timed). */
+  record(rec: BookRecord, ms: number): void;
+  /** An exchange A price_change at `ms` read in place: `entries` is valid during the call only. */
+  changes(ms: number, entries: ChangeEntries): void;
+}
+
+/**
+ * The rows of a RowBinary stream of book rows of `venue`, handed to `sink` one by one as
+ * they are decoded, with no array of records in between: exchange A price_change rows stored
+ * whole in their typed columns as their entries in place (no record, change or hash
+ * objects: most of a busy day), every other row as its record (`readBookRow`). `lead` reads
+ * the columns a query puts before each row's book columns. A row cut by a chunk boundary is
+ * joined with the next chunk first (as `rowBinaryRows` does); a stream that ends inside a row
+ * is an error.
+ */
+export async function foldBookRows(chunks: AsyncIterable<Buffer | Uint8Array>, venue: Venue, market: string, asset: string, lead: (r: RowBinaryReader) => void, sink: BookRowSink): Promise<void> {
+  const r = new RowBinaryReader();
+  const e = new ColumnEntries();
+  const a = venue === 'exchange-a';
+  let tail: Buffer | null = null;
+  for await (const c of chunks) {
+    const chunk = Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+    const b: Buffer = tail === null ? chunk : Buffer.concat([tail, chunk]);
+    tail = null;
+    r.reset(b);
+    while (r.pos < b.length) {
+      const start = r.pos;
+      let rec: BookRecord | null = null;
+      try {
+        lead(r);
+        const at = r.pos;
+        if (!a || !readChangeRow(r, e)) {
+          r.pos = at;
+          rec = readBookRow(venue, r, market, asset);
+        }
+      } catch (err) {
+        if (err !== UNDERFLOW) throw err;
+        tail = b.subarray(start);
+        break;
+      }
+      // Outside the try: what the sink throws is its own.
+      if (rec === null) sink.changes(lastRowMs, e);
+      else sink.record(rec, lastRowMs);
+    }
+  }
+  if (tail !== null) throw new Error(`RowBinary stream ends inside a row (${tail.length} bytes left)`);
+}
+
+/** `read(r)` of the bytes' start, or undefined when they end first (a row the next chunk completes). */
+export function readWhole<T>(bytes: Buffer, read: (r: RowBinaryReader) => T): T | undefined {
+  const r = new RowBinaryReader();
+  r.reset(bytes);
+  try {
+    return read(r);
+  } catch (e) {
+    if (e === UNDERFLOW) return undefined;
+    throw e;
+  }
 }
 
 /**

@@ -1,25 +1,10 @@
 import { createHash } from 'node:crypto';
-import { accessSync, constants } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { Readable } from 'node:stream';
 import type { RawMessage, Venue } from '@booktape/domain';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
 import type { KafkaPosition } from './raw-codec.ts';
 import { RowBinaryWriter } from './row-binary.ts';
+import { insertRowBinary } from './row-insert.ts';
 import { RAW_TABLE, VENUE_STORAGE } from './venue-storage.ts';
-
-/** Where the embedded engine's insert files go: memory-backed when the machine has /dev/shm. */
-const ROW_FILE_DIR = (() => {
-  try {
-    accessSync('/dev/shm', constants.W_OK);
-    return '/dev/shm';
-  } catch {
-    return tmpdir();
-  }
-})();
-let rowFiles = 0;
 
 export { exchangeAPayload, exchangeBPayload, type KafkaPosition } from './raw-codec.ts';
 
@@ -69,22 +54,7 @@ export class RawEventsRepository {
     const columns = store.binaryColumns;
     const into = `INSERT INTO ${this.ch.table(RAW_TABLE[venue])} (${columns.map(([c]) => c).join(', ')})
       SETTINGS insert_deduplication_token = ${sqlString(bound)}, async_insert = 0`;
-    if (this.ch.mode === 'server') {
-      const result = await this.ch.client.exec({ query: `${into} FORMAT RowBinary`, values: Readable.from([body]) });
-      result.stream.resume();
-    } else {
-      // The embedded connection passes an insert's body on as text (UTF-8), which binary rows
-      // do not survive; the engine reads them from a file instead (memory-backed where the
-      // machine has /dev/shm), which is also the cheapest insert path it has.
-      const file = path.join(ROW_FILE_DIR, `booktape-rows-${process.pid}-${++rowFiles}.bin`);
-      await writeFile(file, body);
-      try {
-        const structure = columns.map(([c, type]) => `${c} ${type}`).join(', ');
-        await this.ch.client.command({ query: `${into} SELECT * FROM file(${sqlString(file)}, 'RowBinary', ${sqlString(structure)})` });
-      } finally {
-        await rm(file, { force: true });
-      }
-    }
+    await insertRowBinary(this.ch, into, columns, body);
     return batch.length;
   }
 

@@ -1,9 +1,11 @@
 // Type only: storage does not load the book engine.
 import type { BookRecord, ChecksState } from '@booktape/book';
 import { VENUES, type Venue } from '@booktape/domain';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, readBookRow, rowBinaryRows, type Timed } from './book-rows.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, foldBookRows, readBookRow, readWhole, rowBinaryRows, type BookRowSink, type RowBinaryReader, type Timed } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { holdsImportsManySql, holdsImportsSql, supersedeImported } from './pmxt-import.ts';
+import { RowBinaryWriter } from './row-binary.ts';
+import { insertRowBinary } from './row-insert.ts';
 import { streamQuery } from './stream.ts';
 import { VENUE_STORAGE } from './venue-storage.ts';
 
@@ -102,6 +104,15 @@ export interface BookEventsRead {
   close(): Promise<void>;
 }
 
+/** `SummariesRepository.bookEventsFold`: the facts at once, the rows when `fold` is called. */
+export interface BookEventsFold {
+  facts: BookEventsFacts;
+  /** Hands every row to `sink` in serving order (book-rows.ts `foldBookRows`); once, and the read is then closed. */
+  fold(sink: BookRowSink): Promise<void>;
+  /** Ends the read without folding it (frees its stream session); harmless after the end. */
+  close(): Promise<void>;
+}
+
 /** One book of a read of several (`SummariesRepository.bookEventsReadMany`): what `bookEventsRead` takes for one. */
 export interface BookEventsItem {
   market: string;
@@ -115,9 +126,23 @@ export interface BookEventsReadMany {
   /** Per item, at its index. */
   facts: BookEventsFacts[];
   /** The items' book records, item after item (ascending index), each item's in serving order, a few hundred per array. */
-  events: AsyncGenerator<{ item: number; records: BookRecord[] }>;
+  events: AsyncGenerator<{ item: number; records: BookRecord[]; ms?: Float64Array | undefined }>;
   /** Ends the read early (frees its stream session); harmless after the end. */
   close(): Promise<void>;
+}
+
+type FactsOf = (counted: string, nextDate: string, holdsImports: number) => BookEventsFacts;
+
+/** The facts a book-events row leads with (`SummariesRepository.bookEventsRead`). */
+function readFacts(r: RowBinaryReader, factsOf: FactsOf): BookEventsFacts {
+  return factsOf(String(r.u64()), r.string(), r.u8());
+}
+
+/** The other rows' copies of the facts: skipped, not decoded (a million rows a busy day). */
+function skipFacts(r: RowBinaryReader): void {
+  r.pos += 8;
+  r.skipString();
+  r.pos += 1;
 }
 
 /** One asset's output of a rollup run, for `SummariesRepository.writeMany`. */
@@ -188,21 +213,18 @@ function countBeforeSql(table: string, where: string): string {
   return `(SELECT count() FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date} AND event_ts < fromUnixTimestamp64Milli({before:Int64}, 'UTC'))`;
 }
 
-function checkpointRow(key: SummaryKey, c: BookCheckpoint): Record<string, unknown> {
-  return { ...keyParams(key), event_date: c.date, events: c.events, at: c.at, base_version: c.baseVersion, version: c.version, engine_version: c.engineVersion, state: c.state };
-}
+const KEY_COLUMNS = [['venue', 'String'], ['market', 'String'], ['asset', 'String'], ['event_date', 'Date']] as const;
+const CHUNK_COLUMNS = [...KEY_COLUMNS, ['resolution', 'UInt16'], ['hour', "DateTime('UTC')"], ['version', 'UInt64'], ['engine_version', 'UInt16'], ['bucket_count', 'UInt32'], ['buckets', 'String']] as const;
+const CHECKPOINT_COLUMNS = [...KEY_COLUMNS, ['events', 'UInt64'], ['at', "DateTime64(3, 'UTC')"], ['base_version', 'UInt64'], ['version', 'UInt64'], ['engine_version', 'UInt16'], ['state', 'String']] as const;
 
-function chunkRow(key: SummaryKey, c: SummaryChunk): Record<string, unknown> {
-  return {
-    ...keyParams(key),
-    event_date: c.date,
-    resolution: c.resolution,
-    hour: Math.floor(c.hour / 1000),
-    version: c.version,
-    engine_version: c.engineVersion,
-    bucket_count: c.bucketCount,
-    buckets: c.buckets,
-  };
+/** A row's leading columns (KEY_COLUMNS): the asset and its date (`YYYY-MM-DD`, as Date: days since 1970). */
+function writeKey(w: RowBinaryWriter, key: SummaryKey, date: string): void {
+  const days = Date.parse(`${date}T00:00:00Z`) / 86_400_000;
+  if (!Number.isInteger(days) || days < 0 || days > 0xffff) throw new RangeError(`not a date the engine stores: ${date}`);
+  w.string(key.venue);
+  w.string(key.market);
+  w.string(key.asset);
+  w.u16(days);
 }
 
 const KEY = 'venue = {venue:String} AND market = {market:String} AND asset = {asset:String}';
@@ -453,8 +475,8 @@ export class SummariesRepository {
     // Both settle before a failure is thrown: nothing of this run is still being written
     // when its retry starts.
     const settled = await Promise.allSettled([
-      this.insertCheckpoints(writes.flatMap((w) => w.checkpoints.map((c) => checkpointRow(w.key, c)))),
-      this.insertChunks(writes.flatMap((w) => w.chunks.map((c) => chunkRow(w.key, c)))),
+      this.insertCheckpoints(writes.flatMap((w) => w.checkpoints.map((c) => ({ key: w.key, c })))),
+      this.insertChunks(writes.flatMap((w) => w.chunks.map((c) => ({ key: w.key, c })))),
     ]);
     for (const r of settled) if (r.status === 'rejected') throw r.reason;
     await this.ch.client.insert({
@@ -478,12 +500,40 @@ export class SummariesRepository {
     });
   }
 
-  private async insertCheckpoints(rows: readonly Record<string, unknown>[]): Promise<void> {
-    if (rows.length > 0) await this.ch.client.insert({ table: this.ch.table('book_checkpoints'), format: 'JSONEachRow', values: rows });
+  // The day's chunks and checkpoints (megabytes of bucket and book texts for a busy day) go
+  // as RowBinary: no JSON to make here and to parse in the engine.
+  private async insertCheckpoints(rows: ReadonlyArray<{ key: SummaryKey; c: BookCheckpoint }>): Promise<void> {
+    if (rows.length === 0) return;
+    const w = new RowBinaryWriter(1 << 20);
+    for (const { key, c } of rows) {
+      writeKey(w, key, c.date);
+      w.i64(c.events);
+      w.i64(c.at);
+      w.i64(c.baseVersion);
+      w.i64(c.version);
+      w.u16(c.engineVersion);
+      w.string(c.state);
+    }
+    await this.insertRows('book_checkpoints', CHECKPOINT_COLUMNS, w.bytes());
   }
 
-  private async insertChunks(rows: readonly Record<string, unknown>[]): Promise<void> {
-    if (rows.length > 0) await this.ch.client.insert({ table: this.ch.table('summary_chunks'), format: 'JSONEachRow', values: rows });
+  private async insertChunks(rows: ReadonlyArray<{ key: SummaryKey; c: SummaryChunk }>): Promise<void> {
+    if (rows.length === 0) return;
+    const w = new RowBinaryWriter(1 << 20);
+    for (const { key, c } of rows) {
+      writeKey(w, key, c.date);
+      w.u16(c.resolution);
+      w.u32(Math.floor(c.hour / 1000));
+      w.i64(c.version);
+      w.u16(c.engineVersion);
+      w.u32(c.bucketCount);
+      w.string(c.buckets);
+    }
+    await this.insertRows('summary_chunks', CHUNK_COLUMNS, w.bytes());
+  }
+
+  private async insertRows(table: string, columns: ReadonlyArray<readonly [string, string]>, body: Buffer): Promise<void> {
+    await insertRowBinary(this.ch, `INSERT INTO ${this.ch.table(table)} (${columns.map(([c]) => c).join(', ')})`, columns, body);
   }
 
   /**
@@ -567,6 +617,85 @@ export class SummariesRepository {
    * `events` must be read to its end or `close`d: it holds a stream session until then.
    */
   async bookEventsRead(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null): Promise<BookEventsRead> {
+    const { query, params, factsOf, factsAlone } = this.bookEventsQuery(key, date, fromMs, toMs, countBeforeMs);
+    // Every row carries the facts (the engine computes the scalar subqueries once): the
+    // first row's are read, the others' skipped.
+    const got: { facts: BookEventsFacts | null } = { facts: null };
+    const { first, batches, close } = await firstBatch(rowBinaryRows(
+      streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT }),
+      (r) => {
+        if (got.facts === null) got.facts = readFacts(r, factsOf);
+        else skipFacts(r);
+        return readBookRow(key.venue, r, key.market, key.asset);
+      },
+      bookRowMs,
+    ));
+    if (first.done === true || got.facts === null) {
+      const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(factsAlone, params);
+      return { facts: factsOf(String(r!.counted), r!.next, Number(r!.imports)), events: (async function* () {})(), close };
+    }
+    const head = first.value;
+    async function* events(): AsyncGenerator<Timed<BookRecord>> {
+      yield head;
+      yield* batches;
+    }
+    return { facts: got.facts, events: events(), close };
+  }
+
+  /**
+   * `bookEventsRead` for a caller that applies each row as it is decoded (a closed day's
+   * rollup, which holds nothing back): the same read and facts, the rows handed to a sink by
+   * `fold` instead of yielded in arrays of records (book-rows.ts `foldBookRows`: most exchange
+   * A rows are then never made into records).
+   */
+  async bookEventsFold(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null): Promise<BookEventsFold> {
+    const { query, params, factsOf, factsAlone } = this.bookEventsQuery(key, date, fromMs, toMs, countBeforeMs);
+    const it = streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT })[Symbol.asyncIterator]();
+    const close = async () => void (await it.return?.(undefined));
+    // The first row's facts, before the caller decides to fold (a server's chunk may end inside them).
+    let head: Buffer | null = null;
+    let facts: BookEventsFacts | undefined;
+    try {
+      for (;;) {
+        const n = await it.next();
+        if (n.done === true) break;
+        head = head === null ? n.value : Buffer.concat([head, n.value]);
+        facts = readWhole(head, (r) => readFacts(r, factsOf));
+        if (facts !== undefined) break;
+      }
+    } catch (e) {
+      await close();
+      throw e;
+    }
+    if (facts === undefined) {
+      if (head !== null && head.length > 0) throw new Error(`RowBinary stream ends inside a row (${head.length} bytes left)`);
+      const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(factsAlone, params);
+      return { facts: factsOf(String(r!.counted), r!.next, Number(r!.imports)), fold: async () => undefined, close };
+    }
+    const first = head!;
+    async function* chunks(): AsyncGenerator<Buffer> {
+      yield first;
+      for (;;) {
+        const n = await it.next();
+        if (n.done === true) return;
+        yield n.value;
+      }
+    }
+    return {
+      facts,
+      fold: async (sink) => {
+        try {
+          await foldBookRows(chunks(), key.venue, key.market, key.asset, skipFacts, sink);
+        } finally {
+          await close();
+        }
+      },
+      close,
+    };
+  }
+
+  /** The read of `bookEventsRead` (the facts in three leading columns), and the facts alone for a read without rows. */
+  private bookEventsQuery(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null) {
     const { table, where } = this.bookFilter(key);
     const count =
       countBeforeMs === null
@@ -582,39 +711,10 @@ export class SummariesRepository {
       nextDataDate: nextDate === '' ? null : nextDate,
       holdsImports: holdsImports === 1,
     });
-    // Every row carries the facts (the engine computes the scalar subqueries once): the
-    // first row's are read, the others' skipped.
-    const got: { facts: BookEventsFacts | null } = { facts: null };
-    const { first, batches, close } = await firstBatch(rowBinaryRows(
-      streamQuery(this.ch, {
-        query: `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports, ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+    const query = `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports, ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
-        ORDER BY event_ts, ingest_seq, dedup_id`,
-        query_params: params,
-        format: BOOK_ROW_FORMAT,
-      }),
-      (r) => {
-        if (got.facts === null) got.facts = factsOf(String(r.u64()), r.string(), r.u8());
-        else {
-          // The other rows' copies: skipped, not decoded (a million rows a busy day).
-          r.pos += 8;
-          r.skipString();
-          r.pos += 1;
-        }
-        return readBookRow(key.venue, r, key.market, key.asset);
-      },
-      bookRowMs,
-    ));
-    if (first.done === true || got.facts === null) {
-      const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(`SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports`, params);
-      return { facts: factsOf(String(r!.counted), r!.next, Number(r!.imports)), events: (async function* () {})(), close };
-    }
-    const head = first.value;
-    async function* events(): AsyncGenerator<Timed<BookRecord>> {
-      yield head;
-      yield* batches;
-    }
-    return { facts: got.facts, events: events(), close };
+        ORDER BY event_ts, ingest_seq, dedup_id`;
+    return { query, params, factsOf, factsAlone: `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports` };
   }
 
   /**
@@ -649,6 +749,9 @@ export class SummariesRepository {
     if (items.some((i) => i.countBeforeMs !== null)) parts.push(`SELECT 'c' AS kind, ${col} AS k, toString(count()) AS v FROM ${table} FINAL WHERE ${where} AND event_ts < ${at('bf')} GROUP BY k`);
     if (store.imports) parts.push(holdsImportsManySql(this.ch));
     const factsQuery = this.rows<{ kind: string; k: string; v: string }>(parts.join('\nUNION ALL\n'), params);
+    // Each decoded row's item, in order: the rows of the array yielded next are the first
+    // ones not taken yet (the decoder runs ahead of its consumer by at most one array).
+    const itemOf: number[] = [];
     const read = firstBatch(
       rowBinaryRows(
         streamQuery(this.ch, {
@@ -661,8 +764,11 @@ export class SummariesRepository {
         (r) => {
           const item = r.u32() - 1;
           const it = items[item]!;
-          return { item, rec: readBookRow(venue, r, it.market, it.asset) };
+          const rec = readBookRow(venue, r, it.market, it.asset);
+          itemOf.push(item);
+          return rec;
         },
+        bookRowMs,
       ),
     );
     const [factRows, opened] = await Promise.allSettled([factsQuery, read]);
@@ -687,14 +793,25 @@ export class SummariesRepository {
         holdsImports: imports.has(i.asset),
       }),
     );
-    async function* events(): AsyncGenerator<{ item: number; records: BookRecord[] }> {
-      const split = function* (rows: Array<{ item: number; rec: BookRecord }>) {
+    let taken = 0;
+    async function* events(): AsyncGenerator<{ item: number; records: BookRecord[]; ms?: Float64Array | undefined }> {
+      // An array of one item (nearly every one) is yielded as it is; one that spans items is cut.
+      const split = function* (rows: Timed<BookRecord>) {
+        const at = taken;
+        taken += rows.length;
         let start = 0;
         for (let j = 1; j <= rows.length; j++) {
-          if (j === rows.length || rows[j]!.item !== rows[start]!.item) {
-            yield { item: rows[start]!.item, records: rows.slice(start, j).map((x) => x.rec) };
+          if (j === rows.length || itemOf[at + j] !== itemOf[at + start]) {
+            const item = itemOf[at + start]!;
+            if (start === 0 && j === rows.length) yield { item, records: rows, ms: rows.ms };
+            else yield { item, records: rows.slice(start, j), ms: rows.ms?.subarray(start, j) };
             start = j;
           }
+        }
+        // Every row decoded so far was yielded: the list starts again.
+        if (taken === itemOf.length) {
+          itemOf.length = 0;
+          taken = 0;
         }
       };
       if (first.done === true) return;
