@@ -67,6 +67,15 @@ export interface RollupQueueOptions {
   claimLeaseMs?: number;
 }
 
+/**
+ * A notified asset's job waits this long (ROLLUP_DEBOUNCE_MS): notifications within it are
+ * served by one run. Every millisecond of it is lag of the stored summaries behind the data
+ * (a job notified while its asset's run goes on follows that run by as much), and the sink
+ * notifies each busy asset once per fetch anyway: runs are few because one run claims every
+ * date stored since the last and other waiting assets of its venue, not because of the wait.
+ */
+export const DEFAULT_DEBOUNCE_MS = 250;
+
 /** A claim's lease: renewed every third of it, so only a dead (or stalled) holder loses it. */
 export const DEFAULT_CLAIM_LEASE_MS = 60_000;
 
@@ -239,7 +248,7 @@ export class RollupQueue {
 
   constructor(opts: RollupQueueOptions) {
     this.prefix = opts.prefix ?? 'booktape';
-    this.debounceMs = opts.debounceMs ?? 1000;
+    this.debounceMs = opts.debounceMs ?? DEFAULT_DEBOUNCE_MS;
     this.claimLeaseMs = opts.claimLeaseMs ?? DEFAULT_CLAIM_LEASE_MS;
     this.keys = rollupKeys(this.prefix);
     this.redis = rollupConnection(opts.redisUrl, 'booktape-rollup-queue');
