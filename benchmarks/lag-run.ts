@@ -24,7 +24,8 @@ import { createIngestor, ingestorConfig, ingestorEnvSchema } from '@booktape/ing
 import { createKafka, RollupQueue } from '@booktape/messaging';
 import { startSimulator } from '@booktape/simulator';
 import { createRollupWorker } from '@booktape/rollup-worker';
-import { migrate, openClickHouse, SummariesRepository } from '@booktape/storage';
+import { migrate, openClickHouse, RawEventsRepository, SummariesRepository } from '@booktape/storage';
+import { eventTimeMs } from '@booktape/venues';
 import { Roller } from '@booktape/summaries';
 
 // BENCH_PROBE=1: the time of each repository, queue and roller call (where a job's time goes),
@@ -48,11 +49,33 @@ function wrap(proto: Record<string, unknown>, name: string, label: string) {
 for (const m of ['window', 'bookEventsRead', 'bookEventsReadMany', 'write', 'writeMany', 'hourChunks', 'dayAndBeforeMany']) wrap(SummariesRepository.prototype as unknown as Record<string, unknown>, m, `repo.${m}`);
 for (const m of ['lockAndClaim', 'lockAndClaimMany', 'release', 'version', 'bumpVersion', 'notify']) wrap(RollupQueue.prototype as unknown as Record<string, unknown>, m, `queue.${m}`);
 for (const m of ['rollFrom', 'rollMany']) wrap(Roller.prototype as unknown as Record<string, unknown>, m, `roll.${m}`);
+wrap(RawEventsRepository.prototype as unknown as Record<string, unknown>, 'insert', 'sink.rawInsert');
+// The sink's side (by path: not exported, and absent in some trees): how long a batch's
+// commit waits for the notification, and how old the newest record of a batch is when
+// the rollup queue hears of it (the sink's share of the lag).
+if (process.env.BENCH_PROBE === '1') {
+  const mod = (await import('../apps/ingestor/src/sink/notifier.ts').catch(() => null)) as { StoredNotifier?: { prototype: Record<string, unknown> } } | null;
+  const proto = mod?.StoredNotifier?.prototype;
+  const notify = proto?.notify;
+  if (proto && typeof notify === 'function') {
+    proto.notify = async function (this: unknown, messages: Array<Parameters<typeof eventTimeMs>[0]>): Promise<void> {
+      const t0 = performance.now();
+      let newest = 0;
+      for (const m of messages) newest = Math.max(newest, eventTimeMs(m));
+      (probe['sink.ageWhenStored'] ??= []).push(Date.now() - newest);
+      try {
+        await notify.call(this, messages);
+      } finally {
+        (probe['sink.notifyWait'] ??= []).push(performance.now() - t0);
+      }
+    };
+  }
+}
 function probeSummary() {
   const out: Record<string, unknown> = { assetDaysAsked: dayCount };
   for (const [k, v] of Object.entries(probe)) {
     const s = [...v].sort((a, b) => a - b);
-    out[k] = { n: v.length, p50: Math.round(s[Math.floor(s.length / 2)]!), mean: Math.round(v.reduce((a, b) => a + b, 0) / v.length), sum_s: Math.round(v.reduce((a, b) => a + b, 0) / 100) / 10 };
+    out[k] = { n: v.length, p50: Math.round(s[Math.floor(s.length / 2)]!), p95: Math.round(s[Math.floor(s.length * 0.95)]!), mean: Math.round(v.reduce((a, b) => a + b, 0) / v.length), sum_s: Math.round(v.reduce((a, b) => a + b, 0) / 100) / 10 };
   }
   return out;
 }

@@ -3,11 +3,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@booktape/config';
-import { RollupQueue, type PartitionRef } from '@booktape/messaging';
+import { RollupQueue, assetKey, rollupKeys, type PartitionRef } from '@booktape/messaging';
 import { SummariesRepository } from '@booktape/storage';
 import { requireEnv, uniqueId, waitFor } from '@booktape/testkit';
 import { aMessage, conditionId, deleteRedisPrefix, startTestApi, type TestApi } from '@booktape/api/testing';
 import type { MonitoringStatus } from '@booktape/api';
+import { STALE_PENDING_MS } from './jobs.ts';
 import { createRollupWorker, type RollupWorker } from './worker.ts';
 
 /**
@@ -124,4 +125,29 @@ describe('a rollup claim held by a killed process', () => {
       await notifier.close();
     }
   }, 90_000);
+
+  it('dates a notifier recorded before it stopped, without adding the job, are rolled once the sweep finds the asset pending too long', async () => {
+    // What RollupQueue.notify leaves when its process stops between recording the dates (before
+    // the sink's commit) and adding the job (after it): dirty and pending, no job. The data is
+    // a batch delivered again, so the summaries are current and only the queue says otherwise.
+    const notifier = new RollupQueue({ redisUrl: requireEnv('REDIS_URL'), prefix: queuePrefix });
+    const keys = rollupKeys(queuePrefix);
+    try {
+      // The live worker of the test before (its sweep runs every 2 s), or one started now.
+      if (!worker) {
+        worker = createRollupWorker({ ch: t.ch, redisUrl: requireEnv('REDIS_URL'), log: silentLogger(), options: { queuePrefix, debounceMs: 100, sweepEveryMs: 2000, claimLeaseMs: LEASE_MS } });
+        await worker.start();
+      }
+      await notifier.notify(parts);
+      await waitFor('the summaries current', async () => (await notifier.unsettled(parts)) === 0, 20_000, 200);
+      const since = Date.now() - STALE_PENDING_MS - 5000;
+      await notifier.redis.multi().zadd(keys.dirty(assetKey(a)), 'NX', since, DATE).zadd(keys.pending, 'NX', since, assetKey(a)).exec();
+      expect(await notifier.unsettled(parts)).toBe(1);
+      await waitFor('the recorded date settled', async () => (await notifier.unsettled(parts)) === 0, 20_000, 200);
+      expect(await notifier.redis.zscore(keys.pending, assetKey(a))).toBeNull();
+      expect((await new SummariesRepository(t.ch).day(a, DATE))?.events).toBe(201);
+    } finally {
+      await notifier.close();
+    }
+  }, 60_000);
 });

@@ -3,7 +3,7 @@ import { DelayedError } from 'bullmq';
 import { silentLogger } from '@booktape/config';
 import type { AssetRef, PartitionRef } from '@booktape/messaging';
 import type { DayResult } from '@booktape/summaries';
-import { runAssetJob, runBackfillJob, runSweepJob, type JobContext } from './jobs.ts';
+import { STALE_PENDING_MS, runAssetJob, runBackfillJob, runSweepJob, type JobContext } from './jobs.ts';
 
 const A: AssetRef = { venue: 'exchange-a', market: '0xm', asset: 'tok' };
 const day = (date: string): DayResult => ({ date, outcome: 'full', applied: 1, endStateChanged: false, alerts: [], nextDataDate: null });
@@ -25,6 +25,7 @@ function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDat
       enqueueAsset: async (_k, a) => void events.push(`enqueue ${a.asset}`),
       renewClaim: async () => true,
       markDirty: async (parts: readonly PartitionRef[]) => void events.push(`dirty ${parts.length}`),
+      enqueueStalePending: async (ms) => (events.push(`stale pending ${ms}`), 0),
       takeOverExpiredClaims: async () => [A],
     },
     roller: {
@@ -152,9 +153,9 @@ describe('backfill job', () => {
 });
 
 describe('sweep job', () => {
-  it('marks open, outdated and stale partitions dirty, then takes over expired claims', async () => {
+  it('marks open, outdated and stale partitions dirty, gives assets pending without a job one, then takes over expired claims', async () => {
     const f = fakes();
     expect(await runSweepJob(f.ctx)).toEqual({ marked: 2, takenOver: 1 });
-    expect(f.events).toEqual(['dirty 2']);
+    expect(f.events).toEqual(['dirty 2', `stale pending ${STALE_PENDING_MS}`]);
   });
 });

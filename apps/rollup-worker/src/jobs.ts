@@ -11,7 +11,7 @@ import type { Unlock } from './asset-lock.ts';
 
 /** What the jobs work with: each a unit of its own (or a fake in a test). */
 export interface JobContext {
-  queue: Pick<RollupQueue, 'lockAndClaimMany' | 'release' | 'renewClaim' | 'markDirty' | 'takeOverExpiredClaims' | 'enqueueAsset'>;
+  queue: Pick<RollupQueue, 'lockAndClaimMany' | 'release' | 'renewClaim' | 'markDirty' | 'takeOverExpiredClaims' | 'enqueueAsset' | 'enqueueStalePending'>;
   roller: Pick<Roller, 'rollFrom' | 'rollMany'>;
   repo: Pick<SummariesRepository, 'assetsOf' | 'dataDates' | 'openDaysBefore' | 'outdatedDays' | 'staleRecentPartitions'>;
   locks: { ttlMs: number; held(a: AssetRef, id: string): Unlock; waitLock(a: AssetRef): Promise<Unlock> };
@@ -133,9 +133,17 @@ export async function runBackfillJob(ctx: JobContext, job: AnyJob, req: Backfill
 }
 
 /**
+ * An asset pending (dirty dates nobody claimed) this long has lost its job: the sink records
+ * the dates before the commit and adds the job after it (RollupQueue.notify), so a process
+ * that stopped in between leaves the asset without one. Far above a job's debounce and wait.
+ */
+export const STALE_PENDING_MS = 30_000;
+
+/**
  * `sweep` job (a job scheduler): marks dirty the days that ended but are not finalised, days
  * of an older engine version, and recently stored partitions whose notification was lost;
- * then takes over the claims whose process died holding them.
+ * gives a job to assets pending without one; then takes over the claims whose process died
+ * holding them.
  */
 export async function runSweepJob(ctx: JobContext): Promise<{ marked: number; takenOver: number }> {
   const closedBefore = utcDate((ctx.now ?? Date.now)() - ctx.opts.closeGraceMs);
@@ -146,6 +154,7 @@ export async function runSweepJob(ctx: JobContext): Promise<{ marked: number; ta
   ]);
   const parts = [...open, ...outdated, ...stale];
   await ctx.queue.markDirty(parts);
+  await ctx.queue.enqueueStalePending(STALE_PENDING_MS);
   if (parts.length > 0) ctx.log.debug({ open: open.length, outdated: outdated.length, stale: stale.length }, 'sweep marked partitions');
   const takenOver = await ctx.queue.takeOverExpiredClaims();
   if (takenOver.length > 0) ctx.log.warn({ assets: takenOver.slice(0, 10), count: takenOver.length }, 'took over rollup claims whose lease ran out (their process stopped)');

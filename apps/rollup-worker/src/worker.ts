@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { pid } from 'node:process';
 import { Worker } from 'bullmq';
 import type { Logger } from '@booktape/config';
-import { DEFAULT_CLAIM_LEASE_MS, DEFAULT_ROLLUP_WORKER_BEAT_MS, ROLLUP_QUEUE, RollupQueue, rollupConnection, type AssetRef, type RollupJobData } from '@booktape/messaging';
+import { DEFAULT_CLAIM_LEASE_MS, DEFAULT_DEBOUNCE_MS, DEFAULT_ROLLUP_WORKER_BEAT_MS, ROLLUP_QUEUE, RollupQueue, rollupConnection, type AssetRef, type RollupJobData } from '@booktape/messaging';
 import { SummariesRepository, type ClickHouse } from '@booktape/storage';
 import { Roller } from '@booktape/summaries';
 import { AssetLocks } from './asset-lock.ts';
@@ -44,7 +44,7 @@ export const DEFAULT_ROLLUP_OPTIONS: RollupWorkerOptions = {
   sweepEveryMs: 60_000,
   closeGraceMs: 60_000,
   queuePrefix: 'booktape',
-  debounceMs: 1000,
+  debounceMs: DEFAULT_DEBOUNCE_MS,
   claimLeaseMs: DEFAULT_CLAIM_LEASE_MS,
   beatMs: DEFAULT_ROLLUP_WORKER_BEAT_MS,
   batchAssets: 16,

@@ -25,8 +25,8 @@ export const platformEnvSchema = z.object({
   WORKER_ID: envInt(1, 0, 2 ** 31),
   /** Redis key prefix of the rollup queue (BullMQ), shared by sink, rollup worker and CLI. */
   ROLLUP_QUEUE_PREFIX: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 _ . -').default('booktape')),
-  /** Stored-data notifications within this window are served by one rollup run per asset. */
-  ROLLUP_DEBOUNCE_MS: envInt(1000, 0, 600_000),
+  /** Stored-data notifications within this window are served by one rollup run per asset (DEFAULT_DEBOUNCE_MS of the rollup queue). */
+  ROLLUP_DEBOUNCE_MS: envInt(250, 0, 600_000),
 });
 
 export type PlatformEnv = z.infer<typeof platformEnvSchema>;

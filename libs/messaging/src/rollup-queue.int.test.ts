@@ -207,6 +207,48 @@ describe('rollup claim leases', () => {
   });
 });
 
+describe('stored-partition notifications', () => {
+  const assetJobs = async (q: RollupQueue) => (await q.queue.getJobs(['waiting', 'delayed', 'prioritized'])).filter((j) => j.data.kind === 'asset');
+
+  it('the dates are dirty once notify resolves; the jobs follow, one per asset however many notifications', async () => {
+    const q = queue(uniqueId('bt-notify'));
+    const others = Array.from({ length: 30 }, (_, i) => ({ venue: 'exchange-a' as const, market: `0xm${i % 7}`, asset: `t${i}`, date: '2026-03-01' }));
+    // Sent at once, as batches of several partitions of the sink do.
+    await Promise.all([q.notify(parts), q.notify(others), q.notify(others.slice(3, 9).map((p) => ({ ...p, date: '2026-03-02' })))]);
+    expect(await q.unsettled([...parts, ...others])).toBe(parts.length + others.length);
+    expect(await q.redis.zcard(rollupKeys(q.prefix).pending)).toBe(1 + others.length);
+    await q.jobsAdded();
+    for (let k = 0; k < 3; k++) await q.notify([...others, ...parts]);
+    await q.jobsAdded();
+    const jobs = await assetJobs(q);
+    expect(jobs.map((j) => `${j.data.kind === 'asset' && assetKey(j.data)}`).sort()).toEqual([asset, ...others].map(assetKey).sort());
+    for (const j of jobs) expect(j.opts.delay).toBe(600_000);
+  });
+
+  it('an asset left pending without a job (its notifier stopped after recording the dates) gets one from enqueueStalePending; a fresh one is left to its own job', async () => {
+    const q = queue(uniqueId('bt-notify'));
+    const keys = rollupKeys(q.prefix);
+    const lost = { venue: 'exchange-b' as const, market: 'KXLOST', asset: 'KXLOST' };
+    // What recordDirty leaves when the process stops before the job is added.
+    await q.redis.multi().zadd(keys.dirty(assetKey(lost)), 'NX', Date.now() - 60_000, '2026-03-01').zadd(keys.pending, 'NX', Date.now() - 60_000, assetKey(lost)).exec();
+    await q.notify(parts);
+    await q.jobsAdded();
+    expect((await assetJobs(q)).map((j) => j.data.kind === 'asset' && j.data.asset)).toEqual(['42']);
+
+    expect(await q.enqueueStalePending(30_000)).toBe(1);
+    const jobs = await assetJobs(q);
+    expect(jobs.map((j) => j.data.kind === 'asset' && j.data.asset).sort()).toEqual(['42', 'KXLOST']);
+    expect(jobs.find((j) => j.data.kind === 'asset' && j.data.asset === 'KXLOST')!.opts.delay ?? 0).toBe(0);
+    // Asked again (every sweep): still one job each.
+    expect(await q.enqueueStalePending(0)).toBe(2);
+    expect((await assetJobs(q)).length).toBe(2);
+    // Once claimed, the asset is no longer pending: nothing to give a job to.
+    expect(await q.claim(lost, 'run')).toEqual(['2026-03-01']);
+    expect(await q.claim(asset, 'run')).toHaveLength(2);
+    expect(await q.enqueueStalePending(0)).toBe(0);
+  });
+});
+
 describe("an asset's summaries version", () => {
   it('counts up by one per bump, and a lost counter starts again at a random point, not where it began', async () => {
     const q = queue(uniqueId('bt-version'));

@@ -67,6 +67,15 @@ export interface RollupQueueOptions {
   claimLeaseMs?: number;
 }
 
+/**
+ * A notified asset's job waits this long (ROLLUP_DEBOUNCE_MS): notifications within it are
+ * served by one run. Every millisecond of it is lag of the stored summaries behind the data
+ * (a job notified while its asset's run goes on follows that run by as much), and the sink
+ * notifies each busy asset once per fetch anyway: runs are few because one run claims every
+ * date stored since the last and other waiting assets of its venue, not because of the wait.
+ */
+export const DEFAULT_DEBOUNCE_MS = 250;
+
 /** A claim's lease: renewed every third of it, so only a dead (or stalled) holder loses it. */
 export const DEFAULT_CLAIM_LEASE_MS = 60_000;
 
@@ -232,10 +241,14 @@ export class RollupQueue {
   readonly claimLeaseMs: number;
   private readonly keys: RollupKeys;
   private adopted = false;
+  /** Notified assets whose job is not added yet (see `notify`). */
+  private readonly jobsToAdd = new Map<string, AssetRef>();
+  private addingJobs: Promise<void> | undefined;
+  private closing = false;
 
   constructor(opts: RollupQueueOptions) {
     this.prefix = opts.prefix ?? 'booktape';
-    this.debounceMs = opts.debounceMs ?? 1000;
+    this.debounceMs = opts.debounceMs ?? DEFAULT_DEBOUNCE_MS;
     this.claimLeaseMs = opts.claimLeaseMs ?? DEFAULT_CLAIM_LEASE_MS;
     this.keys = rollupKeys(this.prefix);
     this.redis = rollupConnection(opts.redisUrl, 'booktape-rollup-queue');
@@ -249,32 +262,93 @@ export class RollupQueue {
     return [this.keys.dirty(k), this.keys.claimed(k), this.keys.pending, this.keys.leases];
   }
 
-  /** Records stored partitions as dirty and gives each asset a (debounced) job. */
+  /**
+   * Records stored partitions as dirty (one round trip) and gives each asset a (debounced)
+   * job. Resolves once the dates are dirty: `unsettled` and the claims see them from then on,
+   * which is what the sink's commit waits for. The jobs follow in the background, the assets
+   * of every notification since the last add in one round trip (`jobsAdded` waits for them).
+   * A process that stops between the two leaves an asset pending without a job: the sweep
+   * gives every asset pending longer than it should be a job (`enqueueStalePending`).
+   */
   async notify(parts: readonly PartitionRef[]): Promise<void> {
     if (parts.length === 0) return;
+    for (const [k, a] of await this.recordDirty(parts)) this.jobsToAdd.set(k, a);
+    this.addingJobs ??= this.addJobs().finally(() => (this.addingJobs = undefined));
+  }
+
+  /** Resolves once the jobs of every notification so far were added (or left at `close`). */
+  async jobsAdded(): Promise<void> {
+    while (this.addingJobs) await this.addingJobs;
+  }
+
+  /** Dirty dates and pending assets, in one transaction. Returns the assets. */
+  private async recordDirty(parts: readonly PartitionRef[]): Promise<Map<string, AssetRef>> {
     const now = Date.now();
     const assets = new Map<string, AssetRef>();
     const multi = this.redis.multi();
     for (const p of parts) {
       const k = assetKey(p);
-      assets.set(k, { venue: p.venue, market: p.market, asset: p.asset });
+      if (!assets.has(k)) assets.set(k, { venue: p.venue, market: p.market, asset: p.asset });
       multi.zadd(this.keys.dirty(k), 'NX', now, p.date);
       multi.zadd(this.keys.pending, 'NX', now, k);
     }
-    await multi.exec();
-    await Promise.all([...assets].map(([k, a]) => this.enqueueAsset(k, a)));
+    const res = await multi.exec();
+    if (res === null) throw new Error('redis transaction of the dirty dates was discarded');
+    for (const [err] of res) if (err) throw err;
+    return assets;
   }
 
-  /** One job for the asset (deduplicated; see the class comment). */
-  async enqueueAsset(k: string, a: AssetRef, delay = this.debounceMs): Promise<void> {
-    await this.queue.add('asset', { kind: 'asset', ...a }, {
+  /** The notified assets' jobs, all waiting ones in one add; a failed add is tried again with back-off (the sweep covers a process that stops meanwhile). */
+  private async addJobs(): Promise<void> {
+    let backoff = 100;
+    while (this.jobsToAdd.size > 0) {
+      const batch = [...this.jobsToAdd];
+      this.jobsToAdd.clear();
+      try {
+        await this.enqueueAssets(batch, this.debounceMs);
+        backoff = 100;
+      } catch {
+        for (const [k, a] of batch) if (!this.jobsToAdd.has(k)) this.jobsToAdd.set(k, a);
+        if (this.closing) return;
+        await new Promise((r) => setTimeout(r, backoff).unref());
+        backoff = Math.min(backoff * 2, 5000);
+        if (this.closing) return;
+      }
+    }
+  }
+
+  private jobOptions(k: string, delay: number): JobsOptions {
+    return {
       deduplication: { id: k, keepLastIfActive: true },
       delay,
       attempts: 8,
       backoff: { type: 'exponential', delay: 1000 },
       removeOnComplete: true,
       removeOnFail: 1000,
-    });
+    };
+  }
+
+  /** One job for the asset (deduplicated; see the class comment). */
+  async enqueueAsset(k: string, a: AssetRef, delay = this.debounceMs): Promise<void> {
+    await this.queue.add('asset', { kind: 'asset', ...a }, this.jobOptions(k, delay));
+  }
+
+  /** `enqueueAsset` of several assets, in one round trip. */
+  async enqueueAssets(assets: Iterable<readonly [string, AssetRef]>, delay = this.debounceMs): Promise<void> {
+    const jobs = [...assets].map(([k, a]) => ({ name: 'asset', data: { kind: 'asset' as const, venue: a.venue, market: a.market, asset: a.asset }, opts: this.jobOptions(k, delay) }));
+    if (jobs.length > 0) await this.queue.addBulk(jobs);
+  }
+
+  /**
+   * Gives a job to every asset pending (dirty dates not claimed) since more than
+   * `olderThanMs` ago, at most `limit`: a notification whose job was never added (its
+   * process stopped after recording the dates) is served. An asset whose job still waits
+   * keeps that one (deduplicated). Returns how many assets it asked for.
+   */
+  async enqueueStalePending(olderThanMs: number, limit = 1000): Promise<number> {
+    const keys = await this.redis.zrangebyscore(this.keys.pending, '-inf', Date.now() - olderThanMs, 'LIMIT', 0, limit);
+    await this.enqueueAssets(keys.map((k) => [k, parseAssetKey(k)] as const), 0);
+    return keys.length;
   }
 
   /**
@@ -385,17 +459,7 @@ export class RollupQueue {
   /** Marks dates dirty and enqueues the asset (the sweep, an outdated engine version). */
   async markDirty(parts: readonly PartitionRef[], delay = 0): Promise<void> {
     if (parts.length === 0) return;
-    const now = Date.now();
-    const multi = this.redis.multi();
-    const assets = new Map<string, AssetRef>();
-    for (const p of parts) {
-      const k = assetKey(p);
-      assets.set(k, p);
-      multi.zadd(this.keys.dirty(k), 'NX', now, p.date);
-      multi.zadd(this.keys.pending, 'NX', now, k);
-    }
-    await multi.exec();
-    await Promise.all([...assets].map(([k, a]) => this.enqueueAsset(k, { venue: a.venue, market: a.market, asset: a.asset }, delay)));
+    await this.enqueueAssets(await this.recordDirty(parts), delay);
   }
 
   /** How many of these partitions are still dirty or being rolled up. */
@@ -429,6 +493,9 @@ export class RollupQueue {
   }
 
   async close(): Promise<void> {
+    // Jobs of notifications still being added get a moment (the sweep covers the rest).
+    this.closing = true;
+    if (this.addingJobs) await Promise.race([this.addingJobs, new Promise((r) => setTimeout(r, 2000).unref())]);
     await this.queue.close().catch(() => undefined);
     this.redis.disconnect();
   }

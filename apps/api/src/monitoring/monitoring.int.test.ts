@@ -193,6 +193,7 @@ describe('rollup backlog', () => {
       ]);
       await new Promise((r) => setTimeout(r, 5));
       await queue.notify([{ venue: 'exchange-b', market: 'KXONE', asset: 'KXONE', date: '2026-03-02' }]);
+      await queue.jobsAdded();
       const stats = await queue.stats();
       const mine = await readRollupBacklog(t.redis, queuePrefix);
       expect({ waiting: mine.waiting, active: mine.active, delayed: mine.delayed, failed: mine.failed, pendingAssets: mine.pendingAssets, oldestPendingMs: mine.oldest?.since ?? null }).toEqual(stats);
