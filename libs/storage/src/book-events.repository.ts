@@ -2,6 +2,7 @@ import type { BookRecord } from '@booktape/book';
 import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowBatches, firstBatch } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
+import { unchained } from './inline-params.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
 import { VENUE_STORAGE } from './venue-storage.ts';
 import { streamQuery } from './stream.ts';
@@ -150,7 +151,10 @@ export class BookEventsRepository {
     const params = { m: market, a: asset, from: fromMs, to: untilMs };
     const count = counted ? await this.count(venue, market, asset, fromMs, untilMs) : null;
     const query = `SELECT ${BOOK_ROW_COLUMNS[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`;
-    const { first, batches, close } = await firstBatch(bookRowBatches(venue, streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT, whole }), market, asset));
+    // A bounded span's values go into its text: it then runs beside the checkpoint state's
+    // read instead of after it (inline-params.ts).
+    const q = whole ? unchained(this.ch, query, params) : { query, query_params: params };
+    const { first, batches, close } = await firstBatch(bookRowBatches(venue, streamQuery(this.ch, { ...q, format: BOOK_ROW_FORMAT, whole }), market, asset));
     async function* records(): AsyncGenerator<BookRecord> {
       try {
         if (first.done === true) return;

@@ -23,3 +23,4 @@ export * from './served-record-sql.ts';
 export * from './booktape-import.ts';
 export * from './import-format.ts';
 export * from './replay.repository.ts';
+export * from './inline-params.ts';

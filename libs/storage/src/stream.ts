@@ -50,6 +50,7 @@ interface ChdbQueryStream extends AsyncIterable<ChdbStreamChunk> {
 interface ChdbSession {
   queryStreamBind(sql: string, params: object, opts: { format: string; signal?: AbortSignal }): ChdbQueryStream;
   queryBindAsync(sql: string, params: object, opts: { format: string; signal?: AbortSignal }): Promise<{ bytes(): Uint8Array }>;
+  queryAsync(sql: string, opts: { format: string; signal?: AbortSignal }): Promise<{ bytes(): Uint8Array }>;
   close(): void;
 }
 type ChdbSessionCtor = new (path: string) => ChdbSession;
@@ -248,7 +249,10 @@ function poolFor(ch: ClickHouse, maxSessions: number): SessionPool {
 /** One read on a session the caller holds; ending or breaking off the read cancels it, the session stays held. */
 async function* sessionStream(session: ChdbSession, q: StreamQuery): ByteStream {
   if (q.whole) {
-    const raw = (await session.queryBindAsync(q.query, q.query_params ?? {}, { format: q.format, ...(q.signal ? { signal: q.signal } : {}) })).bytes();
+    const opts = { format: q.format, ...(q.signal ? { signal: q.signal } : {}) };
+    // A query without parameters is not queued behind every bound query of the process (inline-params.ts).
+    const bound = q.query_params !== undefined && Object.keys(q.query_params).length > 0;
+    const raw = (await (bound ? session.queryBindAsync(q.query, q.query_params!, opts) : session.queryAsync(q.query, opts))).bytes();
     if (raw.byteLength > 0) yield Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
     return;
   }

@@ -3,6 +3,7 @@ import type { BookRecord, ChecksState } from '@booktape/book';
 import { VENUES, type Venue } from '@booktape/domain';
 import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, foldBookRows, readBookRow, readWhole, rowBinaryRows, type BookRowSink, type RowBinaryReader, type Timed } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
+import { unchained } from './inline-params.ts';
 import { holdsImportsManySql, holdsImportsSql, supersedeImported } from './pmxt-import.ts';
 import { RowBinaryWriter } from './row-binary.ts';
 import { insertRowBinary } from './row-insert.ts';
@@ -448,11 +449,18 @@ export class SummariesRepository {
 
   /** The book state of one checkpoint (rows of one build at one position hold the same book). */
   async checkpointState(key: SummaryKey, date: string, baseVersion: number, events: number): Promise<string | null> {
-    const [r] = await this.rows<{ state: string }>(
-      `SELECT state FROM ${this.ch.table('book_checkpoints')}
-        WHERE ${KEY} AND event_date = {date:Date} AND events = {events:UInt64} AND base_version = {base:UInt64} LIMIT 1`,
-      { ...keyParams(key), date, events, base: baseVersion },
-    );
+    // The values go into the text: a book answer's records after the checkpoint are read
+    // beside this instead of after it (inline-params.ts).
+    const rs = await this.ch.client.query({
+      ...unchained(
+        this.ch,
+        `SELECT state FROM ${this.ch.table('book_checkpoints')}
+          WHERE ${KEY} AND event_date = {date:Date} AND events = {events:UInt64} AND base_version = {base:UInt64} LIMIT 1`,
+        { ...keyParams(key), date, events, base: baseVersion },
+      ),
+      format: 'JSONEachRow',
+    });
+    const [r] = await rs.json<{ state: string }>();
     return r?.state ?? null;
   }
 

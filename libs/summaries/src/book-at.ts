@@ -123,8 +123,9 @@ export class BookReader {
       // Up to the build's next checkpoint the span holds that interval's records (plus late
       // rows the next rollup run takes in): read whole when the interval is small.
       const bounded = cp.nextAt !== null && untilMs < cp.nextAt && cp.nextEvents - cp.events <= WHOLE_SPAN_EVENTS;
-      // The state and the records after it are asked for at once: a server reads them side by
-      // side (the embedded engine runs bound queries one at a time, process-wide).
+      // The state and the records after it are asked for at once and read side by side (on the
+      // embedded engine both carry their values in their text, so neither waits in its
+      // process-wide chain of bound queries: inline-params.ts).
       const [state, h] = await Promise.allSettled([
         this.stateOf(key, cp),
         events.after(key.venue, key.market, key.asset, cp.at, untilMs, counted, bounded),
