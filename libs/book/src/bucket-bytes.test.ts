@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SummaryBytesWriter } from './bucket-bytes.ts';
+import { SummaryBytesWriter, releaseSummaryParts } from './bucket-bytes.ts';
 import { referenceSummaryBucketsCsvBytes, referenceSummaryBucketsJsonBytes, referenceSummaryBucketsNdjsonBytes } from './bucket-bytes.reference.test-support.ts';
 import { summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, type ExactBucket, type Ohlc } from './bucketing.ts';
 
@@ -66,5 +66,53 @@ describe('summary answer bytes (SummaryBytesWriter)', () => {
     expect(summaryBucketsNdjsonBytes([]).length).toBe(0);
     expect(summaryBucketsCsvBytes([], false).length).toBe(0);
     expect(new SummaryBytesWriter('ndjson').begin().end().parts()).toHaveLength(1);
+  });
+});
+
+describe('Buffers given back (releaseSummaryParts)', () => {
+  // A day at R=1 is about 37 Buffers: answers of a few Buffers each, some held, some given back.
+  const big = (n: number, seed: number): ExactBucket[] =>
+    Array.from({ length: n }, (_, i) => ({
+      timestamp: 1_772_409_600_000 + i * 1000,
+      quote_count: 1 + ((i * seed) % 7),
+      is_forward_filled: false,
+      best_bid: `0.${(i * seed) % 997}1`,
+      best_bid_size: String((i * 31 + seed) % 5000),
+      best_ask: `0.${(i + seed) % 991}3`,
+      best_ask_size: String(i % 13),
+      mid_price: null,
+      spread: `-0.0${seed}`,
+      best_bid_ohlc: { open: '0.1', high: `0.${seed}9`, low: '0.05', close: `0.${i % 10}1` },
+      best_ask_ohlc: null,
+      mid_price_ohlc: null,
+      spread_ohlc: { open: '1', high: '2', low: '0', close: String(seed) },
+    }));
+
+  it('are written again by later answers, and never while an answer still holds them', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 1, max: 6000 }), fc.nat({ max: 50 }), fc.boolean()), { minLength: 1, maxLength: 8 }), (steps) => {
+        const held: { parts: Buffer[]; expected: Buffer }[] = [];
+        for (const [n, seed, release] of steps) {
+          const list = big(n, seed);
+          const parts = new SummaryBytesWriter('json', 1 << 20).begin('{"data":').buckets(list).end('}').parts();
+          const expected = referenceSummaryBucketsJsonBytes(list, '{"data":', '}');
+          expect(Buffer.concat(parts).equals(expected)).toBe(true);
+          if (release) releaseSummaryParts(parts);
+          else held.push({ parts, expected });
+        }
+        // Every answer not given back is still whole after the others were written.
+        for (const h of held) expect(Buffer.concat(h.parts).equals(h.expected)).toBe(true);
+      }),
+      { numRuns: 25 },
+    );
+    const a = new SummaryBytesWriter('json', 1 << 20).begin().buckets(big(3000, 1)).end().parts();
+    releaseSummaryParts(a);
+    releaseSummaryParts(a);
+    const b = new SummaryBytesWriter('json', 1 << 20).begin().buckets(big(3000, 2)).end().parts();
+    const c = new SummaryBytesWriter('json', 1 << 20).begin().buckets(big(3000, 3)).end().parts();
+    // Given back twice, still handed out once: b and c share no memory.
+    const mem = (ps: Buffer[]) => new Set(ps.map((p) => p.buffer));
+    for (const m of mem(b)) expect(mem(c).has(m)).toBe(false);
+    expect([...mem(a)].some((m) => mem(b).has(m) || mem(c).has(m))).toBe(true);
   });
 });

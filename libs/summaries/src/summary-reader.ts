@@ -4,13 +4,19 @@ import {
   DAY_MS,
   HOUR_MS,
   appendBuckets,
+  bucketsOfColumns,
+  columnsIndexAt,
+  decodeBucketColumns,
   decodeBuckets,
+  mergeColumns,
   fillSeriesSlices,
   ladderFor,
   mergeBuckets,
   newBook,
+  type BucketColumns,
   type BucketPlan,
   type BookRecord,
+  type ColumnsRange,
   type ExactBucket,
   type Top,
 } from '@booktape/book';
@@ -54,13 +60,38 @@ function parseObservation(text: string): Top | null {
 }
 
 /**
+ * A stored day at one ladder level: its chunks decoded to columns, one set per chunk (hour),
+ * and, once an answer at that level asked for them, the same buckets as objects.
+ */
+interface DayColumns {
+  hours: BucketColumns[];
+  objects?: ExactBucket[];
+}
+
+function bucketCount(day: DayColumns): number {
+  let n = 0;
+  for (const h of day.hours) n += h.n;
+  return n;
+}
+
+/** The day's buckets as objects, made once per day held. */
+function dayObjects(day: DayColumns): ExactBucket[] {
+  if (day.objects === undefined) {
+    const out: ExactBucket[] = [];
+    for (const h of day.hours) for (const b of bucketsOfColumns(h)) out.push(b);
+    day.objects = out;
+  }
+  return day.objects;
+}
+
+/**
  * Decoded stored buckets of complete days per (asset, date, level), valid while the day's
  * row keeps its version (every rewrite of a day writes a new row version). Bounded by the
  * number of buckets held, least recently used first out. Backtests read the same history
  * again and again; this spares them the chunk read and decode.
  */
 class DayBucketsCache {
-  private readonly map = new Map<string, { version: number; buckets: ExactBucket[] }>();
+  private readonly map = new Map<string, { version: number; day: DayColumns; count: number }>();
   private held = 0;
 
   constructor(private readonly maxBuckets: number) {}
@@ -69,32 +100,33 @@ class DayBucketsCache {
     return `${key.venue}|${key.market}|${key.asset}|${date}|${level}`;
   }
 
-  get(key: SummaryKey, day: SummaryDay, level: number): ExactBucket[] | undefined {
+  get(key: SummaryKey, day: SummaryDay, level: number): DayColumns | undefined {
     const id = this.id(key, day.date, level);
     const e = this.map.get(id);
     if (e === undefined) return undefined;
     if (e.version !== day.version) {
       this.map.delete(id);
-      this.held -= e.buckets.length;
+      this.held -= e.count;
       return undefined;
     }
     this.map.delete(id);
     this.map.set(id, e);
-    return e.buckets;
+    return e.day;
   }
 
-  set(key: SummaryKey, day: SummaryDay, level: number, buckets: ExactBucket[]): void {
-    if (buckets.length > this.maxBuckets / 4) return;
+  set(key: SummaryKey, day: SummaryDay, level: number, columns: DayColumns): void {
+    const count = bucketCount(columns);
+    if (count > this.maxBuckets / 4) return;
     const id = this.id(key, day.date, level);
     const old = this.map.get(id);
-    if (old !== undefined) this.held -= old.buckets.length;
+    if (old !== undefined) this.held -= old.count;
     this.map.delete(id);
-    this.map.set(id, { version: day.version, buckets });
-    this.held += buckets.length;
+    this.map.set(id, { version: day.version, day: columns, count });
+    this.held += count;
     for (const [k, e] of this.map) {
       if (this.held <= this.maxBuckets) break;
       this.map.delete(k);
-      this.held -= e.buckets.length;
+      this.held -= e.count;
     }
   }
 }
@@ -222,30 +254,44 @@ export class SummaryReader {
       carried = await this.carriedBefore(key, firstDate, firstHour, rows, before);
       const days = rows.filter((r) => dayStartMs(r.date) < storedEnd);
       // Whole complete days come from the cache when their row has not changed since.
-      const cached = new Map<string, ExactBucket[]>();
+      const held = new Map<string, DayColumns>();
       for (const r of days) {
         const hit = r.complete ? this.cache.get(key, r, level) : undefined;
-        if (hit !== undefined) cached.set(r.date, hit);
+        if (hit !== undefined) held.set(r.date, hit);
       }
-      const missing = days.filter((r) => !cached.has(r.date));
+      const missing = days.filter((r) => !held.has(r.date));
       const bases = new Map(missing.map((r) => [r.date, r.baseVersion]));
       const chunks = await this.summaries.chunks(key, bases, level, firstHour, storedEnd);
       const versions = new Map(rows.map((r) => [r.date, r.version]));
       if (chunks.some((c) => c.version > versions.get(c.date)!)) return RACED;
-      const fetched = new Map<string, ExactBucket[]>();
+      const fetched = new Map<string, DayColumns>();
       for (const [i, c] of chunks.entries()) {
         // A day is 24 stored chunks at R=1: the event loop turns between them (other requests run).
         if (i > 0) await yieldToLoop();
-        let list = fetched.get(c.date);
-        if (list === undefined) fetched.set(c.date, (list = []));
-        for (const b of decodeBuckets(c.buckets)) list.push(b);
+        let day = fetched.get(c.date);
+        if (day === undefined) fetched.set(c.date, (day = { hours: [] }));
+        day.hours.push(decodeBucketColumns([c.buckets]));
       }
       for (const r of missing) {
         // A complete day read whole (the window covers it from its first hour) is cached.
-        if (r.complete && firstHour <= dayStartMs(r.date) && storedEnd >= dayStartMs(r.date) + DAY_MS) this.cache.set(key, r, level, fetched.get(r.date) ?? []);
+        if (r.complete && firstHour <= dayStartMs(r.date) && storedEnd >= dayStartMs(r.date) + DAY_MS) this.cache.set(key, r, level, fetched.get(r.date) ?? { hours: [] });
+      }
+      if (!(live !== undefined && live.fromMs < plan.dataEndMs) && level !== resolution) {
+        // Merged to R straight from the columns: no object per stored bucket.
+        const ranges: ColumnsRange[] = [];
+        for (const r of days) {
+          for (const columns of (held.get(r.date) ?? fetched.get(r.date))?.hours ?? []) {
+            const from = columnsIndexAt(columns, firstHour);
+            const to = columnsIndexAt(columns, plan.dataEndMs);
+            if (to > from) ranges.push({ columns, from, to });
+          }
+        }
+        // A live part means the answer was not settled, whatever the rows said.
+        return { buckets: await fillSeriesYielding(mergeColumns(ranges, level, resolution), plan, carried), stamp: live === undefined ? stamp : null };
       }
       for (const r of days) {
-        for (const b of cached.get(r.date) ?? fetched.get(r.date) ?? []) {
+        const day = held.get(r.date) ?? fetched.get(r.date);
+        for (const b of day === undefined ? [] : dayObjects(day)) {
           if (b.timestamp >= firstHour && b.timestamp < plan.dataEndMs) stored.push(b);
         }
       }

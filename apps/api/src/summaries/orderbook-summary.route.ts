@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { TooManyBucketsError, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { TooManyBucketsError, releaseSummaryParts, utcDayWindow, type ExactBucket } from '@booktape/book';
 import { Readable } from 'node:stream';
 import { summaryBodyParts } from './summary-body.ts';
 import { FairTurns, LARGE_ANSWER_BUCKETS, etagInSlices } from './large-answers.ts';
@@ -163,6 +163,8 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
                 // A settled answer's tag names its inputs; any other's is the digest of its bytes.
                 const tag = !finalised ? null : stamp !== null ? settledAnswerTag(id, stamp) : await etagInSlices('summary', format, body);
                 if (stamp !== null && config.summaryAnswerCacheBytes > 0) settled.set(id, stamp, body);
+                // Not kept: its Buffers are written again by later answers once this one is sent or abandoned.
+                else reply.raw.once('close', () => releaseSummaryParts(body));
                 answered = { body, tag };
               }
             } finally {

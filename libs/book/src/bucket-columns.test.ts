@@ -1,0 +1,121 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
+import { bucketsOfColumns, columnsIndexAt, decodeBucketColumns, mergeColumns } from './bucket-columns.ts';
+import { mergeBuckets, type ExactBucket, type Ohlc } from './bucketing.ts';
+
+// Decimals as the book engine writes them, and spellings it never does (the double
+// shortcut must leave their order to the text comparison, as mergeBuckets does).
+const decimal = fc.oneof(
+  fc.constantFrom('0.5', '0.51', '0.5100001', '0.01', '12.75', '1', '0', '-0.02', '-0.5', '0.000001', '100'),
+  fc.stringMatching(/^-?(0|[1-9]\d{0,3})(\.\d{0,5}[1-9])?$/),
+  // Equal as doubles, different as decimals.
+  fc.constantFrom('0.30000000000000000001', '0.3', '0.29999999999999999999'),
+  fc.constantFrom('00.5', '1.50', '-0', '-00.50'),
+);
+const value = fc.option(decimal, { nil: null, freq: 5 });
+const ohlc: fc.Arbitrary<Ohlc | null> = fc.option(fc.record({ open: decimal, high: decimal, low: decimal, close: decimal }), { nil: null, freq: 5 });
+
+/** Observed buckets in time order on whole seconds; a single observation's OHLCs flat, as the rollup stores them. */
+const observed = (fineS: number): fc.Arbitrary<ExactBucket[]> =>
+  fc
+    .array(fc.tuple(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 5 }), value, value, value, value, value, value, ohlc, ohlc, ohlc, ohlc), { maxLength: 80 })
+    .map((rows) => {
+      let t = 1_772_409_600_000 - fineS * 1000 * 3;
+      return rows.map(([gap, q, bb, bbs, ba, bas, m, sp, o1, o2, o3, o4]) => {
+        t += gap * fineS * 1000;
+        const flat = (x: string | null): Ohlc | null => (x === null ? null : { open: x, high: x, low: x, close: x });
+        return {
+          timestamp: t,
+          quote_count: q,
+          is_forward_filled: false,
+          best_bid: bb,
+          best_bid_size: bbs,
+          best_ask: ba,
+          best_ask_size: bas,
+          mid_price: m,
+          spread: sp,
+          best_bid_ohlc: q === 1 ? flat(bb) : o1,
+          best_ask_ohlc: q === 1 ? flat(ba) : o2,
+          mid_price_ohlc: q === 1 ? flat(m) : o3,
+          spread_ohlc: q === 1 ? flat(sp) : o4,
+        };
+      });
+    });
+
+/** The buckets cut into chunks (as hours are) at arbitrary points. */
+function chunked(list: ExactBucket[], cuts: number[]): string[] {
+  const at = [...new Set(cuts.map((c) => c % (list.length + 1)))].sort((a, b) => a - b);
+  const out: string[] = [];
+  let prev = 0;
+  for (const c of [...at, list.length]) {
+    if (c > prev) out.push(encodeBuckets(list.slice(prev, c)));
+    prev = Math.max(prev, c);
+  }
+  return out;
+}
+
+describe('stored buckets as columns', () => {
+  it('decode to the buckets decodeBuckets gives, chunk after chunk', () => {
+    fc.assert(
+      fc.property(observed(1), fc.array(fc.nat(), { maxLength: 4 }), (list, cuts) => {
+        const texts = chunked(list, cuts);
+        const c = decodeBucketColumns(texts);
+        expect(bucketsOfColumns(c)).toEqual(texts.flatMap((t) => decodeBuckets(t)));
+        for (const k of [0, 1, c.n >> 1]) if (k <= c.n) expect(bucketsOfColumns(c, k)).toEqual(texts.flatMap((t) => decodeBuckets(t)).slice(k));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('merge to a coarser resolution exactly as mergeBuckets does, over days decoded apart and any cut of them', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(1, 5, 60),
+        fc.integer({ min: 1, max: 12 }),
+        fc.constantFrom(1, 2, 3),
+        fc.array(fc.nat(), { maxLength: 3 }),
+        fc.nat(),
+        fc.nat(),
+        (fine, mult, parts, cuts, a, b) => {
+          const R = fine * mult;
+          return fc.assert(
+            fc.property(observed(fine), (list) => {
+              // Split into `parts` separately decoded column sets (separate dictionaries), as days are.
+              const bounds = [0, ...cuts.slice(0, parts - 1).map((c) => c % (list.length + 1)).sort((x, y) => x - y), list.length];
+              const ranges = [];
+              for (let k = 0; k + 1 < bounds.length; k++) {
+                const piece = list.slice(bounds[k], bounds[k + 1]);
+                if (piece.length === 0) continue;
+                const columns = decodeBucketColumns(chunked(piece, [a, b]));
+                ranges.push({ columns, from: 0, to: columns.n });
+              }
+              expect(mergeColumns(ranges, fine, R)).toEqual(mergeBuckets(list, fine, R));
+              // A window of one set: from a time on, to a time.
+              if (ranges.length > 0) {
+                const c = ranges[0]!.columns;
+                const from = columnsIndexAt(c, c.ts[a % (c.n || 1)] ?? 0);
+                const to = Math.max(from, columnsIndexAt(c, c.ts[b % (c.n || 1)] ?? 0));
+                expect(mergeColumns([{ columns: c, from, to }], fine, R)).toEqual(mergeBuckets(bucketsOfColumns(c, from, to), fine, R));
+              }
+            }),
+            { numRuns: 10 },
+          );
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('refuse what mergeBuckets and decodeBuckets refuse', () => {
+    const c = decodeBucketColumns([encodeBuckets(decodeBuckets('0.5|1000,1,0,0,0,0,0,0'))]);
+    expect(() => mergeColumns([{ columns: c, from: 0, to: 1 }], 1, 7.5)).toThrow(RangeError);
+    expect(() => mergeColumns([{ columns: c, from: 0, to: 1 }], 2, 3)).toThrow(RangeError);
+    // Out of order across ranges.
+    expect(() => mergeColumns([{ columns: c, from: 0, to: 1 }, { columns: c, from: 0, to: 1 }], 1, 5)).toThrow(RangeError);
+    for (const bad of ['0.5', '0.5|1000,1,0', '0.5|1000,1,3,0,0,0,0,0', '0.5|[', '0.5|1000,0,0,0,0,0,0,0', '0.5|1000,2,0,0,0,0,0,0,0']) {
+      expect(() => decodeBuckets(bad)).toThrow(RangeError);
+      expect(() => decodeBucketColumns([bad])).toThrow(RangeError);
+    }
+  });
+});
