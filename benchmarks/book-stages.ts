@@ -28,12 +28,11 @@ import { createApp, createRedis } from '@booktape/api';
 import { deleteRedisPrefix, testConfig } from '@booktape/api/testing';
 import { silentLogger } from '@booktape/config';
 import { ENGINE_VERSION } from '@booktape/book';
-import type { ExchangeBMessage } from '@booktape/domain';
 import { assetKey, assetRollupState, rollupKeys, type AssetRef } from '@booktape/messaging';
 import { inlineParams, BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowBatches, BookEventsRepository, migrate, streamQuery, openClickHouse, RawEventsRepository, SummariesRepository, type SummaryKey } from '@booktape/storage';
 import { bookAt, BookReader, Roller } from '@booktape/summaries';
 import { intEnv } from './bench-env.ts';
-import { fillDay, rng } from './fill-day.ts';
+import { fillDay, fillTicker, rng } from './fill-day.ts';
 
 const EVENTS = intEnv('BENCH_EVENTS', 1_000_000, 5000);
 const N = intEnv('BENCH_REQUESTS', 60, 1);
@@ -43,24 +42,6 @@ const ASSET = '5550002';
 const TICKER = 'KXBENCHBOOK-26MAR02';
 const DAY = Date.UTC(2026, 2, 2);
 const PREFIX = 'bench-book-stages';
-
-async function fillTicker(repo: RawEventsRepository, events: number): Promise<void> {
-  const r = rng(9);
-  const BATCH = 50_000;
-  for (let start = 0; start < events; start += BATCH) {
-    const batch: { message: ExchangeBMessage; position: { partition: number; offset: string } }[] = [];
-    for (let i = start; i < Math.min(events, start + BATCH); i++) {
-      const ts = DAY + Math.floor((i * 86_400_000) / events);
-      const common = { ticker: TICKER, timestamp: new Date(ts).toISOString(), epoch_ms: ts, sid: 1, seq: i + 1 };
-      const record =
-        i === 0
-          ? { ...common, type: 'snapshot' as const, yes: Array.from({ length: 40 }, (_, k): [string, string] => [String((10 + k) / 100), '500']), no: Array.from({ length: 40 }, (_, k): [string, string] => [String((10 + k) / 100), '500']) }
-          : { ...common, type: 'delta' as const, side: r() < 0.5 ? ('yes' as const) : ('no' as const), price: String((10 + Math.floor(r() * 40)) / 100), delta: String(Math.floor(r() * 200) - 99) };
-      batch.push({ message: { venue: 'exchange-b', received_at: common.timestamp, worker_id: 1, ingest_seq: String(BigInt(ts) * 2n ** 23n + BigInt(i % 1000)), dedup_id: `bench-b-${i}`, record }, position: { partition: 0, offset: String(i) } });
-    }
-    await repo.insert('exchange-b', batch, `bench-book-${start}`);
-  }
-}
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const fig = (xs: number[]) => {
@@ -80,7 +61,7 @@ async function main(): Promise<void> {
     if (fresh) {
       const repo = new RawEventsRepository(ch);
       await fillDay(repo, MARKET, ASSET, DAY, EVENTS, 5, 0);
-      await fillTicker(repo, EVENTS);
+      await fillTicker(repo, TICKER, DAY, EVENTS);
       for (const t of ['raw_exchange_a', 'raw_exchange_b']) await ch.client.command({ query: `OPTIMIZE TABLE ${ch.table(t)} FINAL` });
       const versions = { current: async (a: AssetRef) => Number((await redis.get(versionKey(a))) ?? 0), bump: (a: AssetRef) => redis.incr(versionKey(a)) };
       const roller = new Roller(new SummariesRepository(ch), silentLogger(), { closeGraceMs: 0, checkpointEvery: 500, versions });

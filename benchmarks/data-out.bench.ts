@@ -30,12 +30,11 @@ import { performance } from 'node:perf_hooks';
 import { createApp, createRedis } from '@booktape/api';
 import { deleteRedisPrefix, testConfig } from '@booktape/api/testing';
 import { silentLogger } from '@booktape/config';
-import type { ExchangeBMessage } from '@booktape/domain';
 import { assetKey, rollupKeys, type AssetRef } from '@booktape/messaging';
 import { migrate, openClickHouse, RawEventsRepository, SummariesRepository } from '@booktape/storage';
 import { CHECKPOINT_EVENTS, Roller } from '@booktape/summaries';
 import { intEnv } from './bench-env.ts';
-import { fillDay, rng } from './fill-day.ts';
+import { fillDay, fillTicker, rng } from './fill-day.ts';
 
 const EVENTS = intEnv('BENCH_EVENTS', 1_000_000, 5000);
 /** BENCH_PARTS: `book`, `memory` or both (default). */
@@ -47,25 +46,6 @@ const MARKET = `0x${'7b'.repeat(32)}`;
 const ASSET = '5550002';
 const TICKER = 'KXBENCHBOOK-26MAR02';
 const DAY = Date.UTC(2026, 2, 2);
-
-/** One ticker's day: a snapshot of 40 levels a side at 00:00, then `events - 1` one-level deltas. */
-async function fillTicker(repo: RawEventsRepository, events: number): Promise<void> {
-  const r = rng(9);
-  const BATCH = 50_000;
-  for (let start = 0; start < events; start += BATCH) {
-    const batch: { message: ExchangeBMessage; position: { partition: number; offset: string } }[] = [];
-    for (let i = start; i < Math.min(events, start + BATCH); i++) {
-      const ts = DAY + Math.floor((i * 86_400_000) / events);
-      const common = { ticker: TICKER, timestamp: new Date(ts).toISOString(), epoch_ms: ts, sid: 1, seq: i + 1 };
-      const record =
-        i === 0
-          ? { ...common, type: 'snapshot' as const, yes: Array.from({ length: 40 }, (_, k): [string, string] => [String((10 + k) / 100), '500']), no: Array.from({ length: 40 }, (_, k): [string, string] => [String((10 + k) / 100), '500']) }
-          : { ...common, type: 'delta' as const, side: r() < 0.5 ? ('yes' as const) : ('no' as const), price: String((10 + Math.floor(r() * 40)) / 100), delta: String(Math.floor(r() * 200) - 99) };
-      batch.push({ message: { venue: 'exchange-b', received_at: common.timestamp, worker_id: 1, ingest_seq: String(BigInt(ts) * 2n ** 23n + BigInt(i % 1000)), dedup_id: `bench-b-${i}`, record }, position: { partition: 0, offset: String(i) } });
-    }
-    await repo.insert('exchange-b', batch, `bench-book-${start}`);
-  }
-}
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
@@ -79,7 +59,7 @@ async function main(): Promise<void> {
     const repo = new RawEventsRepository(ch);
     const t0 = performance.now();
     await fillDay(repo, MARKET, ASSET, DAY, EVENTS, 5, 0);
-    await fillTicker(repo, EVENTS);
+    await fillTicker(repo, TICKER, DAY, EVENTS);
     for (const t of ['raw_exchange_a', 'raw_exchange_b']) await ch.client.command({ query: `OPTIMIZE TABLE ${ch.table(t)} FINAL` });
     process.stderr.write(`[data-out] stored 2 x ${EVENTS} records in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 

@@ -2,7 +2,7 @@
  * Dense exchange A asset-days for the benchmarks (summaries-run.ts, data-out.bench.ts), written the
  * way the sink writes them.
  */
-import type { ExchangeAMessage } from '@booktape/domain';
+import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import type { RawEventsRepository } from '@booktape/storage';
 
 /** A deterministic PRNG: the same day every run. */
@@ -38,3 +38,22 @@ export async function fillDay(repo: RawEventsRepository, market: string, asset: 
   }
 }
 
+
+/** One ticker's day: a snapshot of 40 levels a side at its start, then `events - 1` one-level deltas (the book benchmarks' exchange B day). */
+export async function fillTicker(repo: RawEventsRepository, ticker: string, dayMs: number, events: number): Promise<void> {
+  const r = rng(9);
+  const BATCH = 50_000;
+  for (let start = 0; start < events; start += BATCH) {
+    const batch: { message: ExchangeBMessage; position: { partition: number; offset: string } }[] = [];
+    for (let i = start; i < Math.min(events, start + BATCH); i++) {
+      const ts = dayMs + Math.floor((i * 86_400_000) / events);
+      const common = { ticker, timestamp: new Date(ts).toISOString(), epoch_ms: ts, sid: 1, seq: i + 1 };
+      const record =
+        i === 0
+          ? { ...common, type: 'snapshot' as const, yes: Array.from({ length: 40 }, (_, k): [string, string] => [String((10 + k) / 100), '500']), no: Array.from({ length: 40 }, (_, k): [string, string] => [String((10 + k) / 100), '500']) }
+          : { ...common, type: 'delta' as const, side: r() < 0.5 ? ('yes' as const) : ('no' as const), price: String((10 + Math.floor(r() * 40)) / 100), delta: String(Math.floor(r() * 200) - 99) };
+      batch.push({ message: { venue: 'exchange-b', received_at: common.timestamp, worker_id: 1, ingest_seq: String(BigInt(ts) * 2n ** 23n + BigInt(i % 1000)), dedup_id: `bench-b-${i}`, record }, position: { partition: 0, offset: String(i) } });
+    }
+    await repo.insert('exchange-b', batch, `bench-book-${start}`);
+  }
+}
