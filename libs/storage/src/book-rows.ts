@@ -672,7 +672,7 @@ export interface BookRowSink {
 export async function foldBookRows(chunks: AsyncIterable<Buffer | Uint8Array>, venue: Venue, market: string, asset: string, lead: (r: RowBinaryReader) => void, sink: BookRowSink): Promise<void> {
   const r = new RowBinaryReader();
   const e = new ColumnEntries();
-  const a = venue === 'exchange-a';
+  const inPlace = READ_IN_PLACE[venue];
   let tail: Buffer | null = null;
   for await (const c of chunks) {
     const chunk = Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
@@ -685,7 +685,7 @@ export async function foldBookRows(chunks: AsyncIterable<Buffer | Uint8Array>, v
       try {
         lead(r);
         const at = r.pos;
-        if (!a || !readChangeRow(r, e)) {
+        if (inPlace === null || !inPlace(r, e)) {
           r.pos = at;
           rec = readBookRow(venue, r, market, asset);
         }
@@ -722,6 +722,15 @@ export function readWhole<T>(bytes: Buffer, read: (r: RowBinaryReader) => T): T 
  */
 let lastRowMs = Number.NaN;
 export const bookRowMs = (): number => lastRowMs;
+
+/**
+ * Each venue's reader of a row into its entries in place (`foldBookRows`), false when the row
+ * is not one it reads that way; null for a venue whose rows are all read as records.
+ */
+const READ_IN_PLACE: { readonly [V in Venue]: ((r: RowBinaryReader, e: ColumnEntries) => boolean) | null } = {
+  'exchange-a': readChangeRow,
+  'exchange-b': null,
+};
 
 /** A book row of `venue` (BOOK_ROW_COLUMNS) as its book record. */
 export function readBookRow(venue: Venue, r: RowBinaryReader, market: string, asset: string): BookRecord {
