@@ -53,7 +53,7 @@ export class RawEventsRepository {
     const bound = `${token}/${createHash('sha1').update(body).digest('hex')}`;
     const columns = store.binaryColumns;
     const into = `INSERT INTO ${this.ch.table(RAW_TABLE[venue])} (${columns.map(([c]) => c).join(', ')})
-      SETTINGS insert_deduplication_token = ${sqlString(bound)}, async_insert = 0`;
+      SETTINGS insert_deduplication_token = ${sqlString(bound)}, async_insert = 0, optimize_on_insert = 0`;
     await insertRowBinary(this.ch, into, columns, body);
     return batch.length;
   }
