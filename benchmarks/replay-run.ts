@@ -7,7 +7,7 @@
  * an older tree. Prints one JSON line last.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, createLogger, parseEnv, silentLogger } from '@booktape/config';
@@ -53,6 +53,49 @@ function rssOf(pid: number): number {
   }
 }
 
+
+/**
+ * CPU seconds of this process's threads by kind, threads that ended included (sampled): the
+ * embedded engine's background merges (its MergeMutate threads), its query threads (the
+ * pipelines of inserts and reads), and the rest (the JavaScript main thread is counted
+ * apart; libuv's and V8's helpers, where the engine's calls start, fall under `other`).
+ */
+const THREAD_KIND = (name: string): 'engine_merges' | 'engine_queries' | 'other' =>
+  name.startsWith('MergeMutate') ? 'engine_merges' : /^(ThreadPool|QueryPipeline|QueryCompPipe|QueryPullPipe|QueryPushPipe)/.test(name) ? 'engine_queries' : 'other';
+const threadSeen = new Map<string, { kind: ReturnType<typeof THREAD_KIND>; cpu: number }>();
+const threadGone = { engine_merges: 0, engine_queries: 0, other: 0 };
+function sampleThreads(): void {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${process.pid}/task`);
+  } catch {
+    return;
+  }
+  const live = new Set<string>();
+  for (const t of tasks) {
+    if (t === String(process.pid)) continue;
+    try {
+      const raw = readFileSync(`/proc/${process.pid}/task/${t}/stat`, 'utf8');
+      const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+      threadSeen.set(t, { kind: THREAD_KIND(raw.slice(raw.indexOf('(') + 1, raw.lastIndexOf(')'))), cpu: (Number(f[11]) + Number(f[12])) / 100 });
+      live.add(t);
+    } catch {
+      // ended between the listing and the read: its last sample stands
+    }
+  }
+  for (const [t, v] of threadSeen) {
+    if (live.has(t)) continue;
+    threadGone[v.kind] += v.cpu;
+    threadSeen.delete(t);
+  }
+}
+function threadKinds(): Record<'engine_merges' | 'engine_queries' | 'other', number> {
+  sampleThreads();
+  const out = { ...threadGone };
+  for (const v of threadSeen.values()) out[v.kind] += v.cpu;
+  return out;
+}
+
 const dir = mkdtempSync(path.join(tmpdir(), 'booktape-replay-bench-'));
 const prefix = `bench-replay-${Date.now()}`;
 const env: NodeJS.ProcessEnv = {
@@ -81,6 +124,15 @@ const redisPid = servicePid('redis');
 // This process's main thread (JavaScript: sink, rollup worker) apart from its other threads
 // (the embedded engine's, libuv's, the garbage collector's helpers).
 const mainThread = () => cpuOf(`${process.pid}/task/${process.pid}`);
+// The engine's own counters (system.events, this process's engine since it opened): how many
+// inserts and reads it ran, the rows it merged.
+const ENGINE_EVENTS = ['InsertQuery', 'SelectQuery', 'InsertedRows', 'MergeTreeDataWriterBlocks', 'Merge', 'MergedRows', 'SelectedRows'];
+const engineEvents = async (): Promise<Record<string, number>> => {
+  const rs = await ch.client.query({ query: `SELECT event, value FROM system.events WHERE event IN (${ENGINE_EVENTS.map((e) => `'${e}'`).join(', ')})`, format: 'JSONEachRow' });
+  return Object.fromEntries((await rs.json<{ event: string; value: string }>()).map((r) => [r.event, Number(r.value)]));
+};
+const events0 = await engineEvents();
+const threads0 = threadKinds();
 const cpu0 = { self: process.cpuUsage(), main: mainThread(), kafka: cpuOf(kafkaPid), redis: cpuOf(redisPid) };
 let replayCpu = 0;
 let cpuAtStored: Record<string, number> | null = null;
@@ -93,6 +145,7 @@ const replay = spawn(
 );
 const sampler = setInterval(() => {
   peakSelf = Math.max(peakSelf, process.memoryUsage.rss());
+  sampleThreads();
   peakReplay = Math.max(peakReplay, rssOf(replay.pid!));
   replayCpu = Math.max(replayCpu, cpuOf(replay.pid));
 }, 500);
@@ -114,13 +167,20 @@ const code = await new Promise<number | null>((r) => replay.once('exit', r));
 const total = Date.now() - t0;
 clearInterval(sampler);
 const selfCpu = process.cpuUsage(cpu0.self);
+const threads1 = threadKinds();
+const events1 = await engineEvents();
 const cpuSeconds = {
   replay_process: Math.round(replayCpu * 10) / 10,
   sink_rollup_and_engine: Math.round((selfCpu.user + selfCpu.system) / 1e5) / 10,
   of_which_js_main_thread: Math.round((mainThread() - cpu0.main) * 10) / 10,
   kafka: Math.round((cpuOf(kafkaPid) - cpu0.kafka) * 10) / 10,
   redis: Math.round((cpuOf(redisPid) - cpu0.redis) * 10) / 10,
+  // The sink side's threads other than the JavaScript main thread, by kind (threadKinds).
+  of_which_engine_merges: Math.round((threads1.engine_merges - threads0.engine_merges) * 10) / 10,
+  of_which_engine_queries: Math.round((threads1.engine_queries - threads0.engine_queries) * 10) / 10,
+  of_which_other_threads: Math.round((threads1.other - threads0.other) * 10) / 10,
 };
+const engineCounts = Object.fromEntries(ENGINE_EVENTS.map((e) => [e, (events1[e] ?? 0) - (events0[e] ?? 0)]));
 if (code !== 0) {
   console.error(stderr.slice(-4000));
   throw new Error(`replay exited with ${code}`);
@@ -176,6 +236,7 @@ const result = {
   // Where the two cores went (the replay process's last sample before it exited).
   cpu_seconds: cpuSeconds,
   cpu_seconds_until_stored: cpuAtStored,
+  engine_counts: engineCounts,
   peak_rss_mb: { replay: Math.round(peakReplay / 2 ** 20), sink_and_rollup: Math.round(peakSelf / 2 ** 20) },
 };
 console.log(`${REPO_ROOT}: replay of ${frames} frames (${records} records): ${result.frames_per_second_end_to_end} frames/s end to end, stored rows ${storedRows}`);
