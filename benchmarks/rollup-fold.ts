@@ -17,7 +17,7 @@ import 'ioredis';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { silentLogger } from '@booktape/config';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, foldBookRows, openClickHouse, readBookRow, rowBinaryRows, streamQuery, type BookEventsFacts, type RowBinaryReader, type SummariesRepository } from '@booktape/storage';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, foldBookRows, openClickHouse, readBookRow, rowBinaryRows, streamQuery, type BookEventsFacts, type RowBinaryReader, type RowTime, type SummariesRepository } from '@booktape/storage';
 import { Roller } from '@booktape/summaries';
 
 const MARKET = `0x${'7a'.repeat(32)}`;
@@ -47,6 +47,7 @@ const skipFacts = (r: RowBinaryReader) => {
 };
 const facts: BookEventsFacts = { countedBefore: null, nextDataDate: null, holdsImports: false };
 let rows = 0;
+const time: RowTime = { ms: Number.NaN };
 let written: Array<{ day: object; chunks: object[]; checkpoints: object[] }> | null = null;
 const digestOf = (w: Array<{ day: object; chunks: object[]; checkpoints: object[] }>): string => {
   const h = createHash('sha256');
@@ -62,7 +63,7 @@ const repo = {
   window: async () => ({ rows: [], before: null }),
   bookEventsRead: async () => ({
     facts,
-    events: rowBinaryRows(replay(), (r) => (skipFacts(r), readBookRow('exchange-a', r, MARKET, ASSET)), bookRowMs),
+    events: rowBinaryRows(replay(), (r) => (skipFacts(r), readBookRow('exchange-a', r, MARKET, ASSET, time)), () => time.ms),
     close: async () => undefined,
   }),
   bookEventsFold: async () => ({ facts, fold: (sink: Parameters<typeof foldBookRows>[5]) => foldBookRows(replay(), 'exchange-a', MARKET, ASSET, skipFacts, sink), close: async () => undefined }),

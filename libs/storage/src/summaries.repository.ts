@@ -1,7 +1,7 @@
 // Type only: storage does not load the book engine.
 import type { BookRecord, ChecksState } from '@booktape/book';
 import { VENUES, type Venue } from '@booktape/domain';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, foldBookRows, readBookRow, readWhole, rowBinaryRows, type BookRowSink, type RowBinaryReader, type Timed } from './book-rows.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, firstBatch, foldBookRows, readBookRow, readWhole, rowBinaryRows, type BookRowSink, type RowBinaryReader, type RowTime, type Timed } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { unchained } from './inline-params.ts';
 import { holdsImportsManySql, holdsImportsSql, supersedeImported } from './pmxt-import.ts';
@@ -686,14 +686,15 @@ export class SummariesRepository {
     // Every row carries the facts (the engine computes the scalar subqueries once): the
     // first row's are read, the others' skipped.
     const got: { facts: BookEventsFacts | null } = { facts: null };
+    const time: RowTime = { ms: Number.NaN };
     const { first, batches, close } = await firstBatch(rowBinaryRows(
       streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT }),
       (r) => {
         if (got.facts === null) got.facts = readFacts(r, factsOf);
         else skipFacts(r);
-        return readBookRow(key.venue, r, key.market, key.asset);
+        return readBookRow(key.venue, r, key.market, key.asset, time);
       },
-      bookRowMs,
+      () => time.ms,
     ));
     if (first.done === true || got.facts === null) {
       const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(factsAlone, params);
@@ -817,6 +818,7 @@ export class SummariesRepository {
     // Each decoded row's item, in order: the rows of the array yielded next are the first
     // ones not taken yet (the decoder runs ahead of its consumer by at most one array).
     const itemOf: number[] = [];
+    const time: RowTime = { ms: Number.NaN };
     const read = firstBatch(
       rowBinaryRows(
         streamQuery(this.ch, {
@@ -829,11 +831,11 @@ export class SummariesRepository {
         (r) => {
           const item = r.u32() - 1;
           const it = items[item]!;
-          const rec = readBookRow(venue, r, it.market, it.asset);
+          const rec = readBookRow(venue, r, it.market, it.asset, time);
           itemOf.push(item);
           return rec;
         },
-        bookRowMs,
+        () => time.ms,
       ),
     );
     const [factRows, opened] = await Promise.allSettled([factsQuery, read]);
