@@ -132,10 +132,12 @@ export class ColumnsAggregator implements ObservationSink {
     this.askSize = askSize;
     this.mid = mid;
     this.spread = spread;
-    // OHLCs as OhlcAccumulator.add keeps them (bucketing.ts), one series at a time.
+    // OHLCs as OhlcAccumulator.add keeps them (bucketing.ts), one series at a time; a value
+    // that is the close already (most events change a size, not the prices) changes nothing,
+    // since the close lies between the low and the high.
     if (bid !== null) {
       if (this.bO === null) this.bO = this.bH = this.bL = this.bC = bid;
-      else {
+      else if (bid !== this.bC) {
         this.bC = bid;
         if (bid !== this.bH && compareCanonical(bid, this.bH) > 0) this.bH = bid;
         if (bid !== this.bL && compareCanonical(bid, this.bL) < 0) this.bL = bid;
@@ -143,7 +145,7 @@ export class ColumnsAggregator implements ObservationSink {
     }
     if (ask !== null) {
       if (this.aO === null) this.aO = this.aH = this.aL = this.aC = ask;
-      else {
+      else if (ask !== this.aC) {
         this.aC = ask;
         if (ask !== this.aH && compareCanonical(ask, this.aH) > 0) this.aH = ask;
         if (ask !== this.aL && compareCanonical(ask, this.aL) < 0) this.aL = ask;
@@ -151,7 +153,7 @@ export class ColumnsAggregator implements ObservationSink {
     }
     if (mid !== null) {
       if (this.mO === null) this.mO = this.mH = this.mL = this.mC = mid;
-      else {
+      else if (mid !== this.mC) {
         this.mC = mid;
         if (mid !== this.mH && compareCanonical(mid, this.mH) > 0) this.mH = mid;
         if (mid !== this.mL && compareCanonical(mid, this.mL) < 0) this.mL = mid;
@@ -159,7 +161,7 @@ export class ColumnsAggregator implements ObservationSink {
     }
     if (spread !== null) {
       if (this.sO === null) this.sO = this.sH = this.sL = this.sC = spread;
-      else {
+      else if (spread !== this.sC) {
         this.sC = spread;
         if (spread !== this.sH && compareCanonical(spread, this.sH) > 0) this.sH = spread;
         if (spread !== this.sL && compareCanonical(spread, this.sL) < 0) this.sL = spread;
