@@ -11,6 +11,7 @@ import {
   readScratch,
   unitsText,
 } from './fixed-point.ts';
+import type { ObservationSink } from './compact-buckets.ts';
 import type { Observation } from './observation.ts';
 import { PriceLadder } from './price-ladder.ts';
 
@@ -219,10 +220,28 @@ abstract class LadderBook {
   }
 
   protected observe(ts: number): Observation {
+    this.mark(ts);
+    return this.top(ts);
+  }
+
+  /** `observe` without its object: the top now is handed to `sink` as its fields. */
+  protected observeTo(ts: number, sink: ObservationSink): void {
+    this.mark(ts);
+    if (!this.known) {
+      sink.observe(ts, null, null, null, null, null, null);
+      return;
+    }
+    const b = this.bids.best;
+    const c = this.comps.best;
+    if (b !== this.textBid || c !== this.textComp) this.topTexts(b, c);
+    sink.observe(ts, this.bidText, b >= 0 ? this.bids.sizes[b]! : null, this.askText, c >= 0 ? this.comps.sizes[c]! : null, this.midText, this.spreadText);
+  }
+
+  /** An observation at `ts`: the last one is the top then (lastObservation). */
+  private mark(ts: number): void {
     this.observed = true;
     this.lastTs = ts;
     if (this.frozen !== null) this.frozen = null;
-    return this.top(ts);
   }
 
   private top(ts: number): Observation {
@@ -393,6 +412,19 @@ export class ExchangeABook extends LadderBook {
    * the caller groups records by it, and the text is not read again.
    */
   apply(ev: ExchangeAEvent, onChange?: ChangeHook, ms?: number): Observation | null {
+    if (!this.applyEvent(ev, onChange)) return null;
+    return this.observe(ms ?? msFromText(ev.timestamp));
+  }
+
+  /** `apply`, its observation handed to `sink` as fields (AnyBook.applyTo); false where `apply` gives null. */
+  applyTo(ev: ExchangeAEvent, sink: ObservationSink, onChange?: ChangeHook, ms?: number): boolean {
+    if (!this.applyEvent(ev, onChange)) return false;
+    this.observeTo(ms ?? msFromText(ev.timestamp), sink);
+    return true;
+  }
+
+  /** Applies a book event (true: it is observed); any other event type is left alone (false). */
+  private applyEvent(ev: ExchangeAEvent, onChange: ChangeHook | undefined): boolean {
     const type = ev.event_type;
     if (type === 'price_change') {
       if (this.known && ev.changes !== undefined) {
@@ -400,15 +432,15 @@ export class ExchangeABook extends LadderBook {
         else this.changeWatched(ev.changes, onChange);
       }
     } else if (type === 'book') this.snapshot(ev.bids, ev.asks);
-    else return null;
-    return this.observe(ms ?? msFromText(ev.timestamp));
+    else return false;
+    return true;
   }
 
   /**
    * `apply` of a `price_change` record at `ms` whose changes are `entries`: the same book, the
-   * same observation, and `onClaim` called where `onChange` would be.
+   * same observation (handed to `sink` as its fields), and `onClaim` called where `onChange` would be.
    */
-  applyEntries(entries: ChangeEntries, onClaim: EntryClaimHook | undefined, ms: number): Observation {
+  applyEntries(entries: ChangeEntries, onClaim: EntryClaimHook | undefined, ms: number, sink: ObservationSink): void {
     if (this.known) {
       for (let k = 0; k < entries.count; k++) {
         const side = entries.side(k);
@@ -421,7 +453,7 @@ export class ExchangeABook extends LadderBook {
         if (onClaim !== undefined && entries.claims(k)) onClaim(k, this.bestBid(), this.bestAsk());
       }
     }
-    return this.observe(ms);
+    this.observeTo(ms, sink);
   }
 
   private snapshot(bids: PriceLevel[] | undefined, asks: PriceLevel[] | undefined): void {
@@ -507,22 +539,33 @@ export class ExchangeBBook extends LadderBook {
    * record (`ticker`, `trade`), which leave the book as it is.
    */
   apply(rec: ExchangeBRecord): Observation | null {
+    return this.applyRecord(rec) ? this.observe(rec.epoch_ms) : null;
+  }
+
+  /** `apply`, its observation handed to `sink` as fields (AnyBook.applyTo); false where `apply` gives null. */
+  applyTo(rec: ExchangeBRecord, sink: ObservationSink): boolean {
+    if (!this.applyRecord(rec)) return false;
+    this.observeTo(rec.epoch_ms, sink);
+    return true;
+  }
+
+  /** Applies a record; true for a book event (observed). */
+  private applyRecord(rec: ExchangeBRecord): boolean {
     switch (rec.type) {
       case 'snapshot':
         this.snapshot(rec.yes, rec.no);
-        break;
+        return true;
       case 'delta':
         if (this.known) this.delta(rec);
-        break;
+        return true;
       case 'gap':
         // A seq gap: the book is unknown until the next snapshot; not a book event.
         this.freezeLast();
         this.forget();
-        return null;
+        return false;
       default:
-        return null;
+        return false;
     }
-    return this.observe(rec.epoch_ms);
   }
 
   private snapshot(yes: [string, string][] | null | undefined, no: [string, string][] | null | undefined): void {

@@ -34,7 +34,8 @@ export interface BucketColumns {
 export const VALUES_PER_BUCKET = 22;
 const CANONICAL = /^-?(?:0|[1-9]\d*)(?:\.\d*[1-9])?$/;
 
-function numOf(text: string): number {
+/** A dictionary entry's double for comparisons (`BucketColumns.num`): NaN unless the text is a canonical decimal. */
+export function decimalNumber(text: string): number {
   return CANONICAL.test(text) && text !== '-0' ? Number(text) : NaN;
 }
 
@@ -141,7 +142,7 @@ export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
     }
   }
   const num = new Float64Array(dict.length);
-  for (let k = 0; k < dict.length; k++) num[k] = numOf(dict[k]!);
+  for (let k = 0; k < dict.length; k++) num[k] = decimalNumber(dict[k]!);
   return { n, ts: ts.subarray(0, n), count: count.subarray(0, n), v: v.subarray(0, n * VALUES_PER_BUCKET), dict, num };
 }
 

@@ -1,6 +1,7 @@
 import type { ExchangeAEvent, ExchangeBRecord, PriceChange } from '@booktape/domain';
 import type { ChangeEntries, ChangeHook, EntryClaimHook } from './book-engine.ts';
 import { canonicalSize, compareCanonical, msFromText } from './fixed-point.ts';
+import type { ObservationSink } from './compact-buckets.ts';
 import type { Observation } from './observation.ts';
 import type { AnyBook, BookRecord, BookVenue } from './rollup.ts';
 
@@ -120,6 +121,32 @@ function holds(claim: string | undefined, rebuilt: string): boolean {
 
 const claimText = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
+/** Hands observations on to `to`, keeping the time, best bid and best ask of the last one (`seen` counts them). */
+class LastTop implements ObservationSink {
+  to: ObservationSink = NO_SINK;
+  seen = 0;
+  ts = Number.NaN;
+  bid: string | null = null;
+  ask: string | null = null;
+
+  observe(ts: number, bid: string | null, bidSize: string | null, ask: string | null, askSize: string | null, mid: string | null, spread: string | null): void {
+    this.seen++;
+    this.ts = ts;
+    this.bid = bid;
+    this.ask = ask;
+    this.to.observe(ts, bid, bidSize, ask, askSize, mid, spread);
+  }
+}
+
+const NO_SINK: ObservationSink = { observe: () => undefined };
+
+/** A sink that makes each observation the object `AnyBook.apply` would return, for `push`. */
+function objectSink(push: (o: Observation) => void): ObservationSink {
+  return {
+    observe: (ts, best_bid, best_bid_size, best_ask, best_ask_size, mid_price, spread) => push({ ts, best_bid, best_bid_size, best_ask, best_ask_size, mid_price, spread }),
+  };
+}
+
 export class BookChecker {
   private pending: PendingClaim[] = [];
   private alerts: CheckAlert[] = [];
@@ -130,8 +157,10 @@ export class BookChecker {
   // The time of the record being applied where known as a number (NaN: read `curTime`).
   private curMs = Number.NaN;
   private curEntries: ChangeEntries | null = null;
-  // The last observation of the millisecond being applied (applyRecord, applyEntries).
-  private lastInMs: Observation | null = null;
+  // The last observation (passed through it on its way to the caller's sink) and how many
+  // there were when the millisecond being applied started (applyRecord, applyEntries).
+  private readonly last = new LastTop();
+  private seenBeforeMs = 0;
   private readonly onChange: ChangeHook;
   private readonly onEntryClaim: EntryClaimHook;
   private readonly kind: VenueChecks;
@@ -180,12 +209,13 @@ export class BookChecker {
 
   /**
    * Applies the records of ONE millisecond of one asset, in serving order, to `book`,
-   * pushing each observation to `push`, and runs every check. `ms`, when given, is that
-   * millisecond as the book reads each record's time (rollup.ts `AnyBook.apply`): the
-   * records' texts are not read again.
+   * handing each observation to `push` (as an object, or its fields to a sink), and runs
+   * every check. `ms`, when given, is that millisecond as the book reads each record's time
+   * (rollup.ts `AnyBook.apply`): the records' texts are not read again.
    */
-  applyMillisecond(book: AnyBook, records: BookRecord[], push: (o: Observation) => void, ms?: number): void {
-    for (let k = 0; k < records.length; k++) this.applyRecord(book, records[k]!, push, ms);
+  applyMillisecond(book: AnyBook, records: BookRecord[], push: ((o: Observation) => void) | ObservationSink, ms?: number): void {
+    const sink = typeof push === 'function' ? objectSink(push) : push;
+    for (let k = 0; k < records.length; k++) this.applyRecord(book, records[k]!, sink, ms);
     this.endMillisecond(book);
   }
 
@@ -193,7 +223,7 @@ export class BookChecker {
    * `applyMillisecond` one record at a time, for a caller that does not gather a millisecond's
    * records first: every record of the millisecond, then `endMillisecond` before the next one.
    */
-  applyRecord(book: AnyBook, r: BookRecord, push: (o: Observation) => void, ms?: number): void {
+  applyRecord(book: AnyBook, r: BookRecord, sink: ObservationSink, ms?: number): void {
     const checks = this.checks;
     const g = this.kind.sequenceGap(r);
     if (g !== null) {
@@ -211,53 +241,54 @@ export class BookChecker {
     }
     const wasKnown = book.isKnown();
     const anomalies = book.anomalies;
-    let o: Observation | null;
+    const last = this.last;
+    last.to = sink;
     const ev = this.kind.claimsTops(r);
     if (ev !== null) {
       this.curTime = ev.timestamp;
       this.curMs = Number.NaN;
       this.curHash = ev.hash;
       this.entryClaims = false;
-      o = book.apply(ev, this.onChange, ms);
-      if (o !== null && !this.entryClaims && book.isKnown()) this.recordClaim(ev, o);
-    } else o = book.apply(r, undefined, ms);
-    if (o === null) return;
-    this.observed(book, o, push, wasKnown, anomalies, r);
+      if (!book.applyTo(ev, last, this.onChange, ms)) return;
+      if (!this.entryClaims && book.isKnown()) this.recordClaim(ev, last);
+    } else if (!book.applyTo(r, last, undefined, ms)) return;
+    this.observed(book, wasKnown, anomalies, r);
   }
 
   /**
    * `applyRecord` of an exchange A `price_change` at `ms` whose changes are `entries` (read
    * from stored columns: ChangeEntries), with no record behind it.
    */
-  applyEntries(book: AnyBook, entries: ChangeEntries, push: (o: Observation) => void, ms: number): void {
+  applyEntries(book: AnyBook, entries: ChangeEntries, sink: ObservationSink, ms: number): void {
     if (book.applyEntries === undefined) throw new TypeError('applyEntries: not an exchange A book');
     const wasKnown = book.isKnown();
     const anomalies = book.anomalies;
     this.curMs = ms;
     this.curEntries = entries;
     this.entryClaims = false;
-    const o = book.applyEntries(entries, this.onEntryClaim, ms);
+    this.last.to = sink;
+    book.applyEntries(entries, this.onEntryClaim, ms, this.last);
     this.curEntries = null;
     // A record read from columns has no `extra`: no record-level claim to check.
-    if (o === null) return;
-    this.observed(book, o, push, wasKnown, anomalies, null);
+    this.observed(book, wasKnown, anomalies, null);
   }
 
   /** After the records of one millisecond (applyRecord, applyEntries): settles its claims and tests its top. */
   endMillisecond(book: AnyBook): void {
-    const last = this.lastInMs;
-    this.lastInMs = null;
-    this.endOfMillisecond(book, last);
+    const last = this.last;
+    const any = last.seen !== this.seenBeforeMs;
+    this.seenBeforeMs = last.seen;
+    this.endOfMillisecond(book, any ? last : null);
   }
 
-  private observed(book: AnyBook, o: Observation, push: (o: Observation) => void, wasKnown: boolean, anomalies: number, r: BookRecord | null): void {
-    push(o);
+  /** After an observation (`last`): counted, and the unknown spell opened or closed at its time. */
+  private observed(book: AnyBook, wasKnown: boolean, anomalies: number, r: BookRecord | null): void {
     this.checks.book_events++;
-    this.lastInMs = o;
+    const ts = this.last.ts;
     if (book.isKnown()) {
-      if (this.open !== null) this.closeSpell(o.ts);
+      if (this.open !== null) this.closeSpell(ts);
     } else if (this.open === null) {
-      this.open = { kind: 'unknown_book', start_ms: o.ts, detail: this.unknownReason(book, r, wasKnown, anomalies) };
+      this.open = { kind: 'unknown_book', start_ms: ts, detail: this.unknownReason(book, r, wasKnown, anomalies) };
     }
   }
 
@@ -307,13 +338,13 @@ export class BookChecker {
   }
 
   /** The pre-entry-claims fallback: the record's own best_bid / best_ask, after all its changes. */
-  private recordClaim(ev: ExchangeAEvent, o: Observation): void {
+  private recordClaim(ev: ExchangeAEvent, o: LastTop): void {
     const extra = ev.extra;
     if (extra === undefined) return;
     const bid = claimText(extra['best_bid']);
     const ask = claimText(extra['best_ask']);
     if (bid === undefined && ask === undefined) return;
-    this.claim(bid, ask, o.best_bid ?? '0', o.best_ask ?? '1', ev.hash);
+    this.claim(bid, ask, o.bid ?? '0', o.ask ?? '1', ev.hash);
   }
 
   private claim(bid: string | undefined, ask: string | undefined, afterBid: string, afterAsk: string, hash: string): void {
@@ -330,12 +361,12 @@ export class BookChecker {
     this.pending.push({ ts: this.curMs === this.curMs ? this.curMs : msFromText(this.curTime), bid, ask, afterBid, afterAsk, hash });
   }
 
-  private endOfMillisecond(book: AnyBook, last: Observation | null): void {
+  private endOfMillisecond(book: AnyBook, last: LastTop | null): void {
     const checks = this.checks;
     const known = book.isKnown();
     if (this.pending.length > 0) {
-      const endBid = known && last !== null ? (last.best_bid ?? '0') : null;
-      const endAsk = known && last !== null ? (last.best_ask ?? '1') : null;
+      const endBid = known && last !== null ? (last.bid ?? '0') : null;
+      const endAsk = known && last !== null ? (last.ask ?? '1') : null;
       for (const p of this.pending) {
         if (endBid !== null && endAsk !== null && holds(p.bid, endBid) && holds(p.ask, endAsk)) continue;
         const end = endBid === null ? 'unknown' : `bid ${endBid} ask ${endAsk}`;
@@ -352,10 +383,10 @@ export class BookChecker {
       }
       this.pending.length = 0;
     }
-    if (last !== null && known && last.best_bid !== null && last.best_ask !== null && this.crossed(last.best_bid, last.best_ask)) {
+    if (last !== null && known && last.bid !== null && last.ask !== null && this.crossed(last.bid, last.ask)) {
       checks.crossed_observations++;
       if (checks.first_crossed_ms === null) checks.first_crossed_ms = last.ts;
-      this.alert({ kind: 'crossed', ts: last.ts, detail: `best bid ${last.best_bid} >= best ask ${last.best_ask}` });
+      this.alert({ kind: 'crossed', ts: last.ts, detail: `best bid ${last.bid} >= best ask ${last.ask}` });
     }
   }
 

@@ -7,3 +7,4 @@ export * from './bucket-columns.ts';
 export * from './bucket-bytes.ts';
 export * from './rollup.ts';
 export * from './checks.ts';
+export * from './compact-buckets.ts';

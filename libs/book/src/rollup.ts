@@ -1,7 +1,10 @@
 import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
 import { ExchangeABook, ExchangeBBook, type ChangeEntries, type ChangeHook, type EntryClaimHook } from './book-engine.ts';
+import type { BucketColumns } from './bucket-columns.ts';
 import { aggregateObservations, mergeBuckets, type ExactBucket } from './bucketing.ts';
+import { hourRanges, mergeToColumns } from './compact-buckets.ts';
 import type { Observation } from './observation.ts';
+import type { ObservationSink } from './compact-buckets.ts';
 
 /**
  * What the rollup worker stores and the API reads back (docs/rules/summaries.md, rule 10): observed
@@ -48,6 +51,23 @@ export function ladderFromBase(base: ExactBucket[]): Map<number, ExactBucket[]> 
   return out;
 }
 
+/** `ladderFromBase` on columns (compact-buckets.ts): every level shares the base's dictionary. */
+export function ladderColumns(base: BucketColumns): Map<number, BucketColumns> {
+  const out = new Map<number, BucketColumns>([[1, base]]);
+  for (const level of LADDER) {
+    if (level === 1) continue;
+    let from = 1;
+    for (const l of LADDER) if (l < level && level % l === 0) from = l;
+    out.set(level, mergeToColumns(out.get(from)!, from, level));
+  }
+  return out;
+}
+
+/** `byHour` on columns: each UTC hour's start and its buckets' index range, hours ascending. */
+export function columnsByHour(c: BucketColumns): Array<{ hour: number; from: number; to: number }> {
+  return hourRanges(c, HOUR_MS);
+}
+
 /** Buckets grouped by the UTC hour their start lies in, hours ascending. */
 export function byHour(buckets: readonly ExactBucket[]): Map<number, ExactBucket[]> {
   const out = new Map<number, ExactBucket[]>();
@@ -72,7 +92,12 @@ export interface AnyBook {
    */
   apply(r: BookRecord, onChange?: ChangeHook, ms?: number): Observation | null;
   /** Exchange A only (ExchangeABook.applyEntries): a price_change read from columns. */
-  applyEntries?(entries: ChangeEntries, onClaim: EntryClaimHook | undefined, ms: number): Observation | null;
+  applyEntries?(entries: ChangeEntries, onClaim: EntryClaimHook | undefined, ms: number, sink: ObservationSink): void;
+  /**
+   * `apply`, the observation handed to `sink` as its fields instead of made an object; false
+   * where `apply` returns null (nothing is handed on).
+   */
+  applyTo(r: BookRecord, sink: ObservationSink, onChange?: ChangeHook, ms?: number): boolean;
   lastObservation(): Observation | null;
   /** Whether the book is known now (a snapshot since the last unknown-making event). */
   isKnown(): boolean;

@@ -325,7 +325,7 @@ function eventType(r: RowBinaryReader): string {
  * the record's own fields, not the venue's extras (no book reads them). `market` and
  * `asset` are the ones the read was for.
  */
-export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: string): ExchangeAEvent {
+export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: string, time?: RowTime): ExchangeAEvent {
   const ms = r.i64();
   const type = eventType(r);
   const hashAt = r.pos;
@@ -337,11 +337,11 @@ export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: 
     skipLevels(r);
     skipChanges(r);
     // The record's own `timestamp` text decides its time: read it from the record.
-    lastRowMs = Number.NaN;
+    if (time !== undefined) time.ms = Number.NaN;
     return JSON.parse(residue) as ExchangeAEvent;
   }
   // `timestamp` is String(ms) of a safe integer, which msFromText reads back as ms exactly.
-  lastRowMs = ms;
+  if (time !== undefined) time.ms = ms;
   // Each record is made in one literal of its final shape: a field added afterwards would
   // give a million records a second allocation each (their out-of-object properties).
   const timestamp = msText(ms);
@@ -494,7 +494,7 @@ function skipChanges(r: RowBinaryReader): void {
 }
 
 /** One exchange B row (BOOK_ROW_COLUMNS) as the record the book engine and the checks read. */
-export function readExchangeBBookRow(r: RowBinaryReader, ticker: string): ExchangeBRecord {
+export function readExchangeBBookRow(r: RowBinaryReader, ticker: string, time?: RowTime): ExchangeBRecord {
   const ms = r.i64();
   const type = r.string() as ExchangeBRecord['type'];
   const residue = r.string();
@@ -512,10 +512,10 @@ export function readExchangeBBookRow(r: RowBinaryReader, ticker: string): Exchan
   const dms = r.u8();
   r.need(0);
   if (residue !== '') {
-    lastRowMs = Number.NaN;
+    if (time !== undefined) time.ms = Number.NaN;
     return JSON.parse(residue) as ExchangeBRecord;
   }
-  lastRowMs = ms;
+  if (time !== undefined) time.ms = ms;
   const rec: ExchangeBRecord = { type, ticker, timestamp: new Date(ms).toISOString(), epoch_ms: ms, sid, seq };
   if (type === 'snapshot') {
     rec.yes = yesNull === 1 ? null : yes;
@@ -543,6 +543,8 @@ function i64At(b: Buffer, p: number): number {
  */
 class ColumnEntries implements ChangeEntries {
   count = 0;
+  /** The row's event time, ms. */
+  ms = 0;
   buf: Buffer = Buffer.alloc(0);
   pAt = 0;
   psAt = 0;
@@ -596,7 +598,7 @@ class ColumnEntries implements ChangeEntries {
 
 /**
  * Reads an exchange A row (BOOK_ROW_COLUMNS) into `e` when it is a price_change stored whole
- * in its typed columns (no residue), with its time in `lastRowMs`; false (the reader's
+ * in its typed columns (no residue), with its time in `e.ms`; false (the reader's
  * position then means nothing) for any other row, which is read as a record instead.
  * Throws as `readExchangeABookRow` does on a malformed row, and UNDERFLOW past the bytes.
  */
@@ -648,7 +650,7 @@ function readChangeRow(r: RowBinaryReader, e: ColumnEntries): boolean {
   r.need(0);
   e.buf = r.buf;
   e.count = n;
-  lastRowMs = ms;
+  e.ms = ms;
   return true;
 }
 
@@ -672,6 +674,7 @@ export interface BookRowSink {
 export async function foldBookRows(chunks: AsyncIterable<Buffer | Uint8Array>, venue: Venue, market: string, asset: string, lead: (r: RowBinaryReader) => void, sink: BookRowSink): Promise<void> {
   const r = new RowBinaryReader();
   const e = new ColumnEntries();
+  const time: RowTime = { ms: Number.NaN };
   const inPlace = READ_IN_PLACE[venue];
   let tail: Buffer | null = null;
   for await (const c of chunks) {
@@ -687,7 +690,7 @@ export async function foldBookRows(chunks: AsyncIterable<Buffer | Uint8Array>, v
         const at = r.pos;
         if (inPlace === null || !inPlace(r, e)) {
           r.pos = at;
-          rec = readBookRow(venue, r, market, asset);
+          rec = readBookRow(venue, r, market, asset, time);
         }
       } catch (err) {
         if (err !== UNDERFLOW) throw err;
@@ -695,8 +698,8 @@ export async function foldBookRows(chunks: AsyncIterable<Buffer | Uint8Array>, v
         break;
       }
       // Outside the try: what the sink throws is its own.
-      if (rec === null) sink.changes(lastRowMs, e);
-      else sink.record(rec, lastRowMs);
+      if (rec === null) sink.changes(e.ms, e);
+      else sink.record(rec, time.ms);
     }
   }
   if (tail !== null) throw new Error(`RowBinary stream ends inside a row (${tail.length} bytes left)`);
@@ -715,13 +718,15 @@ export function readWhole<T>(bytes: Buffer, read: (r: RowBinaryReader) => T): T 
 }
 
 /**
- * The event time (ms) of the book row decoded last, as the book engine would read it from
- * its record, or NaN when the record must be asked (read from its residue). For
- * `rowBinaryRows`' `timeOf`: the rollup groups and applies records by this number instead of
- * making it again from each record's `timestamp` text.
+ * Where a book row reader (`readBookRow`) leaves the row's event time (ms), as the book
+ * engine would read it from its record, or NaN when the record must be asked (read from its
+ * residue). A caller keeps one and reads it after each row, e.g. as `rowBinaryRows`'
+ * `timeOf`: the rollup groups and applies records by this number instead of making it again
+ * from each record's `timestamp` text.
  */
-let lastRowMs = Number.NaN;
-export const bookRowMs = (): number => lastRowMs;
+export interface RowTime {
+  ms: number;
+}
 
 /**
  * Each venue's reader of a row into its entries in place (`foldBookRows`), false when the row
@@ -733,14 +738,14 @@ const READ_IN_PLACE: { readonly [V in Venue]: ((r: RowBinaryReader, e: ColumnEnt
 };
 
 /** A book row of `venue` (BOOK_ROW_COLUMNS) as its book record. */
-export function readBookRow(venue: Venue, r: RowBinaryReader, market: string, asset: string): BookRecord {
-  return READ_BOOK_ROW[venue](r, market, asset);
+export function readBookRow(venue: Venue, r: RowBinaryReader, market: string, asset: string, time?: RowTime): BookRecord {
+  return READ_BOOK_ROW[venue](r, market, asset, time);
 }
 
 /** Each venue's book-row decoder (the twin of BOOK_ROW_COLUMNS), keyed by venue. */
-const READ_BOOK_ROW: { readonly [V in Venue]: (r: RowBinaryReader, market: string, asset: string) => BookRecord } = {
+const READ_BOOK_ROW: { readonly [V in Venue]: (r: RowBinaryReader, market: string, asset: string, time?: RowTime) => BookRecord } = {
   'exchange-a': readExchangeABookRow,
-  'exchange-b': (r, ticker) => readExchangeBBookRow(r, ticker),
+  'exchange-b': (r, ticker, _asset, time) => readExchangeBBookRow(r, ticker, time),
 };
 
 /** The book records of a RowBinary stream of book rows, a few hundred per array (rowBinaryRows). */

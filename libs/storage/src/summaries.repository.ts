@@ -1,7 +1,7 @@
 // Type only: storage does not load the book engine.
 import type { BookRecord, ChecksState } from '@booktape/book';
 import { VENUES, type Venue } from '@booktape/domain';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowMs, firstBatch, foldBookRows, readBookRow, readWhole, rowBinaryRows, type BookRowSink, type RowBinaryReader, type Timed } from './book-rows.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, firstBatch, foldBookRows, readBookRow, readWhole, rowBinaryRows, type BookRowSink, type RowBinaryReader, type RowTime, type Timed } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { unchained } from './inline-params.ts';
 import { holdsImportsManySql, holdsImportsSql, supersedeImported } from './pmxt-import.ts';
@@ -217,6 +217,49 @@ function countBeforeSql(table: string, where: string): string {
 const KEY_COLUMNS = [['venue', 'String'], ['market', 'String'], ['asset', 'String'], ['event_date', 'Date']] as const;
 const CHUNK_COLUMNS = [...KEY_COLUMNS, ['resolution', 'UInt16'], ['hour', "DateTime('UTC')"], ['version', 'UInt64'], ['engine_version', 'UInt16'], ['bucket_count', 'UInt32'], ['buckets', 'String']] as const;
 const CHECKPOINT_COLUMNS = [...KEY_COLUMNS, ['events', 'UInt64'], ['at', "DateTime64(3, 'UTC')"], ['base_version', 'UInt64'], ['version', 'UInt64'], ['engine_version', 'UInt16'], ['state', 'String']] as const;
+
+/**
+ * How the rows of one summary table are written (`insertSummaryRows`): the text whose size
+ * picks the format, and each row's columns after the key and date (KEY_COLUMNS) as a JSON
+ * row's fields and as RowBinary, in `columns` order.
+ */
+interface SummaryRows<T> {
+  name: string;
+  columns: ReadonlyArray<readonly [string, string]>;
+  text(c: T): string;
+  json(c: T): Record<string, unknown>;
+  binary(w: RowBinaryWriter, c: T): void;
+}
+
+const CHECKPOINT_ROWS: SummaryRows<BookCheckpoint> = {
+  name: 'book_checkpoints',
+  columns: CHECKPOINT_COLUMNS,
+  text: (c) => c.state,
+  json: (c) => ({ events: c.events, at: c.at, base_version: c.baseVersion, version: c.version, engine_version: c.engineVersion, state: c.state }),
+  binary: (w, c) => {
+    w.i64(c.events);
+    w.i64(c.at);
+    w.i64(c.baseVersion);
+    w.i64(c.version);
+    w.u16(c.engineVersion);
+    w.string(c.state);
+  },
+};
+
+const CHUNK_ROWS: SummaryRows<SummaryChunk> = {
+  name: 'summary_chunks',
+  columns: CHUNK_COLUMNS,
+  text: (c) => c.buckets,
+  json: (c) => ({ resolution: c.resolution, hour: Math.floor(c.hour / 1000), version: c.version, engine_version: c.engineVersion, bucket_count: c.bucketCount, buckets: c.buckets }),
+  binary: (w, c) => {
+    w.u16(c.resolution);
+    w.u32(Math.floor(c.hour / 1000));
+    w.i64(c.version);
+    w.u16(c.engineVersion);
+    w.u32(c.bucketCount);
+    w.string(c.buckets);
+  },
+};
 
 /** A row's leading columns (KEY_COLUMNS): the asset and its date (`YYYY-MM-DD`, as Date: days since 1970). */
 function writeKey(w: RowBinaryWriter, key: SummaryKey, date: string): void {
@@ -529,57 +572,29 @@ export class SummariesRepository {
   // worker's run on a live day: a few chunks and checkpoints) goes as JSON rows: the
   // embedded engine's RowBinary insert is a file written, read and removed, which cost a
   // live run more than the JSON (writes p50 188 → 320 ms in the lag benchmark).
-  private async insertCheckpoints(rows: ReadonlyArray<{ key: SummaryKey; c: BookCheckpoint }>): Promise<void> {
+  private async insertSummaryRows<T extends { date: string }>(table: SummaryRows<T>, rows: ReadonlyArray<{ key: SummaryKey; c: T }>): Promise<void> {
     if (rows.length === 0) return;
     let text = 0;
-    for (const { c } of rows) text += c.state.length;
+    for (const { c } of rows) text += table.text(c).length;
     if (text < this.rowBinaryFromChars) {
-      const values = rows.map(({ key, c }) => ({ ...keyParams(key), event_date: c.date, events: c.events, at: c.at, base_version: c.baseVersion, version: c.version, engine_version: c.engineVersion, state: c.state }));
-      await this.ch.client.insert({ table: this.ch.table('book_checkpoints'), format: 'JSONEachRow', values });
+      const values = rows.map(({ key, c }) => ({ ...keyParams(key), event_date: c.date, ...table.json(c) }));
+      await this.ch.client.insert({ table: this.ch.table(table.name), format: 'JSONEachRow', values });
       return;
     }
     const w = new RowBinaryWriter(rowBytes(rows.length, text));
     for (const { key, c } of rows) {
       writeKey(w, key, c.date);
-      w.i64(c.events);
-      w.i64(c.at);
-      w.i64(c.baseVersion);
-      w.i64(c.version);
-      w.u16(c.engineVersion);
-      w.string(c.state);
+      table.binary(w, c);
     }
-    await this.insertRows('book_checkpoints', CHECKPOINT_COLUMNS, w.bytes());
+    await this.insertRows(table.name, table.columns, w.bytes());
   }
 
-  private async insertChunks(rows: ReadonlyArray<{ key: SummaryKey; c: SummaryChunk }>): Promise<void> {
-    if (rows.length === 0) return;
-    let text = 0;
-    for (const { c } of rows) text += c.buckets.length;
-    if (text < this.rowBinaryFromChars) {
-      const values = rows.map(({ key, c }) => ({
-        ...keyParams(key),
-        event_date: c.date,
-        resolution: c.resolution,
-        hour: Math.floor(c.hour / 1000),
-        version: c.version,
-        engine_version: c.engineVersion,
-        bucket_count: c.bucketCount,
-        buckets: c.buckets,
-      }));
-      await this.ch.client.insert({ table: this.ch.table('summary_chunks'), format: 'JSONEachRow', values });
-      return;
-    }
-    const w = new RowBinaryWriter(rowBytes(rows.length, text));
-    for (const { key, c } of rows) {
-      writeKey(w, key, c.date);
-      w.u16(c.resolution);
-      w.u32(Math.floor(c.hour / 1000));
-      w.i64(c.version);
-      w.u16(c.engineVersion);
-      w.u32(c.bucketCount);
-      w.string(c.buckets);
-    }
-    await this.insertRows('summary_chunks', CHUNK_COLUMNS, w.bytes());
+  private insertCheckpoints(rows: ReadonlyArray<{ key: SummaryKey; c: BookCheckpoint }>): Promise<void> {
+    return this.insertSummaryRows(CHECKPOINT_ROWS, rows);
+  }
+
+  private insertChunks(rows: ReadonlyArray<{ key: SummaryKey; c: SummaryChunk }>): Promise<void> {
+    return this.insertSummaryRows(CHUNK_ROWS, rows);
   }
 
   private async insertRows(table: string, columns: ReadonlyArray<readonly [string, string]>, body: Buffer): Promise<void> {
@@ -671,14 +686,15 @@ export class SummariesRepository {
     // Every row carries the facts (the engine computes the scalar subqueries once): the
     // first row's are read, the others' skipped.
     const got: { facts: BookEventsFacts | null } = { facts: null };
+    const time: RowTime = { ms: Number.NaN };
     const { first, batches, close } = await firstBatch(rowBinaryRows(
       streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT }),
       (r) => {
         if (got.facts === null) got.facts = readFacts(r, factsOf);
         else skipFacts(r);
-        return readBookRow(key.venue, r, key.market, key.asset);
+        return readBookRow(key.venue, r, key.market, key.asset, time);
       },
-      bookRowMs,
+      () => time.ms,
     ));
     if (first.done === true || got.facts === null) {
       const [r] = await this.rows<{ counted: string | number; next: string; imports: number }>(factsAlone, params);
@@ -802,6 +818,7 @@ export class SummariesRepository {
     // Each decoded row's item, in order: the rows of the array yielded next are the first
     // ones not taken yet (the decoder runs ahead of its consumer by at most one array).
     const itemOf: number[] = [];
+    const time: RowTime = { ms: Number.NaN };
     const read = firstBatch(
       rowBinaryRows(
         streamQuery(this.ch, {
@@ -814,11 +831,11 @@ export class SummariesRepository {
         (r) => {
           const item = r.u32() - 1;
           const it = items[item]!;
-          const rec = readBookRow(venue, r, it.market, it.asset);
+          const rec = readBookRow(venue, r, it.market, it.asset, time);
           itemOf.push(item);
           return rec;
         },
-        bookRowMs,
+        () => time.ms,
       ),
     );
     const [factRows, opened] = await Promise.allSettled([factsQuery, read]);

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, RawEventsRepository, SERVED_RECORD_SQL, bookRowMs, exchangeAPayload, exchangeBPayload, migrate, readBookRow, rowBinaryRows, streamQuery } from './index.ts';
+import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, RawEventsRepository, SERVED_RECORD_SQL, exchangeAPayload, exchangeBPayload, migrate, readBookRow, rowBinaryRows, streamQuery, type RowTime } from './index.ts';
 import { msFromText, type BookRecord } from '@booktape/book';
 import { exchangeAMessage, exchangeAMessages, exchangeBMessage, exchangeBMessages } from './venue-shapes.test-support.ts';
 
@@ -91,14 +91,15 @@ describe('typed raw tables', () => {
       } as const;
       const read = async (chunks: AsyncIterable<Buffer>) => {
         const rows = new Map<string, { residue: string; rec: BookRecord; ms: number }>();
+        const time: RowTime = { ms: Number.NaN };
         const decoded = rowBinaryRows(chunks, (r) => {
           const id = r.string();
           const residue = r.string();
           const m = byId.get(id)!;
           const market = m.venue === 'exchange-a' ? m.event.market : m.record.ticker;
           const asset = m.venue === 'exchange-a' ? m.event.asset_id : '';
-          return { id, residue, rec: readBookRow(venue, r, market, asset) };
-        }, bookRowMs);
+          return { id, residue, rec: readBookRow(venue, r, market, asset, time) };
+        }, () => time.ms);
         for await (const batch of decoded) batch.forEach((x, i) => rows.set(x.id, { ...x, ms: batch.ms![i]! }));
         return rows;
       };

@@ -1,25 +1,28 @@
 import { createHash } from 'node:crypto';
 import {
   BookChecker,
+  ColumnsAggregator,
   DAY_MS,
   ENGINE_VERSION,
   HOUR_MS,
   LADDER,
   appendBuckets,
-  byHour,
+  bucketsOfColumns,
+  columnsByHour,
   decodeBuckets,
   encodeBuckets,
-  ladderFromBase,
+  encodeColumns,
+  ladderColumns,
   type BookRecord,
+  type BucketColumns,
   type ChangeEntries,
   type CheckAlert,
   type ChecksState,
-  type ExactBucket,
 } from '@booktape/book';
 import type { Logger } from '@booktape/config';
 import { type BookCheckpoint, type BookEventsFacts, type BookRowSink, type SummariesRepository, type SummaryChunk, type SummaryDay, type SummaryKey } from '@booktape/storage';
 import { eventTs, isBookRecord } from './book-at.ts';
-import { BookFold, bookFromState, dayStartMs } from './fold.ts';
+import { bookFromState, dayStartMs } from './fold.ts';
 
 export interface RollerOptions {
   /** A day counts as closed (covered to its end) this long after its last millisecond. */
@@ -415,7 +418,7 @@ export class Roller {
   private async output(run: DayRun): Promise<RunOutput | { result: DayResult }> {
     const p = run.plan;
     const { key, date, prev, full, memo } = p;
-    const { coveredUntil, book, fold, checker, checkpoints, applied } = run.finish(this.log);
+    const { coveredUntil, book, buckets, checker, checkpoints, applied } = run.finish(this.log);
     const { nextDataDate } = run;
     const alerts = checker.drainAlerts();
     if (!full && applied === 0 && coveredUntil === prev!.coveredUntil && p.closed === prev!.complete) {
@@ -423,7 +426,7 @@ export class Roller {
     }
 
     const version = this.nextVersion(prev?.version ?? 0);
-    const ladder = ladderFromBase(fold.finish());
+    const ladder = ladderColumns(buckets.finish());
     const nextBoundary = Math.floor(coveredUntil / HOUR_MS) * HOUR_MS;
     const { chunks, boundary } = full ? this.chunksOf(ladder, date, version, nextBoundary) : await this.appendChunks(key, prev!, memo, ladder, date, version, nextBoundary);
     const state = JSON.stringify(book.toState());
@@ -490,12 +493,13 @@ export class Roller {
    * Every chunk of a full build, and the ones of the hour holding `covered_until` (the
    * boundary an incremental run continues): a full build retires every older chunk.
    */
-  private chunksOf(ladder: Map<number, ExactBucket[]>, date: string, version: number, nextBoundary: number): { chunks: SummaryChunk[]; boundary: Map<number, SummaryChunk> } {
+  private chunksOf(ladder: Map<number, BucketColumns>, date: string, version: number, nextBoundary: number): { chunks: SummaryChunk[]; boundary: Map<number, SummaryChunk> } {
     const out: SummaryChunk[] = [];
     const boundary = new Map<number, SummaryChunk>();
     for (const level of LADDER) {
-      for (const [hour, buckets] of byHour(ladder.get(level)!)) {
-        const chunk = { date, resolution: level, hour, version, engineVersion: ENGINE_VERSION, bucketCount: buckets.length, buckets: encodeBuckets(buckets) };
+      const columns = ladder.get(level)!;
+      for (const { hour, from, to } of columnsByHour(columns)) {
+        const chunk = { date, resolution: level, hour, version, engineVersion: ENGINE_VERSION, bucketCount: to - from, buckets: encodeColumns(columns, from, to) };
         out.push(chunk);
         if (hour === nextBoundary) boundary.set(level, chunk);
       }
@@ -514,26 +518,35 @@ export class Roller {
     key: SummaryKey,
     prev: SummaryDay,
     memo: Memo | null,
-    ladder: Map<number, ExactBucket[]>,
+    ladder: Map<number, BucketColumns>,
     date: string,
     version: number,
     nextBoundary: number,
   ): Promise<{ chunks: SummaryChunk[]; boundary: Map<number, SummaryChunk> | null }> {
     const boundary = Math.floor(prev.coveredUntil / HOUR_MS) * HOUR_MS;
     const out: SummaryChunk[] = [];
-    const touchesBoundary = ladder.get(1)!.some((b) => b.timestamp < boundary + HOUR_MS);
+    const base = ladder.get(1)!;
+    const touchesBoundary = base.n > 0 && base.ts[0]! < boundary + HOUR_MS;
     let storedHour: Map<number, SummaryChunk> | null = null;
     if (memo?.boundary?.hour === boundary) storedHour = memo.boundary.chunks;
     else if (touchesBoundary) storedHour = await this.repo.hourChunks(key, date, prev.baseVersion, boundary);
     // The next run's boundary hour: this one's (its stored chunks, some rewritten) or a later one (only new chunks).
     const next = nextBoundary === boundary ? (storedHour === null ? null : new Map(storedHour)) : new Map<number, SummaryChunk>();
     for (const level of LADDER) {
-      const fresh = byHour(ladder.get(level)!);
-      const head = fresh.get(boundary);
+      const columns = ladder.get(level)!;
       const stored = storedHour?.get(level);
-      if (head !== undefined && stored !== undefined) fresh.set(boundary, appendBuckets(decodeBuckets(stored.buckets), head));
-      for (const [hour, buckets] of fresh) {
-        const chunk = { date, resolution: level, hour, version, engineVersion: ENGINE_VERSION, bucketCount: buckets.length, buckets: encodeBuckets(buckets) };
+      for (const { hour, from, to } of columnsByHour(columns)) {
+        // The stored head of the boundary hour continued by the new buckets (as objects: one hour at most).
+        const merged = hour === boundary && stored !== undefined ? appendBuckets(decodeBuckets(stored.buckets), bucketsOfColumns(columns, from, to)) : null;
+        const chunk = {
+          date,
+          resolution: level,
+          hour,
+          version,
+          engineVersion: ENGINE_VERSION,
+          bucketCount: merged === null ? to - from : merged.length,
+          buckets: merged === null ? encodeColumns(columns, from, to) : encodeBuckets(merged),
+        };
         out.push(chunk);
         if (hour === nextBoundary) next?.set(level, chunk);
       }
@@ -589,7 +602,8 @@ interface RunOutput {
 class DayRun implements BookRowSink {
   readonly book: ReturnType<typeof bookFromState>;
   readonly checker: BookChecker;
-  readonly fold: BookFold;
+  /** The observed 1 s buckets (the ladder's base). */
+  readonly buckets = new ColumnsAggregator(1);
   readonly checkpoints: Array<Pick<BookCheckpoint, 'events' | 'at' | 'state'>> = [];
   private readonly startEvents: number;
   applied = 0;
@@ -607,7 +621,6 @@ class DayRun implements BookRowSink {
     const { key, full, prev, resumed, startState, dayStart, carried } = plan;
     this.book = bookFromState(key.venue, full ? startState : prev!.state);
     this.checker = full || resumed === null ? BookChecker.startDay(key.venue, dayStart, this.book, carried) : resumed;
-    this.fold = new BookFold(this.book, 1);
     this.startEvents = full ? 0 : prev!.events;
   }
 
@@ -621,7 +634,7 @@ class DayRun implements BookRowSink {
   private applyHeld(): void {
     const held = this.held;
     if (held.length === 0) return;
-    this.checker.applyMillisecond(this.book, held, this.fold.observe, this.heldTs);
+    this.checker.applyMillisecond(this.book, held, this.buckets, this.heldTs);
     const crossed = Math.floor((this.startEvents + this.applied + held.length) / this.every) > Math.floor((this.startEvents + this.applied) / this.every);
     this.applied += held.length;
     // Emptied, not replaced: a dense day holds a million milliseconds.
@@ -673,7 +686,7 @@ class DayRun implements BookRowSink {
   record(rec: BookRecord, ms: number): void {
     const ts = ms !== ms ? eventTs(rec) : ms;
     this.directAt(ts);
-    this.checker.applyRecord(this.book, rec, this.fold.observe, ts);
+    this.checker.applyRecord(this.book, rec, this.buckets, ts);
     this.direct++;
     if (isBookRecord(rec)) this.heldBook = true;
   }
@@ -681,13 +694,13 @@ class DayRun implements BookRowSink {
   /** BookRowSink: an exchange A price_change read from its columns, applied now. */
   changes(ms: number, entries: ChangeEntries): void {
     this.directAt(ms);
-    this.checker.applyEntries(this.book, entries, this.fold.observe, ms);
+    this.checker.applyEntries(this.book, entries, this.buckets, ms);
     this.direct++;
     this.heldBook = true;
   }
 
   /** Ends the fold: where the stored day is now covered until. */
-  finish(log: Logger): { coveredUntil: number; book: DayRun['book']; fold: BookFold; checker: BookChecker; checkpoints: DayRun['checkpoints']; applied: number } {
+  finish(log: Logger): { coveredUntil: number; book: DayRun['book']; buckets: ColumnsAggregator; checker: BookChecker; checkpoints: DayRun['checkpoints']; applied: number } {
     const { closed, dayEnd, from, key, date } = this.plan;
     let coveredUntil: number;
     if (closed || this.held.length === 0) {
@@ -701,6 +714,6 @@ class DayRun implements BookRowSink {
       coveredUntil = this.heldTs;
     }
     if (this.book.anomalies > 0) log.warn({ ...key, date, anomalies: this.book.anomalies, last: this.book.lastAnomaly }, 'records the book could not apply');
-    return { coveredUntil, book: this.book, fold: this.fold, checker: this.checker, checkpoints: this.checkpoints, applied: this.applied };
+    return { coveredUntil, book: this.book, buckets: this.buckets, checker: this.checker, checkpoints: this.checkpoints, applied: this.applied };
   }
 }

@@ -1,0 +1,435 @@
+import { VALUES_PER_BUCKET, decimalNumber, type BucketColumns } from './bucket-columns.ts';
+import { MAX_RESOLUTION_SECONDS, MIN_RESOLUTION_SECONDS } from './bucketing.ts';
+import { compareCanonical } from './fixed-point.ts';
+import type { Observation } from './observation.ts';
+
+/**
+ * The rollup's observed buckets without an object per bucket or per observation: a whole
+ * day at 1 s is 86,400 buckets, and as `ExactBucket`s (five objects each, one more per
+ * observation) their collection was about half of a dense day's rollup. Here the buckets
+ * are `BucketColumns` (bucket-columns.ts: typed arrays of starts, counts and dictionary
+ * indexes), built from observations handed over as their fields (`ObservationSink`), merged
+ * to the coarser ladder levels on indexes (`mergeToColumns`) and encoded as stored chunks
+ * (`encodeColumns`). Each step gives exactly what its object form gives
+ * (`aggregateObservations`, `mergeBuckets`, `encodeBuckets`), which the tests hold it to.
+ */
+
+/** Takes observations as their fields (no object per observation): `Observation`'s, in its order. */
+export interface ObservationSink {
+  observe(ts: number, bestBid: string | null, bestBidSize: string | null, bestAsk: string | null, bestAskSize: string | null, mid: string | null, spread: string | null): void;
+}
+
+function checkResolution(seconds: number): number {
+  if (!Number.isInteger(seconds) || seconds < MIN_RESOLUTION_SECONDS || seconds > MAX_RESOLUTION_SECONDS) {
+    throw new RangeError(`resolution must be an integer from ${MIN_RESOLUTION_SECONDS} to ${MAX_RESOLUTION_SECONDS} seconds, got ${seconds}`);
+  }
+  return seconds * 1000;
+}
+
+/** Growable bucket columns being written (ts, count, VALUES_PER_BUCKET indexes per bucket). */
+class ColumnsOut {
+  n = 0;
+  ts: Float64Array;
+  count: Float64Array;
+  v: Int32Array;
+
+  constructor(private cap: number) {
+    this.cap = Math.max(16, cap);
+    this.ts = new Float64Array(this.cap);
+    this.count = new Float64Array(this.cap);
+    this.v = new Int32Array(this.cap * VALUES_PER_BUCKET);
+  }
+
+  /** Room for one more bucket; returns its index. */
+  add(): number {
+    if (this.n === this.cap) {
+      this.cap *= 2;
+      const ts = new Float64Array(this.cap);
+      ts.set(this.ts);
+      this.ts = ts;
+      const count = new Float64Array(this.cap);
+      count.set(this.count);
+      this.count = count;
+      const v = new Int32Array(this.cap * VALUES_PER_BUCKET);
+      v.set(this.v);
+      this.v = v;
+    }
+    return this.n++;
+  }
+
+  columns(dict: readonly string[], num: Float64Array): BucketColumns {
+    const n = this.n;
+    return { n, ts: this.ts.subarray(0, n), count: this.count.subarray(0, n), v: this.v.subarray(0, n * VALUES_PER_BUCKET), dict, num };
+  }
+}
+
+/**
+ * `BucketAggregator` into columns: observations in serving order (as fields, `observe`, or
+ * objects, `push`), then `finish()` gives the observed buckets as `BucketColumns`, the same
+ * buckets `BucketAggregator.finish()` gives (`bucketsOfColumns`). A bucket's values are its
+ * texts while it is open (the OHLCs compared as decimals, as there), made dictionary indexes
+ * when it closes: one lookup per value per bucket, most of them skipped since the value is
+ * the one the bucket before had in that place.
+ */
+export class ColumnsAggregator implements ObservationSink {
+  private readonly r: number;
+  private lastTs = -Infinity;
+  private out = new ColumnsOut(1024);
+  private dict: string[] = [];
+  private ids = new Map<string, number>();
+  /** Per value place (0–21, as in BucketColumns.v): the text met there last and its index. */
+  private readonly seenText: (string | null)[] = new Array<string | null>(VALUES_PER_BUCKET).fill(null);
+  private readonly seenId = new Int32Array(VALUES_PER_BUCKET);
+
+  // The open bucket: start, count, closes, and open/high/low/close of bid, ask, mid, spread (open null: none yet).
+  private start = 0;
+  private count = 0;
+  private bid: string | null = null;
+  private bidSize: string | null = null;
+  private ask: string | null = null;
+  private askSize: string | null = null;
+  private mid: string | null = null;
+  private spread: string | null = null;
+  private bO: string | null = null;
+  private bH = '';
+  private bL = '';
+  private bC = '';
+  private aO: string | null = null;
+  private aH = '';
+  private aL = '';
+  private aC = '';
+  private mO: string | null = null;
+  private mH = '';
+  private mL = '';
+  private mC = '';
+  private sO: string | null = null;
+  private sH = '';
+  private sL = '';
+  private sC = '';
+
+  constructor(resolutionSeconds: number) {
+    this.r = checkResolution(resolutionSeconds);
+  }
+
+  /** `observe` of an observation object. */
+  push(o: Observation): void {
+    this.observe(o.ts, o.best_bid, o.best_bid_size, o.best_ask, o.best_ask_size, o.mid_price, o.spread);
+  }
+
+  observe(ts: number, bid: string | null, bidSize: string | null, ask: string | null, askSize: string | null, mid: string | null, spread: string | null): void {
+    if (!(ts >= this.lastTs)) throw new RangeError(`observations out of order: ${ts} after ${this.lastTs}`);
+    this.lastTs = ts;
+    if (this.count === 0 || ts >= this.start + this.r) {
+      if (this.count > 0) this.close();
+      this.start = Math.floor(ts / this.r) * this.r;
+      this.count = 0;
+      this.bO = this.aO = this.mO = this.sO = null;
+    }
+    this.count++;
+    this.bid = bid;
+    this.bidSize = bidSize;
+    this.ask = ask;
+    this.askSize = askSize;
+    this.mid = mid;
+    this.spread = spread;
+    // OHLCs as OhlcAccumulator.add keeps them (bucketing.ts), one series at a time; a value
+    // that is the close already (most events change a size, not the prices) changes nothing,
+    // since the close lies between the low and the high.
+    if (bid !== null) {
+      if (this.bO === null) this.bO = this.bH = this.bL = this.bC = bid;
+      else if (bid !== this.bC) {
+        this.bC = bid;
+        if (bid !== this.bH && compareCanonical(bid, this.bH) > 0) this.bH = bid;
+        if (bid !== this.bL && compareCanonical(bid, this.bL) < 0) this.bL = bid;
+      }
+    }
+    if (ask !== null) {
+      if (this.aO === null) this.aO = this.aH = this.aL = this.aC = ask;
+      else if (ask !== this.aC) {
+        this.aC = ask;
+        if (ask !== this.aH && compareCanonical(ask, this.aH) > 0) this.aH = ask;
+        if (ask !== this.aL && compareCanonical(ask, this.aL) < 0) this.aL = ask;
+      }
+    }
+    if (mid !== null) {
+      if (this.mO === null) this.mO = this.mH = this.mL = this.mC = mid;
+      else if (mid !== this.mC) {
+        this.mC = mid;
+        if (mid !== this.mH && compareCanonical(mid, this.mH) > 0) this.mH = mid;
+        if (mid !== this.mL && compareCanonical(mid, this.mL) < 0) this.mL = mid;
+      }
+    }
+    if (spread !== null) {
+      if (this.sO === null) this.sO = this.sH = this.sL = this.sC = spread;
+      else if (spread !== this.sC) {
+        this.sC = spread;
+        if (spread !== this.sH && compareCanonical(spread, this.sH) > 0) this.sH = spread;
+        if (spread !== this.sL && compareCanonical(spread, this.sL) < 0) this.sL = spread;
+      }
+    }
+  }
+
+  /** The dictionary index of `s` met at value place `k` (−1: null). */
+  private id(k: number, s: string | null): number {
+    if (s === null) return -1;
+    if (s === this.seenText[k]) return this.seenId[k]!;
+    let i = this.ids.get(s);
+    if (i === undefined) {
+      i = this.dict.length;
+      this.dict.push(s);
+      this.ids.set(s, i);
+    }
+    this.seenText[k] = s;
+    this.seenId[k] = i;
+    return i;
+  }
+
+  private ohlc(at: number, o: string | null, h: string, l: string, c: string): void {
+    const v = this.out.v;
+    if (o === null) {
+      v[at] = v[at + 1] = v[at + 2] = v[at + 3] = -1;
+      return;
+    }
+    v[at] = this.id(at % VALUES_PER_BUCKET, o);
+    v[at + 1] = this.id((at + 1) % VALUES_PER_BUCKET, h);
+    v[at + 2] = this.id((at + 2) % VALUES_PER_BUCKET, l);
+    v[at + 3] = this.id((at + 3) % VALUES_PER_BUCKET, c);
+  }
+
+  /** The open bucket, written to the columns. */
+  private close(): void {
+    const out = this.out;
+    const j = out.add();
+    out.ts[j] = this.start;
+    out.count[j] = this.count;
+    const o = j * VALUES_PER_BUCKET;
+    const v = out.v;
+    v[o] = this.id(0, this.bid);
+    v[o + 1] = this.id(1, this.bidSize);
+    v[o + 2] = this.id(2, this.ask);
+    v[o + 3] = this.id(3, this.askSize);
+    v[o + 4] = this.id(4, this.mid);
+    v[o + 5] = this.id(5, this.spread);
+    this.ohlc(o + 6, this.bO, this.bH, this.bL, this.bC);
+    this.ohlc(o + 10, this.aO, this.aH, this.aL, this.aC);
+    this.ohlc(o + 14, this.mO, this.mH, this.mL, this.mC);
+    this.ohlc(o + 18, this.sO, this.sH, this.sL, this.sC);
+  }
+
+  /** Every observed bucket, the open one included; the aggregator is then empty. */
+  finish(): BucketColumns {
+    if (this.count > 0) this.close();
+    this.count = 0;
+    const dict = this.dict;
+    const num = new Float64Array(dict.length);
+    for (let k = 0; k < dict.length; k++) num[k] = decimalNumber(dict[k]!);
+    const c = this.out.columns(dict, num);
+    this.out = new ColumnsOut(1024);
+    this.dict = [];
+    this.ids = new Map();
+    this.seenText.fill(null);
+    return c;
+  }
+}
+
+/**
+ * `mergeBuckets` on columns: the coarser observed buckets of `c`'s buckets (in time order,
+ * at `fineResolutionSeconds`) as columns sharing `c`'s dictionary. High and low are compared
+ * as `mergeColumns` compares them (their doubles, the texts where those do not decide).
+ */
+export function mergeToColumns(c: BucketColumns, fineResolutionSeconds: number, resolutionSeconds: number): BucketColumns {
+  const fine = checkResolution(fineResolutionSeconds);
+  const r = checkResolution(resolutionSeconds);
+  if (r % fine !== 0) throw new RangeError(`resolution ${resolutionSeconds} s is not a multiple of ${fineResolutionSeconds} s`);
+  const { dict, num, v, ts } = c;
+  const counts = c.count;
+  const out = new ColumnsOut(Math.ceil(c.n / (r / fine)) + 1);
+  // Per series (bid, ask, mid, spread): open, high, low, close indexes (open −1: none yet).
+  const acc = new Int32Array(16).fill(-1);
+  let start = 0;
+  let count = 0;
+  let lastAt = 0;
+  let last = -Infinity;
+  const emit = (): void => {
+    const j = out.add();
+    out.ts[j] = start;
+    out.count[j] = count;
+    const o = j * VALUES_PER_BUCKET;
+    const w = out.v;
+    for (let k = 0; k < 6; k++) w[o + k] = v[lastAt + k]!;
+    for (let k = 0; k < 16; k++) w[o + 6 + k] = acc[k]!;
+    acc.fill(-1);
+  };
+  for (let j = 0; j < c.n; j++) {
+    const q = counts[j]!;
+    if (q === 0) continue;
+    const t = ts[j]!;
+    if (t % fine !== 0 || !(t > last)) throw new RangeError(`bucket ${t} is not a ${fineResolutionSeconds} s bucket in time order`);
+    last = t;
+    if (count === 0 || t >= start + r) {
+      if (count > 0) emit();
+      start = Math.floor(t / r) * r;
+      count = 0;
+    }
+    count += q;
+    const o = j * VALUES_PER_BUCKET;
+    lastAt = o;
+    for (let s = 0; s < 4; s++) {
+      const at = o + 6 + s * 4;
+      const op = v[at]!;
+      if (op === -1) continue;
+      const h = v[at + 1]!;
+      const l = v[at + 2]!;
+      const a = s * 4;
+      if (acc[a] === -1) {
+        acc[a] = op;
+        acc[a + 1] = h;
+        acc[a + 2] = l;
+        acc[a + 3] = v[at + 3]!;
+        continue;
+      }
+      acc[a + 3] = v[at + 3]!;
+      const hi = acc[a + 1]!;
+      if (h !== hi) {
+        const d = num[h]! - num[hi]!;
+        if (d > 0 || (!(d < 0) && compareCanonical(dict[h]!, dict[hi]!) > 0)) acc[a + 1] = h;
+      }
+      const lo = acc[a + 2]!;
+      if (l !== lo) {
+        const d = num[l]! - num[lo]!;
+        if (d < 0 || (!(d > 0) && compareCanonical(dict[l]!, dict[lo]!) < 0)) acc[a + 2] = l;
+      }
+    }
+  }
+  if (count > 0) emit();
+  return out.columns(dict, num);
+}
+
+const DECIMAL = /^-?\d+(\.\d+)?$/;
+
+/** Per dictionary, whether each entry may be stored (1), may not (2), or is not yet tested (0). */
+const STORABLE = new WeakMap<readonly string[], Uint8Array>();
+
+/** Scratch of encodeColumns: the chunk's index of each dictionary entry (−1: not in the chunk), and the bytes of its numbers. */
+let localIds = new Int32Array(0);
+let numbers = Buffer.allocUnsafe(1 << 16);
+
+/**
+ * `encodeBuckets` of buckets `from` to `to` (exclusive) of `c` (bucket-codec.ts): the same
+ * text, the same checks. The chunk's dictionary holds the values in order of first use, as
+ * there; the numbers are written as bytes.
+ */
+export function encodeColumns(c: BucketColumns, from = 0, to = c.n): string {
+  const { dict, v, ts, count } = c;
+  if (localIds.length < dict.length) localIds = new Int32Array(Math.max(dict.length, localIds.length * 2)).fill(-1);
+  let storable = STORABLE.get(dict);
+  if (storable === undefined || storable.length < dict.length) {
+    const s = new Uint8Array(dict.length);
+    if (storable !== undefined) s.set(storable);
+    STORABLE.set(dict, (storable = s));
+  }
+  const used: number[] = [];
+  let buf = numbers;
+  let off = 0;
+  const room = (n: number): void => {
+    if (off + n > buf.length) {
+      const b = Buffer.allocUnsafe(Math.max(buf.length * 2, off + n));
+      buf.copy(b, 0, 0, off);
+      numbers = buf = b;
+    }
+  };
+  // A non-negative safe integer as its digits, a separator before it unless first; others (−1) as their text.
+  const int = (x: number, sep: boolean): void => {
+    room(24);
+    if (sep) buf[off++] = 44; // ','
+    // Most numbers are short: a second since the bucket before, a count, a chunk's dictionary index.
+    if (x >= 0 && x < 100 && (x | 0) === x) {
+      if (x < 10) buf[off++] = 48 + x;
+      else {
+        const q = (x / 10) | 0;
+        buf[off++] = 48 + q;
+        buf[off++] = 48 + x - q * 10;
+      }
+      return;
+    }
+    if (x === -1) {
+      buf[off++] = 45; // '-'
+      buf[off++] = 49; // '1'
+      return;
+    }
+    if (!(x >= 0 && x <= Number.MAX_SAFE_INTEGER && Math.floor(x) === x)) {
+      const t = String(x);
+      room(t.length);
+      off += buf.write(t, off, 'latin1');
+      return;
+    }
+    let len = 1;
+    for (let t = x; t >= 10; len++) t = Math.floor(t / 10);
+    let p = off + len;
+    off = p;
+    do {
+      const q = Math.floor(x / 10);
+      buf[--p] = 48 + (x - q * 10);
+      x = q;
+    } while (x > 0);
+  };
+  const idx = (k: number): number => {
+    if (k === -1) return -1;
+    let i = localIds[k]!;
+    if (i === -1) {
+      let ok = storable[k]!;
+      if (ok === 0) storable[k] = ok = DECIMAL.test(dict[k]!) ? 1 : 2;
+      if (ok === 2) throw new RangeError(`not a decimal: ${JSON.stringify(dict[k])}`);
+      i = used.length;
+      used.push(k);
+      localIds[k] = i;
+    }
+    return i;
+  };
+  try {
+    let prev = 0;
+    for (let j = from; j < to; j++) {
+      const t = ts[j]!;
+      const q = count[j]!;
+      if (q < 1 || t % 1000 !== 0 || t <= prev) {
+        throw new RangeError(`bucket ${t} (quote_count ${q}) cannot be stored: observed buckets on whole seconds in time order only`);
+      }
+      const o = j * VALUES_PER_BUCKET;
+      int((t - prev) / 1000, j > from);
+      int(q, true);
+      for (let k = 0; k < 6; k++) int(idx(v[o + k]!), true);
+      prev = t;
+      if (q > 1) {
+        for (let at = o + 6; at < o + VALUES_PER_BUCKET; at += 4) {
+          if (v[at] === -1) int(-1, true);
+          else {
+            int(idx(v[at]!), true);
+            int(idx(v[at + 1]!), true);
+            int(idx(v[at + 2]!), true);
+            int(idx(v[at + 3]!), true);
+          }
+        }
+      }
+    }
+    let head = '';
+    for (let i = 0; i < used.length; i++) head += i === 0 ? dict[used[i]!]! : `,${dict[used[i]!]!}`;
+    return `${head}|${buf.toString('latin1', 0, off)}`;
+  } finally {
+    for (const k of used) localIds[k] = -1;
+  }
+}
+
+/** The buckets of `c` by the UTC hour their start lies in, hours ascending: each hour's start and index range. */
+export function hourRanges(c: BucketColumns, hourMs: number): Array<{ hour: number; from: number; to: number }> {
+  const out: Array<{ hour: number; from: number; to: number }> = [];
+  const { ts } = c;
+  let j = 0;
+  while (j < c.n) {
+    const hour = Math.floor(ts[j]! / hourMs) * hourMs;
+    const from = j;
+    do j++;
+    while (j < c.n && ts[j]! >= hour && ts[j]! < hour + hourMs);
+    out.push({ hour, from, to: j });
+  }
+  return out;
+}
