@@ -28,6 +28,7 @@ import { clampToNow, type SummaryPlan } from './summary-plan.ts';
 import { VersionedCache } from './versioned-cache.ts';
 
 type Plan = BucketPlan;
+export type RollupState = Awaited<ReturnType<typeof assetRollupState>>;
 
 const RACED = Symbol('raced');
 const WINDOW_TTL_MS = 30_000;
@@ -190,8 +191,17 @@ export class SummaryReader {
    * The buckets of a planned request, and the answer's stamp when it is settled (see
    * `stamp`): an answer kept under its stamp is the answer while `stamp` still gives it.
    */
-  async summaryStamped(key: SummaryKey, p: SummaryPlan, now = Date.now()): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
-    return this.bucketsStamped(key, clampToNow(p, now), p.resolution, p.window.endMs <= now);
+  async summaryStamped(key: SummaryKey, p: SummaryPlan, now = Date.now(), state?: Promise<RollupState>): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
+    return this.bucketsStamped(key, clampToNow(p, now), p.resolution, p.window.endMs <= now, state);
+  }
+
+  /**
+   * The asset's rollup state (pending dates, summaries version): what `stamp` and
+   * `summaryStamped` read first. A caller may start this read early, alongside its own Redis
+   * calls, and give the promise to both (they then read no state of their own).
+   */
+  rollupState(key: SummaryKey): Promise<RollupState> {
+    return assetRollupState(this.redis, this.queuePrefix, key);
   }
 
   /**
@@ -203,9 +213,9 @@ export class SummaryReader {
    * summaries version and a day row's version: both are in the stamp. One Redis read, and the
    * day rows (cached while the version stands still).
    */
-  async stamp(key: SummaryKey, p: SummaryPlan, now = Date.now()): Promise<string | null> {
+  async stamp(key: SummaryKey, p: SummaryPlan, now = Date.now(), state?: Promise<RollupState>): Promise<string | null> {
     if (p.window.endMs > now || p.plan.count === 0) return null;
-    const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
+    const { pending, version } = await (state ?? this.rollupState(key));
     if (version === null || pending.size > 0) return null;
     const { rows, before } = await this.window(key, utcDate(p.plan.firstStart), utcDate(p.plan.dataEndMs - 1), version);
     return settledStamp(version, pending, rows, before);
@@ -215,22 +225,30 @@ export class SummaryReader {
     return (await this.bucketsStamped(key, plan, resolution, false)).buckets;
   }
 
-  private async bucketsStamped(key: SummaryKey, plan: Plan, resolution: number, over: boolean): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
+  private async bucketsStamped(key: SummaryKey, plan: Plan, resolution: number, over: boolean, state?: Promise<RollupState>): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
     if (plan.count === 0) return { buckets: [], stamp: null };
     // A rollup that writes between our reads of a day row and its chunks would make the
     // stored part overlap the live part: such a read is retried, and after a few
     // collisions (a very busy asset) answered from raw events.
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = await this.attempt(key, plan, resolution, attempt === 0, over);
+      // A retry reads the state again: the first one saw a rollup writing.
+      const r = await this.attempt(key, plan, resolution, attempt === 0, over, attempt === 0 ? state : undefined);
       if (r !== RACED) return r;
     }
     return { buckets: await this.fromRaw(key, plan, resolution), stamp: null };
   }
 
-  private async attempt(key: SummaryKey, plan: Plan, resolution: number, cached: boolean, over: boolean): Promise<{ buckets: ExactBucket[]; stamp: string | null } | typeof RACED> {
+  private async attempt(
+    key: SummaryKey,
+    plan: Plan,
+    resolution: number,
+    cached: boolean,
+    over: boolean,
+    state: Promise<RollupState> | undefined,
+  ): Promise<{ buckets: ExactBucket[]; stamp: string | null } | typeof RACED> {
     const firstDate = utcDate(plan.firstStart);
     const lastDate = utcDate(plan.dataEndMs - 1);
-    const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
+    const { pending, version } = await (state ?? this.rollupState(key));
     const { rows, before, firstOpen } = await this.window(key, firstDate, lastDate, cached ? version : null);
     // Stamped only when read as `stamp` reads (the cached day rows of this version).
     const stamp = over && cached && version !== null ? settledStamp(version, pending, rows, before) : null;
