@@ -1,5 +1,6 @@
 import type { ExactBucket, Ohlc } from './bucketing.ts';
 import { MAX_RESOLUTION_SECONDS, MIN_RESOLUTION_SECONDS } from './bucketing.ts';
+import { StoredBuckets } from './bucket-codec.ts';
 import { compareCanonical } from './fixed-point.ts';
 
 /**
@@ -54,9 +55,8 @@ export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
   let v = new Int32Array(cap * VALUES_PER_BUCKET);
   let n = 0;
   for (const text of texts) {
-    const bar = text.indexOf('|');
-    if (bar < 0) throw new RangeError('stored buckets: no dictionary separator');
-    const local = bar === 0 ? [] : text.slice(0, bar).split(',');
+    const r = new StoredBuckets(text);
+    const local = r.dict;
     const map: number[] = new Array<number>(local.length);
     for (let k = 0; k < local.length; k++) {
       const s = local[k]!;
@@ -68,27 +68,9 @@ export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
       }
       map[k] = id;
     }
-    let nums: unknown;
-    try {
-      nums = JSON.parse(`[${text.slice(bar + 1)}]`);
-    } catch {
-      throw new RangeError('stored buckets: malformed number list');
-    }
-    const a = nums as number[];
-    const len = a.length;
-    const val = (k: number): number => {
-      if (k === -1) return -1;
-      const id = map[k];
-      if (id === undefined) throw new RangeError(`stored buckets: index ${k} outside the dictionary`);
-      return id;
-    };
-    let i = 0;
-    let t = 0;
-    while (i < len) {
-      if (i + 8 > len) throw new RangeError('stored buckets: truncated bucket');
-      t += a[i]! * 1000;
-      const c = a[i + 1]!;
-      if (!Number.isSafeInteger(t) || !Number.isInteger(c) || c < 1) throw new RangeError('stored buckets: bad bucket header');
+    const a = r.nums;
+    const val = (k: number): number => (r.index(k) === -1 ? -1 : map[k]!);
+    while (r.next()) {
       if (n === cap) {
         cap *= 2;
         const ts2 = new Float64Array(cap);
@@ -101,20 +83,22 @@ export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
         v2.set(v);
         v = v2;
       }
-      ts[n] = t;
+      const c = r.count;
+      ts[n] = r.ts;
       count[n] = c;
       const o = n * VALUES_PER_BUCKET;
-      const bid = val(a[i + 2]!);
-      const ask = val(a[i + 4]!);
-      const mid = val(a[i + 6]!);
-      const spread = val(a[i + 7]!);
+      let i = r.at;
+      const bid = val(a[i]!);
+      const ask = val(a[i + 2]!);
+      const mid = val(a[i + 4]!);
+      const spread = val(a[i + 5]!);
       v[o] = bid;
-      v[o + 1] = val(a[i + 3]!);
+      v[o + 1] = val(a[i + 1]!);
       v[o + 2] = ask;
-      v[o + 3] = val(a[i + 5]!);
+      v[o + 3] = val(a[i + 3]!);
       v[o + 4] = mid;
       v[o + 5] = spread;
-      i += 8;
+      i += 6;
       if (c > 1) {
         for (let s = 0; s < 4; s++) {
           const at = o + 6 + s * 4;
@@ -129,8 +113,10 @@ export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
           v[at + 3] = val(a[i + 2]!);
           i += 3;
         }
-        if (i > len) throw new RangeError('stored buckets: truncated OHLC');
+        r.at = i;
+        r.ohlcEnd();
       } else {
+        r.at = i;
         // One observation: each OHLC flat at it (null where the value is).
         v[o + 6] = v[o + 7] = v[o + 8] = v[o + 9] = bid;
         v[o + 10] = v[o + 11] = v[o + 12] = v[o + 13] = ask;
@@ -160,28 +146,46 @@ export function columnsIndexAt(c: BucketColumns, ms: number): number {
 /** Buckets `from` to `to` (exclusive) as objects, as `decodeBuckets` makes them. */
 export function bucketsOfColumns(c: BucketColumns, from = 0, to = c.n): ExactBucket[] {
   const { dict, v } = c;
-  const s = (k: number): string | null => (k === -1 ? null : dict[k]!);
   const ohlc = (at: number): Ohlc | null => (v[at] === -1 ? null : { open: dict[v[at]!]!, high: dict[v[at + 1]!]!, low: dict[v[at + 2]!]!, close: dict[v[at + 3]!]! });
   const out: ExactBucket[] = new Array<ExactBucket>(Math.max(0, to - from));
   for (let j = from; j < to; j++) {
     const o = j * VALUES_PER_BUCKET;
-    out[j - from] = {
-      timestamp: c.ts[j]!,
-      quote_count: c.count[j]!,
-      is_forward_filled: false,
-      best_bid: s(v[o]!),
-      best_bid_size: s(v[o + 1]!),
-      best_ask: s(v[o + 2]!),
-      best_ask_size: s(v[o + 3]!),
-      mid_price: s(v[o + 4]!),
-      spread: s(v[o + 5]!),
-      best_bid_ohlc: ohlc(o + 6),
-      best_ask_ohlc: ohlc(o + 10),
-      mid_price_ohlc: ohlc(o + 14),
-      spread_ohlc: ohlc(o + 18),
-    };
+    out[j - from] = observedBucket(c.ts[j]!, c.count[j]!, dict, v, o, ohlc(o + 6), ohlc(o + 10), ohlc(o + 14), ohlc(o + 18));
   }
   return out;
+}
+
+/**
+ * The one builder of an observed bucket from columns (stored, `bucketsOfColumns`, or merged,
+ * `mergeColumns`): the six closes at `o` of `v` as texts of `dict`, and the OHLCs given.
+ */
+function observedBucket(
+  timestamp: number,
+  count: number,
+  dict: readonly string[],
+  v: Int32Array,
+  o: number,
+  bid: Ohlc | null,
+  ask: Ohlc | null,
+  mid: Ohlc | null,
+  spread: Ohlc | null,
+): ExactBucket {
+  const s = (k: number): string | null => (k === -1 ? null : dict[k]!);
+  return {
+    timestamp,
+    quote_count: count,
+    is_forward_filled: false,
+    best_bid: s(v[o]!),
+    best_bid_size: s(v[o + 1]!),
+    best_ask: s(v[o + 2]!),
+    best_ask_size: s(v[o + 3]!),
+    mid_price: s(v[o + 4]!),
+    spread: s(v[o + 5]!),
+    best_bid_ohlc: bid,
+    best_ask_ohlc: ask,
+    mid_price_ohlc: mid,
+    spread_ohlc: spread,
+  };
 }
 
 /** One OHLC being merged: texts, and the doubles of high and low (NaN: compare the texts). */
@@ -295,20 +299,5 @@ export function mergeColumns(ranges: readonly ColumnsRange[], fineResolutionSeco
 
 /** The merged bucket: the closes of the last bucket merged (at `o` of `v`), the OHLCs of the accumulators (which are then empty). */
 function merged(start: number, count: number, dict: readonly string[], v: Int32Array, o: number, acc: readonly [SeriesAcc, SeriesAcc, SeriesAcc, SeriesAcc]): ExactBucket {
-  const s = (k: number): string | null => (k === -1 ? null : dict[k]!);
-  return {
-    timestamp: start,
-    quote_count: count,
-    is_forward_filled: false,
-    best_bid: s(v[o]!),
-    best_bid_size: s(v[o + 1]!),
-    best_ask: s(v[o + 2]!),
-    best_ask_size: s(v[o + 3]!),
-    mid_price: s(v[o + 4]!),
-    spread: s(v[o + 5]!),
-    best_bid_ohlc: acc[0].result(),
-    best_ask_ohlc: acc[1].result(),
-    mid_price_ohlc: acc[2].result(),
-    spread_ohlc: acc[3].result(),
-  };
+  return observedBucket(start, count, dict, v, o, acc[0].result(), acc[1].result(), acc[2].result(), acc[3].result());
 }
