@@ -99,6 +99,11 @@ export function releaseSummaryParts(parts: readonly Buffer[]): void {
   }
 }
 
+/** Pooled Buffers given back and not taken again yet (what tests observe of the pool). */
+export function summaryChunksFree(): number {
+  return FREE.length;
+}
+
 /** Above this length a piece is copied natively (Buffer.set); below, the call costs more than the loop. */
 const NATIVE_COPY = 48;
 
