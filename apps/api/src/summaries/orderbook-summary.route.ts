@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { TooManyBucketsError, releaseSummaryParts, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { TooManyBucketsError, releaseSummaryParts, utcDayWindow, type ColumnSeries, type ExactBucket } from '@booktape/book';
 import { Readable } from 'node:stream';
 import { summaryBodyParts } from './summary-body.ts';
 import { FairTurns, LARGE_ANSWER_BUCKETS, etagInSlices } from './large-answers.ts';
@@ -89,13 +89,13 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
   }
 
   // The body as JSON bytes: the small head stringified, the buckets written from their exact decimals.
-  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: SummaryPlan, date: string | undefined): Promise<Buffer[]> => {
+  const answer = (head: Record<string, unknown>, exact: readonly ExactBucket[] | ColumnSeries, p: SummaryPlan, date: string | undefined): Promise<Buffer[]> => {
     const fields = {
       ...head,
       date: date ?? null,
       ...(date === undefined ? { start_timestamp: p.window.startMs, end_timestamp: p.window.endMs } : {}),
       resolution_seconds: p.resolution,
-      data_points: exact.length,
+      data_points: 'columns' in exact ? exact.n : exact.length,
     };
     return summaryBodyParts(exact, 'json', `${JSON.stringify(fields).slice(0, -1)},"data":`, '}');
   };
@@ -179,7 +179,10 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
               // The answer may have been built and kept while this request waited for its turn.
               answered = large ? await kept() : undefined;
               if (answered === undefined) {
-                const { buckets: exact, stamp } = await guard('ClickHouse', () => summaries.summaryStamped(key, p, undefined, state));
+                const got = await guard('ClickHouse', () => summaries.summaryAnswer(key, p, undefined, state));
+                const { stamp } = got;
+                // Merged from stored columns: written straight from them.
+                const exact = got.series ?? got.buckets!;
                 const body =
                   format === 'json'
                     ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
