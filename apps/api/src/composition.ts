@@ -101,7 +101,7 @@ export function buildServices(deps: ApiDeps): Composition {
     },
     requireKey,
     // Every route behind requireKey is billable: quota reservation, request log, 429 in OpenAPI.
-    billable: billableRoutes({ requireKey, quota, subscriptions, requestLog, concurrency: new ConcurrencyLimiter(), prefix: API_PREFIX }),
+    billable: billableRoutes({ requireKey, keys, quota, subscriptions, requestLog, concurrency: new ConcurrencyLimiter(), prefix: API_PREFIX }),
   };
   keys.start();
   requestLog.start();

@@ -1,3 +1,4 @@
+import type { ColumnSeries } from './bucket-columns.ts';
 import type { ExactBucket, Ohlc } from './bucketing.ts';
 
 /**
@@ -45,8 +46,11 @@ const J_HIGH = bytes(',"high":');
 const J_LOW = bytes(',"low":');
 const J_CLOSE = bytes(',"close":');
 const J_END = bytes('}');
+const ZERO = bytes('0');
 
 export const CHUNK_BYTES = 1 << 20;
+/** VALUES_PER_BUCKET of bucket-columns.ts (not imported: that module imports this one's users). */
+const VALUES_PER_BUCKET_BYTES = 22;
 /** A JSON bucket after its timestamp: quote_count, is_forward_filled, six closes, four OHLC objects of four values. */
 const SEGMENTS = 26;
 /**
@@ -97,6 +101,11 @@ export function releaseSummaryParts(parts: readonly Buffer[]): void {
     const b = POOLED.get(p.buffer);
     if (b !== undefined && FREE.length < FREE_CHUNKS && !FREE.includes(b)) FREE.push(b);
   }
+}
+
+/** Pooled Buffers given back and not taken again yet (what tests observe of the pool). */
+export function summaryChunksFree(): number {
+  return FREE.length;
 }
 
 /** Above this length a piece is copied natively (Buffer.set); below, the call costs more than the loop. */
@@ -200,6 +209,136 @@ export class SummaryBytesWriter {
       }
     }
     return this;
+  }
+
+  /**
+   * Buckets `from` to `to` of a series kept as columns (bucket-columns.ts), JSON or NDJSON:
+   * the bytes `buckets(seriesBuckets(s, from, to))` writes (tested), with no object per
+   * bucket. Each value's bytes come from its dictionary entry, made once per answer (and
+   * per process, TEXTS); a forward-filled bucket after one filled from the same row is the
+   * bytes of that one after its timestamp, copied.
+   */
+  series(s: ColumnSeries, from = 0, to = s.n): this {
+    if (this.format === 'csv') throw new Error('series: CSV is written from bucket objects');
+    const json = this.format === 'json';
+    const { dict, v, count } = s.columns;
+    let dictBytes = this.seriesBytes;
+    if (this.seriesDict !== dict) {
+      dictBytes = this.seriesBytes = new Array<Buffer | undefined>(dict.length);
+      this.seriesDict = dict;
+    }
+    const val = (k: number): Buffer => (k === -1 ? NULL : (dictBytes[k] ??= this.text(dict[k]!)));
+    const carried = s.carried.map((t) => (t === null ? NULL : this.text(t)));
+    const closes: Buffer[] = [NULL, NULL, NULL, NULL, NULL, NULL];
+    const r = s.resolutionMs;
+    let tailRow = -2;
+    let tailFrom = 0;
+    let tailTo = 0;
+    let tailGen = -1;
+    for (let k = from; k < to; k++) {
+      if (json) {
+        if (this.written++ > 0) this.put(COMMA);
+      }
+      this.put(J_TIMESTAMP);
+      this.int(s.firstStart + k * r);
+      const row = s.rows[k]!;
+      const filled = s.filled[k] === 1;
+      if (filled && row === tailRow && tailGen === this.gen && this.off + (tailTo - tailFrom) <= this.buf.length) {
+        // The same bytes as the bucket before after its timestamp: copied.
+        const at = this.off;
+        this.buf.copyWithin(at, tailFrom, tailTo);
+        this.off = at + (tailTo - tailFrom);
+        tailFrom = at;
+        tailTo = this.off;
+        if (!json) this.put(NEWLINE);
+        continue;
+      }
+      const gen = this.gen;
+      const start = this.off;
+      const o = row * VALUES_PER_BUCKET_BYTES;
+      if (row === -1) for (let i = 0; i < 6; i++) closes[i] = carried[i]!;
+      else for (let i = 0; i < 6; i++) closes[i] = val(v[o + i]!);
+      this.put(J_QUOTE_COUNT);
+      if (filled) this.put(ZERO);
+      else this.int(count[row]!);
+      this.put(J_FILLED);
+      this.put(filled ? TRUE : FALSE);
+      this.put(J_BEST_BID);
+      this.put(closes[0]!);
+      this.put(J_BEST_BID_SIZE);
+      this.put(closes[1]!);
+      this.put(J_BEST_ASK);
+      this.put(closes[2]!);
+      this.put(J_BEST_ASK_SIZE);
+      this.put(closes[3]!);
+      this.put(J_MID);
+      this.put(closes[4]!);
+      this.put(J_SPREAD);
+      this.put(closes[5]!);
+      if (filled) {
+        this.flatOhlc(J_BID_OHLC, closes[0]!);
+        this.flatOhlc(J_ASK_OHLC, closes[2]!);
+        this.flatOhlc(J_MID_OHLC, closes[4]!);
+        this.flatOhlc(J_SPREAD_OHLC, closes[5]!);
+      } else {
+        this.put(J_BID_OHLC);
+        this.columnOhlc(v, o + 6, val);
+        this.put(J_ASK_OHLC);
+        this.columnOhlc(v, o + 10, val);
+        this.put(J_MID_OHLC);
+        this.columnOhlc(v, o + 14, val);
+        this.put(J_SPREAD_OHLC);
+        this.columnOhlc(v, o + 18, val);
+      }
+      this.put(J_END);
+      // A filled bucket's bytes after its timestamp, for the next one filled from the same row.
+      if (filled && this.gen === gen) {
+        tailRow = row;
+        tailFrom = start;
+        tailTo = this.off;
+        tailGen = gen;
+      } else tailRow = -2;
+      if (!json) this.put(NEWLINE);
+    }
+    // The segment copying of `buckets` knows nothing of what was written here.
+    this.reuse = false;
+    return this;
+  }
+
+  private seriesDict: readonly string[] | null = null;
+  private seriesBytes: Array<Buffer | undefined> = [];
+
+  private flatOhlc(key: Buffer, x: Buffer): void {
+    this.put(key);
+    if (x === NULL) {
+      this.put(NULL);
+      return;
+    }
+    this.put(J_OPEN);
+    this.put(x);
+    this.put(J_HIGH);
+    this.put(x);
+    this.put(J_LOW);
+    this.put(x);
+    this.put(J_CLOSE);
+    this.put(x);
+    this.put(J_END);
+  }
+
+  private columnOhlc(v: Int32Array, at: number, val: (k: number) => Buffer): void {
+    if (v[at] === -1) {
+      this.put(NULL);
+      return;
+    }
+    this.put(J_OPEN);
+    this.put(val(v[at]!));
+    this.put(J_HIGH);
+    this.put(val(v[at + 1]!));
+    this.put(J_LOW);
+    this.put(val(v[at + 2]!));
+    this.put(J_CLOSE);
+    this.put(val(v[at + 3]!));
+    this.put(J_END);
   }
 
   /**

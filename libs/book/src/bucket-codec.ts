@@ -50,54 +50,91 @@ export function encodeBuckets(buckets: readonly ExactBucket[]): string {
   return `${[...dict.keys()].join(',')}|${out}`;
 }
 
-export function decodeBuckets(text: string): ExactBucket[] {
-  const bar = text.indexOf('|');
-  if (bar < 0) throw new RangeError('stored buckets: no dictionary separator');
-  const dict = bar === 0 ? [] : text.slice(0, bar).split(',');
-  let nums: unknown;
-  try {
-    nums = JSON.parse(`[${text.slice(bar + 1)}]`);
-  } catch {
-    throw new RangeError('stored buckets: malformed number list');
+/**
+ * Reads a stored text bucket by bucket, with the checks both decoders make (RangeError on
+ * anything malformed): `decodeBuckets` here, `decodeBucketColumns` (bucket-columns.ts).
+ * `next()` moves to the next bucket's header (false at the end); then `ts` and `count` are
+ * its start and quote_count, `at` the index of its first close in `nums`, and after
+ * `closes()` (the six indexes read) `at` is past the closes, where the OHLCs follow when
+ * count > 1 (`ohlcEnd()` checks they were all there).
+ */
+export class StoredBuckets {
+  /** The chunk's distinct decimal texts. */
+  readonly dict: readonly string[];
+  readonly nums: readonly number[];
+  ts = 0;
+  count = 0;
+  at = 0;
+
+  constructor(text: string) {
+    const bar = text.indexOf('|');
+    if (bar < 0) throw new RangeError('stored buckets: no dictionary separator');
+    this.dict = bar === 0 ? [] : text.slice(0, bar).split(',');
+    let nums: unknown;
+    try {
+      nums = JSON.parse(`[${text.slice(bar + 1)}]`);
+    } catch {
+      throw new RangeError('stored buckets: malformed number list');
+    }
+    this.nums = nums as number[];
   }
-  const a = nums as number[];
+
+  next(): boolean {
+    const a = this.nums;
+    const i = this.at;
+    if (i >= a.length) return false;
+    if (i + 8 > a.length) throw new RangeError('stored buckets: truncated bucket');
+    this.ts += a[i]! * 1000;
+    this.count = a[i + 1]!;
+    if (!Number.isSafeInteger(this.ts) || !Number.isInteger(this.count) || this.count < 1) throw new RangeError('stored buckets: bad bucket header');
+    this.at = i + 2;
+    return true;
+  }
+
+  /** Dictionary index `k` checked: −1 (null) or an entry of the dictionary. */
+  index(k: number): number {
+    if (k !== -1 && (k < 0 || k >= this.dict.length || !Number.isInteger(k))) throw new RangeError(`stored buckets: index ${k} outside the dictionary`);
+    return k;
+  }
+
+  /** Throws when the bucket's OHLCs ran past the end of the numbers. */
+  ohlcEnd(): void {
+    if (this.at > this.nums.length) throw new RangeError('stored buckets: truncated OHLC');
+  }
+}
+
+export function decodeBuckets(text: string): ExactBucket[] {
+  const r = new StoredBuckets(text);
+  const { dict, nums: a } = r;
   const out: ExactBucket[] = [];
-  const n = a.length;
-  let i = 0;
-  let ts = 0;
-  const val = (k: number): string | null => {
-    if (k === -1) return null;
-    const v = dict[k];
-    if (v === undefined) throw new RangeError(`stored buckets: index ${k} outside the dictionary`);
-    return v;
-  };
+  const val = (k: number): string | null => (r.index(k) === -1 ? null : dict[k]!);
   const ohlc = (): Ohlc | null => {
-    const o = a[i++]!;
-    if (o === -1) return null;
-    const r = { open: val(o)!, high: val(a[i]!)!, low: val(a[i + 1]!)!, close: val(a[i + 2]!)! };
-    i += 3;
-    return r;
+    const i = r.at;
+    const o = a[i]!;
+    if (o === -1) {
+      r.at = i + 1;
+      return null;
+    }
+    r.at = i + 4;
+    return { open: val(o)!, high: val(a[i + 1]!)!, low: val(a[i + 2]!)!, close: val(a[i + 3]!)! };
   };
   const flat = (v: string | null): Ohlc | null => (v === null ? null : { open: v, high: v, low: v, close: v });
-  while (i < n) {
-    if (i + 8 > n) throw new RangeError('stored buckets: truncated bucket');
-    ts += a[i]! * 1000;
-    const count = a[i + 1]!;
-    if (!Number.isSafeInteger(ts) || !Number.isInteger(count) || count < 1) throw new RangeError('stored buckets: bad bucket header');
-    const best_bid = val(a[i + 2]!);
-    const best_bid_size = val(a[i + 3]!);
-    const best_ask = val(a[i + 4]!);
-    const best_ask_size = val(a[i + 5]!);
-    const mid_price = val(a[i + 6]!);
-    const spread = val(a[i + 7]!);
-    i += 8;
+  while (r.next()) {
+    const i = r.at;
+    const best_bid = val(a[i]!);
+    const best_bid_size = val(a[i + 1]!);
+    const best_ask = val(a[i + 2]!);
+    const best_ask_size = val(a[i + 3]!);
+    const mid_price = val(a[i + 4]!);
+    const spread = val(a[i + 5]!);
+    r.at = i + 6;
     let bidO: Ohlc | null, askO: Ohlc | null, midO: Ohlc | null, sprO: Ohlc | null;
-    if (count > 1) {
+    if (r.count > 1) {
       bidO = ohlc();
       askO = ohlc();
       midO = ohlc();
       sprO = ohlc();
-      if (i > n) throw new RangeError('stored buckets: truncated OHLC');
+      r.ohlcEnd();
     } else {
       bidO = flat(best_bid);
       askO = flat(best_ask);
@@ -105,8 +142,8 @@ export function decodeBuckets(text: string): ExactBucket[] {
       sprO = flat(spread);
     }
     out.push({
-      timestamp: ts,
-      quote_count: count,
+      timestamp: r.ts,
+      quote_count: r.count,
       is_forward_filled: false,
       best_bid,
       best_bid_size,

@@ -1,8 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
-import { bucketsOfColumns, columnsIndexAt, decodeBucketColumns, mergeColumns } from './bucket-columns.ts';
-import { mergeBuckets, type ExactBucket, type Ohlc } from './bucketing.ts';
+import { SummaryBytesWriter } from './bucket-bytes.ts';
+import { bucketsOfColumns, columnsIndexAt, decodeBucketColumns, fillColumns, mergeColumns, mergeToColumns, seriesBuckets } from './bucket-columns.ts';
+import { fillSeries, mergeBuckets, planBuckets, toSummaryBucket, type ExactBucket, type Ohlc } from './bucketing.ts';
+import type { Top } from './observation.ts';
 
 // Decimals as the book engine writes them, and spellings it never does (the double
 // shortcut must leave their order to the text comparison, as mergeBuckets does).
@@ -104,6 +106,67 @@ describe('stored buckets as columns', () => {
         },
       ),
       { numRuns: 40 },
+    );
+  });
+
+  it('as a filled series written straight from the columns: the bytes of the object path, and JSON.stringify of the answer objects', () => {
+    // Plain decimals (printed by JSON.stringify as written) most of the time, any spelling now and then.
+    const plain = fc.oneof(
+      { weight: 8, arbitrary: fc.stringMatching(/^(0|[1-9]\d{0,3})(\.\d{0,3}[1-9])?$/) },
+      { weight: 1, arbitrary: decimal },
+    );
+    const top: fc.Arbitrary<Top | null> = fc.option(
+      fc.record({
+        best_bid: fc.option(plain, { nil: null }),
+        best_bid_size: fc.option(plain, { nil: null }),
+        best_ask: fc.option(plain, { nil: null }),
+        best_ask_size: fc.option(plain, { nil: null }),
+        mid_price: fc.option(plain, { nil: null }),
+        spread: fc.option(plain, { nil: null }),
+      }),
+      { nil: null },
+    );
+    fc.assert(
+      fc.property(
+        fc.constantFrom(1, 5),
+        fc.integer({ min: 1, max: 9 }),
+        observed(1),
+        fc.array(fc.nat(), { maxLength: 3 }),
+        top,
+        fc.integer({ min: -200, max: 400 }),
+        fc.integer({ min: 0, max: 900 }),
+        fc.constantFrom<'json' | 'ndjson'>('json', 'ndjson'),
+        fc.integer({ min: 1, max: 40 }),
+        (fine, mult, list0, cuts, carried, startS, spanS, format, slice) => {
+          const R = fine * mult;
+          const list = list0.map((b) => ({ ...b, timestamp: Math.ceil(b.timestamp / (fine * 1000)) * fine * 1000 })).filter((b, i, a) => i === 0 || b.timestamp > a[i - 1]!.timestamp);
+          const texts = chunked(list, cuts);
+          const columns = texts.map((t) => decodeBucketColumns([t]));
+          const ranges = columns.map((c) => ({ columns: c, from: 0, to: c.n }));
+          const t0 = 1_772_409_600_000;
+          const plan = planBuckets({ startMs: t0 + startS * 1000, endMs: t0 + (startS + spanS) * 1000 }, R);
+          // The old path: objects merged, filled, written.
+          const objects = fillSeries(mergeColumns(ranges, fine, R), plan, carried);
+          const series = fillColumns(mergeToColumns(ranges, fine, R), plan, carried);
+          expect(series.n).toBe(objects.length);
+          expect(seriesBuckets(series)).toEqual(objects);
+          // Written in slices, as the API does.
+          const w = new SummaryBytesWriter(format, 64, 1024);
+          w.begin('{"h":1,"data":');
+          for (let at = 0; at < series.n; at += slice) w.series(series, at, Math.min(series.n, at + slice));
+          const got = Buffer.concat(w.end('}').parts());
+          const want = Buffer.concat(new SummaryBytesWriter(format, 64, 1024).begin('{"h":1,"data":').buckets(objects).end('}').parts());
+          expect(got.toString()).toBe(want.toString());
+          // The reference: JSON of the answer objects (numbers), wherever the decimals print as JSON prints them.
+          const answer = objects.map(toSummaryBucket);
+          const printed = format === 'json' ? `{"h":1,"data":${JSON.stringify(answer)}}` : answer.map((b) => `${JSON.stringify(b)}\n`).join('');
+          const all = objects.flatMap((b) => [b.best_bid, b.best_bid_size, b.best_ask, b.best_ask_size, b.mid_price, b.spread, ...[b.best_bid_ohlc, b.best_ask_ohlc, b.mid_price_ohlc, b.spread_ohlc].flatMap((o) => (o ? [o.open, o.high, o.low, o.close] : []))]);
+          if (all.every((x) => x === null || String(Number(x)) === x)) expect(got.toString()).toBe(printed);
+          // (Spellings the engine never writes, such as 00.5, are no JSON numbers: compared as bytes above only.)
+          else if (all.every((x) => x === null || (x !== '-0' && /^-?(0|[1-9]\d*)(\.\d*[1-9])?$/.test(x)))) expect(format === 'json' ? JSON.parse(got.toString()) : got.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l))).toEqual(format === 'json' ? JSON.parse(printed) : answer);
+        },
+      ),
+      { numRuns: 400 },
     );
   });
 

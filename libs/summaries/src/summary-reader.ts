@@ -8,7 +8,9 @@ import {
   columnsIndexAt,
   decodeBucketColumns,
   decodeBuckets,
-  mergeColumns,
+  fillColumns,
+  mergeToColumns,
+  seriesBuckets,
   fillSeriesSlices,
   ladderFor,
   mergeBuckets,
@@ -16,6 +18,7 @@ import {
   type BucketColumns,
   type BucketPlan,
   type BookRecord,
+  type ColumnSeries,
   type ColumnsRange,
   type ExactBucket,
   type Top,
@@ -28,6 +31,17 @@ import { clampToNow, type SummaryPlan } from './summary-plan.ts';
 import { VersionedCache } from './versioned-cache.ts';
 
 type Plan = BucketPlan;
+
+/**
+ * A planned answer's buckets, as objects or (merged from stored columns) as a series kept in
+ * columns, never both; and its stamp (SummaryReader.stamp) when settled.
+ */
+export interface SummaryAnswer {
+  buckets: ExactBucket[] | null;
+  series: ColumnSeries | null;
+  stamp: string | null;
+}
+export type RollupState = Awaited<ReturnType<typeof assetRollupState>>;
 
 const RACED = Symbol('raced');
 const WINDOW_TTL_MS = 30_000;
@@ -190,8 +204,23 @@ export class SummaryReader {
    * The buckets of a planned request, and the answer's stamp when it is settled (see
    * `stamp`): an answer kept under its stamp is the answer while `stamp` still gives it.
    */
-  async summaryStamped(key: SummaryKey, p: SummaryPlan, now = Date.now()): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
-    return this.bucketsStamped(key, clampToNow(p, now), p.resolution, p.window.endMs <= now);
+  async summaryStamped(key: SummaryKey, p: SummaryPlan, now = Date.now(), state?: Promise<RollupState>): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
+    const a = await this.summaryAnswer(key, p, now, state);
+    return { buckets: a.buckets ?? seriesBuckets(a.series!), stamp: a.stamp };
+  }
+
+  /** `summaryStamped`, with the buckets left in columns where they were merged from them (no object per bucket). */
+  async summaryAnswer(key: SummaryKey, p: SummaryPlan, now = Date.now(), state?: Promise<RollupState>): Promise<SummaryAnswer> {
+    return this.bucketsStamped(key, clampToNow(p, now), p.resolution, p.window.endMs <= now, state);
+  }
+
+  /**
+   * The asset's rollup state (pending dates, summaries version): what `stamp` and
+   * `summaryStamped` read first. A caller may start this read early, alongside its own Redis
+   * calls, and give the promise to both (they then read no state of their own).
+   */
+  rollupState(key: SummaryKey): Promise<RollupState> {
+    return assetRollupState(this.redis, this.queuePrefix, key);
   }
 
   /**
@@ -203,41 +232,50 @@ export class SummaryReader {
    * summaries version and a day row's version: both are in the stamp. One Redis read, and the
    * day rows (cached while the version stands still).
    */
-  async stamp(key: SummaryKey, p: SummaryPlan, now = Date.now()): Promise<string | null> {
+  async stamp(key: SummaryKey, p: SummaryPlan, now = Date.now(), state?: Promise<RollupState>): Promise<string | null> {
     if (p.window.endMs > now || p.plan.count === 0) return null;
-    const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
+    const { pending, version } = await (state ?? this.rollupState(key));
     if (version === null || pending.size > 0) return null;
     const { rows, before } = await this.window(key, utcDate(p.plan.firstStart), utcDate(p.plan.dataEndMs - 1), version);
     return settledStamp(version, pending, rows, before);
   }
 
   async buckets(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
-    return (await this.bucketsStamped(key, plan, resolution, false)).buckets;
+    const a = await this.bucketsStamped(key, plan, resolution, false);
+    return a.buckets ?? seriesBuckets(a.series!);
   }
 
-  private async bucketsStamped(key: SummaryKey, plan: Plan, resolution: number, over: boolean): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
-    if (plan.count === 0) return { buckets: [], stamp: null };
+  private async bucketsStamped(key: SummaryKey, plan: Plan, resolution: number, over: boolean, state?: Promise<RollupState>): Promise<SummaryAnswer> {
+    if (plan.count === 0) return { buckets: [], series: null, stamp: null };
     // A rollup that writes between our reads of a day row and its chunks would make the
     // stored part overlap the live part: such a read is retried, and after a few
     // collisions (a very busy asset) answered from raw events.
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = await this.attempt(key, plan, resolution, attempt === 0, over);
+      // A retry reads the state again: the first one saw a rollup writing.
+      const r = await this.attempt(key, plan, resolution, attempt === 0, over, attempt === 0 ? state : undefined);
       if (r !== RACED) return r;
     }
-    return { buckets: await this.fromRaw(key, plan, resolution), stamp: null };
+    return { buckets: await this.fromRaw(key, plan, resolution), series: null, stamp: null };
   }
 
-  private async attempt(key: SummaryKey, plan: Plan, resolution: number, cached: boolean, over: boolean): Promise<{ buckets: ExactBucket[]; stamp: string | null } | typeof RACED> {
+  private async attempt(
+    key: SummaryKey,
+    plan: Plan,
+    resolution: number,
+    cached: boolean,
+    over: boolean,
+    state: Promise<RollupState> | undefined,
+  ): Promise<SummaryAnswer | typeof RACED> {
     const firstDate = utcDate(plan.firstStart);
     const lastDate = utcDate(plan.dataEndMs - 1);
-    const { pending, version } = await assetRollupState(this.redis, this.queuePrefix, key);
+    const { pending, version } = await (state ?? this.rollupState(key));
     const { rows, before, firstOpen } = await this.window(key, firstDate, lastDate, cached ? version : null);
     // Stamped only when read as `stamp` reads (the cached day rows of this version).
     const stamp = over && cached && version !== null ? settledStamp(version, pending, rows, before) : null;
     const pendingSorted = [...pending].sort();
     // Nothing rolled up yet, or an earlier day is being re-rolled: its state may change.
     if ((rows.length === 0 && before === null) || (pendingSorted[0] !== undefined && pendingSorted[0] < firstDate)) {
-      return { buckets: await this.fromRaw(key, plan, resolution), stamp: null };
+      return { buckets: await this.fromRaw(key, plan, resolution), series: null, stamp: null };
     }
     // An open day before the window: later days started from its state before its tail.
     const live = await this.liveStart(key, rows, firstOpen !== null && firstOpen.date < firstDate ? firstOpen : before, pending, lastDate);
@@ -286,8 +324,9 @@ export class SummaryReader {
             if (to > from) ranges.push({ columns, from, to });
           }
         }
+        // Left in columns, filled in columns: written from them (no object per bucket).
         // A live part means the answer was not settled, whatever the rows said.
-        return { buckets: await fillSeriesYielding(mergeColumns(ranges, level, resolution), plan, carried), stamp: live === undefined ? stamp : null };
+        return { buckets: null, series: fillColumns(mergeToColumns(ranges, level, resolution), plan, carried), stamp: live === undefined ? stamp : null };
       }
       for (const r of days) {
         const day = held.get(r.date) ?? fetched.get(r.date);
@@ -305,7 +344,7 @@ export class SummaryReader {
     }
     const merged = level === resolution ? stored : mergeBuckets(stored, level, resolution);
     // A live part means the answer was not settled, whatever the rows said.
-    return { buckets: await fillSeriesYielding(merged, plan, carried), stamp: live === undefined ? stamp : null };
+    return { buckets: await fillSeriesYielding(merged, plan, carried), series: null, stamp: live === undefined ? stamp : null };
   }
 
   /** The stored day rows an answer needs, reused while the asset's summaries version stands still (`VersionedCache`). */

@@ -61,7 +61,7 @@ afterAll(async () => {
 
 describe('settled summary answers', () => {
   it('are built once, sent again byte for byte, and rebuilt as soon as a rollup changes the day', async () => {
-    const built = vi.spyOn(SummaryReader.prototype, 'summaryStamped');
+    const built = vi.spyOn(SummaryReader.prototype, 'summaryAnswer');
     try {
       const first = await get('date=2026-03-01&resolution=1')
       expect(first.status).toBe(200);
@@ -112,7 +112,7 @@ describe('settled summary answers', () => {
   });
 
   it('are not kept for a window that is not over, nor when the cache is off', async () => {
-    const built = vi.spyOn(SummaryReader.prototype, 'summaryStamped');
+    const built = vi.spyOn(SummaryReader.prototype, 'summaryAnswer');
     const off = await t.another({ summaryAnswerCacheBytes: 0 });
     try {
       const now = Date.now();

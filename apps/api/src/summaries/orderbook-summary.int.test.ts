@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExchangeAEvent, ExchangeAMessage, ExchangeBMessage, ExchangeBRecord } from '@booktape/domain';
-import { toSummaryBucket } from '@booktape/book';
+import { summaryChunksFree, toSummaryBucket } from '@booktape/book';
 // The deliberately simple implementation of docs/rules/summaries.md that the book package's properties use.
 import { referenceBuckets, referenceObservationsA, referenceObservationsB } from '@booktape/book/testing';
 import { bearer, conditionId, ingestSeq, startTestApi, type TestApi } from '../testing.ts';
@@ -126,6 +126,39 @@ describe('order-book summaries served from the raw events', () => {
       expect(Number(head.headers['content-length'])).toBe(plain.rawPayload.length);
       if (format === 'json') expect((JSON.parse(plain.payload) as { data_points: number }).data_points).toBe(86_400 - 3600);
     }
+  });
+
+  it('under inject too, the pooled Buffers of an answer are given back once it is out, and none is rewritten while another answer is out', async () => {
+    // Nothing kept: every answer's Buffers go back to the pool when its response closes.
+    const app = await t.another({ summaryAnswerCacheBytes: 0 });
+    const url = (date: string, R: number) => `/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&date=${date}&resolution=${R}`;
+    // Whole days at R=60 (one pooled Buffer, sent joined) and R=5 (several, sent part by part).
+    const urls = [url('2026-03-01', 60), url('2026-03-02', 60), url('2026-03-01', 5), url('2026-03-02', 5)];
+    const alone: Buffer[] = [];
+    for (const u of urls) {
+      const r = await app.inject({ url: u, headers: bearer(key) });
+      expect(r.statusCode).toBe(200);
+      alone.push(r.rawPayload);
+    }
+    // Large enough to be written into pooled Buffers (a quarter of one and more).
+    expect(Math.min(...alone.map((b) => b.length))).toBeGreaterThan(256 * 1024);
+    expect(alone[2]!.length).toBeGreaterThan(2 * 1024 * 1024);
+    await new Promise((r) => setImmediate(r));
+    const before = summaryChunksFree();
+    // Each answer alone was given back: the pool holds at least the Buffers of the largest.
+    expect(before).toBeGreaterThanOrEqual(Math.ceil(alone[2]!.length / (1024 * 1024)));
+
+    // Many at once, in an order that makes each reuse Buffers others just gave back: each
+    // answer is still its own bytes.
+    const order = Array.from({ length: 12 }, (_, i) => (i * 7) % urls.length);
+    const together = await Promise.all(order.map((k) => app.inject({ url: urls[k]!, headers: bearer(key) })));
+    together.forEach((r, i) => {
+      expect(r.statusCode).toBe(200);
+      expect(r.rawPayload.equals(alone[order[i]!]!), `answer ${i} (${urls[order[i]!]})`).toBe(true);
+    });
+    await new Promise((r) => setImmediate(r));
+    // All given back again: none lost to the inject path.
+    expect(summaryChunksFree()).toBeGreaterThanOrEqual(before);
   });
 
   it('a market without data answers 200 with no buckets', async () => {

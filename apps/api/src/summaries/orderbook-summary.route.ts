@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { TooManyBucketsError, releaseSummaryParts, utcDayWindow, type ExactBucket } from '@booktape/book';
+import { TooManyBucketsError, releaseSummaryParts, utcDayWindow, type ColumnSeries, type ExactBucket } from '@booktape/book';
 import { Readable } from 'node:stream';
 import { summaryBodyParts } from './summary-body.ts';
 import { FairTurns, LARGE_ANSWER_BUCKETS, etagInSlices } from './large-answers.ts';
 import { SettledAnswers } from './answer-cache.ts';
 import { settledAnswerTag } from './answer-tag.ts';
-import { planSummary, type SummaryPlan } from '@booktape/summaries';
+import { planSummary, type RollupState, type SummaryPlan } from '@booktape/summaries';
+import type { FastifyRequest } from 'fastify';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, isFinalised, notModified } from '../http/caching.ts';
 import { errors, guard, invalidParameter } from '../http/errors.ts';
@@ -56,6 +57,8 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
   const largeTurns = new FairTurns(1);
   // Settled answers as sent: a finished day asked again costs a Redis read, not a rebuild.
   const settled = new SettledAnswers(config.summaryAnswerCacheBytes);
+  // The asset's rollup state, read along with the quota reservation (the route's `prefetch`).
+  const statesAhead = new WeakMap<FastifyRequest, Promise<RollupState>>();
 
   function plan(v: VenueApi, query: WindowQuery): SummaryPlan {
     const { date, start_timestamp: start, end_timestamp: end } = query;
@@ -86,13 +89,13 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
   }
 
   // The body as JSON bytes: the small head stringified, the buckets written from their exact decimals.
-  const answer = (head: Record<string, unknown>, exact: ExactBucket[], p: SummaryPlan, date: string | undefined): Promise<Buffer[]> => {
+  const answer = (head: Record<string, unknown>, exact: readonly ExactBucket[] | ColumnSeries, p: SummaryPlan, date: string | undefined): Promise<Buffer[]> => {
     const fields = {
       ...head,
       date: date ?? null,
       ...(date === undefined ? { start_timestamp: p.window.startMs, end_timestamp: p.window.endMs } : {}),
       resolution_seconds: p.resolution,
-      data_points: exact.length,
+      data_points: 'columns' in exact ? exact.n : exact.length,
     };
     return summaryBodyParts(exact, 'json', `${JSON.stringify(fields).slice(0, -1)},"data":`, '}');
   };
@@ -103,6 +106,23 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
     const bySlug = slugRoute(v, services.lookup, { marketRequired: true, outcome: 'required' });
     const ids = { [v.marketParam]: v.market(), ...(asset ? { [asset.param]: q.text(asset.description, 128) } : {}), ...bySlug.fields };
     const head = { [v.marketField]: z.string(), ...(asset ? { [asset.param]: z.string() } : {}) };
+    const keyOf = (query: Record<string, string> & WindowQuery) => {
+      const market = marketOf(v, query);
+      return { venue: v.venue, market, asset: asset ? query[asset.param]! : market };
+    };
+    // The reservation's Redis round trip brings the rollup state too (billable.hooks.ts).
+    const prefetch = (req: FastifyRequest): void => {
+      const query = req.query as Record<string, string> & WindowQuery;
+      try {
+        if (plan(v, query).plan.count === 0) return;
+      } catch {
+        return; // the handler answers the parameter error
+      }
+      const read = summaries.rollupState(keyOf(query));
+      // Awaited by the handler, or never (a 429): no unhandled rejection either way.
+      read.catch(() => undefined);
+      statesAhead.set(req, read);
+    };
     for (const { url, alias } of venuePaths(v, 'orderbook-summary')) {
       app.get(
         url,
@@ -123,14 +143,16 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           },
           onRequest: requireKey,
           ...bySlug.options,
+          config: { prefetch },
           serializerCompiler: plainJson,
         },
         async (req, reply) => {
           const query = req.query as Record<string, string> & WindowQuery;
           const p = plan(v, query);
-          const market = marketOf(v, query);
-          const assetId = asset ? query[asset.param]! : market;
-          const key = { venue: v.venue, market, asset: assetId };
+          const key = keyOf(query);
+          const { market, asset: assetId } = key;
+          // Read with the reservation; not used after waiting for a large answer's turn (old by then).
+          let state = statesAhead.get(req);
           const format = query.format ?? 'json';
           const finalised = isFinalised(p.window.endMs, Date.now(), config.caching.finalisedAfterMs);
           // The request's answer id: the head of a json answer says date or window, so both are in it.
@@ -138,7 +160,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           const kept = async (): Promise<{ body: readonly Buffer[]; tag: string | null } | undefined> => {
             // No entry: nothing to check a stamp against (the build reads the asset's state itself).
             if (!settled.has(id)) return undefined;
-            const stamp = await guard('ClickHouse', () => summaries.stamp(key, p));
+            const stamp = await guard('ClickHouse', () => summaries.stamp(key, p, undefined, state));
             const hit = stamp === null ? undefined : settled.get(id, stamp);
             if (hit === undefined) return undefined;
             return { body: hit.parts, tag: finalised ? settledAnswerTag(id, hit.stamp) : null };
@@ -146,16 +168,21 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           let answered = await kept();
           if (answered === undefined) {
             // A large answer is built in its turn (large-answers.ts); a small one at once.
-            const release = p.plan.count >= LARGE_ANSWER_BUCKETS ? await largeTurns.take(req.apiKey?.key_id ?? '') : () => undefined;
+            const large = p.plan.count >= LARGE_ANSWER_BUCKETS;
+            const release = large ? await largeTurns.take(req.apiKey?.key_id ?? '') : () => undefined;
+            if (large) state = undefined;
             try {
               if (req.raw.destroyed || reply.raw.destroyed) {
                 // The client went away while the answer waited for its turn: nothing to build.
                 return reply;
               }
               // The answer may have been built and kept while this request waited for its turn.
-              answered = p.plan.count >= LARGE_ANSWER_BUCKETS ? await kept() : undefined;
+              answered = large ? await kept() : undefined;
               if (answered === undefined) {
-                const { buckets: exact, stamp } = await guard('ClickHouse', () => summaries.summaryStamped(key, p));
+                const got = await guard('ClickHouse', () => summaries.summaryAnswer(key, p, undefined, state));
+                const { stamp } = got;
+                // Merged from stored columns: written straight from them.
+                const exact = got.series ?? got.buckets!;
                 const body =
                   format === 'json'
                     ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)

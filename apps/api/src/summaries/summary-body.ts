@@ -1,5 +1,5 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { CHUNK_BYTES, CSV_BUCKET_BYTES, JSON_BUCKET_BYTES, SummaryBytesWriter, type ExactBucket } from '@booktape/book';
+import { CHUNK_BYTES, CSV_BUCKET_BYTES, JSON_BUCKET_BYTES, SummaryBytesWriter, seriesBuckets, type ColumnSeries, type ExactBucket } from '@booktape/book';
 
 /**
  * A summary answer's bytes, written a slice of buckets at a time with a turn of the event loop
@@ -18,12 +18,17 @@ export type SummaryFormat = 'json' | 'ndjson' | 'csv';
  * are not joined: that is a copy of the whole answer (37 MB for a day at R=1), so a large
  * answer is sent part by part instead.
  */
-export async function summaryBodyParts(buckets: readonly ExactBucket[], format: SummaryFormat, head = '', tail = '', size = SLICE_BUCKETS): Promise<Buffer[]> {
-  const expected = head.length + tail.length + 2 + buckets.length * (format === 'csv' ? CSV_BUCKET_BYTES : JSON_BUCKET_BYTES);
+export async function summaryBodyParts(from: readonly ExactBucket[] | ColumnSeries, format: SummaryFormat, head = '', tail = '', size = SLICE_BUCKETS): Promise<Buffer[]> {
+  // A series kept in columns is written straight from them (JSON, NDJSON); CSV from its objects.
+  const series = 'columns' in from && format !== 'csv' ? from : null;
+  const buckets = series === null ? ('columns' in from ? seriesBuckets(from) : from) : null;
+  const n = series !== null ? series.n : buckets!.length;
+  const expected = head.length + tail.length + 2 + n * (format === 'csv' ? CSV_BUCKET_BYTES : JSON_BUCKET_BYTES);
   const w = new SummaryBytesWriter(format, Math.min(expected, CHUNK_BYTES)).begin(head);
-  for (let at = 0; at < buckets.length; at += size) {
+  for (let at = 0; at < n; at += size) {
     if (at > 0) await yieldToLoop();
-    w.buckets(buckets, at, Math.min(buckets.length, at + size));
+    if (series !== null) w.series(series, at, Math.min(n, at + size));
+    else w.buckets(buckets!, at, Math.min(n, at + size));
   }
   return w.end(tail).parts();
 }

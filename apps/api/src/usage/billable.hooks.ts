@@ -9,6 +9,7 @@ import type { RequestLogWriter } from './request-log.ts';
 import type { ConcurrencyLimiter } from './concurrency.ts';
 import { periodOf, quotaExceededBody, rateLimitFields, tooManyConcurrentBody, type LimitState } from './limits.ts';
 import type { QuotaService, ReserveResult } from './quota.service.ts';
+import type { KeyService } from '../keys/keys.service.ts';
 import { tooManyRequestsSchema } from './schemas.ts';
 
 /**
@@ -48,11 +49,20 @@ declare module 'fastify' {
     billable?: boolean;
     /** Quota units a request of the route counts as, from its validated query (default 1): a bulk export's days. */
     quotaUnits?: (query: unknown) => number;
+    /**
+     * Reads the handler will need, started (not awaited) together with the quota reservation
+     * so that both take one Redis round trip; called with the validated query, only when the
+     * request is going to be reserved. The route keeps what it starts and must not let a
+     * read it never awaits reject unhandled (a request refused at 429 never reaches the handler).
+     */
+    prefetch?: (req: FastifyRequest) => void;
   }
 }
 
 export interface BillableDeps {
   requireKey: (req: FastifyRequest) => Promise<void>;
+  /** Whose key a request carries, when known already: the plan is then read along with the key. */
+  keys?: Pick<KeyService, 'knownUser'>;
   quota: QuotaService;
   subscriptions: Pick<SubscriptionService, 'planOf'>;
   requestLog: RequestLogWriter;
@@ -148,6 +158,28 @@ export function loggedStatus(r: { headersSent: boolean; statusCode: number; fini
 export function billableRoutes(deps: BillableDeps) {
   const urls = new Set<string>();
   const states = new WeakMap<FastifyRequest, TrackState>();
+  /** The plan of the key's user, read while the key is being checked (planAhead). */
+  const plansAhead = new WeakMap<FastifyRequest, { userId: string; plan: Promise<Plan> }>();
+
+  /**
+   * onRequest, before the key check: where this process has seen the key before (and so
+   * knows its user), the user's plan is asked for now, in the same Redis round trip as the
+   * key's record, instead of after it. The reservation uses it only for that same user; a
+   * key refused meanwhile leaves it unread.
+   */
+  const planAhead: onRequestHookHandler = async function (req) {
+    const userId = deps.keys?.knownUser(req.headers.authorization);
+    if (userId === undefined) return;
+    const plan = deps.subscriptions.planOf(userId);
+    // Awaited by the reservation, or never (a refused key): no unhandled rejection either way.
+    plan.catch(() => undefined);
+    plansAhead.set(req, { userId, plan });
+  };
+
+  const planOf = (req: FastifyRequest, userId: string): Promise<Plan> => {
+    const ahead = plansAhead.get(req);
+    return ahead !== undefined && ahead.userId === userId ? ahead.plan : deps.subscriptions.planOf(userId);
+  };
 
   /** onRequest, after the key check: the request is logged on `close`, whatever becomes of it. */
   const track: onRequestHookHandler = async function (req, reply) {
@@ -202,7 +234,7 @@ export function billableRoutes(deps: BillableDeps) {
     const state = states.get(req);
     const key = req.apiKey;
     if (!state || !key) return;
-    const plan = await deps.subscriptions.planOf(key.user_id);
+    const plan = await planOf(req, key.user_id);
     state.plan = plan;
     if (state.closed) return; // the client went away meanwhile: nothing to hold a slot for
     const cap = deps.quota.limits[plan].concurrent ?? null;
@@ -217,6 +249,8 @@ export function billableRoutes(deps: BillableDeps) {
     // Same id as the log row: a counter rebuild matches open reservations to stored rows by it.
     const units = req.routeOptions.config.quotaUnits?.(req.query) ?? 1;
     state.units = Number.isInteger(units) && units >= 1 ? units : 1;
+    // The handler's own reads go out with the reservation (one round trip for both).
+    req.routeOptions.config.prefetch?.(req);
     state.result = await deps.quota.reserve(key.user_id, plan, state.requestId, state.units);
     if (state.closed) {
       // The client went away while the reservation was being made: not served, not billed.
@@ -258,12 +292,17 @@ export function billableRoutes(deps: BillableDeps) {
       return payload;
     }
     if (reply.hasHeader('ratelimit-limit')) return payload;
+    // Reserved: the reservation gave the fields, or none because the plan has no limits.
+    if (standing) return payload;
     try {
       // The plan the reservation already read, where there was one (one Redis call fewer).
-      const plan = states.get(req)?.plan || (await deps.subscriptions.planOf(key.user_id));
+      const plan = states.get(req)?.plan || (await planOf(req, key.user_id));
+      const limit = deps.quota.limits[plan];
+      // A plan without limits has no fields to give: nothing to read.
+      if (limit.monthly === null && limit.perSecond === null) return payload;
       const now = Date.now();
       const p = await deps.quota.peek(key.user_id, now);
-      setRateLimit(reply, rateLimitFields({ limit: deps.quota.limits[plan], period: p.period, monthlyUsed: p.monthlyUsed, secondUsed: p.secondUsed, nowMs: now }));
+      setRateLimit(reply, rateLimitFields({ limit, period: p.period, monthlyUsed: p.monthlyUsed, secondUsed: p.secondUsed, nowMs: now }));
     } catch (err) {
       // Advisory fields: an answer is not failed for want of them (Redis down answers 503 elsewhere).
       req.log.debug({ err }, 'RateLimit fields left out');
@@ -290,7 +329,9 @@ export function billableRoutes(deps: BillableDeps) {
       if (!list(route.onSend).includes(keyedAnswer)) route.onSend = [keyedAnswer, ...list(route.onSend)];
       if (route.config?.billable === false || hooks.includes(track)) return;
       urls.add(endpointOf(route.url, deps.prefix));
-      route.onRequest = [...hooks, track];
+      // The plan read starts just before the key check (the hooks run in this order).
+      const at = hooks.indexOf(deps.requireKey as never);
+      route.onRequest = [...hooks.slice(0, at), planAhead, ...hooks.slice(at), track];
       route.preHandler = [...list(route.preHandler), reserve];
       route.onSend = [...list(route.onSend), watchBody];
       if (route.schema) {
