@@ -9,7 +9,7 @@ import type { Observation } from './observation.ts';
  * observation) their collection was about half of a dense day's rollup. Here the buckets
  * are `BucketColumns` (bucket-columns.ts: typed arrays of starts, counts and dictionary
  * indexes), built from observations handed over as their fields (`ObservationSink`), merged
- * to the coarser ladder levels on indexes (`mergeToColumns`) and encoded as stored chunks
+ * to the coarser ladder levels on indexes (`mergeToColumns` of bucket-columns.ts, the reader's merge) and encoded as stored chunks
  * (`encodeColumns`). Each step gives exactly what its object form gives
  * (`aggregateObservations`, `mergeBuckets`, `encodeBuckets`), which the tests hold it to.
  */
@@ -232,78 +232,6 @@ export class ColumnsAggregator implements ObservationSink {
   }
 }
 
-/**
- * `mergeBuckets` on columns: the coarser observed buckets of `c`'s buckets (in time order,
- * at `fineResolutionSeconds`) as columns sharing `c`'s dictionary. High and low are compared
- * as `mergeColumns` compares them (their doubles, the texts where those do not decide).
- */
-export function mergeToColumns(c: BucketColumns, fineResolutionSeconds: number, resolutionSeconds: number): BucketColumns {
-  const fine = checkResolution(fineResolutionSeconds);
-  const r = checkResolution(resolutionSeconds);
-  if (r % fine !== 0) throw new RangeError(`resolution ${resolutionSeconds} s is not a multiple of ${fineResolutionSeconds} s`);
-  const { dict, num, v, ts } = c;
-  const counts = c.count;
-  const out = new ColumnsOut(Math.ceil(c.n / (r / fine)) + 1);
-  // Per series (bid, ask, mid, spread): open, high, low, close indexes (open −1: none yet).
-  const acc = new Int32Array(16).fill(-1);
-  let start = 0;
-  let count = 0;
-  let lastAt = 0;
-  let last = -Infinity;
-  const emit = (): void => {
-    const j = out.add();
-    out.ts[j] = start;
-    out.count[j] = count;
-    const o = j * VALUES_PER_BUCKET;
-    const w = out.v;
-    for (let k = 0; k < 6; k++) w[o + k] = v[lastAt + k]!;
-    for (let k = 0; k < 16; k++) w[o + 6 + k] = acc[k]!;
-    acc.fill(-1);
-  };
-  for (let j = 0; j < c.n; j++) {
-    const q = counts[j]!;
-    if (q === 0) continue;
-    const t = ts[j]!;
-    if (t % fine !== 0 || !(t > last)) throw new RangeError(`bucket ${t} is not a ${fineResolutionSeconds} s bucket in time order`);
-    last = t;
-    if (count === 0 || t >= start + r) {
-      if (count > 0) emit();
-      start = Math.floor(t / r) * r;
-      count = 0;
-    }
-    count += q;
-    const o = j * VALUES_PER_BUCKET;
-    lastAt = o;
-    for (let s = 0; s < 4; s++) {
-      const at = o + 6 + s * 4;
-      const op = v[at]!;
-      if (op === -1) continue;
-      const h = v[at + 1]!;
-      const l = v[at + 2]!;
-      const a = s * 4;
-      if (acc[a] === -1) {
-        acc[a] = op;
-        acc[a + 1] = h;
-        acc[a + 2] = l;
-        acc[a + 3] = v[at + 3]!;
-        continue;
-      }
-      acc[a + 3] = v[at + 3]!;
-      const hi = acc[a + 1]!;
-      if (h !== hi) {
-        const d = num[h]! - num[hi]!;
-        if (d > 0 || (!(d < 0) && compareCanonical(dict[h]!, dict[hi]!) > 0)) acc[a + 1] = h;
-      }
-      const lo = acc[a + 2]!;
-      if (l !== lo) {
-        const d = num[l]! - num[lo]!;
-        if (d < 0 || (!(d > 0) && compareCanonical(dict[l]!, dict[lo]!) < 0)) acc[a + 2] = l;
-      }
-    }
-  }
-  if (count > 0) emit();
-  return out.columns(dict, num);
-}
 
 const DECIMAL = /^-?\d+(\.\d+)?$/;
 

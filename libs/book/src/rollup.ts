@@ -2,7 +2,8 @@ import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
 import { ExchangeABook, ExchangeBBook, type ChangeEntries, type ChangeHook, type EntryClaimHook } from './book-engine.ts';
 import type { BucketColumns } from './bucket-columns.ts';
 import { aggregateObservations, mergeBuckets, type ExactBucket } from './bucketing.ts';
-import { hourRanges, mergeToColumns } from './compact-buckets.ts';
+import { hourRanges } from './compact-buckets.ts';
+import { mergeToColumns } from './bucket-columns.ts';
 import type { Observation } from './observation.ts';
 import type { ObservationSink } from './compact-buckets.ts';
 
@@ -51,14 +52,15 @@ export function ladderFromBase(base: ExactBucket[]): Map<number, ExactBucket[]> 
   return out;
 }
 
-/** `ladderFromBase` on columns (compact-buckets.ts): every level shares the base's dictionary. */
+/** `ladderFromBase` on columns (compact-buckets.ts): each level merged from the finest level it divides, with its own dictionary. */
 export function ladderColumns(base: BucketColumns): Map<number, BucketColumns> {
   const out = new Map<number, BucketColumns>([[1, base]]);
   for (const level of LADDER) {
     if (level === 1) continue;
     let from = 1;
     for (const l of LADDER) if (l < level && level % l === 0) from = l;
-    out.set(level, mergeToColumns(out.get(from)!, from, level));
+    const fine = out.get(from)!;
+    out.set(level, mergeToColumns([{ columns: fine, from: 0, to: fine.n }], from, level));
   }
   return out;
 }
