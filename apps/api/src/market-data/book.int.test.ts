@@ -157,6 +157,32 @@ describe('book at any instant', () => {
     );
   });
 
+  it('ids that hold quotes, backslashes, braces or any Unicode, and instants at the edges, reach the checkpoint reads as values: exact answers or a 400, never a 5xx', async () => {
+    // What a query parameter may hold (parseText: trimmed, no control characters), leaning on what SQL text and placeholders treat specially.
+    const hostile = fc
+      .oneof(fc.string({ unit: fc.constantFrom("'", '\\', '"', '`', '{', '}', ':', 'x', 'Int64', 'String', ';', '-', '*', '?', '%', ' '), minLength: 1, maxLength: 24 }), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }))
+      .filter((s) => s.trim() === s && s !== '' && !/[\u0000-\u001f\u007f]/.test(s));
+    await fc.assert(
+      fc.asyncProperty(exchangeAStreamArb, hostile, instantsArb, async (events, asset, picks) => {
+        const market = conditionId(7000 + run++);
+        const msgs = events.map((e, i): ExchangeAMessage => ({ venue: 'exchange-a', received_at: new Date(Number(e.timestamp)).toISOString(), worker_id: 1, ingest_seq: seqOf(Number(e.timestamp), i), dedup_id: `h-${i}`, event: { ...e, market, asset_id: asset } }));
+        await t.filler.insert('exchange-a', msgs);
+        await rollUp({ venue: 'exchange-a', market, asset }, events.map(tsOf), true, 2);
+        for (const at of instants(events.map(tsOf), picks)) {
+          const r = await get(`/exchange-a/market/book?asset_id=${encodeURIComponent(asset)}&condition_id=${market}&timestamp=${at}`);
+          expect(r.status, JSON.stringify(r.body)).toBe(200);
+          expect({ is_known: r.body.is_known, first: r.body.bids, second: r.body.asks }, `at ${at}`).toEqual(expectedBook(referenceBookA(events.filter((e) => Number(e.timestamp) <= at)), 10));
+          expect(r.body).toMatchObject({ asset_id: asset, as_of_ms: asOfA(events, at) });
+        }
+        for (const at of ['99999999999999999', '-1', '1e3', '2149-06-07T00:00:00Z', 'NaN']) {
+          expect((await get(`/exchange-a/market/book?asset_id=${encodeURIComponent(asset)}&condition_id=${market}&timestamp=${at}`)).status, at).toBe(400);
+        }
+        expect((await get(`/exchange-a/market/book?asset_id=${encodeURIComponent(asset)}&condition_id=${market}&timestamp=2149-06-06T23:59:59.999Z`)).status).toBe(200);
+      }),
+      { numRuns: 8 },
+    );
+  });
+
   it('exchange B equals the reference book (YES and NO bids, highest first), gaps and null sides unknown', async () => {
     await fc.assert(
       fc.asyncProperty(exchangeBStreamArb, instantsArb, fc.integer({ min: 1, max: 40 }), fc.boolean(), fc.integer({ min: 1, max: 6 }), async (records, picks, depth, rolled, every) => {
