@@ -8,6 +8,7 @@
  *   inject            the answer through the API (key, quota, reads, book, JSON)
  *   bookNew, bookOld  bookAt without HTTP: this tree, and the reads bound as before (queued
  *                     behind each other in the embedded engine's bound-query chain)
+ *   bookNoStates      bookNew keeping no checkpoint state (each answer reads its own)
  *   same              both of those, and a check that they give the same book
  *   cpState, cpStateBound, cpStateSession   the checkpoint state read (values in the text,
  *                     bound, on a stream session)
@@ -144,6 +145,8 @@ async function main(): Promise<void> {
     };
     // Book answers without the HTTP layer: this tree's reader, and one whose two reads are bound as before (chained).
     const readerNew = new BookReader({ summaries, events, redis, queuePrefix: PREFIX });
+    // The same reader keeping no checkpoint state: every answer reads its own.
+    const readerNoStates = new BookReader({ summaries, events, redis, queuePrefix: PREFIX, stateCharsHeld: 0 });
     class BoundSummaries extends SummariesRepository {
       override async checkpointState(key: SummaryKey, date: string, baseVersion: number, n: number): Promise<string | null> {
         const rs = await ch.client.query({
@@ -226,6 +229,7 @@ async function main(): Promise<void> {
         return n;
       },
       bookNew: (v, at) => bookAt(readerNew, keys[v]!, at, 10),
+      bookNoStates: (v, at) => bookAt(readerNoStates, keys[v]!, at, 10),
       bookOld: (v, at) => bookAt(readerOld, keys[v]!, at, 10),
       same: (v, at) => same(v, at),
       afterG1024: (v, at) => afterVariant(v, at, null, '', true, '_g1024'),

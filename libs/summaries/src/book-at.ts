@@ -92,6 +92,10 @@ export interface BookReaderDeps {
   queuePrefix: string;
   /** Called when the rollup state cannot be read (the answer is then rebuilt from raw events). */
   onStateError?: (err: unknown) => void;
+  /** Called when a hot day build's states could not be read at once (each answer then reads its own, as before). */
+  onPreloadError?: (err: unknown) => void;
+  /** Characters of checkpoint state kept in memory (default 32,000,000); 0 keeps none: every answer reads its state. */
+  stateCharsHeld?: number;
 }
 
 /**
@@ -110,10 +114,16 @@ export class BookReader {
   private readonly positions = new Map<string, CheckpointPosition[]>();
   /** Positions (plus one per day build) held in `positions`. */
   private positionsHeld = 0;
-  /** States of the checkpoints answers started from. */
-  private readonly states = new CheckpointStates(STATE_CHARS_HELD);
+  /** States of the checkpoints answers started from, and of hot day builds whole. */
+  private readonly states: CheckpointStates;
+  private readonly stateCharsHeld: number;
+  /** Day builds whose state was read for an answer (once: 1; twice: hot, read whole), the oldest first out. */
+  private readonly buildMisses = new Map<string, number>();
 
-  constructor(private readonly deps: BookReaderDeps) {}
+  constructor(private readonly deps: BookReaderDeps) {
+    this.stateCharsHeld = deps.stateCharsHeld ?? STATE_CHARS_HELD;
+    this.states = new CheckpointStates(this.stateCharsHeld);
+  }
 
   /** The source of the book from `atMs` to `untilMs` (inclusive); `counted`: count its records. */
   async source(key: SummaryKey, atMs: number, untilMs = atMs, counted = false): Promise<BookSource> {
@@ -143,21 +153,51 @@ export class BookReader {
     return { ...h, start: null, version: `${h.anchorMs}:${h.count}` };
   }
 
-  /** A checkpoint's state, kept once read (CheckpointStates); null when it is gone. */
-  private async stateOf(key: SummaryKey, cp: { date: string; baseVersion: number; events: number }): Promise<string | null> {
-    const id = `${key.venue}|${key.market}|${key.asset}|${cp.date}|${cp.baseVersion}|${cp.events}`;
+  /**
+   * A checkpoint's state, kept once read (CheckpointStates); null when it is gone. The second
+   * answer of a day build that finds its state not kept reads the build's states whole, in the
+   * background: answers spread over a day (a client stepping through it, snapshots at random
+   * instants) then read no state at all. A state is named by its build and position, whose
+   * rows never change (a rebuild is a new build), so a state kept this way is the one the
+   * answer would read.
+   */
+  private async stateOf(key: SummaryKey, cp: { date: string; baseVersion: number; events: number; positions: number }): Promise<string | null> {
+    const id = stateId(key, cp.date, cp.baseVersion, cp.events);
     const hit = this.states.get(id);
     if (hit !== undefined) return hit;
     const state = await this.deps.summaries.checkpointState(key, cp.date, cp.baseVersion, cp.events);
-    if (state !== null) this.states.set(id, state);
+    if (state !== null) {
+      this.states.set(id, state);
+      this.missed(key, cp, id.length + state.length);
+    }
     return state;
+  }
+
+  /** Counts an answer's state read of a day build; the second reads the build's states whole, when they fit. */
+  private missed(key: SummaryKey, cp: { date: string; baseVersion: number; positions: number }, chars: number): void {
+    const build = `${key.venue}|${key.market}|${key.asset}|${cp.date}|${cp.baseVersion}`;
+    const n = (this.buildMisses.get(build) ?? 0) + 1;
+    this.buildMisses.delete(build);
+    this.buildMisses.set(build, n);
+    if (this.buildMisses.size > BUILDS_COUNTED) this.buildMisses.delete(this.buildMisses.keys().next().value!);
+    // Whole only when the build's states (estimated by this one's size, with room) take a small share of what is kept.
+    if (n !== 2 || cp.positions * chars * 2 > this.stateCharsHeld / PRELOAD_SHARE) return;
+    void this.deps.summaries.checkpointStatesOf(key, cp.date, cp.baseVersion).then(
+      (all) => {
+        for (const s of all) {
+          const sid = stateId(key, cp.date, cp.baseVersion, s.events);
+          if (this.states.get(sid) === undefined) this.states.set(sid, s.state);
+        }
+      },
+      (err: unknown) => this.deps.onPreloadError?.(err),
+    );
   }
 
   /**
    * The latest checkpoint at or before `atMs` that is exact (its date, build and position),
    * with the time of the build's next checkpoint (null: it is the build's last), or null.
    */
-  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null; nextEvents: number }) | null> {
+  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null; nextEvents: number; positions: number }) | null> {
     const { summaries, redis, queuePrefix } = this.deps;
     let state: { pending: Set<string>; version: string | null };
     try {
@@ -170,7 +210,7 @@ export class BookReader {
     const days = await this.dayBuilds(key, state.version);
     const date = utcDate(atMs);
     // The latest day at or before the instant with a checkpoint at or before it (a few days back at most).
-    let found: (CheckpointPosition & { day: DayBuild; nextAt: number | null; nextEvents: number }) | null = null;
+    let found: (CheckpointPosition & { day: DayBuild; nextAt: number | null; nextEvents: number; positions: number }) | null = null;
     let looked = 0;
     for (let i = days.length - 1; i >= 0 && found === null && looked < DAYS_BACK; i--) {
       const day = days[i]!;
@@ -179,7 +219,7 @@ export class BookReader {
       const list = await this.positionsOf(key, day);
       for (let j = list.length - 1; j >= 0; j--) {
         if (list[j]!.at <= atMs) {
-          found = { ...list[j]!, day, nextAt: list[j + 1]?.at ?? null, nextEvents: list[j + 1]?.events ?? Infinity };
+          found = { ...list[j]!, day, nextAt: list[j + 1]?.at ?? null, nextEvents: list[j + 1]?.events ?? Infinity, positions: list.length };
           break;
         }
       }
@@ -191,7 +231,7 @@ export class BookReader {
     if (!day.complete || pending.length > 0) {
       if ((await summaries.countBookEvents(key, day.date, found.at + 1)) !== found.events) return null;
     }
-    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion, nextAt: found.nextAt, nextEvents: found.nextEvents };
+    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion, nextAt: found.nextAt, nextEvents: found.nextEvents, positions: found.positions };
   }
 
   /** A day build's checkpoint positions: kept for a closed day, read each time for an open one (its runs add more). */
@@ -222,7 +262,13 @@ export class BookReader {
   }
 }
 
+const stateId = (key: SummaryKey, date: string, baseVersion: number, events: number) => `${key.venue}|${key.market}|${key.asset}|${date}|${baseVersion}|${events}`;
+
 const BUILDS_TTL_MS = 30_000;
+/** Day builds whose state reads are counted (to tell a hot one). */
+const BUILDS_COUNTED = 10_000;
+/** A build is read whole only when its states take at most this share of the state kept. */
+const PRELOAD_SHARE = 4;
 const BUILDS_CACHED = 10_000;
 /** Checkpoint positions kept, all day builds together (~50 bytes each: ~50 MB at most). */
 const POSITIONS_HELD = 1_000_000;
