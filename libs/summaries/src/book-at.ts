@@ -117,6 +117,8 @@ export class BookReader {
   /** States of the checkpoints answers started from, and of hot day builds whole. */
   private readonly states: CheckpointStates;
   private readonly stateCharsHeld: number;
+  /** The rollup state each asset's last answer read (its next answer starts its reads from it). */
+  private readonly lastStates = new Map<string, RollupState>();
   /** Day builds whose state was read for an answer (once: 1; twice: hot, read whole), the oldest first out. */
   private readonly buildMisses = new Map<string, number>();
 
@@ -125,10 +127,57 @@ export class BookReader {
     this.states = new CheckpointStates(this.stateCharsHeld);
   }
 
-  /** The source of the book from `atMs` to `untilMs` (inclusive); `counted`: count its records. */
+  /**
+   * The source of the book from `atMs` to `untilMs` (inclusive); `counted`: count its records.
+   *
+   * Which checkpoint is exact depends on the asset's rollup state in Redis (its summaries
+   * version and pending dates). With the state an earlier answer read, the store reads start
+   * at once, beside the state's read, and are kept only when the state read now is the same:
+   * they are then what reading the state first would have started. Otherwise they are dropped
+   * and the answer starts again from the state read now.
+   */
   async source(key: SummaryKey, atMs: number, untilMs = atMs, counted = false): Promise<BookSource> {
+    const id = `${key.venue}|${key.market}|${key.asset}`;
+    const reading = this.rollupState(key);
+    const known = this.lastStates.get(id);
+    if (known === undefined) return this.sourceFrom(key, await this.remember(id, reading), atMs, untilMs, counted);
+    const [now, early] = await Promise.allSettled([this.remember(id, reading), this.sourceFrom(key, known, atMs, untilMs, counted)]);
+    const state = now.status === 'fulfilled' ? now.value : null;
+    const same = state !== null && sameState(state, known);
+    if (early.status === 'fulfilled') {
+      if (same) return early.value;
+      await early.value.close();
+    } else if (same) {
+      throw early.reason;
+    }
+    return this.sourceFrom(key, state, atMs, untilMs, counted);
+  }
+
+  /** The asset's rollup state, or null when it cannot be read (reported: answers are then rebuilt from raw events). */
+  private async rollupState(key: SummaryKey): Promise<RollupState | null> {
+    try {
+      return await assetRollupState(this.deps.redis, this.deps.queuePrefix, key);
+    } catch (err) {
+      // Without the queue's state nothing tells whether the rollup is behind.
+      this.deps.onStateError?.(err);
+      return null;
+    }
+  }
+
+  /** Keeps the state read for the asset's next answer (the most recently used assets). */
+  private async remember(id: string, reading: Promise<RollupState | null>): Promise<RollupState | null> {
+    const state = await reading;
+    this.lastStates.delete(id);
+    if (state === null) return null;
+    this.lastStates.set(id, state);
+    if (this.lastStates.size > BUILDS_CACHED) this.lastStates.delete(this.lastStates.keys().next().value!);
+    return state;
+  }
+
+  /** The source given the asset's rollup state (null: unknown, no checkpoint is used). */
+  private async sourceFrom(key: SummaryKey, rollup: RollupState | null, atMs: number, untilMs: number, counted: boolean): Promise<BookSource> {
     const { events } = this.deps;
-    const cp = await this.checkpoint(key, atMs);
+    const cp = rollup === null ? null : await this.checkpoint(key, atMs, rollup);
     if (cp !== null) {
       // Up to the build's next checkpoint the span holds that interval's records (plus late
       // rows the next rollup run takes in): read whole when the interval is small.
@@ -197,16 +246,8 @@ export class BookReader {
    * The latest checkpoint at or before `atMs` that is exact (its date, build and position),
    * with the time of the build's next checkpoint (null: it is the build's last), or null.
    */
-  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null; nextEvents: number; positions: number }) | null> {
-    const { summaries, redis, queuePrefix } = this.deps;
-    let state: { pending: Set<string>; version: string | null };
-    try {
-      state = await assetRollupState(redis, queuePrefix, key);
-    } catch (err) {
-      // Without the queue's state nothing tells whether the rollup is behind.
-      this.deps.onStateError?.(err);
-      return null;
-    }
+  private async checkpoint(key: SummaryKey, atMs: number, state: RollupState): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null; nextEvents: number; positions: number }) | null> {
+    const { summaries } = this.deps;
     const days = await this.dayBuilds(key, state.version);
     const date = utcDate(atMs);
     // The latest day at or before the instant with a checkpoint at or before it (a few days back at most).
@@ -262,6 +303,8 @@ export class BookReader {
   }
 }
 
+type RollupState = { pending: Set<string>; version: string | null };
+const sameState = (a: RollupState, b: RollupState) => a.version === b.version && a.pending.size === b.pending.size && [...a.pending].every((d) => b.pending.has(d));
 const stateId = (key: SummaryKey, date: string, baseVersion: number, events: number) => `${key.venue}|${key.market}|${key.asset}|${date}|${baseVersion}|${events}`;
 
 const BUILDS_TTL_MS = 30_000;
