@@ -8,6 +8,7 @@
  *   inject            the answer through the API (key, quota, reads, book, JSON)
  *   bookNew, bookOld  bookAt without HTTP: this tree, and the reads bound as before (queued
  *                     behind each other in the embedded engine's bound-query chain)
+ *   bookNoStates      bookNew keeping no checkpoint state (each answer reads its own)
  *   same              both of those, and a check that they give the same book
  *   cpState, cpStateBound, cpStateSession   the checkpoint state read (values in the text,
  *                     bound, on a stream session)
@@ -43,6 +44,12 @@ const TICKER = 'KXBENCHBOOK-26MAR02';
 const DAY = Date.UTC(2026, 2, 2);
 const PREFIX = 'bench-book-stages';
 
+/** The SQL with its values in the text (they are all of their placeholder's type here). */
+const inlined = (sql: string, params: Record<string, unknown>): string => {
+  const r = inlineParams(sql, params);
+  if (!r.ok) throw new Error(r.reason);
+  return r.query;
+};
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const fig = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -128,7 +135,7 @@ async function main(): Promise<void> {
       const k = keys[v]!;
       const where = v === 0 ? "market = {m:String} AND asset_id = {a:String} AND event_type IN ('book', 'price_change')" : "ticker = {m:String} AND record_type IN ('snapshot', 'delta', 'gap')";
       const table = ch.table((v === 0 ? 'raw_exchange_a' : 'raw_exchange_b') + suffix);
-      const query = inlineParams(`SELECT ${cols ?? BOOK_ROW_COLUMNS[k.venue]} FROM ${table} ${final ? 'FINAL' : ''}
+      const query = inlined(`SELECT ${cols ?? BOOK_ROW_COLUMNS[k.venue]} FROM ${table} ${final ? 'FINAL' : ''}
         PREWHERE ${where}
           AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC') ${cols?.startsWith('count') ? '' : 'ORDER BY event_ts, ingest_seq, dedup_id'} ${tail}`, { m: k.market, a: k.asset, from: cp.at + 1, to: at });
@@ -138,6 +145,8 @@ async function main(): Promise<void> {
     };
     // Book answers without the HTTP layer: this tree's reader, and one whose two reads are bound as before (chained).
     const readerNew = new BookReader({ summaries, events, redis, queuePrefix: PREFIX });
+    // The same reader keeping no checkpoint state: every answer reads its own.
+    const readerNoStates = new BookReader({ summaries, events, redis, queuePrefix: PREFIX, stateCharsHeld: 0 });
     class BoundSummaries extends SummariesRepository {
       override async checkpointState(key: SummaryKey, date: string, baseVersion: number, n: number): Promise<string | null> {
         const rs = await ch.client.query({
@@ -213,13 +222,14 @@ async function main(): Promise<void> {
       cpStateSession: async (v, at) => {
         const { day, cp } = cpOf(v, at);
         const k = keys[v]!;
-        const query = inlineParams(`SELECT state FROM ${ch.table('book_checkpoints')}
+        const query = inlined(`SELECT state FROM ${ch.table('book_checkpoints')}
         WHERE venue = {venue:String} AND market = {market:String} AND asset = {asset:String} AND event_date = {date:Date} AND events = {events:UInt64} AND base_version = {base:UInt64} LIMIT 1`, { venue: k.venue, market: k.market, asset: k.asset, date: day.date, events: cp.events, base: day.baseVersion });
         let n = 0;
         for await (const c of streamQuery(ch, { query, format: 'RowBinary', whole: true })) n += c.length;
         return n;
       },
       bookNew: (v, at) => bookAt(readerNew, keys[v]!, at, 10),
+      bookNoStates: (v, at) => bookAt(readerNoStates, keys[v]!, at, 10),
       bookOld: (v, at) => bookAt(readerOld, keys[v]!, at, 10),
       same: (v, at) => same(v, at),
       afterG1024: (v, at) => afterVariant(v, at, null, '', true, '_g1024'),

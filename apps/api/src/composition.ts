@@ -76,6 +76,7 @@ export function buildServices(deps: ApiDeps): Composition {
       redis,
       queuePrefix: config.rollupQueuePrefix,
       onStateError: (err) => log.warn({ err }, 'rollup state unreadable: book answers rebuilt from raw events'),
+      onPreloadError: (err) => log.warn({ err }, 'a day build\'s checkpoint states unreadable at once: book answers read them one by one'),
     }),
     assetMarkets: summariesRepo,
     replay: new ReplayRepository(ch),

@@ -524,6 +524,24 @@ export class SummariesRepository {
   }
 
   /**
+   * Every checkpoint state of one day build, one per position (as `checkpointState` reads
+   * each: the rows of one build at one position hold the same book), in one read: a book
+   * reader keeps a hot build's states at once instead of one round trip per answer.
+   */
+  async checkpointStatesOf(key: SummaryKey, date: string, baseVersion: number): Promise<Array<{ events: number; state: string }>> {
+    const rs = await this.ch.client.query({
+      ...unchained(
+        this.ch,
+        `SELECT toString(events) AS events, state FROM ${this.ch.table('book_checkpoints')}
+          WHERE ${KEY} AND event_date = {date:Date} AND base_version = {base:UInt64} LIMIT 1 BY events`,
+        { ...keyParams(key), date, base: baseVersion },
+      ),
+      format: 'JSONEachRow',
+    });
+    return (await rs.json<{ events: string; state: string }>()).map((r) => ({ events: Number(r.events), state: r.state }));
+  }
+
+  /**
    * Writes a run's chunks and checkpoints, then its day row: a reader that sees the row (and
    * its base version) finds every chunk and checkpoint it refers to. The chunks and the
    * checkpoints go in at once: a run mostly waits for the engine's answers, so two inserts

@@ -92,6 +92,10 @@ export interface BookReaderDeps {
   queuePrefix: string;
   /** Called when the rollup state cannot be read (the answer is then rebuilt from raw events). */
   onStateError?: (err: unknown) => void;
+  /** Called when a hot day build's states could not be read at once (each answer then reads its own, as before). */
+  onPreloadError?: (err: unknown) => void;
+  /** Characters of checkpoint state kept in memory (default 32,000,000); 0 keeps none: every answer reads its state. */
+  stateCharsHeld?: number;
 }
 
 /**
@@ -110,15 +114,70 @@ export class BookReader {
   private readonly positions = new Map<string, CheckpointPosition[]>();
   /** Positions (plus one per day build) held in `positions`. */
   private positionsHeld = 0;
-  /** States of the checkpoints answers started from. */
-  private readonly states = new CheckpointStates(STATE_CHARS_HELD);
+  /** States of the checkpoints answers started from, and of hot day builds whole. */
+  private readonly states: CheckpointStates;
+  private readonly stateCharsHeld: number;
+  /** The rollup state each asset's last answer read (its next answer starts its reads from it). */
+  private readonly lastStates = new Map<string, RollupState>();
+  /** Day builds whose state was read for an answer (once: 1; twice: hot, read whole), the oldest first out. */
+  private readonly buildMisses = new Map<string, number>();
 
-  constructor(private readonly deps: BookReaderDeps) {}
+  constructor(private readonly deps: BookReaderDeps) {
+    this.stateCharsHeld = deps.stateCharsHeld ?? STATE_CHARS_HELD;
+    this.states = new CheckpointStates(this.stateCharsHeld);
+  }
 
-  /** The source of the book from `atMs` to `untilMs` (inclusive); `counted`: count its records. */
+  /**
+   * The source of the book from `atMs` to `untilMs` (inclusive); `counted`: count its records.
+   *
+   * Which checkpoint is exact depends on the asset's rollup state in Redis (its summaries
+   * version and pending dates). With the state an earlier answer read, the store reads start
+   * at once, beside the state's read, and are kept only when the state read now is the same:
+   * they are then what reading the state first would have started. Otherwise they are dropped
+   * and the answer starts again from the state read now.
+   */
   async source(key: SummaryKey, atMs: number, untilMs = atMs, counted = false): Promise<BookSource> {
+    const id = `${key.venue}|${key.market}|${key.asset}`;
+    const reading = this.rollupState(key);
+    const known = this.lastStates.get(id);
+    if (known === undefined) return this.sourceFrom(key, await this.remember(id, reading), atMs, untilMs, counted);
+    const [now, early] = await Promise.allSettled([this.remember(id, reading), this.sourceFrom(key, known, atMs, untilMs, counted)]);
+    const state = now.status === 'fulfilled' ? now.value : null;
+    const same = state !== null && sameState(state, known);
+    if (early.status === 'fulfilled') {
+      if (same) return early.value;
+      await early.value.close();
+    } else if (same) {
+      throw early.reason;
+    }
+    return this.sourceFrom(key, state, atMs, untilMs, counted);
+  }
+
+  /** The asset's rollup state, or null when it cannot be read (reported: answers are then rebuilt from raw events). */
+  private async rollupState(key: SummaryKey): Promise<RollupState | null> {
+    try {
+      return await assetRollupState(this.deps.redis, this.deps.queuePrefix, key);
+    } catch (err) {
+      // Without the queue's state nothing tells whether the rollup is behind.
+      this.deps.onStateError?.(err);
+      return null;
+    }
+  }
+
+  /** Keeps the state read for the asset's next answer (the most recently used assets). */
+  private async remember(id: string, reading: Promise<RollupState | null>): Promise<RollupState | null> {
+    const state = await reading;
+    this.lastStates.delete(id);
+    if (state === null) return null;
+    this.lastStates.set(id, state);
+    if (this.lastStates.size > BUILDS_CACHED) this.lastStates.delete(this.lastStates.keys().next().value!);
+    return state;
+  }
+
+  /** The source given the asset's rollup state (null: unknown, no checkpoint is used). */
+  private async sourceFrom(key: SummaryKey, rollup: RollupState | null, atMs: number, untilMs: number, counted: boolean): Promise<BookSource> {
     const { events } = this.deps;
-    const cp = await this.checkpoint(key, atMs);
+    const cp = rollup === null ? null : await this.checkpoint(key, atMs, rollup);
     if (cp !== null) {
       // Up to the build's next checkpoint the span holds that interval's records (plus late
       // rows the next rollup run takes in): read whole when the interval is small.
@@ -143,34 +202,56 @@ export class BookReader {
     return { ...h, start: null, version: `${h.anchorMs}:${h.count}` };
   }
 
-  /** A checkpoint's state, kept once read (CheckpointStates); null when it is gone. */
-  private async stateOf(key: SummaryKey, cp: { date: string; baseVersion: number; events: number }): Promise<string | null> {
-    const id = `${key.venue}|${key.market}|${key.asset}|${cp.date}|${cp.baseVersion}|${cp.events}`;
+  /**
+   * A checkpoint's state, kept once read (CheckpointStates); null when it is gone. The second
+   * answer of a day build that finds its state not kept reads the build's states whole, in the
+   * background: answers spread over a day (a client stepping through it, snapshots at random
+   * instants) then read no state at all. A state is named by its build and position, whose
+   * rows never change (a rebuild is a new build), so a state kept this way is the one the
+   * answer would read.
+   */
+  private async stateOf(key: SummaryKey, cp: { date: string; baseVersion: number; events: number; positions: number }): Promise<string | null> {
+    const id = stateId(key, cp.date, cp.baseVersion, cp.events);
     const hit = this.states.get(id);
     if (hit !== undefined) return hit;
     const state = await this.deps.summaries.checkpointState(key, cp.date, cp.baseVersion, cp.events);
-    if (state !== null) this.states.set(id, state);
+    if (state !== null) {
+      this.states.set(id, state);
+      this.missed(key, cp, id.length + state.length);
+    }
     return state;
+  }
+
+  /** Counts an answer's state read of a day build; the second reads the build's states whole, when they fit. */
+  private missed(key: SummaryKey, cp: { date: string; baseVersion: number; positions: number }, chars: number): void {
+    const build = `${key.venue}|${key.market}|${key.asset}|${cp.date}|${cp.baseVersion}`;
+    const n = (this.buildMisses.get(build) ?? 0) + 1;
+    this.buildMisses.delete(build);
+    this.buildMisses.set(build, n);
+    if (this.buildMisses.size > BUILDS_COUNTED) this.buildMisses.delete(this.buildMisses.keys().next().value!);
+    // Whole only when the build's states (estimated by this one's size, with room) take a small share of what is kept.
+    if (n !== 2 || cp.positions * chars * 2 > this.stateCharsHeld / PRELOAD_SHARE) return;
+    void this.deps.summaries.checkpointStatesOf(key, cp.date, cp.baseVersion).then(
+      (all) => {
+        for (const s of all) {
+          const sid = stateId(key, cp.date, cp.baseVersion, s.events);
+          if (this.states.get(sid) === undefined) this.states.set(sid, s.state);
+        }
+      },
+      (err: unknown) => this.deps.onPreloadError?.(err),
+    );
   }
 
   /**
    * The latest checkpoint at or before `atMs` that is exact (its date, build and position),
    * with the time of the build's next checkpoint (null: it is the build's last), or null.
    */
-  private async checkpoint(key: SummaryKey, atMs: number): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null; nextEvents: number }) | null> {
-    const { summaries, redis, queuePrefix } = this.deps;
-    let state: { pending: Set<string>; version: string | null };
-    try {
-      state = await assetRollupState(redis, queuePrefix, key);
-    } catch (err) {
-      // Without the queue's state nothing tells whether the rollup is behind.
-      this.deps.onStateError?.(err);
-      return null;
-    }
+  private async checkpoint(key: SummaryKey, atMs: number, state: RollupState): Promise<(CheckpointPosition & { date: string; baseVersion: number; nextAt: number | null; nextEvents: number; positions: number }) | null> {
+    const { summaries } = this.deps;
     const days = await this.dayBuilds(key, state.version);
     const date = utcDate(atMs);
     // The latest day at or before the instant with a checkpoint at or before it (a few days back at most).
-    let found: (CheckpointPosition & { day: DayBuild; nextAt: number | null; nextEvents: number }) | null = null;
+    let found: (CheckpointPosition & { day: DayBuild; nextAt: number | null; nextEvents: number; positions: number }) | null = null;
     let looked = 0;
     for (let i = days.length - 1; i >= 0 && found === null && looked < DAYS_BACK; i--) {
       const day = days[i]!;
@@ -179,7 +260,7 @@ export class BookReader {
       const list = await this.positionsOf(key, day);
       for (let j = list.length - 1; j >= 0; j--) {
         if (list[j]!.at <= atMs) {
-          found = { ...list[j]!, day, nextAt: list[j + 1]?.at ?? null, nextEvents: list[j + 1]?.events ?? Infinity };
+          found = { ...list[j]!, day, nextAt: list[j + 1]?.at ?? null, nextEvents: list[j + 1]?.events ?? Infinity, positions: list.length };
           break;
         }
       }
@@ -191,7 +272,7 @@ export class BookReader {
     if (!day.complete || pending.length > 0) {
       if ((await summaries.countBookEvents(key, day.date, found.at + 1)) !== found.events) return null;
     }
-    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion, nextAt: found.nextAt, nextEvents: found.nextEvents };
+    return { events: found.events, at: found.at, date: day.date, baseVersion: day.baseVersion, nextAt: found.nextAt, nextEvents: found.nextEvents, positions: found.positions };
   }
 
   /** A day build's checkpoint positions: kept for a closed day, read each time for an open one (its runs add more). */
@@ -222,7 +303,15 @@ export class BookReader {
   }
 }
 
+type RollupState = { pending: Set<string>; version: string | null };
+const sameState = (a: RollupState, b: RollupState) => a.version === b.version && a.pending.size === b.pending.size && [...a.pending].every((d) => b.pending.has(d));
+const stateId = (key: SummaryKey, date: string, baseVersion: number, events: number) => `${key.venue}|${key.market}|${key.asset}|${date}|${baseVersion}|${events}`;
+
 const BUILDS_TTL_MS = 30_000;
+/** Day builds whose state reads are counted (to tell a hot one). */
+const BUILDS_COUNTED = 10_000;
+/** A build is read whole only when its states take at most this share of the state kept. */
+const PRELOAD_SHARE = 4;
 const BUILDS_CACHED = 10_000;
 /** Checkpoint positions kept, all day builds together (~50 bytes each: ~50 MB at most). */
 const POSITIONS_HELD = 1_000_000;
