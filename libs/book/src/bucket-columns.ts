@@ -41,6 +41,51 @@ export function decimalNumber(text: string): number {
   return CANONICAL.test(text) && text !== '-0' ? Number(text) : NaN;
 }
 
+/** A resolution in seconds as ms, or a RangeError naming the allowed range. */
+export function checkResolution(seconds: number): number {
+  if (!Number.isInteger(seconds) || seconds < MIN_RESOLUTION_SECONDS || seconds > MAX_RESOLUTION_SECONDS) {
+    throw new RangeError(`resolution must be an integer from ${MIN_RESOLUTION_SECONDS} to ${MAX_RESOLUTION_SECONDS} seconds, got ${seconds}`);
+  }
+  return seconds * 1000;
+}
+
+/** Growable bucket columns being written (ts, count, VALUES_PER_BUCKET indexes per bucket). */
+export class ColumnsOut {
+  n = 0;
+  ts: Float64Array;
+  count: Float64Array;
+  v: Int32Array;
+
+  constructor(private cap: number) {
+    this.cap = Math.max(16, cap);
+    this.ts = new Float64Array(this.cap);
+    this.count = new Float64Array(this.cap);
+    this.v = new Int32Array(this.cap * VALUES_PER_BUCKET);
+  }
+
+  /** Room for one more bucket; returns its index. */
+  add(): number {
+    if (this.n === this.cap) {
+      this.cap *= 2;
+      const ts = new Float64Array(this.cap);
+      ts.set(this.ts);
+      this.ts = ts;
+      const count = new Float64Array(this.cap);
+      count.set(this.count);
+      this.count = count;
+      const v = new Int32Array(this.cap * VALUES_PER_BUCKET);
+      v.set(this.v);
+      this.v = v;
+    }
+    return this.n++;
+  }
+
+  columns(dict: readonly string[], num: Float64Array): BucketColumns {
+    const n = this.n;
+    return { n, ts: this.ts.subarray(0, n), count: this.count.subarray(0, n), v: this.v.subarray(0, n * VALUES_PER_BUCKET), dict, num };
+  }
+}
+
 /**
  * The buckets of stored chunk texts (bucket-codec.ts), one after the other, as columns: the
  * same buckets `decodeBuckets` gives for each text in turn, with the same checks (RangeError
@@ -51,11 +96,7 @@ export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
   const ids = new Map<string, number>();
   let cap = 0;
   for (const t of texts) cap += t.length >> 4;
-  cap = Math.max(16, cap);
-  let ts = new Float64Array(cap);
-  let count = new Float64Array(cap);
-  let v = new Int32Array(cap * VALUES_PER_BUCKET);
-  let n = 0;
+  const out = new ColumnsOut(cap);
   for (const text of texts) {
     const r = new StoredBuckets(text);
     const local = r.dict;
@@ -73,18 +114,8 @@ export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
     const a = r.nums;
     const val = (k: number): number => (r.index(k) === -1 ? -1 : map[k]!);
     while (r.next()) {
-      if (n === cap) {
-        cap *= 2;
-        const ts2 = new Float64Array(cap);
-        ts2.set(ts);
-        ts = ts2;
-        const c2 = new Float64Array(cap);
-        c2.set(count);
-        count = c2;
-        const v2 = new Int32Array(cap * VALUES_PER_BUCKET);
-        v2.set(v);
-        v = v2;
-      }
+      const n = out.add();
+      const { ts, count, v } = out;
       const c = r.count;
       ts[n] = r.ts;
       count[n] = c;
@@ -125,12 +156,11 @@ export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
         v[o + 14] = v[o + 15] = v[o + 16] = v[o + 17] = mid;
         v[o + 18] = v[o + 19] = v[o + 20] = v[o + 21] = spread;
       }
-      n++;
     }
   }
   const num = new Float64Array(dict.length);
   for (let k = 0; k < dict.length; k++) num[k] = decimalNumber(dict[k]!);
-  return { n, ts: ts.subarray(0, n), count: count.subarray(0, n), v: v.subarray(0, n * VALUES_PER_BUCKET), dict, num };
+  return out.columns(dict, num);
 }
 
 /** The first index in [0, n] whose bucket starts at or after `ms`. */
@@ -301,21 +331,13 @@ export function mergeColumns(ranges: readonly ColumnsRange[], fineResolutionSeco
  * ranges'): no object per bucket, for an answer written straight from them (`fillColumns`).
  */
 export function mergeToColumns(ranges: readonly ColumnsRange[], fineResolutionSeconds: number, resolutionSeconds: number): BucketColumns {
-  for (const s of [fineResolutionSeconds, resolutionSeconds]) {
-    if (!Number.isInteger(s) || s < MIN_RESOLUTION_SECONDS || s > MAX_RESOLUTION_SECONDS) {
-      throw new RangeError(`resolution must be an integer from ${MIN_RESOLUTION_SECONDS} to ${MAX_RESOLUTION_SECONDS} seconds, got ${s}`);
-    }
-  }
-  const fine = fineResolutionSeconds * 1000;
-  const r = resolutionSeconds * 1000;
+  const fine = checkResolution(fineResolutionSeconds);
+  const r = checkResolution(resolutionSeconds);
   if (r % fine !== 0) throw new RangeError(`resolution ${resolutionSeconds} s is not a multiple of ${fineResolutionSeconds} s`);
   let cap = 16;
   for (const { from, to } of ranges) cap += Math.max(0, to - from);
   cap = Math.min(cap, 16 + Math.ceil((cap * fine) / r) + ranges.length);
-  let outTs = new Float64Array(cap);
-  let outCount = new Float64Array(cap);
-  let outV = new Int32Array(cap * VALUES_PER_BUCKET);
-  let n = 0;
+  const out = new ColumnsOut(cap);
   const d = new MergedDict();
   const acc = [new SeriesAcc(), new SeriesAcc(), new SeriesAcc(), new SeriesAcc()] as const;
   // Plain locals, no closure over them: a double kept in a closure's context is a new heap
@@ -328,20 +350,10 @@ export function mergeToColumns(ranges: readonly ColumnsRange[], fineResolutionSe
   let lastAt = 0;
   let last = -Infinity;
   const emit = (): void => {
-    if (n === cap) {
-      cap *= 2;
-      const t2 = new Float64Array(cap);
-      t2.set(outTs);
-      outTs = t2;
-      const c2 = new Float64Array(cap);
-      c2.set(outCount);
-      outCount = c2;
-      const v2 = new Int32Array(cap * VALUES_PER_BUCKET);
-      v2.set(outV);
-      outV = v2;
-    }
-    outTs[n] = start;
-    outCount[n] = count;
+    const n = out.add();
+    const outV = out.v;
+    out.ts[n] = start;
+    out.count[n] = count;
     const o = n * VALUES_PER_BUCKET;
     const src = lastC!.v;
     for (let k = 0; k < 6; k++) outV[o + k] = d.id(lastC!, lastM, src[lastAt + k]!);
@@ -349,7 +361,6 @@ export function mergeToColumns(ranges: readonly ColumnsRange[], fineResolutionSe
     acc[1].take(outV, o + 10);
     acc[2].take(outV, o + 14);
     acc[3].take(outV, o + 18);
-    n++;
   };
   for (const { columns: c, from, to } of ranges) {
     const { ts } = c;
@@ -378,7 +389,7 @@ export function mergeToColumns(ranges: readonly ColumnsRange[], fineResolutionSe
     }
   }
   if (count > 0) emit();
-  return { n, ts: outTs.subarray(0, n), count: outCount.subarray(0, n), v: outV.subarray(0, n * VALUES_PER_BUCKET), dict: d.dict, num: Float64Array.from(d.num) };
+  return out.columns(d.dict, Float64Array.from(d.num));
 }
 
 /**

@@ -1,5 +1,4 @@
-import { VALUES_PER_BUCKET, decimalNumber, type BucketColumns } from './bucket-columns.ts';
-import { MAX_RESOLUTION_SECONDS, MIN_RESOLUTION_SECONDS } from './bucketing.ts';
+import { ColumnsOut, VALUES_PER_BUCKET, checkResolution, decimalNumber, type BucketColumns } from './bucket-columns.ts';
 import { compareCanonical } from './fixed-point.ts';
 import type { Observation } from './observation.ts';
 
@@ -17,50 +16,6 @@ import type { Observation } from './observation.ts';
 /** Takes observations as their fields (no object per observation): `Observation`'s, in its order. */
 export interface ObservationSink {
   observe(ts: number, bestBid: string | null, bestBidSize: string | null, bestAsk: string | null, bestAskSize: string | null, mid: string | null, spread: string | null): void;
-}
-
-function checkResolution(seconds: number): number {
-  if (!Number.isInteger(seconds) || seconds < MIN_RESOLUTION_SECONDS || seconds > MAX_RESOLUTION_SECONDS) {
-    throw new RangeError(`resolution must be an integer from ${MIN_RESOLUTION_SECONDS} to ${MAX_RESOLUTION_SECONDS} seconds, got ${seconds}`);
-  }
-  return seconds * 1000;
-}
-
-/** Growable bucket columns being written (ts, count, VALUES_PER_BUCKET indexes per bucket). */
-class ColumnsOut {
-  n = 0;
-  ts: Float64Array;
-  count: Float64Array;
-  v: Int32Array;
-
-  constructor(private cap: number) {
-    this.cap = Math.max(16, cap);
-    this.ts = new Float64Array(this.cap);
-    this.count = new Float64Array(this.cap);
-    this.v = new Int32Array(this.cap * VALUES_PER_BUCKET);
-  }
-
-  /** Room for one more bucket; returns its index. */
-  add(): number {
-    if (this.n === this.cap) {
-      this.cap *= 2;
-      const ts = new Float64Array(this.cap);
-      ts.set(this.ts);
-      this.ts = ts;
-      const count = new Float64Array(this.cap);
-      count.set(this.count);
-      this.count = count;
-      const v = new Int32Array(this.cap * VALUES_PER_BUCKET);
-      v.set(this.v);
-      this.v = v;
-    }
-    return this.n++;
-  }
-
-  columns(dict: readonly string[], num: Float64Array): BucketColumns {
-    const n = this.n;
-    return { n, ts: this.ts.subarray(0, n), count: this.count.subarray(0, n), v: this.v.subarray(0, n * VALUES_PER_BUCKET), dict, num };
-  }
 }
 
 /**
