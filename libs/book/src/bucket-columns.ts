@@ -187,6 +187,11 @@ export function bucketsOfColumns(c: BucketColumns, from = 0, to = c.n): ExactBuc
   return out;
 }
 
+/** Entry `k` of `dict`, null for −1 (a function of its own: a closure per bucket was a third of `bucketsOfColumns`). */
+function textOf(dict: readonly string[], k: number): string | null {
+  return k === -1 ? null : dict[k]!;
+}
+
 /** An observed bucket from columns: the six closes at `o` of `v` as texts of `dict`, and the OHLCs given. */
 function observedBucket(
   timestamp: number,
@@ -199,17 +204,16 @@ function observedBucket(
   mid: Ohlc | null,
   spread: Ohlc | null,
 ): ExactBucket {
-  const s = (k: number): string | null => (k === -1 ? null : dict[k]!);
   return {
     timestamp,
     quote_count: count,
     is_forward_filled: false,
-    best_bid: s(v[o]!),
-    best_bid_size: s(v[o + 1]!),
-    best_ask: s(v[o + 2]!),
-    best_ask_size: s(v[o + 3]!),
-    mid_price: s(v[o + 4]!),
-    spread: s(v[o + 5]!),
+    best_bid: textOf(dict, v[o]!),
+    best_bid_size: textOf(dict, v[o + 1]!),
+    best_ask: textOf(dict, v[o + 2]!),
+    best_ask_size: textOf(dict, v[o + 3]!),
+    mid_price: textOf(dict, v[o + 4]!),
+    spread: textOf(dict, v[o + 5]!),
     best_bid_ohlc: bid,
     best_ask_ohlc: ask,
     mid_price_ohlc: mid,
