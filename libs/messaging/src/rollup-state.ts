@@ -81,7 +81,13 @@ export async function pendingDates(redis: Redis, prefix: string, a: AssetRef): P
  * every write of the asset's summaries, so a reader may reuse what it read of them while
  * the counter stands still.
  */
-export async function assetRollupState(redis: Redis, prefix: string, a: AssetRef): Promise<{ pending: Set<string>; version: string | null }> {
+/** An asset's rollup state: the dates waiting for a rollup run, and its summaries version (null: none yet). */
+export interface RollupState {
+  pending: Set<string>;
+  version: string | null;
+}
+
+export async function assetRollupState(redis: Redis, prefix: string, a: AssetRef): Promise<RollupState> {
   const k = assetKey(a);
   const keys = rollupKeys(prefix);
   const [dirty, claimed, version] = await Promise.all([redis.zrange(keys.dirty(k), '0', '-1'), redis.hkeys(keys.claimed(k)), redis.get(keys.version(k))]);

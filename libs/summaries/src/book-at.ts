@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { ENGINE_VERSION, msFromText, type BookRecord } from '@booktape/book';
-import { assetRollupState } from '@booktape/messaging';
+import { assetRollupState, type RollupState } from '@booktape/messaging';
 import type { BookEventsRepository, BookHistory, CheckpointPosition, DayBuild, SummariesRepository, SummaryKey } from '@booktape/storage';
 import { utcDate } from '@booktape/domain';
 import { CheckpointStates } from './checkpoint-states.ts';
@@ -303,7 +303,6 @@ export class BookReader {
   }
 }
 
-type RollupState = { pending: Set<string>; version: string | null };
 const sameState = (a: RollupState, b: RollupState) => a.version === b.version && a.pending.size === b.pending.size && [...a.pending].every((d) => b.pending.has(d));
 const stateId = (key: SummaryKey, date: string, baseVersion: number, events: number) => `${key.venue}|${key.market}|${key.asset}|${date}|${baseVersion}|${events}`;
 

@@ -24,7 +24,9 @@ import {
   type Top,
 } from '@booktape/book';
 import { utcDate } from '@booktape/domain';
-import { assetRollupState } from '@booktape/messaging';
+import { assetRollupState, type RollupState } from '@booktape/messaging';
+
+export type { RollupState };
 import type { BookEventsRepository, SummariesRepository, SummaryDay, SummaryKey } from '@booktape/storage';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 import { clampToNow, type SummaryPlan } from './summary-plan.ts';
@@ -41,7 +43,6 @@ export interface SummaryAnswer {
   series: ColumnSeries | null;
   stamp: string | null;
 }
-export type RollupState = Awaited<ReturnType<typeof assetRollupState>>;
 
 const RACED = Symbol('raced');
 const WINDOW_TTL_MS = 30_000;
