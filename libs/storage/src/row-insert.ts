@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { sqlString, type ClickHouse } from './clickhouse.ts';
+import { sweepDeadProcessFiles } from './leftover-files.ts';
 
 /** Where the embedded engine's insert files go: memory-backed when the machine has /dev/shm. */
-const ROW_FILE_DIR = (() => {
+export const ROW_FILE_DIR = (() => {
   try {
     accessSync('/dev/shm', constants.W_OK);
     return '/dev/shm';
@@ -15,6 +16,13 @@ const ROW_FILE_DIR = (() => {
   }
 })();
 let rowFiles = 0;
+/** An insert file's name: its writer's pid first, so that a dead writer's files can be told apart. */
+export const ROW_FILE_NAME = /^booktape-rows-(\d+)-\d+\.bin$/;
+/**
+ * The insert files of processes killed mid-insert (their `finally` never ran), removed once
+ * per process before its first insert: in memory, they would otherwise hold RAM until reboot.
+ */
+let leftoversSwept: Promise<number> | undefined;
 
 /**
  * Inserts RowBinary rows (row-binary.ts) of `columns` (name and engine type, in the rows'
@@ -30,6 +38,7 @@ export async function insertRowBinary(ch: ClickHouse, into: string, columns: Rea
     result.stream.resume();
     return;
   }
+  await (leftoversSwept ??= sweepDeadProcessFiles(ROW_FILE_DIR, ROW_FILE_NAME));
   const file = path.join(ROW_FILE_DIR, `booktape-rows-${process.pid}-${++rowFiles}.bin`);
   await writeFile(file, body);
   try {
