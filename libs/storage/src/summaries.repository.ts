@@ -524,21 +524,24 @@ export class SummariesRepository {
   }
 
   /**
-   * Every checkpoint state of one day build, one per position (as `checkpointState` reads
-   * each: the rows of one build at one position hold the same book), in one read: a book
-   * reader keeps a hot build's states at once instead of one round trip per answer.
+   * A page of the checkpoint states of one day build: the positions from `fromEvents` on, in
+   * order, at most `limit` of them, one state per position (as `checkpointState` reads each:
+   * the rows of one build at one position hold the same book). A book reader keeps a hot
+   * build's states, page by page, instead of one round trip per answer.
    */
-  async checkpointStatesOf(key: SummaryKey, date: string, baseVersion: number): Promise<Array<{ events: number; state: string }>> {
+  async checkpointStatesOf(key: SummaryKey, date: string, baseVersion: number, page: { fromEvents: number; limit: number }): Promise<Array<{ events: number; state: string }>> {
     const rs = await this.ch.client.query({
       ...unchained(
         this.ch,
-        `SELECT toString(events) AS events, state FROM ${this.ch.table('book_checkpoints')}
-          WHERE ${KEY} AND event_date = {date:Date} AND base_version = {base:UInt64} LIMIT 1 BY events`,
-        { ...keyParams(key), date, base: baseVersion },
+        // `position`, not `events`: an alias of that name would stand for the column in WHERE and ORDER BY.
+        `SELECT toString(events) AS position, state FROM ${this.ch.table('book_checkpoints')}
+          WHERE ${KEY} AND event_date = {date:Date} AND base_version = {base:UInt64} AND events >= {from:UInt64}
+          ORDER BY events LIMIT 1 BY events LIMIT {limit:UInt32}`,
+        { ...keyParams(key), date, base: baseVersion, from: page.fromEvents, limit: page.limit },
       ),
       format: 'JSONEachRow',
     });
-    return (await rs.json<{ events: string; state: string }>()).map((r) => ({ events: Number(r.events), state: r.state }));
+    return (await rs.json<{ position: string; state: string }>()).map((r) => ({ events: Number(r.position), state: r.state }));
   }
 
   /**

@@ -96,6 +96,8 @@ export interface BookReaderDeps {
   onPreloadError?: (err: unknown) => void;
   /** Characters of checkpoint state kept in memory (default 32,000,000); 0 keeps none: every answer reads its state. */
   stateCharsHeld?: number;
+  /** Positions per page of a hot build's whole read (default 64). */
+  preloadPage?: number;
 }
 
 /**
@@ -121,6 +123,8 @@ export class BookReader {
   private readonly lastStates = new Map<string, RollupState>();
   /** Day builds whose state was read for an answer (once: 1; twice: hot, read whole), the oldest first out. */
   private readonly buildMisses = new Map<string, number>();
+  /** Whole-build reads under way. */
+  private readonly preloading = new Set<Promise<void>>();
 
   constructor(private readonly deps: BookReaderDeps) {
     this.stateCharsHeld = deps.stateCharsHeld ?? STATE_CHARS_HELD;
@@ -231,15 +235,32 @@ export class BookReader {
     if (this.buildMisses.size > BUILDS_COUNTED) this.buildMisses.delete(this.buildMisses.keys().next().value!);
     // Whole only when the build's states (estimated by this one's size, with room) take a small share of what is kept.
     if (n !== 2 || cp.positions * chars * 2 > this.stateCharsHeld / PRELOAD_SHARE) return;
-    void this.deps.summaries.checkpointStatesOf(key, cp.date, cp.baseVersion).then(
-      (all) => {
-        for (const s of all) {
-          const sid = stateId(key, cp.date, cp.baseVersion, s.events);
-          if (this.states.get(sid) === undefined) this.states.set(sid, s.state);
-        }
-      },
-      (err: unknown) => this.deps.onPreloadError?.(err),
-    );
+    const loading = this.preload(key, cp).catch((err: unknown) => this.deps.onPreloadError?.(err));
+    this.preloading.add(loading);
+    void loading.finally(() => this.preloading.delete(loading));
+  }
+
+  /**
+   * A build's states read whole, a page of positions at a time: one read of a busy day's
+   * thousands of states (megabytes to decompress and parse at once) held up the answers that
+   * came in meanwhile; pages leave room between them.
+   */
+  private async preload(key: SummaryKey, cp: { date: string; baseVersion: number }): Promise<void> {
+    const limit = this.deps.preloadPage ?? PRELOAD_PAGE;
+    for (let fromEvents = 0; ; ) {
+      const page = await this.deps.summaries.checkpointStatesOf(key, cp.date, cp.baseVersion, { fromEvents, limit });
+      for (const s of page) {
+        const sid = stateId(key, cp.date, cp.baseVersion, s.events);
+        if (this.states.get(sid) === undefined) this.states.set(sid, s.state);
+      }
+      if (page.length < limit) return;
+      fromEvents = page[page.length - 1]!.events + 1;
+    }
+  }
+
+  /** Settles once the whole-build reads under way now are done (tests wait for them). */
+  async preloadsSettled(): Promise<void> {
+    while (this.preloading.size > 0) await Promise.all(this.preloading);
   }
 
   /**
@@ -311,6 +332,8 @@ const BUILDS_TTL_MS = 30_000;
 const BUILDS_COUNTED = 10_000;
 /** A build is read whole only when its states take at most this share of the state kept. */
 const PRELOAD_SHARE = 4;
+/** Positions per page of a whole-build read (the table's granule is 64 rows). */
+const PRELOAD_PAGE = 64;
 const BUILDS_CACHED = 10_000;
 /** Checkpoint positions kept, all day builds together (~50 bytes each: ~50 MB at most). */
 const POSITIONS_HELD = 1_000_000;

@@ -184,16 +184,20 @@ describe('book at any instant', () => {
   });
 
   it('a reader that keeps checkpoint states (hot day builds read whole) and starts from the last rollup state answers byte for byte as one that keeps none, across open days, later runs, dirty dates and rebuilds', async () => {
-    /** The real repository, its whole-build reads awaited by the test (they run in the background). */
+    /** The real repository, counting the states its whole-build reads (run in the background, a page at a time) load. */
     class Watched extends Summaries {
-      loads: Promise<unknown>[] = [];
       override checkpointStatesOf(...args: Parameters<Summaries['checkpointStatesOf']>) {
         const p = super.checkpointStatesOf(...args);
-        this.loads.push(p.then((all) => (statesLoaded += all.length), () => undefined));
+        void p.then((all) => {
+          statesLoaded += all.length;
+          if (args[3] !== undefined && all.length === args[3].limit) fullPages++;
+        }, () => undefined);
         return p;
       }
     }
     let statesLoaded = 0;
+    let fullPages = 0;
+    const preloadErrors: unknown[] = [];
     const events = new BookEventsRepository(t.ch);
     await fc.assert(
       fc.asyncProperty(exchangeAStreamArb, instantsArb, fc.integer({ min: 1, max: 4 }), fc.boolean(), fc.integer({ min: 1, max: 30 }), async (stream, picks, every, open, depth) => {
@@ -202,7 +206,8 @@ describe('book at any instant', () => {
           const key: SummaryKey = { venue: 'exchange-a', market, asset: '123' };
           const msg = (e: ExchangeAEvent, i: number, dedup = `k-${i}`): ExchangeAMessage => ({ venue: 'exchange-a', received_at: new Date(Number(e.timestamp)).toISOString(), worker_id: 1, ingest_seq: seqOf(Number(e.timestamp), i), dedup_id: dedup, event: { ...e, market, asset_id: '123' } });
           const watched = new Watched(t.ch);
-          const kept = new BookReader({ summaries: watched, events, redis: t.redis, queuePrefix: t.config.rollupQueuePrefix });
+          // Pages of a few positions, so that a build's whole read takes several.
+          const kept = new BookReader({ summaries: watched, events, redis: t.redis, queuePrefix: t.config.rollupQueuePrefix, preloadPage: 1 + (run % 3), onPreloadError: (e) => preloadErrors.push(e) });
           // The reference: a new reader for every answer (nothing kept, nothing started early).
           const reference = () => new BookReader({ summaries: new Summaries(t.ch), events, redis: t.redis, queuePrefix: t.config.rollupQueuePrefix });
           const roll = async (evs: ExchangeAEvent[]) => {
@@ -217,7 +222,7 @@ describe('book at any instant', () => {
                 const a = JSON.stringify(await bookAt(kept, key, at, depth));
                 expect(a, `${why}, pass ${pass}, at ${at}`).toBe(JSON.stringify(await bookAt(reference(), key, at, depth)));
               }
-              await Promise.all(watched.loads);
+              await kept.preloadsSettled();
             }
           };
           // The first half rolled up, then the rest (an open day's later run adds positions to its build).
@@ -248,8 +253,11 @@ describe('book at any instant', () => {
       }),
       { numRuns: 10 },
     );
+    expect(preloadErrors).toEqual([]);
     // Not vacuous: builds were read whole and answered from.
     expect(statesLoaded).toBeGreaterThan(0);
+    // Some build took more than one page (a full page is followed by the next).
+    expect(fullPages).toBeGreaterThan(0);
   }, 600_000);
 
   it('exchange B equals the reference book (YES and NO bids, highest first), gaps and null sides unknown', async () => {
