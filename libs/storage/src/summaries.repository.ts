@@ -620,20 +620,14 @@ export class SummariesRepository {
   }
 
   /**
-   * Raw partitions (per asset and date) that received rows in the last `lookbackMs` after
-   * their latest rollup run started, or that have no rollup: what the sweep re-enqueues
-   * when a notification was lost.
+   * Raw partitions (per asset and date) that received rows in the last `lookbackMs`: what
+   * the sweep marks for a counted run, so that a stored record whose notification was lost
+   * is found (the rollup skips the late-data count on the notifications' hints otherwise).
    */
-  async staleRecentPartitions(lookbackMs: number, limit: number): Promise<(SummaryKey & { date: string })[]> {
+  async recentPartitions(lookbackMs: number, limit: number): Promise<(SummaryKey & { date: string })[]> {
     const part = (venue: Venue, table: string, market: string, asset: string) => `
-      SELECT '${venue}' AS venue, r.market AS market, r.asset AS asset, toString(r.d) AS date FROM
-        (SELECT ${market} AS market, ${asset} AS asset, event_date AS d, max(inserted_at) AS ins FROM ${this.ch.table(table)}
-          WHERE inserted_at >= now64(3) - toIntervalMillisecond({look:UInt32}) GROUP BY market, asset, d) AS r
-        LEFT JOIN
-        (SELECT market, asset, event_date AS d, max(computed_at) AS c FROM ${this.ch.table('summary_days')}
-          WHERE venue = '${venue}' GROUP BY market, asset, d) AS s
-        ON r.market = s.market AND r.asset = s.asset AND r.d = s.d
-      WHERE r.ins >= s.c`;
+      SELECT DISTINCT '${venue}' AS venue, ${market} AS market, ${asset} AS asset, toString(event_date) AS date FROM ${this.ch.table(table)}
+        WHERE inserted_at >= now64(3) - toIntervalMillisecond({look:UInt32})`;
     return (
       await this.rows<SummaryKey & { date: string }>(
         `SELECT * FROM (${VENUES.map((v) => part(v, VENUE_STORAGE[v].table, VENUE_STORAGE[v].market, VENUE_STORAGE[v].asset)).join(' UNION ALL ')})
