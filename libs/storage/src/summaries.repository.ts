@@ -818,6 +818,10 @@ export class SummariesRepository {
       fr: items.map((i) => i.fromMs),
       to: items.map((i) => i.toMs),
       bf: items.map((i) => i.countBeforeMs ?? 0),
+      // The span of every item's window: a bound on the sort key's event_ts that the engine
+      // can prune parts and granules by (it cannot through the per-item `transform`).
+      lo: Math.min(...items.map((i) => i.fromMs)),
+      hi: Math.max(...items.map((i) => i.toMs)),
     };
     const at = (arr: string) => `fromUnixTimestamp64Milli(transform(${col}, {as:Array(String)}, {${arr}:Array(Int64)}, toInt64(0)), 'UTC')`;
     const parts = [
@@ -835,6 +839,7 @@ export class SummariesRepository {
       rowBinaryRows(
         streamQuery(this.ch, {
           query: `SELECT toUInt32(indexOf({as:Array(String)}, ${col})) AS item, ${BOOK_ROW_COLUMNS[venue]} FROM ${table} FINAL WHERE ${where}
+            AND event_ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')
             AND event_ts >= ${at('fr')} AND event_ts < ${at('to')}
             ORDER BY item, event_ts, ingest_seq, dedup_id`,
           query_params: params,
