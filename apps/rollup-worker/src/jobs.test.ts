@@ -9,7 +9,11 @@ const A: AssetRef = { venue: 'exchange-a', market: '0xm', asset: 'tok' };
 const day = (date: string): DayResult => ({ date, outcome: 'full', applied: 1, endStateChanged: false, alerts: [], nextDataDate: null });
 
 /** Fakes of the queue, roller, repository and locks, with a log of what happened in order. */
-function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDates?: Record<string, string[]>; assets?: string[]; others?: Record<string, string[]>; failAsset?: string } = {}) {
+function fakes(
+  o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDates?: Record<string, string[]>; assets?: string[]; others?: Record<string, string[]>; failAsset?: string; hints?: Record<string, number> } = {},
+) {
+  const hinted: string[] = [];
+  const marked: PartitionRef[] = [];
   const events: string[] = [];
   const runs: Array<{ a: AssetRef; results: DayResult[] }> = [];
   const ctx: JobContext = {
@@ -17,25 +21,31 @@ function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDat
       lockAndClaimMany: async (a, claimId, _lockId, _ms, more) => {
         if (o.locked) return null;
         events.push(`lock ${a.asset}`, `claim ${claimId.split(':')[0]}`);
-        const others = Object.entries(o.others ?? {}).slice(0, more).map(([asset, dates]) => ({ asset: { ...A, asset }, dates }));
+        const claimedOf = (asset: string, dates: string[]) => dates.map((date) => ({ date, earliestMs: o.hints?.[`${asset} ${date}`] ?? null }));
+        const others = Object.entries(o.others ?? {}).slice(0, more).map(([asset, dates]) => ({ asset: { ...A, asset }, dates, claimed: claimedOf(asset, dates) }));
         for (const x of others) events.push(`lock ${x.asset.asset}`);
-        return [{ asset: a, dates: [...(o.dirty ?? [])] }, ...others];
+        return [{ asset: a, dates: [...(o.dirty ?? [])], claimed: claimedOf(a.asset, o.dirty ?? []) }, ...others];
       },
       release: async (a, dates, failed) => void events.push(`release${a.asset === A.asset ? '' : ` ${a.asset}`} ${dates.join(',')} ${failed ? 'failed' : 'done'}`),
       enqueueAsset: async (_k, a) => void events.push(`enqueue ${a.asset}`),
       renewClaim: async () => true,
-      markDirty: async (parts: readonly PartitionRef[]) => void events.push(`dirty ${parts.length}`),
+      markDirty: async (parts: readonly PartitionRef[]) => {
+        events.push(`dirty ${parts.length}`);
+        marked.push(...parts);
+      },
       enqueueStalePending: async (ms) => (events.push(`stale pending ${ms}`), 0),
       takeOverExpiredClaims: async () => [A],
     },
     roller: {
-      rollFrom: async (a, date, force) => {
+      rollFrom: async (a, date, force, earliestMs) => {
         events.push(`roll ${a.asset} ${date}${force ? ' forced' : ''}`);
+        hinted.push(`${a.asset} ${date} ${earliestMs ?? 'unknown'}`);
         if (date === o.failOn) throw new Error('engine down');
         return [day(date)];
       },
-      rollMany: async (keys, date) => {
+      rollMany: async (keys, date, earliestMs) => {
         events.push(`roll ${keys.map((k) => k.asset).join('+')} ${date}`);
+        keys.forEach((k, i) => hinted.push(`${k.asset} ${date} ${earliestMs?.[i] ?? 'unknown'}`));
         return keys.map((k) => (k.asset === o.failAsset || date === o.failOn ? { error: new Error(`${k.asset} failed`) } : { results: [day(date)] }));
       },
     },
@@ -44,7 +54,7 @@ function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDat
       dataDates: async (a) => o.dataDates?.[a.asset] ?? [],
       openDaysBefore: async () => [{ ...A, date: '2026-04-01' }],
       outdatedDays: async () => [{ ...A, date: '2026-03-01' }],
-      staleRecentPartitions: async () => [],
+      recentPartitions: async () => [{ ...A, date: '2026-04-02' }],
     },
     locks: {
       ttlMs: 30_000,
@@ -62,7 +72,7 @@ function fakes(o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDat
   const progress: unknown[] = [];
   const delayed: number[] = [];
   const job = { id: 'j1', moveToDelayed: async (ts: number) => void delayed.push(ts), updateProgress: async (p: unknown) => void progress.push(p) };
-  return { ctx, events, runs, job, progress, delayed };
+  return { ctx, events, runs, job, progress, delayed, hinted, marked };
 }
 
 describe('asset job', () => {
@@ -71,6 +81,16 @@ describe('asset job', () => {
     await runAssetJob(f.ctx, f.job, A, 'tok-1');
     expect(f.events).toEqual(['lock tok', 'claim j1', 'roll tok 2026-04-01', 'roll tok 2026-04-02', 'roll tok 2026-04-03', 'release 2026-04-01,2026-04-02,2026-04-03 done', 'unlock tok']);
     expect(f.runs.map((r) => r.results[0]!.date)).toEqual(['2026-04-01', '2026-04-02', '2026-04-03']);
+  });
+
+  it("hands each claimed date's late-data hint to the roller with it, alone or batched; a date without one goes unknown", async () => {
+    const f = fakes({
+      dirty: ['2026-04-01', '2026-04-02'],
+      others: { t2: ['2026-04-02'] },
+      hints: { 'tok 2026-04-01': 1_000, 't2 2026-04-02': 2_000 },
+    });
+    await runAssetJob(f.ctx, f.job, A, 'tok-1');
+    expect(f.hinted).toEqual(['tok 2026-04-01 1000', 'tok 2026-04-02 unknown', 't2 2026-04-02 2000']);
   });
 
   it('releases the dates as failed (dirty again) when a run throws, unlocks, and fails the job', async () => {
@@ -153,9 +173,17 @@ describe('backfill job', () => {
 });
 
 describe('sweep job', () => {
-  it('marks open, outdated and stale partitions dirty, gives assets pending without a job one, then takes over expired claims', async () => {
+  it('marks open, outdated and recently stored partitions dirty, gives assets pending without a job one, then takes over expired claims', async () => {
     const f = fakes();
-    expect(await runSweepJob(f.ctx)).toEqual({ marked: 2, takenOver: 1 });
-    expect(f.events).toEqual(['dirty 2', `stale pending ${STALE_PENDING_MS}`]);
+    expect(await runSweepJob(f.ctx)).toEqual({ marked: 3, takenOver: 1 });
+    expect(f.events).toEqual(['dirty 3', `stale pending ${STALE_PENDING_MS}`]);
+  });
+
+  it('marks without a late-data hint, even when the repository hands richer rows: each marked day is counted whole', async () => {
+    const f = fakes();
+    f.ctx.repo.recentPartitions = async () => [{ ...A, date: '2026-04-02', earliestMs: Date.UTC(2026, 3, 2, 23) } as never];
+    await runSweepJob(f.ctx);
+    expect(f.marked.map((p) => p.date)).toEqual(['2026-04-01', '2026-03-01', '2026-04-02']);
+    for (const p of f.marked) expect(p.earliestMs).toBeUndefined();
   });
 });

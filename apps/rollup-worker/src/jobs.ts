@@ -13,7 +13,7 @@ import type { Unlock } from './asset-lock.ts';
 export interface JobContext {
   queue: Pick<RollupQueue, 'lockAndClaimMany' | 'release' | 'renewClaim' | 'markDirty' | 'takeOverExpiredClaims' | 'enqueueAsset' | 'enqueueStalePending'>;
   roller: Pick<Roller, 'rollFrom' | 'rollMany'>;
-  repo: Pick<SummariesRepository, 'assetsOf' | 'dataDates' | 'openDaysBefore' | 'outdatedDays' | 'staleRecentPartitions'>;
+  repo: Pick<SummariesRepository, 'assetsOf' | 'dataDates' | 'openDaysBefore' | 'outdatedDays' | 'recentPartitions'>;
   locks: { ttlMs: number; held(a: AssetRef, id: string): Unlock; waitLock(a: AssetRef): Promise<Unlock> };
   /** Hears every run's results (stats, logs, alerts). */
   afterRun(a: AssetRef, results: DayResult[]): void;
@@ -33,7 +33,8 @@ type AnyJob = Pick<Job<RollupJobData>, 'id' | 'moveToDelayed' | 'updateProgress'
  * changed. Each asset's dates are released as done, or as failed (dirty again) when its
  * run failed: the others' stand. The job fails when its own asset's run failed (BullMQ
  * retries it); another asset that failed gets a job of its own again. An asset locked by
- * another job (a back-fill) is tried again shortly, its dates left as they were.
+ * another job (a back-fill) is tried again shortly, its dates left as they were. Each date's
+ * late-data hint from the claim goes to the roller with it (unknown when the claim has none).
  */
 export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, token: string | undefined): Promise<void> {
   // Unique per run: a retry of this job must not pass for the run that claimed before it.
@@ -45,7 +46,9 @@ export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, tok
     throw new DelayedError();
   }
   const unlocks = claimed.map((c) => ctx.locks.held(c.asset, lockId));
-  const runs = claimed.filter((c) => c.dates.length > 0).map((c) => ({ a: c.asset, dates: [...c.dates].sort(), error: undefined as unknown, failed: false }));
+  const runs = claimed
+    .filter((c) => c.dates.length > 0)
+    .map((c) => ({ a: c.asset, dates: [...c.dates].sort(), hints: new Map((c.claimed ?? []).map((h) => [h.date, h.earliestMs] as const)), error: undefined as unknown, failed: false }));
   let released: Promise<unknown> = Promise.resolve();
   try {
     if (runs.length === 0) return;
@@ -54,7 +57,15 @@ export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, tok
       for (const d of [...new Set(runs.flatMap((r) => r.dates))].sort()) {
         const group = runs.filter((r) => !r.failed && r.dates.includes(d));
         if (group.length === 0) continue;
-        const out = group.length === 1 ? [await ctx.roller.rollFrom(group[0]!.a, d).then((results) => ({ results }), (error: unknown) => ({ error }))] : await ctx.roller.rollMany(group.map((r) => r.a), d);
+        const hints = group.map((r) => r.hints.get(d) ?? null);
+        const out =
+          group.length === 1
+            ? [await ctx.roller.rollFrom(group[0]!.a, d, false, hints[0]!).then((results) => ({ results }), (error: unknown) => ({ error }))]
+            : await ctx.roller.rollMany(
+                group.map((r) => r.a),
+                d,
+                hints,
+              );
         out.forEach((o, i) => {
           const r = group[i]!;
           if ('error' in o) Object.assign(r, { failed: true, error: o.error });
@@ -141,18 +152,22 @@ export const STALE_PENDING_MS = 30_000;
 
 /**
  * `sweep` job (a job scheduler): marks dirty the days that ended but are not finalised, days
- * of an older engine version, and recently stored partitions whose notification was lost;
- * gives a job to assets pending without one; then takes over the claims whose process died
- * holding them.
+ * of an older engine version, and every partition stored to recently (within
+ * `max(3 × sweepEveryMs, 5 min)`); gives a job to assets pending without one; then takes
+ * over the claims whose process died holding them. Its marks carry no late-data hint, so
+ * each of those days is counted whole: a stored record whose notification was lost (Redis
+ * away, the sink's notifyMaxPending exceeded, a process stopped) is found within a sweep
+ * even while the asset's other notifications let its runs skip the count.
  */
 export async function runSweepJob(ctx: JobContext): Promise<{ marked: number; takenOver: number }> {
   const closedBefore = utcDate((ctx.now ?? Date.now)() - ctx.opts.closeGraceMs);
   const [open, outdated, stale] = await Promise.all([
     ctx.repo.openDaysBefore(closedBefore, 1000),
     ctx.repo.outdatedDays(ENGINE_VERSION, 200),
-    ctx.repo.staleRecentPartitions(Math.max(3 * ctx.opts.sweepEveryMs, 300_000), 5000),
+    ctx.repo.recentPartitions(Math.max(3 * ctx.opts.sweepEveryMs, 300_000), 5000),
   ]);
-  const parts = [...open, ...outdated, ...stale];
+  // No earliestMs: each date's hint becomes unknown, so its next run counts.
+  const parts = [...open, ...outdated, ...stale].map((p) => ({ venue: p.venue, market: p.market, asset: p.asset, date: p.date }));
   await ctx.queue.markDirty(parts);
   await ctx.queue.enqueueStalePending(STALE_PENDING_MS);
   if (parts.length > 0) ctx.log.debug({ open: open.length, outdated: outdated.length, stale: stale.length }, 'sweep marked partitions');

@@ -6,9 +6,10 @@ describe('rollup keys', () => {
     const k = rollupKeys('bt');
     const a = assetKey({ venue: 'exchange-a', market: '0xfeed', asset: '42' });
     expect([k.jobs('wait'), k.jobs('prioritized'), k.pending, k.leases]).toEqual(['bt:rollup:wait', 'bt:rollup:prioritized', 'bt:rollup:pending', 'bt:rollup:leases']);
-    expect([k.dirty(a), k.claimed(a), k.version(a), k.lock(a)]).toEqual([
+    expect([k.dirty(a), k.claimed(a), k.earliest(a), k.version(a), k.lock(a)]).toEqual([
       'bt:rollup:dirty:exchange-a|0xfeed|42',
       'bt:rollup:claimed:exchange-a|0xfeed|42',
+      'bt:rollup:earliest:exchange-a|0xfeed|42',
       'bt:rollup:version:exchange-a|0xfeed|42',
       'bt:rollup:lock:exchange-a|0xfeed|42',
     ]);

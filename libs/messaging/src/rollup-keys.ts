@@ -10,6 +10,7 @@ import type { Venue } from '@booktape/domain';
  *   <prefix>:rollup:leases             sorted set: asset → when its claim's lease runs out (Redis's clock)
  *   <prefix>:rollup:dirty:<asset>      sorted set: dates stored since the last rollup
  *   <prefix>:rollup:claimed:<asset>    hash: date → id of the claim rolling it up
+ *   <prefix>:rollup:earliest:<asset>   hash: dirty date → lowest event time (Unix ms) stored since it was marked; 0 or absent: unknown
  *   <prefix>:rollup:version:<asset>    counter: bumped before and after every write of the asset's summaries
  *   <prefix>:rollup:lock:<asset>       the worker's lock on the asset while it rolls it up
  *
@@ -45,6 +46,8 @@ export interface RollupKeys {
   /** Per asset, by its asset key. */
   dirty(asset: string): string;
   claimed(asset: string): string;
+  /** Beside `dirty`: each dirty date's lowest stored event time (rollup-queue.ts, the late-data hint). */
+  earliest(asset: string): string;
   version(asset: string): string;
   lock(asset: string): string;
 }
@@ -58,6 +61,7 @@ export function rollupKeys(prefix: string): RollupKeys {
     leases: `${head}:leases`,
     dirty: (asset) => `${head}:dirty:${asset}`,
     claimed: (asset) => `${head}:claimed:${asset}`,
+    earliest: (asset) => `${head}:earliest:${asset}`,
     version: (asset) => `${head}:version:${asset}`,
     lock: (asset) => `${head}:lock:${asset}`,
   };

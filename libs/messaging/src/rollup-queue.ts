@@ -27,6 +27,17 @@ import { readRollupDepth } from './rollup-state.ts';
  * to dirty, taken over by the next claim of the asset or by the sweep
  * (`takeOverExpiredClaims`), so they cannot stay claimed (and unsettled) for good. A job
  * whose claim was taken over ends its claim without touching the new one's dates.
+ *
+ * The late-data hint: beside each dirty date the lowest event time of the records notified
+ * for it since it became dirty (`PartitionRef.earliestMs`, the min of every mark merged in
+ * one step), handed to the job with the claim. A roller compares it with the stored
+ * `covered_until` and counts the stored events before it (the exact late-data check) only
+ * when it could have changed: the sink notifies only after its insert, the claim precedes
+ * the run's read, so a stored record the last run did not see is notified after that run's
+ * claim and is in a later claim's hint. A date whose hint is unknown is counted: a mark
+ * without an event time (the sweep, an import, a mark written before hints existed) makes
+ * the date's hint unknown until it is claimed, and so do dates that go back to dirty from a
+ * claim (a failed run, a lease taken over), since the claim's hint is not kept.
  */
 
 export interface PartitionRef {
@@ -34,6 +45,18 @@ export interface PartitionRef {
   market: string;
   asset: string;
   date: string;
+  /**
+   * The lowest event time (Unix ms) of the stored records this mark is for: the sink's
+   * notifications carry it. Absent: unknown (the sweep, imports, an operator), and a
+   * rollup of the date then counts its stored events (see the class comment).
+   */
+  earliestMs?: number | undefined;
+}
+
+/** A claimed date and its late-data hint (null: unknown, the rollup counts). */
+export interface ClaimedDate {
+  date: string;
+  earliestMs: number | null;
 }
 
 /** An operator's back-fill: every date in [from, to] of one asset, or of every asset of the market. */
@@ -85,51 +108,101 @@ export function partitionOf(m: RawMessage): PartitionRef {
   return { venue: m.venue, market: marketKey(m), asset: messageAsset(m), date };
 }
 
-/** Distinct partitions of some records. */
+/** Distinct partitions of some records, each with its records' lowest event time (`earliestMs`). */
 export function partitionsOf(messages: Iterable<RawMessage>, into = new Map<string, PartitionRef>()): Map<string, PartitionRef> {
   for (const m of messages) {
-    const p = partitionOf(m);
-    into.set(`${assetKey(p)}|${p.date}`, p);
+    const ms = eventTimeMs(m);
+    const date = utcDate(ms);
+    const venue = m.venue;
+    const market = marketKey(m);
+    const asset = messageAsset(m);
+    const k = `${venue}|${market}|${asset}|${date}`;
+    const had = into.get(k);
+    if (had === undefined) into.set(k, { venue, market, asset, date, earliestMs: ms });
+    else had.earliestMs = mergeEarliest(had.earliestMs, ms);
   }
   return into;
 }
+
+/** Two marks' hints as one: the lower, and unknown when either is (absent, or not a number). */
+export function mergeEarliest(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b)) return undefined;
+  return Math.min(a, b);
+}
+
+/** A hint as stored beside a dirty date: whole ms, 0 for unknown (below every covered time). */
+function storedEarliest(ms: number | undefined): string {
+  return ms === undefined || !Number.isFinite(ms) || ms <= 0 ? '0' : String(Math.floor(ms));
+}
+
+/** A stored hint as the job gets it: null (unknown) when absent or 0. */
+function claimedEarliest(v: string | null | undefined): number | null {
+  const n = v === null || v === undefined ? 0 : Number(v);
+  return Number.isFinite(n) && n > 0 ? n : null;
+}
+
+// A date marked dirty, with its hint. KEYS: dirty, earliest, pending. ARGV: date, now, hint
+// ('0': unknown), asset key. A date already dirty keeps the lower hint; one dirty without a
+// hint (marked before hints existed) stays unknown.
+const MARK = `if redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+else
+  local cur = redis.call('HGET', KEYS[2], ARGV[1])
+  if not cur then
+    redis.call('HSET', KEYS[2], ARGV[1], '0')
+  elseif tonumber(ARGV[3]) < tonumber(cur) then
+    redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+  end
+end
+redis.call('ZADD', KEYS[3], 'NX', ARGV[2], ARGV[4])
+return 1`;
 
 // Redis's clock (ms), so leases do not depend on the clocks of the processes.
 const NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
-// A claim of KEYS[2] whose lease (score of ARGV_ASSET in KEYS[4]) ran out: its dates back to dirty.
+// A claim of KEYS[2] whose lease (score of ARGV_ASSET in KEYS[4]) ran out: its dates back to
+// dirty, their hints unknown (KEYS[5]: the claim's hints are gone).
 const TAKE_OVER_IF_EXPIRED = (asset: string) => `
 local exp = redis.call('ZSCORE', KEYS[4], ${asset})
 if exp and tonumber(exp) <= now then
   local old = redis.call('HKEYS', KEYS[2])
   redis.call('DEL', KEYS[2])
-  for _, d in ipairs(old) do redis.call('ZADD', KEYS[1], 'NX', now, d) end
+  for _, d in ipairs(old) do
+    redis.call('ZADD', KEYS[1], 'NX', now, d)
+    redis.call('HSET', KEYS[5], d, '0')
+  end
   if #old > 0 then redis.call('ZADD', KEYS[3], 'NX', now, ${asset}) end
   redis.call('ZREM', KEYS[4], ${asset})
   taken = #old
 end
 `;
 
-// KEYS: dirty zset, claimed hash, pending zset, leases zset. ARGV: claim id, asset key, lease ms.
-// An expired claim of the asset is taken over first, so its dates are claimed again here.
+// KEYS: dirty zset, claimed hash, pending zset, leases zset, earliest hash. ARGV: claim id,
+// asset key, lease ms. An expired claim of the asset is taken over first, so its dates are
+// claimed again here. Returns the dates and, at the same index, their hints (nil: unknown).
 const CLAIM = `${NOW}
 local taken = 0
 ${TAKE_OVER_IF_EXPIRED('ARGV[2]')}
 local dates = redis.call('ZRANGE', KEYS[1], 0, -1)
+local hints = {}
 if #dates > 0 then
   redis.call('DEL', KEYS[1])
-  for _, d in ipairs(dates) do redis.call('HSET', KEYS[2], d, ARGV[1]) end
+  for i, d in ipairs(dates) do
+    redis.call('HSET', KEYS[2], d, ARGV[1])
+    hints[i] = redis.call('HGET', KEYS[5], d) or '0'
+  end
   -- GT: a claim still held by another (live) job of the asset keeps its longer lease.
   redis.call('ZADD', KEYS[4], 'GT', now + tonumber(ARGV[3]), ARGV[2])
 end
+redis.call('DEL', KEYS[5])
 redis.call('ZREM', KEYS[3], ARGV[2])
-return dates`;
+return {dates, hints}`;
 
 // CLAIM under the asset's lock, taken first in the same step. KEYS: as CLAIM, then the lock.
 // ARGV: as CLAIM, then the lock's id and ms. Nil (nothing claimed) when another holds the lock.
-const LOCK_AND_CLAIM = `if not redis.call('SET', KEYS[5], ARGV[4], 'PX', tonumber(ARGV[5]), 'NX') then return false end
+const LOCK_AND_CLAIM = `if not redis.call('SET', KEYS[6], ARGV[4], 'PX', tonumber(ARGV[5]), 'NX') then return false end
 ${CLAIM}`;
 
 // LOCK_AND_CLAIM of an asset and of up to ARGV[7] more assets of the pending set (oldest
@@ -137,7 +210,7 @@ ${CLAIM}`;
 // one claim id and lock id. KEYS: pending, leases. ARGV: claim id, lease ms, lock ms, the
 // head of the per-asset keys, asset key, lock id, more, key head, scan. An asset locked by
 // another job is skipped; one locked here with nothing dirty is unlocked at once. Returns
-// {asset key, dates} pairs, the first asset's first (its dates may be none); nil when
+// {asset key, dates, hints} triples (hints as CLAIM's), the first asset's first (its dates may be none); nil when
 // another job holds the first asset's lock. The other assets' keys are built here from
 // their names (a single Redis, as the queue's other scripts assume).
 const LOCK_AND_CLAIM_MANY = `${NOW}
@@ -147,41 +220,50 @@ local function claimOne(a)
   if not redis.call('SET', lock, ARGV[6], 'PX', tonumber(ARGV[3]), 'NX') then return false end
   local dirty = head .. ':dirty:' .. a
   local claimed = head .. ':claimed:' .. a
+  local earliest = head .. ':earliest:' .. a
   local exp = redis.call('ZSCORE', KEYS[2], a)
   if exp and tonumber(exp) <= now then
     local old = redis.call('HKEYS', claimed)
     redis.call('DEL', claimed)
-    for _, d in ipairs(old) do redis.call('ZADD', dirty, 'NX', now, d) end
+    for _, d in ipairs(old) do
+      redis.call('ZADD', dirty, 'NX', now, d)
+      redis.call('HSET', earliest, d, '0')
+    end
     redis.call('ZREM', KEYS[2], a)
   end
   local dates = redis.call('ZRANGE', dirty, 0, -1)
+  local hints = {}
   if #dates > 0 then
     redis.call('DEL', dirty)
-    for _, d in ipairs(dates) do redis.call('HSET', claimed, d, ARGV[1]) end
+    for i, d in ipairs(dates) do
+      redis.call('HSET', claimed, d, ARGV[1])
+      hints[i] = redis.call('HGET', earliest, d) or '0'
+    end
     redis.call('ZADD', KEYS[2], 'GT', now + tonumber(ARGV[2]), a)
   end
+  redis.call('DEL', earliest)
   redis.call('ZREM', KEYS[1], a)
-  return dates
+  return {dates, hints}
 end
 local first = claimOne(ARGV[5])
 if not first then return false end
-local out = {{ARGV[5], first}}
+local out = {{ARGV[5], first[1], first[2]}}
 local more = tonumber(ARGV[7])
 if more > 0 then
   local vh = ARGV[8]
   for _, a in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[9]) - 1)) do
     if #out > more then break end
     if a ~= ARGV[5] and string.sub(a, 1, #vh) == vh then
-      local dates = claimOne(a)
-      if dates then
-        if #dates > 0 then out[#out + 1] = {a, dates} else redis.call('DEL', head .. ':lock:' .. a) end
+      local got = claimOne(a)
+      if got then
+        if #got[1] > 0 then out[#out + 1] = {a, got[1], got[2]} else redis.call('DEL', head .. ':lock:' .. a) end
       end
     end
   end
 end
 return out`;
 
-// KEYS: dirty, claimed, pending, leases. ARGV: asset key. Returns how many dates went back to dirty.
+// KEYS: dirty, claimed, pending, leases, earliest. ARGV: asset key. Returns how many dates went back to dirty.
 const TAKE_OVER = `${NOW}
 local taken = 0
 ${TAKE_OVER_IF_EXPIRED('ARGV[1]')}
@@ -197,8 +279,9 @@ for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
 end
 return 0`;
 
-// KEYS: dirty, claimed, pending, leases. ARGV: claim id, asset key, failed ('1'|'0'), dates…
+// KEYS: dirty, claimed, pending, leases, earliest. ARGV: claim id, asset key, failed ('1'|'0'), dates…
 // Only the dates this claim still holds: a date taken over belongs to the job that took it.
+// A failed date goes back to dirty with its hint unknown (the claim's is not kept).
 const RELEASE = `${NOW}
 local ended = 0
 for i = 4, #ARGV do
@@ -208,6 +291,7 @@ for i = 4, #ARGV do
     ended = ended + 1
     if ARGV[3] == '1' then
       redis.call('ZADD', KEYS[1], 'NX', now, d)
+      redis.call('HSET', KEYS[5], d, '0')
       redis.call('ZADD', KEYS[3], 'NX', now, ARGV[2])
     end
   end
@@ -258,8 +342,8 @@ export class RollupQueue {
   }
 
   /** The keys the claim scripts take, in their order. */
-  private claimKeys(k: string): [string, string, string, string] {
-    return [this.keys.dirty(k), this.keys.claimed(k), this.keys.pending, this.keys.leases];
+  private claimKeys(k: string): [string, string, string, string, string] {
+    return [this.keys.dirty(k), this.keys.claimed(k), this.keys.pending, this.keys.leases, this.keys.earliest(k)];
   }
 
   /**
@@ -281,7 +365,7 @@ export class RollupQueue {
     while (this.addingJobs) await this.addingJobs;
   }
 
-  /** Dirty dates and pending assets, in one transaction. Returns the assets. */
+  /** Dirty dates (with their hints, `MARK`) and pending assets, in one transaction. Returns the assets. */
   private async recordDirty(parts: readonly PartitionRef[]): Promise<Map<string, AssetRef>> {
     const now = Date.now();
     const assets = new Map<string, AssetRef>();
@@ -289,8 +373,7 @@ export class RollupQueue {
     for (const p of parts) {
       const k = assetKey(p);
       if (!assets.has(k)) assets.set(k, { venue: p.venue, market: p.market, asset: p.asset });
-      multi.zadd(this.keys.dirty(k), 'NX', now, p.date);
-      multi.zadd(this.keys.pending, 'NX', now, k);
+      multi.eval(MARK, 3, this.keys.dirty(k), this.keys.earliest(k), this.keys.pending, p.date, now, storedEarliest(p.earliestMs), k);
     }
     const res = await multi.exec();
     if (res === null) throw new Error('redis transaction of the dirty dates was discarded');
@@ -358,7 +441,7 @@ export class RollupQueue {
    */
   async claim(a: AssetRef, claimId: string): Promise<string[]> {
     const k = assetKey(a);
-    return (await this.redis.eval(CLAIM, 4, ...this.claimKeys(k), claimId, k, this.claimLeaseMs)) as string[];
+    return ((await this.redis.eval(CLAIM, 5, ...this.claimKeys(k), claimId, k, this.claimLeaseMs)) as [string[], string[]])[0];
   }
 
   /**
@@ -368,7 +451,8 @@ export class RollupQueue {
    */
   async lockAndClaim(a: AssetRef, claimId: string, lockId: string, lockMs: number): Promise<string[] | null> {
     const k = assetKey(a);
-    return (await this.redis.eval(LOCK_AND_CLAIM, 5, ...this.claimKeys(k), this.keys.lock(k), claimId, k, this.claimLeaseMs, lockId, lockMs)) as string[] | null;
+    const res = (await this.redis.eval(LOCK_AND_CLAIM, 6, ...this.claimKeys(k), this.keys.lock(k), claimId, k, this.claimLeaseMs, lockId, lockMs)) as [string[], string[]] | null;
+    return res === null ? null : res[0];
   }
 
   /**
@@ -376,15 +460,16 @@ export class RollupQueue {
    * venue that have dirty dates (the longest waiting first), under the same claim and lock
    * ids: one run can roll several assets of a date with one read and one write. Returns the
    * assets and their claimed dates, the asked asset first (its dates may be none); the
-   * others each hold dates and their locks (as `lockId`). Null when another job holds the
-   * asked asset's lock: then nothing is claimed.
+   * others each hold dates and their locks (as `lockId`). Each date comes with its late-data
+   * hint in `claimed` (see the class comment). Null when another job holds the asked asset's
+   * lock: then nothing is claimed.
    */
-  async lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number): Promise<Array<{ asset: AssetRef; dates: string[] }> | null> {
+  async lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number): Promise<Array<{ asset: AssetRef; dates: string[]; claimed: ClaimedDate[] }> | null> {
     const k = assetKey(a);
     const head = this.keys.dirty('').slice(0, -':dirty:'.length);
-    const res = (await this.redis.eval(LOCK_AND_CLAIM_MANY, 2, this.keys.pending, this.keys.leases, claimId, this.claimLeaseMs, lockMs, head, k, lockId, Math.max(0, more), `${a.venue}|`, Math.max(0, more) * 4)) as Array<[string, string[]]> | null;
+    const res = (await this.redis.eval(LOCK_AND_CLAIM_MANY, 2, this.keys.pending, this.keys.leases, claimId, this.claimLeaseMs, lockMs, head, k, lockId, Math.max(0, more), `${a.venue}|`, Math.max(0, more) * 4)) as Array<[string, string[], Array<string | null>]> | null;
     if (res === null) return null;
-    return res.map(([key, dates]) => ({ asset: key === k ? a : parseAssetKey(key), dates }));
+    return res.map(([key, dates, hints]) => ({ asset: key === k ? a : parseAssetKey(key), dates, claimed: dates.map((date, i) => ({ date, earliestMs: claimedEarliest(hints[i]) })) }));
   }
 
   /** Extends the claim's lease; false when the claim is gone (its lease ran out and it was taken over). */
@@ -400,7 +485,7 @@ export class RollupQueue {
   async release(a: AssetRef, dates: readonly string[], failed: boolean, claimId: string): Promise<void> {
     if (dates.length === 0) return;
     const k = assetKey(a);
-    await this.redis.eval(RELEASE, 4, ...this.claimKeys(k), claimId, k, failed ? '1' : '0', ...dates);
+    await this.redis.eval(RELEASE, 5, ...this.claimKeys(k), claimId, k, failed ? '1' : '0', ...dates);
   }
 
   /**
@@ -419,7 +504,7 @@ export class RollupQueue {
     const taken: AssetRef[] = [];
     for (const k of expired) {
       // Checked again inside the script: the holder may have renewed it meanwhile.
-      const n = (await this.redis.eval(TAKE_OVER, 4, ...this.claimKeys(k), k)) as number;
+      const n = (await this.redis.eval(TAKE_OVER, 5, ...this.claimKeys(k), k)) as number;
       if (n > 0) {
         const a = parseAssetKey(k);
         taken.push(a);
@@ -456,7 +541,7 @@ export class RollupQueue {
     return Number((await this.redis.get(this.keys.version(assetKey(a)))) ?? 0);
   }
 
-  /** Marks dates dirty and enqueues the asset (the sweep, an outdated engine version). */
+  /** Marks dates dirty and enqueues the asset (the sweep, an outdated engine version); a part without `earliestMs` makes its date's hint unknown. */
   async markDirty(parts: readonly PartitionRef[], delay = 0): Promise<void> {
     if (parts.length === 0) return;
     await this.enqueueAssets(await this.recordDirty(parts), delay);

@@ -623,20 +623,14 @@ export class SummariesRepository {
   }
 
   /**
-   * Raw partitions (per asset and date) that received rows in the last `lookbackMs` after
-   * their latest rollup run started, or that have no rollup: what the sweep re-enqueues
-   * when a notification was lost.
+   * Raw partitions (per asset and date) that received rows in the last `lookbackMs`: what
+   * the sweep marks for a counted run, so that a stored record whose notification was lost
+   * is found (the rollup skips the late-data count on the notifications' hints otherwise).
    */
-  async staleRecentPartitions(lookbackMs: number, limit: number): Promise<(SummaryKey & { date: string })[]> {
+  async recentPartitions(lookbackMs: number, limit: number): Promise<(SummaryKey & { date: string })[]> {
     const part = (venue: Venue, table: string, market: string, asset: string) => `
-      SELECT '${venue}' AS venue, r.market AS market, r.asset AS asset, toString(r.d) AS date FROM
-        (SELECT ${market} AS market, ${asset} AS asset, event_date AS d, max(inserted_at) AS ins FROM ${this.ch.table(table)}
-          WHERE inserted_at >= now64(3) - toIntervalMillisecond({look:UInt32}) GROUP BY market, asset, d) AS r
-        LEFT JOIN
-        (SELECT market, asset, event_date AS d, max(computed_at) AS c FROM ${this.ch.table('summary_days')}
-          WHERE venue = '${venue}' GROUP BY market, asset, d) AS s
-        ON r.market = s.market AND r.asset = s.asset AND r.d = s.d
-      WHERE r.ins >= s.c`;
+      SELECT DISTINCT '${venue}' AS venue, ${market} AS market, ${asset} AS asset, toString(event_date) AS date FROM ${this.ch.table(table)}
+        WHERE inserted_at >= now64(3) - toIntervalMillisecond({look:UInt32})`;
     return (
       await this.rows<SummaryKey & { date: string }>(
         `SELECT * FROM (${VENUES.map((v) => part(v, VENUE_STORAGE[v].table, VENUE_STORAGE[v].market, VENUE_STORAGE[v].asset)).join(' UNION ALL ')})
@@ -827,6 +821,10 @@ export class SummariesRepository {
       fr: items.map((i) => i.fromMs),
       to: items.map((i) => i.toMs),
       bf: items.map((i) => i.countBeforeMs ?? 0),
+      // The span of every item's window: a bound on the sort key's event_ts that the engine
+      // can prune parts and granules by (it cannot through the per-item `transform`).
+      lo: Math.min(...items.map((i) => i.fromMs)),
+      hi: Math.max(...items.map((i) => i.toMs)),
     };
     const at = (arr: string) => `fromUnixTimestamp64Milli(transform(${col}, {as:Array(String)}, {${arr}:Array(Int64)}, toInt64(0)), 'UTC')`;
     const parts = [
@@ -844,6 +842,7 @@ export class SummariesRepository {
       rowBinaryRows(
         streamQuery(this.ch, {
           query: `SELECT toUInt32(indexOf({as:Array(String)}, ${col})) AS item, ${BOOK_ROW_COLUMNS[venue]} FROM ${table} FINAL WHERE ${where}
+            AND event_ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')
             AND event_ts >= ${at('fr')} AND event_ts < ${at('to')}
             ORDER BY item, event_ts, ingest_seq, dedup_id`,
           query_params: params,

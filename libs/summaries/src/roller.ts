@@ -144,9 +144,19 @@ function resumeChecker(venue: SummaryKey['venue'], day: SummaryDay): BookChecker
  * given `versions`, a run whose asset nobody wrote since this roller's last write takes the
  * stored day, the day before and the boundary hour's chunks from what that write stored
  * instead of reading them back.
+ *
+ * The late-data count (FINAL, of the whole day before `covered_until`) grows with the day,
+ * so an incremental run asks for it only when late data is possible: given a hint, the
+ * lowest event time of every record stored since the stored day's run claimed its work
+ * (the rollup queue's claim, libs/messaging rollup-queue.ts), a hint at or after
+ * `covered_until` proves that nothing before it was stored since, and the count is skipped.
+ * Without a hint (null: the sweep, a back-fill, an import, a later day rolled on from an
+ * earlier one, a retry) the run counts.
  */
 export class Roller {
   private lastVersion = 0;
+  /** Incremental runs that counted the stored events before `covered_until`, and that skipped it on their hint. */
+  readonly lateChecks = { counted: 0, skipped: 0 };
   private readonly memo = new Map<string, Memo>();
 
   constructor(
@@ -165,9 +175,9 @@ export class Roller {
    * Rolls up one day, then every later data day whose start state that changed, in order
    * (state carried across midnight). Returns the results of all days it touched.
    */
-  async rollFrom(key: SummaryKey, date: string, force = false): Promise<DayResult[]> {
+  async rollFrom(key: SummaryKey, date: string, force = false, earliestMs: number | null = null): Promise<DayResult[]> {
     const results: DayResult[] = [];
-    let r = await this.rollDay(key, date, force);
+    let r = await this.roll(key, date, force, false, earliestMs);
     results.push(r);
     while (r.endStateChanged && r.nextDataDate !== null) {
       r = await this.rollDay(key, r.nextDataDate, false);
@@ -188,14 +198,15 @@ export class Roller {
    * day's count, imported records to supersede, late data, the later days whose start
    * changed) goes on alone from there. Returns, per key at its index, its results or what
    * it failed with: an asset's failure leaves the others' results standing (a failed
-   * shared read or write fails every asset it held).
+   * shared read or write fails every asset it held). `earliestMs`, per key at its index:
+   * its late-data hint (see the class comment; absent or null: unknown).
    */
-  async rollMany(keys: readonly SummaryKey[], date: string): Promise<Array<{ results: DayResult[] } | { error: unknown }>> {
+  async rollMany(keys: readonly SummaryKey[], date: string, earliestMs: ReadonlyArray<number | null> = []): Promise<Array<{ results: DayResult[] } | { error: unknown }>> {
     const venues = new Set(keys.map((k) => k.venue));
     const assets = new Set(keys.map((k) => k.asset));
     if (keys.length <= 1 || venues.size > 1 || assets.size !== keys.length) {
       const out: Array<{ results: DayResult[] } | { error: unknown }> = [];
-      for (const k of keys) out.push(await this.rollFrom(k, date).then((results) => ({ results }), (error: unknown) => ({ error })));
+      for (const [i, k] of keys.entries()) out.push(await this.rollFrom(k, date, false, earliestMs[i] ?? null).then((results) => ({ results }), (error: unknown) => ({ error })));
       return out;
     }
     const first: Array<Promise<DayResult>> = new Array(keys.length);
@@ -211,7 +222,7 @@ export class Roller {
     const windows = new Map<SummaryKey, { rows: SummaryDay[]; before: SummaryDay | null }>();
     // A failed read leaves each asset to read its own (an asset's failure is its own).
     if (stored !== null) unknown.forEach((k, j) => windows.set(k, { rows: stored[j]!.row === null ? [] : [stored[j]!.row!], before: stored[j]!.before }));
-    const planned = await Promise.allSettled(keys.map((k, i) => this.plan(k, date, false, false, { memo: memos[i]!, window: windows.get(k) })));
+    const planned = await Promise.allSettled(keys.map((k, i) => this.plan(k, date, false, false, earliestMs[i] ?? null, { memo: memos[i]!, window: windows.get(k) })));
     const batch: Array<{ i: number; plan: DayPlan }> = [];
     planned.forEach((p, i) => {
       if (p.status === 'rejected') first[i] = Promise.reject(p.reason);
@@ -260,7 +271,7 @@ export class Roller {
     const read = await this.repo.bookEventsReadMany(
       venue,
       date,
-      plans.map((p) => ({ market: p.key.market, asset: p.key.asset, fromMs: p.from, toMs: p.dayEnd, countBeforeMs: p.full ? null : p.prev!.coveredUntil })),
+      plans.map((p) => ({ market: p.key.market, asset: p.key.asset, fromMs: p.from, toMs: p.dayEnd, countBeforeMs: p.countBefore ? p.prev!.coveredUntil : null })),
     );
     const out: Array<() => Promise<DayResult>> = new Array(plans.length);
     const runs: Array<DayRun | null> = plans.map((p, j) => {
@@ -305,12 +316,12 @@ export class Roller {
    * records at all comes with the run's read (almost never: then no round trip is spent on
    * it); when it does, they are superseded and the run starts again, `importsSettled`.
    */
-  private async roll(key: SummaryKey, date: string, force: boolean, importsSettled: boolean): Promise<DayResult> {
-    const planned = await this.plan(key, date, force, importsSettled);
+  private async roll(key: SummaryKey, date: string, force: boolean, importsSettled: boolean, earliestMs: number | null = null): Promise<DayResult> {
+    const planned = await this.plan(key, date, force, importsSettled, earliestMs);
     if ('done' in planned) return planned.done;
     const p = planned;
     if (p.closed && this.opts.applyFromColumns !== false) return this.rollClosed(p);
-    const read = await this.repo.bookEventsRead(key, date, p.from, p.dayEnd, p.full ? null : p.prev!.coveredUntil);
+    const read = await this.repo.bookEventsRead(key, date, p.from, p.dayEnd, p.countBefore ? p.prev!.coveredUntil : null);
     const alone = this.aloneAfterRead(p, read.facts);
     if (alone !== null) {
       await read.close();
@@ -334,7 +345,7 @@ export class Roller {
    * instead of gathered into arrays of records first. Stores what `roll` would.
    */
   private async rollClosed(p: DayPlan): Promise<DayResult> {
-    const read = await this.repo.bookEventsFold(p.key, p.date, p.from, p.dayEnd, p.full ? null : p.prev!.coveredUntil);
+    const read = await this.repo.bookEventsFold(p.key, p.date, p.from, p.dayEnd, p.countBefore ? p.prev!.coveredUntil : null);
     const alone = this.aloneAfterRead(p, read.facts);
     if (alone !== null) {
       await read.close();
@@ -356,7 +367,7 @@ export class Roller {
   private aloneAfterRead(p: DayPlan, facts: BookEventsFacts): (() => Promise<DayResult>) | null {
     const { key, date } = p;
     if (facts.holdsImports && !p.importsSettled) return async () => this.roll(key, date, p.force || (await this.repo.supersedeImported(key, date)) > 0, true);
-    if (!p.full && facts.countedBefore !== p.prev!.events) {
+    if (p.countBefore && facts.countedBefore !== p.prev!.events) {
       this.log.debug({ ...key, date, stored: facts.countedBefore, applied: p.prev!.events }, 'late data: rebuilding the day');
       return () => this.roll(key, date, true, p.importsSettled);
     }
@@ -366,13 +377,15 @@ export class Roller {
   /**
    * A run up to its read: the stored day and the day before (from this roller's record of
    * its last write, or read), whether the run is a full rebuild, and where it reads from. A
-   * closed day is settled here (its late-data count) when nothing changed.
+   * closed day is settled here (its late-data count) when nothing changed. `earliestMs`: the
+   * late-data hint (null: unknown), which decides whether the run's read counts.
    */
   private async plan(
     key: SummaryKey,
     date: string,
     force: boolean,
     importsSettled: boolean,
+    earliestMs: number | null,
     known?: { memo: Memo | null; window: { rows: SummaryDay[]; before: SummaryDay | null } | undefined },
   ): Promise<DayPlan | { done: DayResult }> {
     // The rollup's clock decides only whether a day has ended (plus a grace period).
@@ -406,12 +419,18 @@ export class Roller {
       // of the day without imported copies of captured events.
       if (!importsSettled && (await this.repo.supersedeImported(key, date)) > 0) return { done: await this.roll(key, date, true, true) };
       importsSettled = true;
+      this.lateChecks.counted++;
       const n = await this.repo.countBookEvents(key, date, prev.coveredUntil);
       if (n === prev.events) return { done: { date, outcome: 'unchanged', applied: 0, endStateChanged: false, alerts: [], nextDataDate: null } };
       this.log.debug({ ...key, date, stored: n, applied: prev.events }, 'late data: rebuilding the day');
       full = true;
     }
-    return { key, date, force, importsSettled, now, dayStart, dayEnd, closed, memo, prev, before, startState, carried, startHash, full, resumed, from: full ? dayStart : prev!.coveredUntil };
+    // Late data before covered_until can only have been stored since the stored run's claim,
+    // and then it is in this run's hint (see the class comment): a hint at or after
+    // covered_until proves there is none, anything else is counted.
+    const countBefore = !full && !(earliestMs !== null && Number.isFinite(earliestMs) && earliestMs >= prev!.coveredUntil);
+    if (!full) this.lateChecks[countBefore ? 'counted' : 'skipped']++;
+    return { key, date, force, importsSettled, now, dayStart, dayEnd, closed, memo, prev, before, startState, carried, startHash, full, countBefore, resumed, from: full ? dayStart : prev!.coveredUntil };
   }
 
   /** A folded run's output: a result alone (nothing new), or the rows to write with it. */
@@ -577,6 +596,8 @@ interface DayPlan {
   carried: ChecksState | null;
   startHash: string;
   full: boolean;
+  /** The run's read counts the stored events before `prev.coveredUntil` (the late-data check); false for a full rebuild or when the hint rules late data out. */
+  countBefore: boolean;
   resumed: BookChecker | null;
   /** The read starts here: the day's start (full) or the stored covered_until. */
   from: number;

@@ -52,6 +52,36 @@ describe('StoredNotifier', () => {
     await n.stop();
   });
 
+  it("partitions kept while deliveries fail carry the lowest event time of every merged notification (the rollup's late-data hint)", async () => {
+    // Every record of tok1 (1, 4, 7, 10: i % 3 === 1), the lowest first, in the middle or split across notifications.
+    for (const order of [
+      [[4], [1], [7, 10]],
+      [[1], [4, 7], [10]],
+    ]) {
+      const stats = emptyStats();
+      let up = false;
+      const delivered: PartitionRef[] = [];
+      const n = new StoredNotifier(
+        async (p) => {
+          if (!up) throw new Error('redis away');
+          delivered.push(...p);
+        },
+        opts,
+        silentLogger(),
+        stats,
+      );
+      n.start();
+      for (const batch of order) {
+        await n.notify(batch.map((i) => aMessage(i)));
+        await until('a failure', () => stats.notifyFailures >= 1);
+      }
+      up = true;
+      await until('delivery', () => n.size === 0 && delivered.length === 1);
+      expect(delivered[0]!.earliestMs).toBe(Number(aMessage(1).event.timestamp));
+      await n.stop();
+    }
+  });
+
   it('counts a hung delivery as failed, and drops partitions beyond notifyMaxPending (the rollup sweep finds them)', async () => {
     const stats = emptyStats();
     const n = new StoredNotifier(() => new Promise<void>(() => undefined), { ...opts, notifyMaxPending: 2 }, silentLogger(), stats);

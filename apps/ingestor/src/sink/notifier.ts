@@ -1,6 +1,6 @@
 import type { Logger } from '@booktape/config';
 import type { RawMessage } from '@booktape/domain';
-import { partitionsOf, type PartitionRef } from '@booktape/messaging';
+import { mergeEarliest, partitionsOf, type PartitionRef } from '@booktape/messaging';
 import type { SinkStats } from './health.ts';
 
 export interface NotifierOptions {
@@ -20,6 +20,9 @@ const partitionKey = (p: PartitionRef) => `${p.venue}\u0000${p.market}\u0000${p.
  * consumer for long: while it fails or hangs (Redis away) the partitions are kept
  * (deduplicated, at most notifyMaxPending) and sent again with back-off. Whatever is still
  * lost is found again by the rollup sweep.
+ *
+ * Each partition carries the lowest event time of its stored records (`earliestMs`, the
+ * rollup's late-data hint); partitions kept for a retry keep the lowest of every merged one.
  */
 export class StoredNotifier {
   private readonly pending = new Map<string, PartitionRef>();
@@ -70,7 +73,12 @@ export class StoredNotifier {
 
   private keep(p: PartitionRef): void {
     const k = partitionKey(p);
-    if (this.pending.has(k)) return;
+    const had = this.pending.get(k);
+    if (had !== undefined) {
+      // A copy: the partition object may be the one a call under way is sending.
+      this.pending.set(k, { ...had, earliestMs: mergeEarliest(had.earliestMs, p.earliestMs) });
+      return;
+    }
     if (this.pending.size >= this.opts.notifyMaxPending) this.stats.notifyDropped += 1;
     else this.pending.set(k, p);
   }

@@ -1,0 +1,221 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '@booktape/config';
+import type { ExchangeBRecord, RawMessage } from '@booktape/domain';
+import { RollupQueue, assetKey, partitionsOf, rollupKeys } from '@booktape/messaging';
+import { SummariesRepository, type SummaryKey } from '@booktape/storage';
+import { Roller } from '@booktape/summaries';
+import { requireEnv, uniqueId } from '@booktape/testkit';
+import { startTestApi, type TestApi } from '@booktape/api/testing';
+import { AssetLocks } from './asset-lock.ts';
+import { runAssetJob, runSweepJob, type JobContext } from './jobs.ts';
+
+/**
+ * The late-data hint end to end, on the real engine and Redis: the sink's notifications
+ * (their partitions' lowest event times) through the queue's claim to the roller. A run
+ * whose hint proves nothing before covered_until was stored since skips the whole-day
+ * count; every other run counts, and late data is never left out of the stored day.
+ */
+
+const OPEN = 1e13; // no day closes
+const DATE = '2026-03-05';
+const DAY = Date.UTC(2026, 2, 5);
+
+let t: TestApi;
+let queue: RollupQueue;
+let prefix: string;
+let run = 0;
+
+beforeAll(async () => {
+  prefix = uniqueId('bt-late-hint');
+  t = await startTestApi({ rollupQueuePrefix: prefix, dataFloors: { 'exchange-a': null, 'exchange-b': null } });
+  queue = new RollupQueue({ redisUrl: requireEnv('REDIS_URL'), prefix, debounceMs: 600_000 });
+}, 60_000);
+afterAll(async () => {
+  await queue?.queue.obliterate({ force: true }).catch(() => undefined);
+  await queue?.close();
+  await t?.close();
+});
+
+/** The real repository, recording whether each rollup read asked for the late-data count. */
+class SpyRepository extends SummariesRepository {
+  counted: boolean[] = [];
+  override bookEventsRead(...a: Parameters<SummariesRepository['bookEventsRead']>) {
+    this.counted.push(a[4] !== null);
+    return super.bookEventsRead(...a);
+  }
+  override bookEventsReadMany(...a: Parameters<SummariesRepository['bookEventsReadMany']>) {
+    for (const i of a[2]) this.counted.push(i.countBeforeMs !== null);
+    return super.bookEventsReadMany(...a);
+  }
+}
+
+/** One exchange B ticker's book: a snapshot, then deltas at the given offsets (ms into DAY). */
+function records(ticker: string, offsets: number[], seq0: number): RawMessage[] {
+  return offsets.map((off, i) => {
+    const ms = DAY + off;
+    const seq = seq0 + i;
+    const rec: ExchangeBRecord =
+      seq === 1
+        ? { ticker, sid: 1, seq, type: 'snapshot', timestamp: new Date(ms).toISOString(), epoch_ms: ms, yes: [['0.40', '10']], no: [['0.55', '4']] }
+        : { ticker, sid: 1, seq, type: 'delta', timestamp: new Date(ms).toISOString(), epoch_ms: ms, side: 'yes', price: '0.41', delta: String(seq) };
+    return { venue: 'exchange-b', received_at: rec.timestamp, worker_id: 1, ingest_seq: String(seq), dedup_id: `1:${seq}`, record: rec };
+  });
+}
+
+function setup(shared?: { repo: SpyRepository; roller: Roller }, batchAssets = 1) {
+  run++;
+  const ticker = `KXLATE-${run}`;
+  const key: SummaryKey = { venue: 'exchange-b', market: ticker, asset: ticker };
+  const repo = shared?.repo ?? new SpyRepository(t.ch);
+  const roller = shared?.roller ?? new Roller(repo, silentLogger(), { closeGraceMs: OPEN });
+  const ctx: JobContext = {
+    queue,
+    roller,
+    repo,
+    locks: new AssetLocks(() => queue.redis, prefix, 30_000),
+    afterRun: () => undefined,
+    log: silentLogger(),
+    // One asset per job unless asked: other tests' dates (the sweep's marks) stay out of this one's.
+    opts: { closeGraceMs: OPEN, sweepEveryMs: 60_000, claimLeaseMs: 30_000, batchAssets },
+  };
+  const job = { id: `late-${run}`, moveToDelayed: async () => undefined, updateProgress: async () => undefined };
+  let seq = 1;
+  /** Stores records (as the sink does) and, unless the notification is lost, notifies their partitions with their hints. */
+  const store = async (offsets: number[], notify = true) => {
+    const msgs = records(ticker, offsets, seq);
+    seq += offsets.length;
+    await t.filler.insert('exchange-b', msgs);
+    if (notify) await queue.notify([...partitionsOf(msgs).values()]);
+  };
+  const rollup = () => runAssetJob(ctx, job, key, undefined);
+  /** The stored day's events and what the store holds before its covered_until. */
+  const state = async () => {
+    const day = (await repo.day(key, DATE))!;
+    return { events: day.events, stored: await repo.countBookEvents(key, DATE, day.coveredUntil), coveredUntil: day.coveredUntil };
+  };
+  /** The stored day equals a full rebuild of it. */
+  const expectExact = async () => {
+    const incremental = await repo.day(key, DATE);
+    await new Roller(new SummariesRepository(t.ch), silentLogger(), { closeGraceMs: OPEN }).rollDay(key, DATE, true);
+    const full = await repo.day(key, DATE);
+    expect({ events: incremental!.events, coveredUntil: incremental!.coveredUntil, state: incremental!.state }).toEqual({ events: full!.events, coveredUntil: full!.coveredUntil, state: full!.state });
+  };
+  return { key, repo, roller, ctx, store, rollup, state, expectExact };
+}
+
+describe('late-data hint', () => {
+  it('in-order ingest: every run after the first skips the whole-day count, and the day is what a full rebuild gives', async () => {
+    const s = setup();
+    for (let i = 0; i < 6; i++) {
+      await s.store([i * 1000 + 1, i * 1000 + 2, i * 1000 + 3]);
+      await s.rollup();
+    }
+    // The first run builds the day (no count); the other five continue it on their hints.
+    expect(s.repo.counted).toEqual([false, false, false, false, false, false]);
+    expect(s.roller.lateChecks).toEqual({ counted: 0, skipped: 5 });
+    const st = await s.state();
+    expect(st.events).toBe(st.stored);
+    await s.expectExact();
+  }, 60_000);
+
+  it('assets rolled together (one read) each keep their own hint: the in-order one skips, the late one counts', async () => {
+    const a = setup(undefined, 4);
+    const b = setup({ repo: a.repo, roller: a.roller }, 4);
+    await a.store([1000, 2000, 3000]);
+    await b.store([1000, 2000, 3000]);
+    await a.rollup();
+    await a.store([4000, 4001]);
+    await b.store([4000, 4001]);
+    await a.rollup();
+    expect(a.roller.lateChecks).toEqual({ counted: 0, skipped: 2 });
+    await a.store([5000]);
+    await b.store([2500, 5000]);
+    await a.rollup();
+    // The read of both asked the count of b alone; b's day, late data found, was rebuilt (a read without a count).
+    expect(a.repo.counted.slice(-3)).toEqual([false, true, false]);
+    expect(a.roller.lateChecks).toEqual({ counted: 1, skipped: 3 });
+    for (const s of [a, b]) {
+      const st = await s.state();
+      expect(st.events).toBe(st.stored);
+      await s.expectExact();
+    }
+  }, 60_000);
+
+  it('a notified late record (its hint below covered_until) is counted and the day rebuilt', async () => {
+    const s = setup();
+    await s.store([1000, 2000, 3000]);
+    await s.rollup();
+    const before = await s.state();
+    await s.store([1500, 4000]);
+    await s.rollup();
+    expect(s.roller.lateChecks.counted).toBe(1);
+    const st = await s.state();
+    expect(st.coveredUntil).toBeGreaterThan(before.coveredUntil);
+    expect(st.events).toBe(st.stored);
+    await s.expectExact();
+  }, 60_000);
+
+  it('a hint that says "nothing late" is not trusted when the date was also marked without one (a sink from before hints): the count runs', async () => {
+    const s = setup();
+    await s.store([1000, 2000, 3000]);
+    await s.rollup();
+    const { coveredUntil } = await s.state();
+    // A late record stored by a sink that marks the date alone, as sinks did before hints.
+    await s.store([1500], false);
+    const k = assetKey(s.key);
+    const keys = rollupKeys(prefix);
+    await queue.redis.multi().zadd(keys.dirty(k), 'NX', Date.now(), DATE).zadd(keys.pending, 'NX', Date.now(), k).exec();
+    // Then an in-order record, notified with its hint: alone it would say nothing is late.
+    await s.store([5000]);
+    expect(DAY + 5000).toBeGreaterThanOrEqual(coveredUntil);
+    await s.rollup();
+    expect(s.roller.lateChecks).toEqual({ counted: 1, skipped: 0 });
+    const st = await s.state();
+    expect(st.events).toBe(st.stored);
+    await s.expectExact();
+  }, 60_000);
+
+  it('a lost notification cannot hide late data: the next sweep marks the partition without a hint and its run counts', async () => {
+    const s = setup();
+    await s.store([1000, 2000, 3000]);
+    await s.rollup();
+    // A late record whose notification is lost (Redis away, the sink's notifyMaxPending exceeded).
+    await s.store([1500], false);
+    await s.store([5000]);
+    await s.rollup();
+    // Its hint (5000) rightly skipped the count: the late record is not in the stored day yet.
+    expect(s.roller.lateChecks).toEqual({ counted: 0, skipped: 1 });
+    const hidden = await s.state();
+    expect(hidden.events).toBe(hidden.stored - 1);
+    // The sweep marks every recently stored partition without a hint.
+    await runSweepJob(s.ctx);
+    await s.rollup();
+    expect(s.roller.lateChecks.counted).toBe(1);
+    const st = await s.state();
+    expect(st.events).toBe(st.stored);
+    await s.expectExact();
+  }, 60_000);
+
+  it('a run that failed puts its dates back without their hint: the retry counts', async () => {
+    const s = setup();
+    await s.store([1000, 2000, 3000]);
+    await s.rollup();
+    await s.store([1500]);
+    // The claim of the late record's date fails its run (the engine refused, say).
+    const real = s.roller.rollFrom.bind(s.roller);
+    let fail = true;
+    s.roller.rollFrom = async (...a) => {
+      if (fail) throw new Error('engine away');
+      return real(...a);
+    };
+    await expect(s.rollup()).rejects.toThrow('engine away');
+    fail = false;
+    // An in-order record notified meanwhile: its hint alone would skip the count.
+    await s.store([6000]);
+    await s.rollup();
+    expect(s.roller.lateChecks).toEqual({ counted: 1, skipped: 0 });
+    const st = await s.state();
+    expect(st.events).toBe(st.stored);
+    await s.expectExact();
+  }, 60_000);
+});
