@@ -1,4 +1,4 @@
-import type { ColumnSeries } from './bucket-columns.ts';
+import { VALUES_PER_BUCKET, type ColumnSeries } from './column-layout.ts';
 import type { ExactBucket, Ohlc } from './bucketing.ts';
 
 /**
@@ -49,8 +49,6 @@ const J_END = bytes('}');
 const ZERO = bytes('0');
 
 export const CHUNK_BYTES = 1 << 20;
-/** VALUES_PER_BUCKET of bucket-columns.ts (not imported: that module imports this one's users). */
-const VALUES_PER_BUCKET_BYTES = 22;
 /** A JSON bucket after its timestamp: quote_count, is_forward_filled, six closes, four OHLC objects of four values. */
 const SEGMENTS = 26;
 /**
@@ -255,7 +253,7 @@ export class SummaryBytesWriter {
       }
       const gen = this.gen;
       const start = this.off;
-      const o = row * VALUES_PER_BUCKET_BYTES;
+      const o = row * VALUES_PER_BUCKET;
       if (row === -1) for (let i = 0; i < 6; i++) closes[i] = carried[i]!;
       else for (let i = 0; i < 6; i++) closes[i] = val(v[o + i]!);
       this.put(J_QUOTE_COUNT);

@@ -3,37 +3,8 @@ import type { Top } from './observation.ts';
 import { MAX_RESOLUTION_SECONDS, MIN_RESOLUTION_SECONDS } from './bucketing.ts';
 import { StoredBuckets } from './bucket-codec.ts';
 import { compareCanonical } from './fixed-point.ts';
+import { VALUES_PER_BUCKET, type BucketColumns, type ColumnSeries } from './column-layout.ts';
 
-/**
- * Stored observed buckets as columns: what the summary reader keeps of a day and merges to a
- * coarser resolution without making an object per stored bucket. A whole day at 1 s is
- * 86,400 buckets; as objects (`decodeBuckets`) each is five allocations, and merging them to
- * R=7 compared decimal texts character by character. Here a value is an index into the
- * day's dictionary of distinct decimal texts, and a decimal is compared by its double first
- * (see `BucketColumns.num`), by its text only where the doubles do not decide.
- */
-export interface BucketColumns {
-  readonly n: number;
-  /** Bucket starts, Unix ms. */
-  readonly ts: Float64Array;
-  readonly count: Float64Array;
-  /**
-   * VALUES_PER_BUCKET dictionary indexes per bucket (−1: null): the six closes (best_bid,
-   * best_bid_size, best_ask, best_ask_size, mid_price, spread), then open, high, low, close of
-   * the bid, ask, mid and spread OHLCs (an OHLC that is null: open −1).
-   */
-  readonly v: Int32Array;
-  /** Distinct value texts. */
-  readonly dict: readonly string[];
-  /**
-   * Per dictionary entry, its value as a double where the text is a canonical decimal, else
-   * NaN. A correctly rounded parse never reverses an order, so where two doubles differ the
-   * decimals differ the same way; where they are equal (or NaN) the texts are compared.
-   */
-  readonly num: Float64Array;
-}
-
-export const VALUES_PER_BUCKET = 22;
 const CANONICAL = /^-?(?:0|[1-9]\d*)(?:\.\d*[1-9])?$/;
 
 /** A dictionary entry's double for comparisons (`BucketColumns.num`): NaN unless the text is a canonical decimal. */
@@ -394,22 +365,6 @@ export function mergeToColumns(ranges: readonly ColumnsRange[], fineResolutionSe
   }
   if (count > 0) emit();
   return out.columns(d.dict, Float64Array.from(d.num));
-}
-
-/**
- * The answer's series (fillSeries, rules 6, 7) over merged columns, without an object per
- * bucket: bucket k starts at `firstStart + k * resolutionMs` and is row `rows[k]` of
- * `columns`, observed (`filled[k]` 0) or forward-filled from that row's closes (1). Row −1
- * is the state carried in (`carried`: its six closes).
- */
-export interface ColumnSeries {
-  readonly columns: BucketColumns;
-  readonly n: number;
-  readonly firstStart: number;
-  readonly resolutionMs: number;
-  readonly rows: Int32Array;
-  readonly filled: Uint8Array;
-  readonly carried: readonly (string | null)[];
 }
 
 /** `fillSeries(bucketsOfColumns(c), plan, carried)` as a ColumnSeries (tested equal, `seriesBuckets`). */
