@@ -181,8 +181,8 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
               if (answered === undefined) {
                 const got = await guard('ClickHouse', () => summaries.summaryAnswer(key, p, undefined, state));
                 const { stamp } = got;
-                // Merged from stored columns: written straight from them.
-                const exact = got.series ?? got.buckets!;
+                // Kept in the stored columns: written straight from them.
+                const exact = got.kind === 'series' ? got.series : got.buckets;
                 const body =
                   format === 'json'
                     ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
