@@ -110,6 +110,31 @@ describe('summary answer bytes (SummaryBytesWriter)', () => {
     );
   });
 
+  it('of a series kept in columns stay whole where a bucket barely fits its Buffer: one-character values and nulls', () => {
+    // A bucket of nulls is longer than one of one-character values, and numbers may print in
+    // 24 characters: the room made for a bucket must hold the longest. Every first-Buffer size
+    // around one bucket's length is tried.
+    const n = 3;
+    const v = new Int32Array(n * VALUES_PER_BUCKET).fill(-1);
+    for (let k = 0; k < 6; k++) v[VALUES_PER_BUCKET + k] = 0;
+    const s: ColumnSeries = {
+      // Numbers that print longest (24 characters).
+      columns: { n, ts: new Float64Array(n), count: Float64Array.from([-Number.MAX_VALUE, 2, -Number.MAX_VALUE]), v, dict: ['7'], num: new Float64Array(1) },
+      n: 6,
+      firstStart: -Number.MAX_VALUE,
+      resolutionMs: 1000,
+      rows: Int32Array.from([0, 1, 2, 0, -1, 2]),
+      filled: Uint8Array.from([0, 0, 0, 1, 1, 0]),
+      carried: [null, null, null, null, null, null],
+    };
+    const want = referenceSummaryBucketsJsonBytes(seriesBuckets(s), '{"data":', '}');
+    for (let first = 1; first <= 1200; first++) {
+      const w = new SummaryBytesWriter('json', first, 1 << 16).begin('{"data":');
+      for (let at = 0; at < s.n; at++) w.series(s, at, at + 1);
+      expect(Buffer.concat(w.end('}').parts()).toString()).toBe(want.toString());
+    }
+  });
+
   it('write an empty answer as the earlier writers did', () => {
     expect(summaryBucketsJsonBytes([], '{"data":', '}').toString()).toBe('{"data":[]}');
     expect(summaryBucketsNdjsonBytes([]).length).toBe(0);

@@ -307,8 +307,8 @@ export class SummaryBytesWriter {
     const carried: Buffer[] = s.carried.map((t) => (t === null ? NULL : this.text(t)));
     let longest = this.seriesLongest;
     for (const t of s.carried) if (t !== null && t.length > longest) longest = t.length;
-    // UTF-8 is at most 3 bytes per UTF-16 unit; integers at most 24 characters.
-    const room = SERIES_FIXED_BYTES + 22 * 3 * longest + 2 * 24;
+    // UTF-8 is at most 3 bytes per UTF-16 unit, a value at least `null`; numbers print in at most 24 characters.
+    const room = SERIES_FIXED_BYTES + VALUES_PER_BUCKET * Math.max(NULL.length, 3 * longest) + 2 * 24;
     const r = s.resolutionMs;
     const rows = s.rows;
     const filledAt = s.filled;
