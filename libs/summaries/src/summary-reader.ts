@@ -242,7 +242,7 @@ export class SummaryReader {
     return { buckets: answerBuckets(a), stamp: a.stamp };
   }
 
-  /** `summaryStamped`, with the buckets left in columns where they were merged from them (no object per bucket). */
+  /** `summaryStamped`, with the buckets left in the stored columns where the answer is read from them (no object per bucket). */
   async summaryAnswer(key: SummaryKey, p: SummaryPlan, now = Date.now(), state?: Promise<RollupState>): Promise<SummaryAnswer> {
     return this.bucketsStamped(key, clampToNow(p, now), p.resolution, p.window.endMs <= now, state);
   }
