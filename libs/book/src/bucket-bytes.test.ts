@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { SummaryBytesWriter, releaseSummaryParts } from './bucket-bytes.ts';
 import { referenceSummaryBucketsCsvBytes, referenceSummaryBucketsJsonBytes, referenceSummaryBucketsNdjsonBytes } from './bucket-bytes.reference.test-support.ts';
 import { summaryBucketsCsvBytes, summaryBucketsJsonBytes, summaryBucketsNdjsonBytes, type ExactBucket, type Ohlc } from './bucketing.ts';
+import { seriesBuckets } from './bucket-columns.ts';
+import { VALUES_PER_BUCKET, type ColumnSeries } from './column-layout.ts';
 
 // Values as the store gives them, and what a damaged store or a caller could: long decimals
 // (past the native-copy length), negative ones, text beyond ASCII.
@@ -59,6 +61,78 @@ describe('summary answer bytes (SummaryBytesWriter)', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('of a series kept in columns are the reference bytes of its buckets as objects, at any slice and Buffer size', () => {
+    // Columns as any caller could make them: any texts (long, beyond ASCII), counts of any
+    // size, rows repeated (forward-filled runs, a row written again), OHLCs whose open is
+    // null but whose other places hold indexes, and the carried state.
+    const series: fc.Arbitrary<ColumnSeries> = fc
+      .record({
+        dict: fc.uniqueArray(text, { minLength: 1, maxLength: 12 }),
+        carried: fc.array(fc.option(text, { nil: null }), { minLength: 6, maxLength: 6 }),
+        rows: fc.array(fc.record({ count: number, values: fc.array(fc.nat(), { minLength: VALUES_PER_BUCKET, maxLength: VALUES_PER_BUCKET }), nulls: fc.array(fc.boolean(), { minLength: VALUES_PER_BUCKET, maxLength: VALUES_PER_BUCKET }) }), { minLength: 1, maxLength: 6 }),
+        picks: fc.array(fc.tuple(fc.nat(), fc.boolean(), fc.integer({ min: 1, max: 5 })), { maxLength: 30 }),
+        firstStart: fc.oneof(fc.constant(1_772_409_600_000), fc.integer({ min: 0, max: 2_000_000_000 }), fc.constant(99_999_000)),
+        resolutionMs: fc.constantFrom(1000, 7000, 3_600_000),
+      })
+      .map(({ dict, carried, rows, picks, firstStart, resolutionMs }) => {
+        const n = rows.length;
+        const v = new Int32Array(n * VALUES_PER_BUCKET);
+        // (An OHLC is null by its open; one with an open has all four values.)
+        const isNull = (nulls: boolean[], k: number) => (k < 6 ? nulls[k]! : nulls[6 + ((k - 6) & ~3)]! && (k - 6) % 4 === 0);
+        rows.forEach((r, j) => r.values.forEach((x, k) => (v[j * VALUES_PER_BUCKET + k] = isNull(r.nulls, k) ? -1 : x % dict.length)));
+        const count = Float64Array.from(rows.map((r) => r.count));
+        const at: number[] = [];
+        const filled: number[] = [];
+        // Runs of one row: observed once then filled, or filled from the carried state (row −1).
+        for (const [pick, carriedRow, len] of picks) {
+          const row = carriedRow ? -1 : pick % n;
+          for (let i = 0; i < len; i++) {
+            at.push(row);
+            filled.push(row === -1 || i > 0 || pick % 3 === 0 ? 1 : 0);
+          }
+        }
+        const columns = { n, ts: new Float64Array(n), count, v, dict, num: new Float64Array(dict.length) };
+        return { columns, n: at.length, firstStart, resolutionMs, rows: Int32Array.from(at), filled: Uint8Array.from(filled), carried };
+      });
+    fc.assert(
+      fc.property(series, fc.constantFrom<'json' | 'ndjson'>('json', 'ndjson'), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 3000 }), fc.constantFrom(64, 700, 4096, 1 << 16), (s, format, size, first, chunk) => {
+        const w = new SummaryBytesWriter(format, first, chunk).begin(format === 'json' ? '{"data":' : '');
+        for (let at = 0; at < s.n; at += size) w.series(s, at, Math.min(s.n, at + size));
+        const got = Buffer.concat(w.end(format === 'json' ? '}' : '').parts());
+        const objects = seriesBuckets(s);
+        const want = format === 'json' ? referenceSummaryBucketsJsonBytes(objects, '{"data":', '}') : referenceSummaryBucketsNdjsonBytes(objects);
+        expect(got.toString()).toBe(want.toString());
+        expect(got.equals(want)).toBe(true);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('of a series kept in columns stay whole where a bucket barely fits its Buffer: one-character values and nulls', () => {
+    // A bucket of nulls is longer than one of one-character values, and numbers may print in
+    // 24 characters: the room made for a bucket must hold the longest. Every first-Buffer size
+    // around one bucket's length is tried.
+    const n = 3;
+    const v = new Int32Array(n * VALUES_PER_BUCKET).fill(-1);
+    for (let k = 0; k < 6; k++) v[VALUES_PER_BUCKET + k] = 0;
+    const s: ColumnSeries = {
+      // Numbers that print longest (24 characters).
+      columns: { n, ts: new Float64Array(n), count: Float64Array.from([-Number.MAX_VALUE, 2, -Number.MAX_VALUE]), v, dict: ['7'], num: new Float64Array(1) },
+      n: 6,
+      firstStart: -Number.MAX_VALUE,
+      resolutionMs: 1000,
+      rows: Int32Array.from([0, 1, 2, 0, -1, 2]),
+      filled: Uint8Array.from([0, 0, 0, 1, 1, 0]),
+      carried: [null, null, null, null, null, null],
+    };
+    const want = referenceSummaryBucketsJsonBytes(seriesBuckets(s), '{"data":', '}');
+    for (let first = 1; first <= 1200; first++) {
+      const w = new SummaryBytesWriter('json', first, 1 << 16).begin('{"data":');
+      for (let at = 0; at < s.n; at++) w.series(s, at, at + 1);
+      expect(Buffer.concat(w.end('}').parts()).toString()).toBe(want.toString());
+    }
   });
 
   it('write an empty answer as the earlier writers did', () => {

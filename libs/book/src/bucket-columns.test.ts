@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
 import { SummaryBytesWriter } from './bucket-bytes.ts';
-import { bucketsOfColumns, columnsIndexAt, decodeBucketColumns, fillColumns, mergeColumns, mergeToColumns, seriesBuckets } from './bucket-columns.ts';
+import { BucketColumnsDecoder, ColumnsFill, ColumnsMerge, bucketsOfColumns, columnsIndexAt, decodeBucketColumns, fillColumns, mergeColumns, mergeToColumns, seriesBuckets } from './bucket-columns.ts';
 import { fillSeries, mergeBuckets, planBuckets, toSummaryBucket, type ExactBucket, type Ohlc } from './bucketing.ts';
 import type { Top } from './observation.ts';
 
@@ -167,6 +167,62 @@ describe('stored buckets as columns', () => {
         },
       ),
       { numRuns: 400 },
+    );
+  });
+
+  it('merged and filled a piece at a time, from one set of columns or several: the series fillSeries gives', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(1, 5),
+        fc.integer({ min: 1, max: 9 }),
+        observed(1),
+        fc.array(fc.nat(), { maxLength: 3 }),
+        fc.boolean(),
+        fc.array(fc.integer({ min: 1, max: 30 }), { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: -200, max: 400 }),
+        fc.integer({ min: 0, max: 900 }),
+        fc.nat(),
+        fc.nat(),
+        (fine, mult, list0, cuts, oneSet, pieces, startS, spanS, a, b) => {
+          const R = fine * mult;
+          const list = list0.map((x) => ({ ...x, timestamp: Math.ceil(x.timestamp / (fine * 1000)) * fine * 1000 })).filter((x, i, all) => i === 0 || x.timestamp > all[i - 1]!.timestamp);
+          const texts = chunked(list, cuts);
+          // One set of columns decoded a chunk at a time (a day), or one set per chunk.
+          const decoder = new BucketColumnsDecoder();
+          for (const t of texts) decoder.add(t);
+          const sets = oneSet ? [decoder.columns()] : texts.map((t) => decodeBucketColumns([t]));
+          const all = sets.flatMap((c) => bucketsOfColumns(c));
+          expect(all).toEqual(list);
+          const t0 = 1_772_409_600_000;
+          const plan = planBuckets({ startMs: t0 + startS * 1000, endMs: t0 + (startS + spanS) * 1000 }, R);
+          const carried = list[0] ?? null;
+          const want = fillSeries(mergeBuckets(list, fine, R), plan, carried);
+          // Merged in pieces of the sizes given, in turn.
+          const merge = new ColumnsMerge(fine, R);
+          let p = 0;
+          for (const c of sets) for (let at = 0; at < c.n; ) {
+            const to = Math.min(c.n, at + pieces[p++ % pieces.length]!);
+            merge.add(c, at, to);
+            at = to;
+          }
+          const merged = merge.finish();
+          expect(bucketsOfColumns(merged)).toEqual(mergeBuckets(list, fine, R));
+          const fill = new ColumnsFill(merged, plan, carried);
+          let steps = 0;
+          while (!fill.step(pieces[steps++ % pieces.length]!)) expect(steps).toBeLessThanOrEqual(plan.count + 1);
+          expect(seriesBuckets(fill.series())).toEqual(want);
+          // At the stored resolution, a stretch of one set filled as it is, unmerged.
+          if (mult === 1 && oneSet) {
+            const c = sets[0]!;
+            const from = Math.min(a % (c.n + 1), b % (c.n + 1));
+            const to = Math.max(a % (c.n + 1), b % (c.n + 1));
+            const part = new ColumnsFill(c, plan, carried, from, to);
+            part.step(Infinity);
+            expect(seriesBuckets(part.series())).toEqual(fillSeries(bucketsOfColumns(c, from, to), plan, carried));
+          }
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

@@ -3,37 +3,8 @@ import type { Top } from './observation.ts';
 import { MAX_RESOLUTION_SECONDS, MIN_RESOLUTION_SECONDS } from './bucketing.ts';
 import { StoredBuckets } from './bucket-codec.ts';
 import { compareCanonical } from './fixed-point.ts';
+import { VALUES_PER_BUCKET, type BucketColumns, type ColumnSeries } from './column-layout.ts';
 
-/**
- * Stored observed buckets as columns: what the summary reader keeps of a day and merges to a
- * coarser resolution without making an object per stored bucket. A whole day at 1 s is
- * 86,400 buckets; as objects (`decodeBuckets`) each is five allocations, and merging them to
- * R=7 compared decimal texts character by character. Here a value is an index into the
- * day's dictionary of distinct decimal texts, and a decimal is compared by its double first
- * (see `BucketColumns.num`), by its text only where the doubles do not decide.
- */
-export interface BucketColumns {
-  readonly n: number;
-  /** Bucket starts, Unix ms. */
-  readonly ts: Float64Array;
-  readonly count: Float64Array;
-  /**
-   * VALUES_PER_BUCKET dictionary indexes per bucket (−1: null): the six closes (best_bid,
-   * best_bid_size, best_ask, best_ask_size, mid_price, spread), then open, high, low, close of
-   * the bid, ask, mid and spread OHLCs (an OHLC that is null: open −1).
-   */
-  readonly v: Int32Array;
-  /** Distinct value texts. */
-  readonly dict: readonly string[];
-  /**
-   * Per dictionary entry, its value as a double where the text is a canonical decimal, else
-   * NaN. A correctly rounded parse never reverses an order, so where two doubles differ the
-   * decimals differ the same way; where they are equal (or NaN) the texts are compared.
-   */
-  readonly num: Float64Array;
-}
-
-export const VALUES_PER_BUCKET = 22;
 const CANONICAL = /^-?(?:0|[1-9]\d*)(?:\.\d*[1-9])?$/;
 
 /** A dictionary entry's double for comparisons (`BucketColumns.num`): NaN unless the text is a canonical decimal. */
@@ -92,12 +63,31 @@ export class ColumnsOut {
  * on anything malformed).
  */
 export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
-  const dict: string[] = [];
-  const ids = new Map<string, number>();
   let cap = 0;
   for (const t of texts) cap += t.length >> 4;
-  const out = new ColumnsOut(cap);
-  for (const text of texts) {
+  const d = new BucketColumnsDecoder(cap);
+  for (const text of texts) d.add(text);
+  return d.columns();
+}
+
+/**
+ * `decodeBucketColumns` a text at a time (`add`), into one set of columns with one
+ * dictionary: a caller decoding a day's 24 chunks can let the event loop turn between them
+ * and still get the day as one set (whose merge then needs no dictionary of its own).
+ */
+export class BucketColumnsDecoder {
+  private readonly dict: string[] = [];
+  private readonly ids = new Map<string, number>();
+  private readonly out: ColumnsOut;
+
+  /** `buckets`: how many buckets to make room for at first (it grows as needed). */
+  constructor(buckets = 0) {
+    this.out = new ColumnsOut(buckets);
+  }
+
+  /** The buckets of one stored chunk text, after those added before. */
+  add(text: string): this {
+    const { dict, ids, out } = this;
     const r = new StoredBuckets(text);
     const local = r.dict;
     const map: number[] = new Array<number>(local.length);
@@ -157,10 +147,16 @@ export function decodeBucketColumns(texts: readonly string[]): BucketColumns {
         v[o + 18] = v[o + 19] = v[o + 20] = v[o + 21] = spread;
       }
     }
+    return this;
   }
-  const num = new Float64Array(dict.length);
-  for (let k = 0; k < dict.length; k++) num[k] = decimalNumber(dict[k]!);
-  return out.columns(dict, num);
+
+  /** The buckets added so far. */
+  columns(): BucketColumns {
+    const { dict } = this;
+    const num = new Float64Array(dict.length);
+    for (let k = 0; k < dict.length; k++) num[k] = decimalNumber(dict[k]!);
+    return this.out.columns(dict.slice(), num);
+  }
 }
 
 /** The first index in [0, n] whose bucket starts at or after `ms`. */
@@ -221,12 +217,24 @@ function observedBucket(
   };
 }
 
-/** The merged output's dictionary: texts of several column sets under one index each. */
+/**
+ * The merged output's dictionary where the ranges come from several column sets: texts of
+ * all of them under one index each. The first set's entries keep their indexes.
+ */
 class MergedDict {
-  readonly dict: string[] = [];
-  readonly num: number[] = [];
+  readonly dict: string[];
+  readonly num: number[];
   private readonly ids = new Map<string, number>();
   private maps = new WeakMap<BucketColumns, Int32Array>();
+
+  constructor(first: BucketColumns) {
+    this.dict = first.dict.slice();
+    this.num = Array.from(first.num);
+    for (let k = 0; k < this.dict.length; k++) this.ids.set(this.dict[k]!, k);
+    const m = new Int32Array(first.dict.length);
+    for (let k = 0; k < m.length; k++) m[k] = k;
+    this.maps.set(first, m);
+  }
 
   /** The index map of `c`'s dictionary into this one (−1: not entered yet). */
   mapOf(c: BucketColumns): Int32Array {
@@ -235,11 +243,8 @@ class MergedDict {
     return m;
   }
 
-  /** Index here of entry `k` of `c`'s dictionary (−1 stays −1). */
-  id(c: BucketColumns, m: Int32Array, k: number): number {
-    if (k === -1) return -1;
-    const hit = m[k]!;
-    if (hit !== -1) return hit;
+  /** Index here of entry `k` of `c`'s dictionary, not entered yet (`m[k]` −1). */
+  enter(c: BucketColumns, m: Int32Array, k: number): number {
     const text = c.dict[k]!;
     let id = this.ids.get(text);
     if (id === undefined) {
@@ -253,66 +258,11 @@ class MergedDict {
   }
 }
 
-/** One OHLC being merged: indexes into the merged dictionary, and the texts and doubles of high and low (NaN: compare the texts). */
-class SeriesAcc {
-  open = -1;
-  high = -1;
-  highS = '';
-  highN = NaN;
-  low = -1;
-  lowS = '';
-  lowN = NaN;
-  close = -1;
-
-  add(d: MergedDict, c: BucketColumns, m: Int32Array, at: number): void {
-    const { dict, num, v } = c;
-    const o = v[at]!;
-    if (o === -1) return;
-    const h = v[at + 1]!;
-    const l = v[at + 2]!;
-    this.close = d.id(c, m, v[at + 3]!);
-    if (this.open === -1) {
-      this.open = d.id(c, m, o);
-      this.high = d.id(c, m, h);
-      this.highS = dict[h]!;
-      this.highN = num[h]!;
-      this.low = d.id(c, m, l);
-      this.lowS = dict[l]!;
-      this.lowN = num[l]!;
-      return;
-    }
-    const hs = dict[h]!;
-    if (hs !== this.highS) {
-      const diff = num[h]! - this.highN;
-      if (diff > 0 || (!(diff < 0) && compareCanonical(hs, this.highS) > 0)) {
-        this.high = d.id(c, m, h);
-        this.highS = hs;
-        this.highN = num[h]!;
-      }
-    }
-    const ls = dict[l]!;
-    if (ls !== this.lowS) {
-      const diff = num[l]! - this.lowN;
-      if (diff < 0 || (!(diff > 0) && compareCanonical(ls, this.lowS) < 0)) {
-        this.low = d.id(c, m, l);
-        this.lowS = ls;
-        this.lowN = num[l]!;
-      }
-    }
-  }
-
-  /** Writes the OHLC at `at` of `v` (open −1 when none) and empties the accumulator. */
-  take(v: Int32Array, at: number): void {
-    if (this.open === -1) {
-      v[at] = v[at + 1] = v[at + 2] = v[at + 3] = -1;
-      return;
-    }
-    v[at] = this.open;
-    v[at + 1] = this.high;
-    v[at + 2] = this.low;
-    v[at + 3] = this.close;
-    this.open = -1;
-  }
+/** Entry `k` of a range's dictionary as an index of the merged one: itself where there is one set (`m` null), −1 staying −1. */
+function idIn(d: MergedDict | null, c: BucketColumns, m: Int32Array | null, k: number): number {
+  if (m === null || k === -1) return k;
+  const hit = m[k]!;
+  return hit !== -1 ? hit : d!.enter(c, m, k);
 }
 
 /** A stretch of stored buckets: indexes `from` to `to` (exclusive) of `columns`. */
@@ -331,125 +281,254 @@ export function mergeColumns(ranges: readonly ColumnsRange[], fineResolutionSeco
 }
 
 /**
- * `mergeColumns` with the merged buckets left as columns (one dictionary for all the
- * ranges'): no object per bucket, for an answer written straight from them (`fillColumns`).
+ * `mergeColumns` with the merged buckets left as columns: no object per bucket, for an answer
+ * written straight from them (`fillColumns`).
  */
 export function mergeToColumns(ranges: readonly ColumnsRange[], fineResolutionSeconds: number, resolutionSeconds: number): BucketColumns {
-  const fine = checkResolution(fineResolutionSeconds);
-  const r = checkResolution(resolutionSeconds);
-  if (r % fine !== 0) throw new RangeError(`resolution ${resolutionSeconds} s is not a multiple of ${fineResolutionSeconds} s`);
-  let cap = 16;
-  for (const { from, to } of ranges) cap += Math.max(0, to - from);
-  cap = Math.min(cap, 16 + Math.ceil((cap * fine) / r) + ranges.length);
-  const out = new ColumnsOut(cap);
-  const d = new MergedDict();
-  const acc = [new SeriesAcc(), new SeriesAcc(), new SeriesAcc(), new SeriesAcc()] as const;
-  // Plain locals, no closure over them: a double kept in a closure's context is a new heap
-  // number on every write, which was most of the time of this loop.
-  let start = 0;
-  let count = 0;
-  // The bucket whose closes the merged one takes: the last one merged.
-  let lastC: BucketColumns | null = null;
-  let lastM: Int32Array = new Int32Array(0);
-  let lastAt = 0;
-  let last = -Infinity;
-  const emit = (): void => {
-    const n = out.add();
-    const outV = out.v;
-    out.ts[n] = start;
-    out.count[n] = count;
-    const o = n * VALUES_PER_BUCKET;
-    const src = lastC!.v;
-    for (let k = 0; k < 6; k++) outV[o + k] = d.id(lastC!, lastM, src[lastAt + k]!);
-    acc[0].take(outV, o + 6);
-    acc[1].take(outV, o + 10);
-    acc[2].take(outV, o + 14);
-    acc[3].take(outV, o + 18);
-  };
-  for (const { columns: c, from, to } of ranges) {
-    const { ts } = c;
+  let n = 0;
+  for (const { from, to } of ranges) n += Math.max(0, to - from);
+  const m = new ColumnsMerge(fineResolutionSeconds, resolutionSeconds, n);
+  for (const { columns, from, to } of ranges) m.add(columns, from, to);
+  return m.finish();
+}
+
+/**
+ * `mergeToColumns` a stretch at a time: `add` the ranges' buckets in time order, in as many
+ * pieces as wanted (a caller lets the event loop turn between pieces of a day at 1 s), then
+ * `finish`. Where every piece comes from one set of columns, the merged buckets use that
+ * set's dictionary as it is (a day read from storage is one set); from several, one
+ * dictionary of all their texts is made as they are met.
+ */
+export class ColumnsMerge {
+  private readonly fine: number;
+  private readonly r: number;
+  private readonly out: ColumnsOut;
+  /** The one set merged so far, or (after a second one came) null and the merged dictionary. */
+  private only: BucketColumns | null = null;
+  private d: MergedDict | null = null;
+  // The open merged bucket: start, quote count, and the fine bucket whose closes it takes (the last one merged).
+  private start = 0;
+  private count = 0;
+  private last = -Infinity;
+  private lastC: BucketColumns | null = null;
+  private lastAt = 0;
+  // Per OHLC (bid, ask, mid, spread): open, high, low, close as merged indexes (open −1: none
+  // yet), and the high's and low's texts and doubles (NaN: compare the texts).
+  private readonly open = new Int32Array(4).fill(-1);
+  private readonly high = new Int32Array(4);
+  private readonly low = new Int32Array(4);
+  private readonly close = new Int32Array(4);
+  private readonly highN = new Float64Array(4);
+  private readonly lowN = new Float64Array(4);
+  private readonly highS: string[] = ['', '', '', ''];
+  private readonly lowS: string[] = ['', '', '', ''];
+
+  /** `buckets`: how many fine buckets will be added, for the room made at first (a hint). */
+  constructor(fineResolutionSeconds: number, resolutionSeconds: number, buckets = 0) {
+    this.fine = checkResolution(fineResolutionSeconds);
+    this.r = checkResolution(resolutionSeconds);
+    if (this.r % this.fine !== 0) throw new RangeError(`resolution ${resolutionSeconds} s is not a multiple of ${fineResolutionSeconds} s`);
+    this.out = new ColumnsOut(16 + Math.min(buckets, Math.ceil((buckets * this.fine) / this.r) + 1));
+  }
+
+  /** Buckets `from` to `to` (exclusive) of `c`, after every bucket added before. */
+  add(c: BucketColumns, from: number, to: number): this {
+    if (from >= to) return this;
+    let m: Int32Array | null = null;
+    if (this.d === null && (this.only === null || this.only === c)) this.only = c;
+    else {
+      if (this.d === null) this.d = new MergedDict(this.only!);
+      m = this.d.mapOf(c);
+    }
+    const d = this.d;
+    const { ts, v, dict, num } = c;
     const counts = c.count;
-    const m = d.mapOf(c);
+    const { fine, r, open, high, low, close, highN, lowN, highS, lowS } = this;
+    // Plain locals in the loop: a field written per bucket costs more.
+    let start = this.start;
+    let count = this.count;
+    let last = this.last;
     for (let j = from; j < to; j++) {
       const q = counts[j]!;
       if (q === 0) continue;
       const t = ts[j]!;
-      if (t % fine !== 0 || !(t > last)) throw new RangeError(`bucket ${t} is not a ${fineResolutionSeconds} s bucket in time order`);
+      if (t % fine !== 0 || !(t > last)) throw new RangeError(`bucket ${t} is not a ${fine / 1000} s bucket in time order`);
       last = t;
       if (count === 0 || t >= start + r) {
-        if (count > 0) emit();
+        if (count > 0) this.emit(start, count);
         start = Math.floor(t / r) * r;
         count = 0;
       }
       count += q;
       const o = j * VALUES_PER_BUCKET;
-      lastC = c;
-      lastM = m;
-      lastAt = o;
-      acc[0].add(d, c, m, o + 6);
-      acc[1].add(d, c, m, o + 10);
-      acc[2].add(d, c, m, o + 14);
-      acc[3].add(d, c, m, o + 18);
+      this.lastC = c;
+      this.lastAt = o;
+      for (let s = 0; s < 4; s++) {
+        const at = o + 6 + 4 * s;
+        const ov = v[at]!;
+        if (ov === -1) continue;
+        const h = v[at + 1]!;
+        const l = v[at + 2]!;
+        close[s] = idIn(d, c, m, v[at + 3]!);
+        if (open[s] === -1) {
+          open[s] = idIn(d, c, m, ov);
+          high[s] = idIn(d, c, m, h);
+          highS[s] = dict[h]!;
+          highN[s] = num[h]!;
+          low[s] = idIn(d, c, m, l);
+          lowS[s] = dict[l]!;
+          lowN[s] = num[l]!;
+          continue;
+        }
+        const hs = dict[h]!;
+        if (hs !== highS[s]) {
+          const diff = num[h]! - highN[s]!;
+          if (diff > 0 || (!(diff < 0) && compareCanonical(hs, highS[s]!) > 0)) {
+            high[s] = idIn(d, c, m, h);
+            highS[s] = hs;
+            highN[s] = num[h]!;
+          }
+        }
+        const ls = dict[l]!;
+        if (ls !== lowS[s]) {
+          const diff = num[l]! - lowN[s]!;
+          if (diff < 0 || (!(diff > 0) && compareCanonical(ls, lowS[s]!) < 0)) {
+            low[s] = idIn(d, c, m, l);
+            lowS[s] = ls;
+            lowN[s] = num[l]!;
+          }
+        }
+      }
+    }
+    this.start = start;
+    this.count = count;
+    this.last = last;
+    return this;
+  }
+
+  /** The merged buckets (the open one closed); nothing is to be added after. */
+  finish(): BucketColumns {
+    if (this.count > 0) this.emit(this.start, this.count);
+    this.count = 0;
+    if (this.d !== null) return this.out.columns(this.d.dict, Float64Array.from(this.d.num));
+    if (this.only !== null) return this.out.columns(this.only.dict, this.only.num);
+    return this.out.columns([], new Float64Array(0));
+  }
+
+  /** The open bucket written out: the last fine bucket's closes, the OHLCs merged (each emptied). */
+  private emit(start: number, count: number): void {
+    const out = this.out;
+    const n = out.add();
+    const outV = out.v;
+    out.ts[n] = start;
+    out.count[n] = count;
+    const o = n * VALUES_PER_BUCKET;
+    const c = this.lastC!;
+    const src = c.v;
+    const m = this.d === null ? null : this.d.mapOf(c);
+    for (let k = 0; k < 6; k++) outV[o + k] = idIn(this.d, c, m, src[this.lastAt + k]!);
+    const { open, high, low, close } = this;
+    for (let s = 0; s < 4; s++) {
+      const at = o + 6 + 4 * s;
+      if (open[s] === -1) {
+        outV[at] = outV[at + 1] = outV[at + 2] = outV[at + 3] = -1;
+        continue;
+      }
+      outV[at] = open[s]!;
+      outV[at + 1] = high[s]!;
+      outV[at + 2] = low[s]!;
+      outV[at + 3] = close[s]!;
+      open[s] = -1;
     }
   }
-  if (count > 0) emit();
-  return out.columns(d.dict, Float64Array.from(d.num));
-}
-
-/**
- * The answer's series (fillSeries, rules 6, 7) over merged columns, without an object per
- * bucket: bucket k starts at `firstStart + k * resolutionMs` and is row `rows[k]` of
- * `columns`, observed (`filled[k]` 0) or forward-filled from that row's closes (1). Row −1
- * is the state carried in (`carried`: its six closes).
- */
-export interface ColumnSeries {
-  readonly columns: BucketColumns;
-  readonly n: number;
-  readonly firstStart: number;
-  readonly resolutionMs: number;
-  readonly rows: Int32Array;
-  readonly filled: Uint8Array;
-  readonly carried: readonly (string | null)[];
 }
 
 /** `fillSeries(bucketsOfColumns(c), plan, carried)` as a ColumnSeries (tested equal, `seriesBuckets`). */
 export function fillColumns(c: BucketColumns, plan: BucketPlan, carried: Top | null): ColumnSeries {
-  const r = plan.resolutionMs;
-  const carriedTexts = carried === null ? [] : [carried.best_bid, carried.best_bid_size, carried.best_ask, carried.best_ask_size, carried.mid_price, carried.spread];
-  const rows = new Int32Array(Math.max(0, plan.count));
-  const filled = new Uint8Array(Math.max(0, plan.count));
-  // The row whose closes a filled bucket carries: −1 the carried state, −2 none yet.
-  let cur = carried === null ? -2 : -1;
-  let k = 0;
-  let first = NaN;
-  let j = 0;
-  let prev = -Infinity;
-  const { ts, count } = c;
-  for (let s = plan.firstStart; s <= plan.lastStart; s += r) {
-    let at = -1;
-    while (j < c.n && ts[j]! <= s) {
-      const t = ts[j]!;
-      if (t % r !== 0 || !(t > prev)) throw new RangeError(`bucket ${t} is not a ${r / 1000} s bucket in time order`);
-      prev = t;
-      if (count[j]! > 0) {
-        cur = j;
-        if (t === s) at = j;
-      } else if (t === s && cur !== -2) {
-        at = -3;
-      }
-      j++;
-    }
-    if (at >= 0) {
-      rows[k] = at;
-      filled[k] = 0;
-    } else if (cur !== -2) {
-      rows[k] = cur;
-      filled[k] = 1;
-    } else continue;
-    if (k === 0) first = s;
-    k++;
+  const f = new ColumnsFill(c, plan, carried);
+  f.step(Infinity);
+  return f.series();
+}
+
+/**
+ * `fillColumns` over buckets `from` to `to` (exclusive) of `c`, a part at a time: `step(k)`
+ * fills up to k more of the plan's buckets and says whether the plan is done (a caller lets
+ * the event loop turn between parts of a day at 1 s); then `series()`.
+ */
+export class ColumnsFill {
+  private readonly r: number;
+  private readonly carriedTexts: (string | null)[];
+  private readonly rows: Int32Array;
+  private readonly filled: Uint8Array;
+  /** The row whose closes a filled bucket carries: −1 the carried state, −2 none yet. */
+  private cur: number;
+  private k = 0;
+  private first = NaN;
+  private j: number;
+  private prev = -Infinity;
+  /** The next bucket start of the plan to fill. */
+  private s: number;
+
+  constructor(
+    private readonly c: BucketColumns,
+    private readonly plan: BucketPlan,
+    carried: Top | null,
+    from = 0,
+    private readonly to = c.n,
+  ) {
+    this.r = plan.resolutionMs;
+    this.carriedTexts = carried === null ? [] : [carried.best_bid, carried.best_bid_size, carried.best_ask, carried.best_ask_size, carried.mid_price, carried.spread];
+    this.rows = new Int32Array(Math.max(0, plan.count));
+    this.filled = new Uint8Array(Math.max(0, plan.count));
+    this.cur = carried === null ? -2 : -1;
+    this.j = from;
+    this.s = plan.firstStart;
   }
-  return { columns: c, n: k, firstStart: k === 0 ? plan.firstStart : first, resolutionMs: r, rows: rows.subarray(0, k), filled: filled.subarray(0, k), carried: carriedTexts };
+
+  /** Fills up to `buckets` more of the plan's bucket starts; true when none is left. */
+  step(buckets: number): boolean {
+    const { r, rows, filled, to } = this;
+    const { ts, count } = this.c;
+    const lastStart = this.plan.lastStart;
+    let { cur, k, first, j, prev, s } = this;
+    for (let left = buckets; s <= lastStart && left > 0; s += r, left--) {
+      let at = -1;
+      while (j < to && ts[j]! <= s) {
+        const t = ts[j]!;
+        if (t % r !== 0 || !(t > prev)) throw new RangeError(`bucket ${t} is not a ${r / 1000} s bucket in time order`);
+        prev = t;
+        if (count[j]! > 0) {
+          cur = j;
+          if (t === s) at = j;
+        } else if (t === s && cur !== -2) {
+          at = -3;
+        }
+        j++;
+      }
+      if (at >= 0) {
+        rows[k] = at;
+        filled[k] = 0;
+      } else if (cur !== -2) {
+        rows[k] = cur;
+        filled[k] = 1;
+      } else continue;
+      if (k === 0) first = s;
+      k++;
+    }
+    this.cur = cur;
+    this.k = k;
+    this.first = first;
+    this.j = j;
+    this.prev = prev;
+    this.s = s;
+    return s > lastStart;
+  }
+
+  /** The series filled (the whole plan once `step` said so). */
+  series(): ColumnSeries {
+    const { k, first } = this;
+    return { columns: this.c, n: k, firstStart: k === 0 ? this.plan.firstStart : first, resolutionMs: this.r, rows: this.rows.subarray(0, k), filled: this.filled.subarray(0, k), carried: this.carriedTexts };
+  }
 }
 
 /** The buckets of a ColumnSeries as objects (what fillSeries gives). */

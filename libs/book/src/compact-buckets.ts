@@ -1,4 +1,5 @@
-import { ColumnsOut, VALUES_PER_BUCKET, checkResolution, decimalNumber, type BucketColumns } from './bucket-columns.ts';
+import { ColumnsOut, checkResolution, decimalNumber } from './bucket-columns.ts';
+import { VALUES_PER_BUCKET, type BucketColumns } from './column-layout.ts';
 import { compareCanonical } from './fixed-point.ts';
 import type { Observation } from './observation.ts';
 

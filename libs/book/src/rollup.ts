@@ -1,6 +1,6 @@
 import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
 import { ExchangeABook, ExchangeBBook, type ChangeEntries, type ChangeHook, type EntryClaimHook } from './book-engine.ts';
-import type { BucketColumns } from './bucket-columns.ts';
+import type { BucketColumns } from './column-layout.ts';
 import { aggregateObservations, mergeBuckets, type ExactBucket } from './bucketing.ts';
 import { hourRanges } from './compact-buckets.ts';
 import { mergeToColumns } from './bucket-columns.ts';

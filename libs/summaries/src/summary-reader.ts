@@ -4,12 +4,12 @@ import {
   DAY_MS,
   HOUR_MS,
   appendBuckets,
+  BucketColumnsDecoder,
   bucketsOfColumns,
+  ColumnsFill,
+  ColumnsMerge,
   columnsIndexAt,
-  decodeBucketColumns,
   decodeBuckets,
-  fillColumns,
-  mergeToColumns,
   seriesBuckets,
   fillSeriesSlices,
   ladderFor,
@@ -35,20 +35,29 @@ import { VersionedCache } from './versioned-cache.ts';
 type Plan = BucketPlan;
 
 /**
- * A planned answer's buckets, as objects or (merged from stored columns) as a series kept in
- * columns, never both; and its stamp (SummaryReader.stamp) when settled.
+ * A planned answer: its buckets as objects (an answer with a live part, or one computed from
+ * raw events) or as a series kept in the stored columns (everything else); and its stamp
+ * (SummaryReader.stamp) when settled.
  */
-export interface SummaryAnswer {
-  buckets: ExactBucket[] | null;
-  series: ColumnSeries | null;
-  stamp: string | null;
+export type SummaryAnswer = { kind: 'buckets'; buckets: ExactBucket[]; stamp: string | null } | { kind: 'series'; series: ColumnSeries; stamp: string | null };
+
+/** An answer's buckets as objects (made from its columns where it is a series). */
+export function answerBuckets(a: SummaryAnswer): ExactBucket[] {
+  return a.kind === 'buckets' ? a.buckets : seriesBuckets(a.series);
 }
 
 const RACED = Symbol('raced');
+const EMPTY_COLUMNS: BucketColumns = new BucketColumnsDecoder().columns();
 const WINDOW_TTL_MS = 30_000;
 
 /** Buckets filled between turns of the event loop: a whole day at R=1 in one go held it for tens of ms (issue 27). */
 const FILL_SLICE = 4096;
+/**
+ * Stored buckets merged, and series buckets filled, between turns of the event loop on the
+ * columns path: a whole day at 1 s merged to R=7 is 86,400 buckets (some 10 ms in one go);
+ * a slice of this many is a millisecond or two.
+ */
+export const COLUMN_SLICE = 16_384;
 
 /** fillSeries (rules 6, 7) with the event loop turning between slices of FILL_SLICE buckets. */
 export async function fillSeriesYielding(observed: readonly ExactBucket[], plan: Plan, carried: Top | null): Promise<ExactBucket[]> {
@@ -75,28 +84,51 @@ function parseObservation(text: string): Top | null {
 }
 
 /**
- * A stored day at one ladder level: its chunks decoded to columns, one set per chunk (hour),
- * and, once an answer at that level asked for them, the same buckets as objects.
+ * A stored day at one ladder level: its chunks (hours) decoded to one set of columns with
+ * one dictionary, and, once an answer with a live part asked for them, the same buckets as
+ * objects.
  */
 interface DayColumns {
-  hours: BucketColumns[];
+  columns: BucketColumns;
   objects?: ExactBucket[];
 }
 
 function bucketCount(day: DayColumns): number {
-  let n = 0;
-  for (const h of day.hours) n += h.n;
-  return n;
+  return day.columns.n;
 }
 
 /** The day's buckets as objects, made once per day held. */
 function dayObjects(day: DayColumns): ExactBucket[] {
-  if (day.objects === undefined) {
-    const out: ExactBucket[] = [];
-    for (const h of day.hours) for (const b of bucketsOfColumns(h)) out.push(b);
-    day.objects = out;
+  return (day.objects ??= bucketsOfColumns(day.columns));
+}
+
+/**
+ * The answer's series from stored buckets at `level` (ranges in time order): merged to
+ * `resolution` (unless a single range is at it already) and filled, in slices of
+ * COLUMN_SLICE with the event loop turning between them. No object per bucket.
+ */
+export async function seriesFromColumns(ranges: readonly ColumnsRange[], level: number, resolution: number, plan: Plan, carried: Top | null): Promise<ColumnSeries> {
+  let fill: ColumnsFill;
+  if (level === resolution && ranges.length === 1) {
+    const { columns, from, to } = ranges[0]!;
+    fill = new ColumnsFill(columns, plan, carried, from, to);
+  } else {
+    let n = 0;
+    for (const { from, to } of ranges) n += Math.max(0, to - from);
+    const merge = new ColumnsMerge(level, resolution, n);
+    let first = true;
+    for (const { columns, from, to } of ranges) {
+      for (let at = from; at < to; at += COLUMN_SLICE) {
+        if (!first) await yieldToLoop();
+        first = false;
+        merge.add(columns, at, Math.min(to, at + COLUMN_SLICE));
+      }
+    }
+    fill = new ColumnsFill(merge.finish(), plan, carried);
+    if (!first) await yieldToLoop();
   }
-  return day.objects;
+  while (!fill.step(COLUMN_SLICE)) await yieldToLoop();
+  return fill.series();
 }
 
 /**
@@ -207,10 +239,10 @@ export class SummaryReader {
    */
   async summaryStamped(key: SummaryKey, p: SummaryPlan, now = Date.now(), state?: Promise<RollupState>): Promise<{ buckets: ExactBucket[]; stamp: string | null }> {
     const a = await this.summaryAnswer(key, p, now, state);
-    return { buckets: a.buckets ?? seriesBuckets(a.series!), stamp: a.stamp };
+    return { buckets: answerBuckets(a), stamp: a.stamp };
   }
 
-  /** `summaryStamped`, with the buckets left in columns where they were merged from them (no object per bucket). */
+  /** `summaryStamped`, with the buckets left in the stored columns where the answer is read from them (no object per bucket). */
   async summaryAnswer(key: SummaryKey, p: SummaryPlan, now = Date.now(), state?: Promise<RollupState>): Promise<SummaryAnswer> {
     return this.bucketsStamped(key, clampToNow(p, now), p.resolution, p.window.endMs <= now, state);
   }
@@ -242,12 +274,11 @@ export class SummaryReader {
   }
 
   async buckets(key: SummaryKey, plan: Plan, resolution: number): Promise<ExactBucket[]> {
-    const a = await this.bucketsStamped(key, plan, resolution, false);
-    return a.buckets ?? seriesBuckets(a.series!);
+    return answerBuckets(await this.bucketsStamped(key, plan, resolution, false));
   }
 
   private async bucketsStamped(key: SummaryKey, plan: Plan, resolution: number, over: boolean, state?: Promise<RollupState>): Promise<SummaryAnswer> {
-    if (plan.count === 0) return { buckets: [], series: null, stamp: null };
+    if (plan.count === 0) return { kind: 'buckets', buckets: [], stamp: null };
     // A rollup that writes between our reads of a day row and its chunks would make the
     // stored part overlap the live part: such a read is retried, and after a few
     // collisions (a very busy asset) answered from raw events.
@@ -256,7 +287,7 @@ export class SummaryReader {
       const r = await this.attempt(key, plan, resolution, attempt === 0, over, attempt === 0 ? state : undefined);
       if (r !== RACED) return r;
     }
-    return { buckets: await this.fromRaw(key, plan, resolution), series: null, stamp: null };
+    return { kind: 'buckets', buckets: await this.fromRaw(key, plan, resolution), stamp: null };
   }
 
   private async attempt(
@@ -276,7 +307,7 @@ export class SummaryReader {
     const pendingSorted = [...pending].sort();
     // Nothing rolled up yet, or an earlier day is being re-rolled: its state may change.
     if ((rows.length === 0 && before === null) || (pendingSorted[0] !== undefined && pendingSorted[0] < firstDate)) {
-      return { buckets: await this.fromRaw(key, plan, resolution), series: null, stamp: null };
+      return { kind: 'buckets', buckets: await this.fromRaw(key, plan, resolution), stamp: null };
     }
     // An open day before the window: later days started from its state before its tail.
     const live = await this.liveStart(key, rows, firstOpen !== null && firstOpen.date < firstDate ? firstOpen : before, pending, lastDate);
@@ -303,31 +334,36 @@ export class SummaryReader {
       const chunks = await this.summaries.chunks(key, bases, level, firstHour, storedEnd);
       const versions = new Map(rows.map((r) => [r.date, r.version]));
       if (chunks.some((c) => c.version > versions.get(c.date)!)) return RACED;
-      const fetched = new Map<string, DayColumns>();
+      // Each day's chunks into one set of columns (one dictionary), room made for their buckets.
+      const decoders = new Map<string, BucketColumnsDecoder>();
+      const sizes = new Map<string, number>();
+      for (const c of chunks) sizes.set(c.date, (sizes.get(c.date) ?? 0) + c.bucketCount);
       for (const [i, c] of chunks.entries()) {
         // A day is 24 stored chunks at R=1: the event loop turns between them (other requests run).
         if (i > 0) await yieldToLoop();
-        let day = fetched.get(c.date);
-        if (day === undefined) fetched.set(c.date, (day = { hours: [] }));
-        day.hours.push(decodeBucketColumns([c.buckets]));
+        let d = decoders.get(c.date);
+        if (d === undefined) decoders.set(c.date, (d = new BucketColumnsDecoder(sizes.get(c.date))));
+        d.add(c.buckets);
       }
+      const fetched = new Map<string, DayColumns>();
+      for (const [date, d] of decoders) fetched.set(date, { columns: d.columns() });
       for (const r of missing) {
         // A complete day read whole (the window covers it from its first hour) is cached.
-        if (r.complete && firstHour <= dayStartMs(r.date) && storedEnd >= dayStartMs(r.date) + DAY_MS) this.cache.set(key, r, level, fetched.get(r.date) ?? { hours: [] });
+        if (r.complete && firstHour <= dayStartMs(r.date) && storedEnd >= dayStartMs(r.date) + DAY_MS) this.cache.set(key, r, level, fetched.get(r.date) ?? { columns: EMPTY_COLUMNS });
       }
-      if (!(live !== undefined && live.fromMs < plan.dataEndMs) && level !== resolution) {
-        // Merged to R straight from the columns: no object per stored bucket.
+      if (!(live !== undefined && live.fromMs < plan.dataEndMs)) {
+        // Merged to R (where R is not the level) and filled straight from the columns, and
+        // written from them: no object per stored bucket.
         const ranges: ColumnsRange[] = [];
         for (const r of days) {
-          for (const columns of (held.get(r.date) ?? fetched.get(r.date))?.hours ?? []) {
-            const from = columnsIndexAt(columns, firstHour);
-            const to = columnsIndexAt(columns, plan.dataEndMs);
-            if (to > from) ranges.push({ columns, from, to });
-          }
+          const columns = (held.get(r.date) ?? fetched.get(r.date))?.columns;
+          if (columns === undefined) continue;
+          const from = columnsIndexAt(columns, firstHour);
+          const to = columnsIndexAt(columns, plan.dataEndMs);
+          if (to > from) ranges.push({ columns, from, to });
         }
-        // Left in columns, filled in columns: written from them (no object per bucket).
         // A live part means the answer was not settled, whatever the rows said.
-        return { buckets: null, series: fillColumns(mergeToColumns(ranges, level, resolution), plan, carried), stamp: live === undefined ? stamp : null };
+        return { kind: 'series', series: await seriesFromColumns(ranges, level, resolution, plan, carried), stamp: live === undefined ? stamp : null };
       }
       for (const r of days) {
         const day = held.get(r.date) ?? fetched.get(r.date);
@@ -345,7 +381,7 @@ export class SummaryReader {
     }
     const merged = level === resolution ? stored : mergeBuckets(stored, level, resolution);
     // A live part means the answer was not settled, whatever the rows said.
-    return { buckets: await fillSeriesYielding(merged, plan, carried), series: null, stamp: live === undefined ? stamp : null };
+    return { kind: 'buckets', buckets: await fillSeriesYielding(merged, plan, carried), stamp: live === undefined ? stamp : null };
   }
 
   /** The stored day rows an answer needs, reused while the asset's summaries version stands still (`VersionedCache`). */

@@ -7,6 +7,7 @@ import { FairTurns, LARGE_ANSWER_BUCKETS, etagInSlices } from './large-answers.t
 import { SettledAnswers } from './answer-cache.ts';
 import { settledAnswerTag } from './answer-tag.ts';
 import { planSummary, type RollupState, type SummaryPlan } from '@booktape/summaries';
+import type { SummaryKey } from '@booktape/storage';
 import type { FastifyRequest } from 'fastify';
 import { KEY_SECURITY } from '../http/auth.ts';
 import { cacheHeaders, isFinalised, notModified } from '../http/caching.ts';
@@ -57,8 +58,10 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
   const largeTurns = new FairTurns(1);
   // Settled answers as sent: a finished day asked again costs a Redis read, not a rebuild.
   const settled = new SettledAnswers(config.summaryAnswerCacheBytes);
-  // The asset's rollup state, read along with the quota reservation (the route's `prefetch`).
-  const statesAhead = new WeakMap<FastifyRequest, Promise<RollupState>>();
+  // What the route's `prefetch` worked out with the quota reservation: the request's plan and
+  // asset, and the asset's rollup state read alongside (none for a plan of no buckets). The
+  // handler takes them from here instead of working them out again.
+  const ahead = new WeakMap<FastifyRequest, { p: SummaryPlan; key: SummaryKey; state: Promise<RollupState> | undefined }>();
 
   function plan(v: VenueApi, query: WindowQuery): SummaryPlan {
     const { date, start_timestamp: start, end_timestamp: end } = query;
@@ -113,15 +116,17 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
     // The reservation's Redis round trip brings the rollup state too (billable.hooks.ts).
     const prefetch = (req: FastifyRequest): void => {
       const query = req.query as Record<string, string> & WindowQuery;
+      let p: SummaryPlan;
       try {
-        if (plan(v, query).plan.count === 0) return;
+        p = plan(v, query);
       } catch {
         return; // the handler answers the parameter error
       }
-      const read = summaries.rollupState(keyOf(query));
+      const key = keyOf(query);
+      const state = p.plan.count === 0 ? undefined : summaries.rollupState(key);
       // Awaited by the handler, or never (a 429): no unhandled rejection either way.
-      read.catch(() => undefined);
-      statesAhead.set(req, read);
+      state?.catch(() => undefined);
+      ahead.set(req, { p, key, state });
     };
     for (const { url, alias } of venuePaths(v, 'orderbook-summary')) {
       app.get(
@@ -148,11 +153,13 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
         },
         async (req, reply) => {
           const query = req.query as Record<string, string> & WindowQuery;
-          const p = plan(v, query);
-          const key = keyOf(query);
+          // Planned with the reservation where there was one (billable.hooks.ts), else here.
+          const early = ahead.get(req);
+          const p = early?.p ?? plan(v, query);
+          const key = early?.key ?? keyOf(query);
           const { market, asset: assetId } = key;
           // Read with the reservation; not used after waiting for a large answer's turn (old by then).
-          let state = statesAhead.get(req);
+          let state = early?.state;
           const format = query.format ?? 'json';
           const finalised = isFinalised(p.window.endMs, Date.now(), config.caching.finalisedAfterMs);
           // The request's answer id: the head of a json answer says date or window, so both are in it.
@@ -181,8 +188,8 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
               if (answered === undefined) {
                 const got = await guard('ClickHouse', () => summaries.summaryAnswer(key, p, undefined, state));
                 const { stamp } = got;
-                // Merged from stored columns: written straight from them.
-                const exact = got.series ?? got.buckets!;
+                // Kept in the stored columns: written straight from them.
+                const exact = got.kind === 'series' ? got.series : got.buckets;
                 const body =
                   format === 'json'
                     ? await answer({ [v.marketField]: market, ...(asset ? { [asset.param]: assetId } : {}) }, exact, p, query.date)
