@@ -5,12 +5,11 @@ import type { ExchangeBRecord, RawMessage } from '@booktape/domain';
 import { RollupQueue, assetKey, partitionsOf, rollupKeys } from '@booktape/messaging';
 import { SummariesRepository, type SummaryKey } from '@booktape/storage';
 import { Roller, type DayResult } from '@booktape/summaries';
-import { requireEnv, uniqueId, waitFor } from '@booktape/testkit';
+import { requireEnv, uniqueId } from '@booktape/testkit';
 import { startTestApi, type TestApi } from '@booktape/api/testing';
 import { AssetLocks } from './asset-lock.ts';
 import { ClosedDaySettle } from './closed-day-settle.ts';
 import { runAssetJob, type JobContext } from './jobs.ts';
-import { createRollupWorker } from './worker.ts';
 
 /**
  * A past (closed) day fed in pieces, as a replay of a capture feeds it, on the real engine
@@ -144,41 +143,5 @@ describe('a closed day fed again and again', () => {
     await runAssetJob(mk(new ClosedDaySettle()), job, key, 'token');
     expect(await queue.unsettled([{ ...key, date: DATE }])).toBe(0);
     expect((await repo.day(key, DATE))!.events).toBe(4);
-  }, 60_000);
-
-  it('through a running worker (its jobs delayed on the real queue), a closed day fed piece after piece settles, equal to a full rebuild', async () => {
-    const ticker = 'KXSETTLE-3';
-    const key: SummaryKey = { venue: 'exchange-b', market: ticker, asset: ticker };
-    const parts = [{ ...key, date: DATE }];
-    const worker = createRollupWorker({ ch: t.ch, redisUrl: requireEnv('REDIS_URL'), log: silentLogger(), options: { queuePrefix: prefix, debounceMs: 50, sweepEveryMs: 60_000, closeGraceMs: 0 } });
-    await worker.start();
-    // The sink's notifier: its jobs wait the worker's debounce (the shared queue's wait is 10 min).
-    const notifier = new RollupQueue({ redisUrl: requireEnv('REDIS_URL'), prefix, debounceMs: 50 });
-    try {
-      let seq = 1;
-      for (let i = 0; i < 8; i++) {
-        const msgs = records(ticker, [i * 10_000 + 1, i * 10_000 + 2, i * 10_000 + 3], seq);
-        seq += msgs.length;
-        await t.filler.insert('exchange-b', msgs);
-        await notifier.notify([...partitionsOf(msgs).values()]);
-        await new Promise((r) => setTimeout(r, 150));
-      }
-      // As `replay --wait` waits: until no rollup has the partition dirty or claimed. The
-      // bound: a settle window (at most 15 s) after the last rebuild, plus a job's pick-up.
-      await waitFor('the closed day settled', async () => (await queue.unsettled(parts)) === 0, 30_000, 100);
-      const repo = new SummariesRepository(t.ch);
-      const day = (await repo.day(key, DATE))!;
-      expect(day.events).toBe(24);
-      expect(day.events).toBe(await repo.countBookEvents(key, DATE, day.coveredUntil));
-      await new Roller(new SummariesRepository(t.ch), silentLogger(), { closeGraceMs: 0 }).rollDay(key, DATE, true);
-      const full = (await repo.day(key, DATE))!;
-      expect({ events: day.events, coveredUntil: day.coveredUntil, state: day.state }).toEqual({ events: full.events, coveredUntil: full.coveredUntil, state: full.state });
-      expect(worker.health().failures).toBe(0);
-      // Eight pieces, each its own notification after the last one's job ran: fewer runs of the day.
-      expect(worker.health().days).toBeLessThan(8);
-    } finally {
-      await notifier.close();
-      await worker.stop();
-    }
   }, 60_000);
 });
