@@ -3,8 +3,7 @@ import { DelayedError } from 'bullmq';
 import { silentLogger } from '@booktape/config';
 import type { AssetRef, PartitionRef } from '@booktape/messaging';
 import type { DayResult } from '@booktape/summaries';
-import { ClosedDaySettle } from './closed-day-settle.ts';
-import { STALE_PENDING_MS, isClosedDate, runAssetJob, runBackfillJob, runSweepJob, type JobContext } from './jobs.ts';
+import { STALE_PENDING_MS, runAssetJob, runBackfillJob, runSweepJob, type JobContext } from './jobs.ts';
 
 const A: AssetRef = { venue: 'exchange-a', market: '0xm', asset: 'tok' };
 const day = (date: string): DayResult => ({ date, outcome: 'full', applied: 1, endStateChanged: false, alerts: [], nextDataDate: null });
@@ -28,7 +27,7 @@ function fakes(
         return [{ asset: a, dates: [...(o.dirty ?? [])], claimed: claimedOf(a.asset, o.dirty ?? []) }, ...others];
       },
       release: async (a, dates, failed) => void events.push(`release${a.asset === A.asset ? '' : ` ${a.asset}`} ${dates.join(',')} ${failed ? 'failed' : 'done'}`),
-      enqueueAsset: async (_k, a, delay) => void events.push(`enqueue ${a.asset}${delay === undefined ? '' : ` in ${delay}`}`),
+      enqueueAsset: async (_k, a) => void events.push(`enqueue ${a.asset}`),
       renewClaim: async () => true,
       markDirty: async (parts: readonly PartitionRef[]) => {
         events.push(`dirty ${parts.length}`);
@@ -150,100 +149,6 @@ describe('asset job with other assets of its venue', () => {
     const f = fakes({ others: { t2: ['2026-04-01'] } });
     await runAssetJob(f.ctx, f.job, A, 'tok-1');
     expect(f.events).toEqual(['lock tok', 'claim j1', 'lock t2', 'roll t2 2026-04-01', 'release t2 2026-04-01 done', 'unlock tok', 'unlock t2']);
-  });
-});
-
-describe('closed days fed again within their settle window (a replay of a past day)', () => {
-  const NOW = Date.UTC(2026, 3, 2, 0, 0, 30);
-  // With a close grace of 60 s at NOW: 2026-03-30 is closed, 2026-04-01 is not yet, 2026-04-02 is open.
-  const CLOSED = '2026-03-30';
-  const withSettle = (o: Parameters<typeof fakes>[0]) => {
-    const f = fakes(o);
-    f.ctx.settle = new ClosedDaySettle();
-    let t = NOW;
-    f.ctx.now = () => t;
-    return { ...f, settle: f.ctx.settle, at: (ms: number) => void (t = ms) };
-  };
-
-  it('knows a closed date as the roller does: ended at least the close grace ago', () => {
-    expect(isClosedDate(CLOSED, NOW, 60_000)).toBe(true);
-    expect(isClosedDate('2026-04-01', NOW, 60_000)).toBe(false);
-    expect(isClosedDate('2026-04-01', Date.UTC(2026, 3, 2, 0, 1), 60_000)).toBe(true);
-    expect(isClosedDate('2026-04-02', NOW, 0)).toBe(false);
-  });
-
-  it('a rebuilt closed date claimed again with a hint inside its window goes back to dirty, the rest is rolled, and the job waits for the window', async () => {
-    const f = withSettle({ dirty: [CLOSED, '2026-04-02'], hints: { [`tok ${CLOSED}`]: 5, 'tok 2026-04-02': 6 } });
-    f.settle.rebuilt(`exchange-a|0xm|tok|${CLOSED}`, NOW - 100, 1000);
-    await expect(runAssetJob(f.ctx, f.job, A, 'tok-1')).rejects.toBeInstanceOf(DelayedError);
-    expect(f.events).toEqual(['lock tok', 'claim j1', `release ${CLOSED} failed`, 'roll tok 2026-04-02', 'release 2026-04-02 done', 'unlock tok']);
-    // The window: three times the rebuild's 1 s, from its end.
-    expect(f.delayed).toEqual([NOW - 100 + 3000]);
-  });
-
-  it('the first run of a closed date opens its window: the next hinted claim within it is deferred, one after it is rolled', async () => {
-    const f = withSettle({ dirty: [CLOSED], hints: { [`tok ${CLOSED}`]: 5 } });
-    await runAssetJob(f.ctx, f.job, A, 'tok-1');
-    expect(f.events.filter((e) => e.startsWith('roll'))).toEqual([`roll tok ${CLOSED}`]);
-    f.at(NOW + 500);
-    await expect(runAssetJob(f.ctx, f.job, A, 'tok-1')).rejects.toBeInstanceOf(DelayedError);
-    // The fake rebuild took no time: the window is the 1 s floor.
-    expect(f.delayed).toEqual([NOW + 1000]);
-    expect(f.events.filter((e) => e.startsWith('roll') || e.startsWith('release'))).toEqual([`roll tok ${CLOSED}`, `release ${CLOSED} done`, `release ${CLOSED} failed`]);
-    // The deferred date came back dirty without its hint: the delayed job, inside the window still, defers it again ...
-    const g = { ...f, ctx: { ...f.ctx, queue: { ...f.ctx.queue } } };
-    f.at(NOW + 900);
-    const noHint = fakes({ dirty: [CLOSED] }).ctx.queue.lockAndClaimMany;
-    g.ctx.queue.lockAndClaimMany = async (...a) => (f.events.push('claim again'), noHint(...a));
-    await expect(runAssetJob(g.ctx, f.job, A, 'tok-1')).rejects.toBeInstanceOf(DelayedError);
-    expect(f.delayed).toEqual([NOW + 1000, NOW + 1000]);
-    // ... and once it ended, rolls it.
-    f.at(NOW + 1000);
-    await runAssetJob(g.ctx, f.job, A, 'tok-1');
-    expect(f.events.filter((e) => e.startsWith('roll'))).toEqual([`roll tok ${CLOSED}`, `roll tok ${CLOSED}`]);
-  });
-
-  it('rolls as before: an open day, a claim without a hint (a sweep), a window that ended, a date this process did not rebuild', async () => {
-    const cases: Array<[string, (f: ReturnType<typeof withSettle>) => void, Parameters<typeof fakes>[0]]> = [
-      ['open day', (f) => f.settle.rebuilt('exchange-a|0xm|tok|2026-04-01', NOW, 1000), { dirty: ['2026-04-01'], hints: { 'tok 2026-04-01': 5 } }],
-      ['no hint', (f) => f.settle.rebuilt(`exchange-a|0xm|tok|${CLOSED}`, NOW, 1000), { dirty: [CLOSED] }],
-      ['window ended', (f) => f.settle.rebuilt(`exchange-a|0xm|tok|${CLOSED}`, NOW - 3000, 1000), { dirty: [CLOSED], hints: { [`tok ${CLOSED}`]: 5 } }],
-      ['another asset rebuilt', (f) => f.settle.rebuilt(`exchange-a|0xm|t2|${CLOSED}`, NOW, 1000), { dirty: [CLOSED], hints: { [`tok ${CLOSED}`]: 5 } }],
-    ];
-    for (const [name, prep, o] of cases) {
-      const f = withSettle(o);
-      prep(f);
-      await runAssetJob(f.ctx, f.job, A, 'tok-1');
-      expect(f.events.filter((e) => e.startsWith('roll') || e.startsWith('release')), name).toEqual([`roll tok ${o!.dirty![0]}`, `release ${o!.dirty![0]} done`]);
-      expect(f.delayed, name).toEqual([]);
-    }
-  });
-
-  it('another asset of a batched claim: its deferred date goes back to dirty and it gets a job due when its window ends; this job completes', async () => {
-    const f = withSettle({ dirty: ['2026-04-02'], others: { t2: [CLOSED, '2026-04-02'], t3: [CLOSED] }, hints: { [`t2 ${CLOSED}`]: 5, [`t3 ${CLOSED}`]: 5 } });
-    f.settle.rebuilt(`exchange-a|0xm|t2|${CLOSED}`, NOW, 2000);
-    await runAssetJob(f.ctx, f.job, A, 'tok-1');
-    expect(f.delayed).toEqual([]);
-    const i = f.events.indexOf(`release t2 ${CLOSED} failed`);
-    expect(i).toBeGreaterThan(0);
-    expect(f.events.indexOf('enqueue t2 in 6000')).toBeGreaterThan(i);
-    expect(f.events.filter((e) => e.startsWith('roll'))).toEqual([`roll t3 ${CLOSED}`, 'roll tok+t2 2026-04-02']);
-    expect(f.events.filter((e) => e.includes('done')).sort()).toEqual(['release 2026-04-02 done', 'release t2 2026-04-02 done', `release t3 ${CLOSED} done`]);
-    expect(f.events.filter((e) => e.startsWith('unlock')).sort()).toEqual(['unlock t2', 'unlock t3', 'unlock tok']);
-  });
-
-  it('the window is three rebuilds long, between 1 s and 15 s; the oldest entries are forgotten past the cap', () => {
-    const s = new ClosedDaySettle({ minMs: 1000, maxMs: 15_000, maxEntries: 2 });
-    expect([0, 100, 2000, 5000, 60_000].map((ms) => s.windowMs(ms))).toEqual([1000, 1000, 6000, 15_000, 15_000]);
-    s.rebuilt('a', 0, 0);
-    s.rebuilt('b', 0, 0);
-    s.rebuilt('a', 10, 0);
-    s.rebuilt('c', 0, 0);
-    expect(s.size).toBe(2);
-    expect(s.deferUntil('b', 1, true)).toBeNull();
-    expect(s.deferUntil('a', 1, true)).toBe(1010);
-    expect(s.deferUntil('c', 999, false)).toBeNull();
-    expect(s.deferUntil('c', 1000, true)).toBeNull();
   });
 });
 

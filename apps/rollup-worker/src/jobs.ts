@@ -8,7 +8,6 @@ import { assetKey, type AssetRef, type BackfillProgress, type BackfillRequest, t
 import type { SummariesRepository } from '@booktape/storage';
 import type { DayResult, Roller } from '@booktape/summaries';
 import type { Unlock } from './asset-lock.ts';
-import type { ClosedDaySettle } from './closed-day-settle.ts';
 
 /** What the jobs work with: each a unit of its own (or a fake in a test). */
 export interface JobContext {
@@ -21,19 +20,7 @@ export interface JobContext {
   log: Logger;
   opts: { closeGraceMs: number; sweepEveryMs: number; claimLeaseMs: number; batchAssets?: number };
   now?: () => number;
-  /** The closed asset-days this process rebuilt lately (absent: no claim is deferred). */
-  settle?: ClosedDaySettle;
 }
-
-const DAY_MS = 86_400_000;
-
-/** The date ended at least `closeGraceMs` before `now` (as `Roller.plan` decides a day is closed). */
-export function isClosedDate(date: string, now: number, closeGraceMs: number): boolean {
-  const start = Date.parse(`${date}T00:00:00.000Z`);
-  return Number.isFinite(start) && now >= start + DAY_MS + closeGraceMs;
-}
-
-const settleKey = (a: AssetRef, date: string) => `${assetKey(a)}|${date}`;
 
 type AnyJob = Pick<Job<RollupJobData>, 'id' | 'moveToDelayed' | 'updateProgress'>;
 
@@ -48,16 +35,6 @@ type AnyJob = Pick<Job<RollupJobData>, 'id' | 'moveToDelayed' | 'updateProgress'
  * retries it); another asset that failed gets a job of its own again. An asset locked by
  * another job (a back-fill) is tried again shortly, its dates left as they were. Each date's
  * late-data hint from the claim goes to the roller with it (unknown when the claim has none).
- *
- * A closed date (older than the close grace) that this process rebuilt less than its settle
- * window ago (`ClosedDaySettle`) is not rolled when its claim came with a known hint (fresh
- * data from the sink, as in a replay of a past day): it goes back to dirty (as a failed run's
- * dates, hint unknown, asset pending) and is rolled by the first claim after the window ends.
- * This job is delayed to then; another asset of the claim gets a job delayed to then. So a
- * deferred date waits at most the window (`ClosedDaySettle`'s `maxMs`) plus a job's pick-up,
- * and a process that dies meanwhile leaves it dirty and its asset pending with a delayed
- * job, which any worker runs (and the sweep's stale-pending check finds the asset anyway).
- * Sweeps' marks and failed runs' dates (no hint), open days and back-fills are not deferred.
  */
 export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, token: string | undefined): Promise<void> {
   // Unique per run: a retry of this job must not pass for the run that claimed before it.
@@ -69,35 +46,18 @@ export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, tok
     throw new DelayedError();
   }
   const unlocks = claimed.map((c) => ctx.locks.held(c.asset, lockId));
-  const now = ctx.now ?? Date.now;
-  const claims = claimed
+  const runs = claimed
     .filter((c) => c.dates.length > 0)
     .map((c) => ({ a: c.asset, dates: [...c.dates].sort(), hints: new Map((c.claimed ?? []).map((h) => [h.date, h.earliestMs] as const)), error: undefined as unknown, failed: false }));
-  const deferred = deferClosedDates(ctx, claims, now());
-  const runs = claims.filter((r) => r.dates.length > 0);
   let released: Promise<unknown> = Promise.resolve();
   try {
-    if (deferred.length > 0) {
-      // Dirty again before anything else: a process that dies from here on leaves them to the
-      // delayed job, or to the sweep's stale-pending check.
-      await Promise.all(deferred.map((x) => ctx.queue.release(x.a, x.dates, true, claimId)));
-      const t = now();
-      await Promise.all(deferred.filter((x) => x.a !== claimed[0]!.asset).map((x) => ctx.queue.enqueueAsset(assetKey(x.a), x.a, Math.max(0, x.until - t))));
-    }
-    const ownDeferred = deferred.find((x) => x.a === claimed[0]!.asset);
-    const delayOwn = async () => {
-      if (ownDeferred === undefined) return;
-      await job.moveToDelayed(ownDeferred.until, token);
-      throw new DelayedError();
-    };
-    if (runs.length === 0) return await delayOwn();
+    if (runs.length === 0) return;
     const stops = runs.map((r) => keepClaim(ctx, r.a, claimId));
     try {
       for (const d of [...new Set(runs.flatMap((r) => r.dates))].sort()) {
         const group = runs.filter((r) => !r.failed && r.dates.includes(d));
         if (group.length === 0) continue;
         const hints = group.map((r) => r.hints.get(d) ?? null);
-        const started = now();
         const out =
           group.length === 1
             ? [await ctx.roller.rollFrom(group[0]!.a, d, false, hints[0]!).then((results) => ({ results }), (error: unknown) => ({ error }))]
@@ -109,10 +69,7 @@ export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, tok
         out.forEach((o, i) => {
           const r = group[i]!;
           if ('error' in o) Object.assign(r, { failed: true, error: o.error });
-          else {
-            noteRebuild(ctx, r.a, d, o.results, started, now());
-            ctx.afterRun(r.a, o.results);
-          }
+          else ctx.afterRun(r.a, o.results);
         });
       }
     } catch (e) {
@@ -131,42 +88,9 @@ export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, tok
     await Promise.all(failedOthers.map((r) => ctx.queue.enqueueAsset(assetKey(r.a), r.a)));
     released = Promise.all(runs.filter((r) => !r.failed).map((r) => ctx.queue.release(r.a, r.dates, false, claimId)));
     if (own?.failed) throw own.error;
-    await delayOwn();
   } finally {
     await Promise.all([released, ...unlocks.map((u) => u())]);
   }
-}
-
-/**
- * Takes out of each claim the closed dates to defer (see `runAssetJob`), returning them per
- * asset with the time they are due.
- */
-function deferClosedDates(ctx: JobContext, runs: Array<{ a: AssetRef; dates: string[]; hints: Map<string, number | null> }>, now: number): Array<{ a: AssetRef; dates: string[]; until: number }> {
-  const settle = ctx.settle;
-  if (settle === undefined) return [];
-  const out: Array<{ a: AssetRef; dates: string[]; until: number }> = [];
-  for (const r of runs) {
-    const dates: string[] = [];
-    let until = 0;
-    for (const d of r.dates) {
-      if (!isClosedDate(d, now, ctx.opts.closeGraceMs)) continue;
-      const u = settle.deferUntil(settleKey(r.a, d), now, (r.hints.get(d) ?? null) !== null);
-      if (u === null) continue;
-      dates.push(d);
-      until = Math.max(until, u);
-    }
-    if (dates.length === 0) continue;
-    r.dates = r.dates.filter((d) => !dates.includes(d));
-    out.push({ a: r.a, dates, until });
-  }
-  return out;
-}
-
-/** A closed date whose run did work (a rebuild, or the run that closed it) opens its settle window. */
-function noteRebuild(ctx: JobContext, a: AssetRef, date: string, results: readonly DayResult[], started: number, ended: number): void {
-  if (ctx.settle === undefined || !isClosedDate(date, started, ctx.opts.closeGraceMs)) return;
-  const r = results.find((x) => x.date === date);
-  if (r !== undefined && (r.outcome === 'full' || r.outcome === 'incremental')) ctx.settle.rebuilt(settleKey(a, date), ended, ended - started);
 }
 
 /**

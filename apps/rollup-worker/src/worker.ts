@@ -8,7 +8,6 @@ import { SummariesRepository, type ClickHouse } from '@booktape/storage';
 import { Roller } from '@booktape/summaries';
 import { AssetLocks } from './asset-lock.ts';
 import { registerCheckMetrics } from './check-metrics.ts';
-import { ClosedDaySettle } from './closed-day-settle.ts';
 import { runJob, runSweepJob, type JobContext } from './jobs.ts';
 import { LivenessBeat } from './liveness-beat.ts';
 import { reportRun } from './run-report.ts';
@@ -98,7 +97,6 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     afterRun: (a, results) => reportRun(log, stats, a, results),
     log,
     opts,
-    settle: new ClosedDaySettle(),
   };
 
   return {
