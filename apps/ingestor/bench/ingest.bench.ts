@@ -21,6 +21,14 @@ import { procRssBytes } from '@booktape/testkit';
 import { migrate, openClickHouse } from '@booktape/storage';
 import { createIngestor, ingestorConfig, ingestorEnvSchema, waitUntilStored } from '../src/index.ts';
 
+/**
+ * Slack, in seconds, when setting a gap beside a stall: a gap may open up to 2 s after the
+ * stall ended (a dead socket is noticed late) or have closed up to 10 s before it started
+ * (what was in flight drains first). A gap still open at the end ends at the simulator's stop.
+ */
+const GAP_SLACK_AFTER_S = 2;
+const GAP_SLACK_BEFORE_S = 10;
+
 const seconds = Number(process.env.BENCH_SECONDS ?? 300);
 const rate = Number(process.env.BENCH_RATE ?? 50_000);
 const warmup = Math.min(20, Math.floor(seconds / 6));
@@ -234,14 +242,6 @@ function stalls(series: Array<{ t: number; stored: number }>): Array<{ from: num
   close();
   return out;
 }
-
-/**
- * Slack, in seconds, when setting a gap beside a stall: a gap may open up to 2 s after the
- * stall ended (a dead socket is noticed late) or have closed up to 10 s before it started
- * (what was in flight drains first). A gap still open at the end ends at the simulator's stop.
- */
-const GAP_SLACK_AFTER_S = 2;
-const GAP_SLACK_BEFORE_S = 10;
 
 function stallsWithGaps(list: Array<{ from: number; to: number }>, gaps: Array<{ venue: string; from: number; to: number }>) {
   return list.map((st) => {
