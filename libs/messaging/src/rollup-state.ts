@@ -76,17 +76,17 @@ export async function pendingDates(redis: Redis, prefix: string, a: AssetRef): P
   return (await assetRollupState(redis, prefix, a)).pending;
 }
 
-/**
- * An asset's pending dates and its summaries' version: a counter the worker bumps before and after
- * every write of the asset's summaries, so a reader may reuse what it read of them while
- * the counter stands still.
- */
 /** An asset's rollup state: the dates waiting for a rollup run, and its summaries version (null: none yet). */
 export interface RollupState {
   pending: Set<string>;
   version: string | null;
 }
 
+/**
+ * An asset's pending dates and its summaries' version: a counter the worker bumps before and after
+ * every write of the asset's summaries, so a reader may reuse what it read of them while
+ * the counter stands still.
+ */
 export async function assetRollupState(redis: Redis, prefix: string, a: AssetRef): Promise<RollupState> {
   const k = assetKey(a);
   const keys = rollupKeys(prefix);

@@ -25,12 +25,12 @@ import {
 } from '@booktape/book';
 import { utcDate } from '@booktape/domain';
 import { assetRollupState, type RollupState } from '@booktape/messaging';
-
-export type { RollupState };
 import type { BookEventsRepository, SummariesRepository, SummaryDay, SummaryKey } from '@booktape/storage';
 import { BookFold, bookFromState, dayStartMs } from './fold.ts';
 import { clampToNow, type SummaryPlan } from './summary-plan.ts';
 import { VersionedCache } from './versioned-cache.ts';
+
+export type { RollupState };
 
 type Plan = BucketPlan;
 
