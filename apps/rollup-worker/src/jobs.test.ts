@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DelayedError } from 'bullmq';
 import { silentLogger } from '@booktape/config';
-import type { AssetRef, PartitionRef } from '@booktape/messaging';
+import { STORED_RECENTLY_MS, type AssetRef, type PartitionRef } from '@booktape/messaging';
 import type { DayResult } from '@booktape/summaries';
 import { STALE_PENDING_MS, runAssetJob, runBackfillJob, runSweepJob, type JobContext } from './jobs.ts';
 
@@ -179,11 +179,30 @@ describe('sweep job', () => {
     expect(f.events).toEqual(['dirty 3', `stale pending ${STALE_PENDING_MS}`]);
   });
 
-  it('marks without a late-data hint, even when the repository hands richer rows: each marked day is counted whole', async () => {
+  it('marks open and outdated days without a hint (to close them) and recent ones with the stored-recently hint, even when the repository hands richer rows: each marked day is counted whole', async () => {
     const f = fakes();
     f.ctx.repo.recentPartitions = async () => [{ ...A, date: '2026-04-02', earliestMs: Date.UTC(2026, 3, 2, 23) } as never];
     await runSweepJob(f.ctx);
-    expect(f.marked.map((p) => p.date)).toEqual(['2026-04-01', '2026-03-01', '2026-04-02']);
-    for (const p of f.marked) expect(p.earliestMs).toBeUndefined();
+    expect(f.marked.map((p) => [p.date, p.earliestMs])).toEqual([
+      ['2026-04-01', undefined],
+      ['2026-03-01', undefined],
+      ['2026-04-02', STORED_RECENTLY_MS],
+    ]);
+    // Below every covered time: the run counts.
+    expect(STORED_RECENTLY_MS).toBeLessThan(Date.UTC(1970, 0, 2));
+  });
+
+  it('leaves a past open day that was stored to recently open: it is marked as recent, not to close', async () => {
+    const f = fakes();
+    f.ctx.repo.openDaysBefore = async () => [
+      { ...A, date: '2026-04-01' },
+      { ...A, date: '2026-04-02' },
+    ];
+    await runSweepJob(f.ctx);
+    expect(f.marked.map((p) => [p.date, p.earliestMs])).toEqual([
+      ['2026-04-01', undefined],
+      ['2026-03-01', undefined],
+      ['2026-04-02', STORED_RECENTLY_MS],
+    ]);
   });
 });

@@ -4,8 +4,8 @@ import { ENGINE_VERSION } from '@booktape/book';
 import type { Logger } from '@booktape/config';
 import { utcDate } from '@booktape/domain';
 import { venueModule } from '@booktape/venues';
-import { assetKey, type AssetRef, type BackfillProgress, type BackfillRequest, type RollupJobData, type RollupQueue } from '@booktape/messaging';
-import type { SummariesRepository } from '@booktape/storage';
+import { assetKey, STORED_RECENTLY_MS, type AssetRef, type PartitionRef, type BackfillProgress, type BackfillRequest, type RollupJobData, type RollupQueue } from '@booktape/messaging';
+import type { SummariesRepository, SummaryKey } from '@booktape/storage';
 import type { DayResult, Roller } from '@booktape/summaries';
 import type { Unlock } from './asset-lock.ts';
 
@@ -151,13 +151,15 @@ export async function runBackfillJob(ctx: JobContext, job: AnyJob, req: Backfill
 export const STALE_PENDING_MS = 30_000;
 
 /**
- * `sweep` job (a job scheduler): marks dirty the days that ended but are not finalised, days
- * of an older engine version, and every partition stored to recently (within
- * `max(3 × sweepEveryMs, 5 min)`); gives a job to assets pending without one; then takes
- * over the claims whose process died holding them. Its marks carry no late-data hint, so
- * each of those days is counted whole: a stored record whose notification was lost (Redis
- * away, the sink's notifyMaxPending exceeded, a process stopped) is found within a sweep
- * even while the asset's other notifications let its runs skip the count.
+ * `sweep` job (a job scheduler): marks dirty the days that ended but are not finalised (to
+ * close them) unless stored to recently, days of an older engine version, and every
+ * partition stored to recently (within `max(3 × sweepEveryMs, 5 min)`); gives a job to
+ * assets pending without one; then takes over the claims whose process died holding them.
+ * Its marks carry no late-data hint, or one below every covered time, so each of those days
+ * is counted whole: a stored record whose notification was lost (Redis away, the sink's
+ * notifyMaxPending exceeded, a process stopped) is found within a sweep even while the
+ * asset's other notifications let its runs skip the count. A past day stays open while it
+ * is stored to (a replay, a late tail) and is closed a look-back after its last record.
  */
 export async function runSweepJob(ctx: JobContext): Promise<{ marked: number; takenOver: number }> {
   const closedBefore = utcDate((ctx.now ?? Date.now)() - ctx.opts.closeGraceMs);
@@ -166,8 +168,12 @@ export async function runSweepJob(ctx: JobContext): Promise<{ marked: number; ta
     ctx.repo.outdatedDays(ENGINE_VERSION, 200),
     ctx.repo.recentPartitions(Math.max(3 * ctx.opts.sweepEveryMs, 300_000), 5000),
   ]);
-  // No earliestMs: each date's hint becomes unknown, so its next run counts.
-  const parts = [...open, ...outdated, ...stale].map((p) => ({ venue: p.venue, market: p.market, asset: p.asset, date: p.date }));
+  // A partition stored to recently is counted (its hint is below every covered time) and
+  // kept open while its data may still arrive: a past open day is closed (no hint, so
+  // counted too) once nothing was stored to it for a look-back.
+  const recent = new Set(stale.map(partitionKey));
+  const part = (p: SummaryKey & { date: string }) => ({ venue: p.venue, market: p.market, asset: p.asset, date: p.date });
+  const parts: PartitionRef[] = [...open.filter((p) => !recent.has(partitionKey(p))).map(part), ...outdated.map(part), ...stale.map((p) => ({ ...part(p), earliestMs: STORED_RECENTLY_MS }))];
   await ctx.queue.markDirty(parts);
   await ctx.queue.enqueueStalePending(STALE_PENDING_MS);
   if (parts.length > 0) ctx.log.debug({ open: open.length, outdated: outdated.length, stale: stale.length }, 'sweep marked partitions');
@@ -190,3 +196,5 @@ export function runJob(ctx: JobContext, job: Job<RollupJobData>, token?: string)
       return Promise.reject(new Error(`unknown rollup job ${JSON.stringify(d)}`));
   }
 }
+
+const partitionKey = (p: SummaryKey & { date: string }) => `${p.venue}|${p.market}|${p.asset}|${p.date}`;

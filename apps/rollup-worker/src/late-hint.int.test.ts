@@ -5,7 +5,7 @@ import { RollupQueue, assetKey, partitionsOf, rollupKeys } from '@booktape/messa
 import { SummariesRepository, type SummaryKey } from '@booktape/storage';
 import { Roller } from '@booktape/summaries';
 import { requireEnv, uniqueId } from '@booktape/testkit';
-import { startTestApi, type TestApi } from '@booktape/api/testing';
+import { bearer, startTestApi, type TestApi } from '@booktape/api/testing';
 import { AssetLocks } from './asset-lock.ts';
 import { runAssetJob, runSweepJob, type JobContext } from './jobs.ts';
 
@@ -62,22 +62,24 @@ function records(ticker: string, offsets: number[], seq0: number): RawMessage[] 
   });
 }
 
-function setup(shared?: { repo: SpyRepository; roller: Roller }, batchAssets = 1) {
+function setup(shared?: { repo: SpyRepository; roller: Roller }, batchAssets = 1, closeGraceMs = OPEN) {
   run++;
   const ticker = `KXLATE-${run}`;
   const key: SummaryKey = { venue: 'exchange-b', market: ticker, asset: ticker };
   const repo = shared?.repo ?? new SpyRepository(t.ch);
-  const roller = shared?.roller ?? new Roller(repo, silentLogger(), { closeGraceMs: OPEN });
+  const roller = shared?.roller ?? new Roller(repo, silentLogger(), { closeGraceMs });
   const ctx: JobContext = {
     queue,
     roller,
     repo,
     locks: new AssetLocks(() => queue.redis, prefix, 30_000),
-    afterRun: () => undefined,
+    afterRun: (_a, results) => outcomes.push(...results.filter((r) => r.date === DATE).map((r) => r.outcome)),
     log: silentLogger(),
     // One asset per job unless asked: other tests' dates (the sweep's marks) stay out of this one's.
-    opts: { closeGraceMs: OPEN, sweepEveryMs: 60_000, claimLeaseMs: 30_000, batchAssets },
+    opts: { closeGraceMs, sweepEveryMs: 60_000, claimLeaseMs: 30_000, batchAssets },
   };
+  /** Each run's outcome for DATE, in order. */
+  const outcomes: string[] = [];
   const job = { id: `late-${run}`, moveToDelayed: async () => undefined, updateProgress: async () => undefined };
   let seq = 1;
   /** Stores records (as the sink does) and, unless the notification is lost, notifies their partitions with their hints. */
@@ -96,11 +98,12 @@ function setup(shared?: { repo: SpyRepository; roller: Roller }, batchAssets = 1
   /** The stored day equals a full rebuild of it. */
   const expectExact = async () => {
     const incremental = await repo.day(key, DATE);
-    await new Roller(new SummariesRepository(t.ch), silentLogger(), { closeGraceMs: OPEN }).rollDay(key, DATE, true);
+    await new Roller(new SummariesRepository(t.ch), silentLogger(), { closeGraceMs }).rollDay(key, DATE, true);
     const full = await repo.day(key, DATE);
-    expect({ events: incremental!.events, coveredUntil: incremental!.coveredUntil, state: incremental!.state }).toEqual({ events: full!.events, coveredUntil: full!.coveredUntil, state: full!.state });
+    const of = (d: typeof full) => ({ events: d!.events, coveredUntil: d!.coveredUntil, complete: d!.complete, state: d!.state, checks: d!.checks });
+    expect(of(incremental)).toEqual(of(full));
   };
-  return { key, repo, roller, ctx, store, rollup, state, expectExact };
+  return { key, repo, roller, ctx, store, rollup, state, expectExact, outcomes };
 }
 
 describe('late-data hint', () => {
@@ -217,5 +220,69 @@ describe('late-data hint', () => {
     const st = await s.state();
     expect(st.events).toBe(st.stored);
     await s.expectExact();
+  }, 60_000);
+});
+
+describe('a past day whose data is still arriving (a replay)', () => {
+  const PAST = 0; // DATE has ended: an unhinted run closes it
+  const summary = async (key: SummaryKey, apiKey: string) => {
+    const res = await t.app.inject({ method: 'GET', url: `/api/v1/exchange-b/market/orderbook-summary?ticker=${key.market}&date=${DATE}&resolution=60`, headers: bearer(apiKey) });
+    expect(res.statusCode, res.body.slice(0, 300)).toBe(200);
+    return res.body;
+  };
+
+  it("stays open while the sink's hinted runs go on incrementally (no rebuild, no count); the replay's end closes it, equal to one full build", async () => {
+    const s = setup(undefined, 1, PAST);
+    for (let i = 0; i < 6; i++) {
+      await s.store([i * 1000 + 1, i * 1000 + 2, i * 1000 + 3]);
+      await s.rollup();
+    }
+    expect(s.outcomes).toEqual(['full', 'incremental', 'incremental', 'incremental', 'incremental', 'incremental']);
+    expect(s.repo.counted).toEqual([false, false, false, false, false, false]);
+    const open = (await s.repo.day(s.key, DATE))!;
+    expect(open.complete).toBe(false);
+    // The held millisecond waits: the API serves it from the raw events meanwhile.
+    expect(open.coveredUntil).toBe(DAY + 5003);
+    const apiKey = await t.newKey();
+    const whileOpen = await summary(s.key, apiKey);
+
+    await queue.markReplayed([...partitionsOf(records(s.key.market, [1], 1)).values()]);
+    await s.rollup();
+    expect(s.outcomes.at(-1)).toBe('incremental');
+    const closed = (await s.repo.day(s.key, DATE))!;
+    expect({ complete: closed.complete, coveredUntil: closed.coveredUntil, events: closed.events }).toEqual({ complete: true, coveredUntil: DAY + 86_400_000, events: 18 });
+    expect(await summary(s.key, apiKey)).toBe(whileOpen);
+    await s.expectExact();
+  }, 60_000);
+
+  it('a closed past day that gets more from the sink is rebuilt once, left open, then continued', async () => {
+    const s = setup(undefined, 1, PAST);
+    await s.store([1000, 2000, 3000]);
+    await s.rollup();
+    await queue.markReplayed([...partitionsOf(records(s.key.market, [1], 1)).values()]);
+    await s.rollup();
+    expect((await s.repo.day(s.key, DATE))!.complete).toBe(true);
+    await s.store([4000, 5000]);
+    await s.rollup();
+    await s.store([6000, 7000]);
+    await s.rollup();
+    expect(s.outcomes).toEqual(['full', 'incremental', 'full', 'incremental']);
+    const st = await s.state();
+    expect(st.events).toBe(st.stored);
+    expect((await s.repo.day(s.key, DATE))!.complete).toBe(false);
+  }, 60_000);
+
+  it('the sweep counts a past day stored to recently but leaves it open', async () => {
+    const s = setup(undefined, 1, PAST);
+    await s.store([1000, 2000, 3000]);
+    await s.rollup();
+    // A record whose notification was lost.
+    await s.store([4000], false);
+    await runSweepJob(s.ctx);
+    await s.rollup();
+    expect(s.roller.lateChecks.counted).toBe(1);
+    const day = (await s.repo.day(s.key, DATE))!;
+    expect({ complete: day.complete, events: day.events }).toEqual({ complete: false, events: 3 });
+    expect(day.coveredUntil).toBe(DAY + 4000);
   }, 60_000);
 });

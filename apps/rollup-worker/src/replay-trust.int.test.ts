@@ -278,6 +278,7 @@ describe('replay → Kafka → sink → rollup → API equals the from-scratch r
     expect(summary.badLines).toEqual([]);
     expect(summary.deadLetters).toBe(0);
     await waitUntilStored(kafka, topics, groupId, { timeoutMs: 60_000 });
+    await worker.queue!.markReplayed([...parts.values()]);
     await waitFor('rollups settled', async () => (await worker.queue!.unsettled([...parts.values()])) === 0, 90_000, 200);
   }
 

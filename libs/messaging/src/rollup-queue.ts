@@ -53,6 +53,13 @@ export interface PartitionRef {
   earliestMs?: number | undefined;
 }
 
+/**
+ * A hint that says only that records were stored recently, not when (the sweep's mark of a
+ * partition stored to within its look-back): below every covered time, so the run counts,
+ * and, being a hint, it keeps a past day open while its data may still arrive.
+ */
+export const STORED_RECENTLY_MS = 1;
+
 /** A claimed date and its late-data hint (null: unknown, the rollup counts). */
 export interface ClaimedDate {
   date: string;
@@ -545,6 +552,14 @@ export class RollupQueue {
   async markDirty(parts: readonly PartitionRef[], delay = 0): Promise<void> {
     if (parts.length === 0) return;
     await this.enqueueAssets(await this.recordDirty(parts), delay);
+  }
+
+  /**
+   * A replay's end (`booktape replay --wait`): its partitions marked dirty without a hint,
+   * so that their next runs close the past days its hinted runs left open.
+   */
+  async markReplayed(parts: readonly PartitionRef[]): Promise<void> {
+    await this.markDirty(parts.map((p) => ({ venue: p.venue, market: p.market, asset: p.asset, date: p.date })));
   }
 
   /** How many of these partitions are still dirty or being rolled up. */

@@ -133,6 +133,15 @@ function resumeChecker(venue: SummaryKey['venue'], day: SummaryDay): BookChecker
  * version, or when forced. A full rebuild writes a new base version, which retires every
  * chunk of earlier builds.
  *
+ * A day that has ended (plus a grace period) is closed by its next run: everything is
+ * applied, `covered_until` is the day's end, and any later data rebuilds it whole. So a past
+ * day whose data is still arriving (a replay, an archive import through the sink, a late
+ * tail after midnight) is rolled as an open day instead, run after run, incrementally: a
+ * run with a sink's hint (`earliestMs`: records were just stored, more may follow) leaves it
+ * open (`RunEnding`). An unhinted run closes it: the sweep's mark of a past day that stopped
+ * receiving data, `booktape replay --wait` at its end, a back-fill. A later day rolled on
+ * from an earlier one (its start changed) stays as it was stored.
+ *
  * The day's venue cross-checks (libs/book checks.ts) run on the same records, one
  * millisecond at a time, and are stored with the day row (their state continues like the
  * book's; a row whose checks cannot be resumed is rebuilt). Their alerts are returned to
@@ -177,17 +186,23 @@ export class Roller {
    */
   async rollFrom(key: SummaryKey, date: string, force = false, earliestMs: number | null = null): Promise<DayResult[]> {
     const results: DayResult[] = [];
-    let r = await this.roll(key, date, force, false, earliestMs);
+    let r = await this.roll(key, date, force, false, earliestMs, endingOf(earliestMs));
     results.push(r);
     while (r.endStateChanged && r.nextDataDate !== null) {
-      r = await this.rollDay(key, r.nextDataDate, false);
+      r = await this.rollOn(key, r.nextDataDate);
       results.push(r);
     }
     return results;
   }
 
+  /** One day alone, unhinted: a past day is closed. */
   async rollDay(key: SummaryKey, date: string, force = false): Promise<DayResult> {
     return this.roll(key, date, force, false);
+  }
+
+  /** A later data day whose start state changed: rebuilt, a past one left open or closed as it was stored. */
+  private rollOn(key: SummaryKey, date: string): Promise<DayResult> {
+    return this.roll(key, date, false, false, null, 'as-stored');
   }
 
   /**
@@ -222,7 +237,7 @@ export class Roller {
     const windows = new Map<SummaryKey, { rows: SummaryDay[]; before: SummaryDay | null }>();
     // A failed read leaves each asset to read its own (an asset's failure is its own).
     if (stored !== null) unknown.forEach((k, j) => windows.set(k, { rows: stored[j]!.row === null ? [] : [stored[j]!.row!], before: stored[j]!.before }));
-    const planned = await Promise.allSettled(keys.map((k, i) => this.plan(k, date, false, false, earliestMs[i] ?? null, { memo: memos[i]!, window: windows.get(k) })));
+    const planned = await Promise.allSettled(keys.map((k, i) => this.plan(k, date, false, false, earliestMs[i] ?? null, endingOf(earliestMs[i] ?? null), { memo: memos[i]!, window: windows.get(k) })));
     const batch: Array<{ i: number; plan: DayPlan }> = [];
     planned.forEach((p, i) => {
       if (p.status === 'rejected') first[i] = Promise.reject(p.reason);
@@ -241,7 +256,7 @@ export class Roller {
           return true;
         },
       );
-      batch.forEach((b, j) => (first[b.i] = alone.then((fallback) => (fallback ? this.rollDay(keys[b.i]!, date, false) : shared.then((r) => r[j]!())))));
+      batch.forEach((b, j) => (first[b.i] = alone.then((fallback) => (fallback ? this.roll(keys[b.i]!, date, false, false, null, b.plan.ending) : shared.then((r) => r[j]!())))));
     }
     return Promise.all(
       keys.map(async (k, i) => {
@@ -249,7 +264,7 @@ export class Roller {
           const results = [await first[i]!];
           let r = results[0]!;
           while (r.endStateChanged && r.nextDataDate !== null) {
-            r = await this.rollDay(k, r.nextDataDate, false);
+            r = await this.rollOn(k, r.nextDataDate);
             results.push(r);
           }
           return { results };
@@ -304,7 +319,7 @@ export class Roller {
     const err = await written;
     if (err !== null) this.log.warn({ venue, date, assets: writes.length, err }, 'a shared rollup write failed: its assets roll alone');
     // A failed shared write: each asset rolls alone (its own failure, if any, is then its own).
-    for (const { j, o } of writes) out[j] = err === null ? async () => o.result : () => this.roll(plans[j]!.key, date, plans[j]!.force, plans[j]!.importsSettled);
+    for (const { j, o } of writes) out[j] = err === null ? async () => o.result : () => this.roll(plans[j]!.key, date, plans[j]!.force, plans[j]!.importsSettled, null, plans[j]!.ending);
     // The runs that need more than the shared read go on alone now, after its write.
     const settled = await Promise.allSettled(out.map((f) => f()));
     return settled.map((r) => (r.status === 'fulfilled' ? async () => r.value : () => Promise.reject(r.reason)));
@@ -316,8 +331,8 @@ export class Roller {
    * records at all comes with the run's read (almost never: then no round trip is spent on
    * it); when it does, they are superseded and the run starts again, `importsSettled`.
    */
-  private async roll(key: SummaryKey, date: string, force: boolean, importsSettled: boolean, earliestMs: number | null = null): Promise<DayResult> {
-    const planned = await this.plan(key, date, force, importsSettled, earliestMs);
+  private async roll(key: SummaryKey, date: string, force: boolean, importsSettled: boolean, earliestMs: number | null = null, ending: RunEnding = 'close'): Promise<DayResult> {
+    const planned = await this.plan(key, date, force, importsSettled, earliestMs, ending);
     if ('done' in planned) return planned.done;
     const p = planned;
     if (p.closed && this.opts.applyFromColumns !== false) return this.rollClosed(p);
@@ -366,10 +381,10 @@ export class Roller {
    */
   private aloneAfterRead(p: DayPlan, facts: BookEventsFacts): (() => Promise<DayResult>) | null {
     const { key, date } = p;
-    if (facts.holdsImports && !p.importsSettled) return async () => this.roll(key, date, p.force || (await this.repo.supersedeImported(key, date)) > 0, true);
+    if (facts.holdsImports && !p.importsSettled) return async () => this.roll(key, date, p.force || (await this.repo.supersedeImported(key, date)) > 0, true, null, p.ending);
     if (p.countBefore && facts.countedBefore !== p.prev!.events) {
       this.log.debug({ ...key, date, stored: facts.countedBefore, applied: p.prev!.events }, 'late data: rebuilding the day');
-      return () => this.roll(key, date, true, p.importsSettled);
+      return () => this.roll(key, date, true, p.importsSettled, null, p.ending);
     }
     return null;
   }
@@ -378,7 +393,8 @@ export class Roller {
    * A run up to its read: the stored day and the day before (from this roller's record of
    * its last write, or read), whether the run is a full rebuild, and where it reads from. A
    * closed day is settled here (its late-data count) when nothing changed. `earliestMs`: the
-   * late-data hint (null: unknown), which decides whether the run's read counts.
+   * late-data hint (null: unknown), which decides whether the run's read counts; `ending`:
+   * whether a past day is closed by this run (see the class comment).
    */
   private async plan(
     key: SummaryKey,
@@ -386,6 +402,7 @@ export class Roller {
     force: boolean,
     importsSettled: boolean,
     earliestMs: number | null,
+    ending: RunEnding,
     known?: { memo: Memo | null; window: { rows: SummaryDay[]; before: SummaryDay | null } | undefined },
   ): Promise<DayPlan | { done: DayResult }> {
     // The rollup's clock decides only whether a day has ended (plus a grace period).
@@ -393,10 +410,11 @@ export class Roller {
     const dayStart = dayStartMs(date);
     if (!Number.isFinite(dayStart)) throw new RangeError(`not a date: ${date}`);
     const dayEnd = dayStart + DAY_MS;
-    const closed = now >= dayEnd + this.opts.closeGraceMs;
+    const ended = now >= dayEnd + this.opts.closeGraceMs;
     const memo = known !== undefined ? known.memo : await this.memoFor(key, date);
     const { rows, before } = memo !== null ? { rows: [memo.day], before: memo.before } : (known?.window ?? (await this.repo.window(key, date, date)));
     const prev = rows[0] ?? null;
+    const closed = ended && (ending === 'close' || (ending === 'as-stored' && prev?.complete === true));
     const startState = before?.state ?? '';
     // What a day starts from is the previous day's book AND, while that book is unknown, its
     // open spell (kind and detail are carried across midnight): a change of either rebuilds.
@@ -417,7 +435,7 @@ export class Roller {
     if (!full && prev !== null && prev.complete) {
       // A closed day has no events after covered_until to read: only the count is asked,
       // of the day without imported copies of captured events.
-      if (!importsSettled && (await this.repo.supersedeImported(key, date)) > 0) return { done: await this.roll(key, date, true, true) };
+      if (!importsSettled && (await this.repo.supersedeImported(key, date)) > 0) return { done: await this.roll(key, date, true, true, null, ending) };
       importsSettled = true;
       this.lateChecks.counted++;
       const n = await this.repo.countBookEvents(key, date, prev.coveredUntil);
@@ -430,7 +448,7 @@ export class Roller {
     // covered_until proves there is none, anything else is counted.
     const countBefore = !full && !(earliestMs !== null && Number.isFinite(earliestMs) && earliestMs >= prev!.coveredUntil);
     if (!full) this.lateChecks[countBefore ? 'counted' : 'skipped']++;
-    return { key, date, force, importsSettled, now, dayStart, dayEnd, closed, memo, prev, before, startState, carried, startHash, full, countBefore, resumed, from: full ? dayStart : prev!.coveredUntil };
+    return { key, date, force, importsSettled, now, dayStart, dayEnd, closed, ending, memo, prev, before, startState, carried, startHash, full, countBefore, resumed, from: full ? dayStart : prev!.coveredUntil };
   }
 
   /** A folded run's output: a result alone (nothing new), or the rows to write with it. */
@@ -578,6 +596,20 @@ function memoKey(k: SummaryKey): string {
   return `${k.venue}\n${k.market}\n${k.asset}`;
 }
 
+/**
+ * How a run of a day that has ended leaves it: `close` (unhinted: the sweep, a replay's end,
+ * a back-fill), `open` (a sink's hint: its data may still be arriving, so the next run goes
+ * on incrementally instead of rebuilding a closed day), `as-stored` (a later day rolled on
+ * because its start changed: closed only if it was stored closed). A day not yet ended is
+ * open whatever the ending.
+ */
+export type RunEnding = 'close' | 'open' | 'as-stored';
+
+/** A run's ending from its hint: a sink's hint keeps a past day open. */
+function endingOf(earliestMs: number | null): RunEnding {
+  return earliestMs !== null && Number.isFinite(earliestMs) ? 'open' : 'close';
+}
+
 /** A run up to its read (`Roller.plan`). */
 interface DayPlan {
   key: SummaryKey;
@@ -588,7 +620,9 @@ interface DayPlan {
   now: number;
   dayStart: number;
   dayEnd: number;
+  /** The run closes the day (it has ended, and `ending` allows it): nothing held back, covered to its end. */
   closed: boolean;
+  ending: RunEnding;
   memo: Memo | null;
   prev: SummaryDay | null;
   before: SummaryDay | null;

@@ -60,7 +60,8 @@ const REPLAY_LINGER_MS = 250;
 /**
  * Waits until the rollup workers have rebuilt the summaries of every partition replayed:
  * the sink has marked them dirty before committing (so before waitUntilStored returned),
- * and a partition is settled once no rollup has it dirty or claimed.
+ * this marks them once more to close their past days, and a partition is settled once no
+ * rollup has it dirty or claimed.
  */
 async function waitForSummaries(parts: PartitionRef[], platform: { redisUrl: string; rollup: { queuePrefix: string } }, deadline: number, tty: boolean): Promise<boolean> {
   if (parts.length === 0) return true;
@@ -72,15 +73,19 @@ async function waitForSummaries(parts: PartitionRef[], platform: { redisUrl: str
     const out = new Promise<typeof TIMED_OUT>((r) => (timer = setTimeout(() => r(TIMED_OUT), Math.max(0, deadline - Date.now()))));
     return Promise.race([p, out]).finally(() => clearTimeout(timer));
   };
+  const unreachable = (): false => {
+    process.stderr.write(`\nno answer from Redis (${redactUrl(platform.redisUrl)}) before the timeout: the rollup state is unknown\n`);
+    return false;
+  };
   try {
     process.stderr.write(`waiting for the summaries of ${parts.length} partition(s) to be rebuilt …\n`);
+    // Everything is stored: the past days the replay's runs kept open (their data was still
+    // arriving) are closed by one more run each.
+    if ((await bounded(queue.markReplayed(parts))) === TIMED_OUT) return unreachable();
     let last = -1;
     for (;;) {
       const left = await bounded(queue.unsettled(parts));
-      if (left === TIMED_OUT) {
-        process.stderr.write(`\nno answer from Redis (${redactUrl(platform.redisUrl)}) before the timeout: the rollup state is unknown\n`);
-        return false;
-      }
+      if (left === TIMED_OUT) return unreachable();
       if (left === 0) break;
       if (left !== last && tty) process.stderr.write(`\r  ${left} partition(s) still rolling up   `);
       last = left;
