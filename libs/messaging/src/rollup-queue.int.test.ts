@@ -163,7 +163,7 @@ describe('rollup claim leases', () => {
 
     const got = await q.lockAndClaimMany(asset, 'run-1', 'job-lock', 5000, 15);
     // The asked asset first; the others in their pending order (equal times: by name).
-    expect(got?.map((c) => [assetKey(c.asset), [...c.dates].sort()])).toEqual([
+    expect(got?.map((c) => [assetKey(c.asset), c.claimed.map((h) => h.date).sort()])).toEqual([
       [assetKey(asset), ['2026-03-01', '2026-03-02']],
       [assetKey(a3), ['2026-03-01']],
       [assetKey(a2), ['2026-03-02']],
@@ -188,7 +188,7 @@ describe('rollup claim leases', () => {
     await q.redis.del(keys.lock(assetKey(asset)), keys.lock(assetKey(a2)), keys.lock(assetKey(locked)));
     await q.redis.set(keys.lock(assetKey(a3)), 'other', 'PX', 5000);
     expect(await q.lockAndClaimMany(a3, 'run-2', 'job-lock', 5000, 15)).toBeNull();
-    expect((await q.lockAndClaimMany(asset, 'run-3', 'job-lock', 5000, 1))?.map((c) => c.dates.length)).toEqual([0, 1]);
+    expect((await q.lockAndClaimMany(asset, 'run-3', 'job-lock', 5000, 1))?.map((c) => c.claimed.length)).toEqual([0, 1]);
   });
 
   it('a claim left without a lease (made before leases existed) gets one, and is taken over when it runs out', async () => {

@@ -466,17 +466,16 @@ export class RollupQueue {
    * `lockAndClaim` of the asset and, in the same step, of up to `more` other assets of its
    * venue that have dirty dates (the longest waiting first), under the same claim and lock
    * ids: one run can roll several assets of a date with one read and one write. Returns the
-   * assets and their claimed dates, the asked asset first (its dates may be none); the
-   * others each hold dates and their locks (as `lockId`). Each date comes with its late-data
-   * hint in `claimed` (see the class comment). Null when another job holds the asked asset's
-   * lock: then nothing is claimed.
+   * assets and their claimed dates, each with its late-data hint (see the class comment), the
+   * asked asset first (its dates may be none); the others each hold dates and their locks (as
+   * `lockId`). Null when another job holds the asked asset's lock: then nothing is claimed.
    */
-  async lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number): Promise<Array<{ asset: AssetRef; dates: string[]; claimed: ClaimedDate[] }> | null> {
+  async lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number): Promise<Array<{ asset: AssetRef; claimed: ClaimedDate[] }> | null> {
     const k = assetKey(a);
     const head = this.keys.dirty('').slice(0, -':dirty:'.length);
     const res = (await this.redis.eval(LOCK_AND_CLAIM_MANY, 2, this.keys.pending, this.keys.leases, claimId, this.claimLeaseMs, lockMs, head, k, lockId, Math.max(0, more), `${a.venue}|`, Math.max(0, more) * 4)) as Array<[string, string[], Array<string | null>]> | null;
     if (res === null) return null;
-    return res.map(([key, dates, hints]) => ({ asset: key === k ? a : parseAssetKey(key), dates, claimed: dates.map((date, i) => ({ date, earliestMs: claimedEarliest(hints[i]) })) }));
+    return res.map(([key, dates, hints]) => ({ asset: key === k ? a : parseAssetKey(key), claimed: dates.map((date, i) => ({ date, earliestMs: claimedEarliest(hints[i]) })) }));
   }
 
   /** Extends the claim's lease; false when the claim is gone (its lease ran out and it was taken over). */
