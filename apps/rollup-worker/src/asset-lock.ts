@@ -30,7 +30,7 @@ export class AssetLocks {
   }
 
   /**
-   * A lock taken as `id` for `ttlMs` (by `tryLock`, or by the queue's `lockAndClaim` in the
+   * A lock taken as `id` for `ttlMs` (by `tryLock`, or by the queue's `lockAndClaimMany` in the
    * same step as a claim): renewed from now on while held. Returns its release.
    */
   held(a: AssetRef, id: string): Unlock {

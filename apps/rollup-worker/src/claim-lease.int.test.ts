@@ -121,6 +121,15 @@ describe('a rollup claim held by a killed process', () => {
       const after = await status();
       expect(after.rollup).toMatchObject({ state: 'ok', detail: 'summaries are up to date', pending_assets: 0, claimed_assets: 0, stale_claims: 0 });
       expect(worker.health().failures).toBe(0);
+      // The taken-over date's hint is unknown and its day closed: the run counted its stored
+      // events. The worker says so, and so does /metrics (the worker shares this process).
+      expect(worker.health().lateChecks.counted).toBeGreaterThan(0);
+      await waitFor(
+        'the late-data checks on /metrics',
+        async () => /^booktape_rollup_late_checks_total\{result="counted"\} [1-9]\d*$/m.test((await (await t.another()).inject({ url: '/metrics' })).body),
+        10_000,
+        200,
+      );
     } finally {
       await notifier.close();
     }

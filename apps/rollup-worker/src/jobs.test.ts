@@ -22,9 +22,9 @@ function fakes(
         if (o.locked) return null;
         events.push(`lock ${a.asset}`, `claim ${claimId.split(':')[0]}`);
         const claimedOf = (asset: string, dates: string[]) => dates.map((date) => ({ date, earliestMs: o.hints?.[`${asset} ${date}`] ?? null }));
-        const others = Object.entries(o.others ?? {}).slice(0, more).map(([asset, dates]) => ({ asset: { ...A, asset }, dates, claimed: claimedOf(asset, dates) }));
+        const others = Object.entries(o.others ?? {}).slice(0, more).map(([asset, dates]) => ({ asset: { ...A, asset }, claimed: claimedOf(asset, dates) }));
         for (const x of others) events.push(`lock ${x.asset.asset}`);
-        return [{ asset: a, dates: [...(o.dirty ?? [])], claimed: claimedOf(a.asset, o.dirty ?? []) }, ...others];
+        return [{ asset: a, claimed: claimedOf(a.asset, o.dirty ?? []) }, ...others];
       },
       release: async (a, dates, failed) => void events.push(`release${a.asset === A.asset ? '' : ` ${a.asset}`} ${dates.join(',')} ${failed ? 'failed' : 'done'}`),
       enqueueAsset: async (_k, a) => void events.push(`enqueue ${a.asset}`),

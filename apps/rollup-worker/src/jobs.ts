@@ -47,8 +47,8 @@ export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, tok
   }
   const unlocks = claimed.map((c) => ctx.locks.held(c.asset, lockId));
   const runs = claimed
-    .filter((c) => c.dates.length > 0)
-    .map((c) => ({ a: c.asset, dates: [...c.dates].sort(), hints: new Map((c.claimed ?? []).map((h) => [h.date, h.earliestMs] as const)), error: undefined as unknown, failed: false }));
+    .filter((c) => c.claimed.length > 0)
+    .map((c) => ({ a: c.asset, dates: c.claimed.map((h) => h.date).sort(), hints: new Map(c.claimed.map((h) => [h.date, h.earliestMs] as const)), error: undefined as unknown, failed: false }));
   let released: Promise<unknown> = Promise.resolve();
   try {
     if (runs.length === 0) return;

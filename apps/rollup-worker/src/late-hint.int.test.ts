@@ -90,10 +90,27 @@ function setup(shared?: { repo: SpyRepository; roller: Roller }, batchAssets = 1
     if (notify) await queue.notify([...partitionsOf(msgs).values()]);
   };
   const rollup = () => runAssetJob(ctx, job, key, undefined);
+  /** `store`, then the asset's job. */
+  const storeAndRollup = async (offsets: number[]) => {
+    await store(offsets);
+    await rollup();
+  };
+  /** `runs` runs of the sink's in-order ingest: three records a second, each batch rolled up. */
+  const inOrderRuns = async (runs: number) => {
+    for (let i = 0; i < runs; i++) await storeAndRollup([i * 1000 + 1, i * 1000 + 2, i * 1000 + 3]);
+  };
+  /** A replay of the ticker ended (`booktape replay` marks its partitions replayed). */
+  const replayEnded = () => queue.markReplayed([...partitionsOf(records(ticker, [1], 1)).values()]);
   /** The stored day's events and what the store holds before its covered_until. */
   const state = async () => {
     const day = (await repo.day(key, DATE))!;
     return { events: day.events, stored: await repo.countBookEvents(key, DATE, day.coveredUntil), coveredUntil: day.coveredUntil };
+  };
+  /** The stored day holds every stored event before its covered_until (none left out); returns its state. */
+  const expectNoneLeftOut = async () => {
+    const st = await state();
+    expect(st.events).toBe(st.stored);
+    return st;
   };
   /** The stored day equals a full rebuild of it. */
   const expectExact = async () => {
@@ -103,22 +120,23 @@ function setup(shared?: { repo: SpyRepository; roller: Roller }, batchAssets = 1
     const of = (d: typeof full) => ({ events: d!.events, coveredUntil: d!.coveredUntil, complete: d!.complete, state: d!.state, checks: d!.checks });
     expect(of(incremental)).toEqual(of(full));
   };
-  return { key, repo, roller, ctx, store, rollup, state, expectExact, outcomes };
+  /** `expectNoneLeftOut` and `expectExact`: the day is what it should be. Returns its state. */
+  const expectRight = async () => {
+    const st = await expectNoneLeftOut();
+    await expectExact();
+    return st;
+  };
+  return { key, repo, roller, ctx, store, rollup, storeAndRollup, inOrderRuns, replayEnded, state, expectNoneLeftOut, expectExact, expectRight, outcomes };
 }
 
 describe('late-data hint', () => {
   it('in-order ingest: every run after the first skips the whole-day count, and the day is what a full rebuild gives', async () => {
     const s = setup();
-    for (let i = 0; i < 6; i++) {
-      await s.store([i * 1000 + 1, i * 1000 + 2, i * 1000 + 3]);
-      await s.rollup();
-    }
+    await s.inOrderRuns(6);
     // The first run builds the day (no count); the other five continue it on their hints.
     expect(s.repo.counted).toEqual([false, false, false, false, false, false]);
     expect(s.roller.lateChecks).toEqual({ counted: 0, skipped: 5 });
-    const st = await s.state();
-    expect(st.events).toBe(st.stored);
-    await s.expectExact();
+    await s.expectRight();
   }, 60_000);
 
   it('assets rolled together (one read) each keep their own hint: the in-order one skips, the late one counts', async () => {
@@ -137,31 +155,22 @@ describe('late-data hint', () => {
     // The read of both asked the count of b alone; b's day, late data found, was rebuilt (a read without a count).
     expect(a.repo.counted.slice(-3)).toEqual([false, true, false]);
     expect(a.roller.lateChecks).toEqual({ counted: 1, skipped: 3 });
-    for (const s of [a, b]) {
-      const st = await s.state();
-      expect(st.events).toBe(st.stored);
-      await s.expectExact();
-    }
+    for (const s of [a, b]) await s.expectRight();
   }, 60_000);
 
   it('a notified late record (its hint below covered_until) is counted and the day rebuilt', async () => {
     const s = setup();
-    await s.store([1000, 2000, 3000]);
-    await s.rollup();
+    await s.storeAndRollup([1000, 2000, 3000]);
     const before = await s.state();
-    await s.store([1500, 4000]);
-    await s.rollup();
+    await s.storeAndRollup([1500, 4000]);
     expect(s.roller.lateChecks.counted).toBe(1);
-    const st = await s.state();
+    const st = await s.expectRight();
     expect(st.coveredUntil).toBeGreaterThan(before.coveredUntil);
-    expect(st.events).toBe(st.stored);
-    await s.expectExact();
   }, 60_000);
 
   it('a hint that says "nothing late" is not trusted when the date was also marked without one (a sink from before hints): the count runs', async () => {
     const s = setup();
-    await s.store([1000, 2000, 3000]);
-    await s.rollup();
+    await s.storeAndRollup([1000, 2000, 3000]);
     const { coveredUntil } = await s.state();
     // A late record stored by a sink that marks the date alone, as sinks did before hints.
     await s.store([1500], false);
@@ -173,19 +182,15 @@ describe('late-data hint', () => {
     expect(DAY + 5000).toBeGreaterThanOrEqual(coveredUntil);
     await s.rollup();
     expect(s.roller.lateChecks).toEqual({ counted: 1, skipped: 0 });
-    const st = await s.state();
-    expect(st.events).toBe(st.stored);
-    await s.expectExact();
+    await s.expectRight();
   }, 60_000);
 
   it('a lost notification cannot hide late data: the next sweep marks the partition without a hint and its run counts', async () => {
     const s = setup();
-    await s.store([1000, 2000, 3000]);
-    await s.rollup();
+    await s.storeAndRollup([1000, 2000, 3000]);
     // A late record whose notification is lost (Redis away, the sink's notifyMaxPending exceeded).
     await s.store([1500], false);
-    await s.store([5000]);
-    await s.rollup();
+    await s.storeAndRollup([5000]);
     // Its hint (5000) rightly skipped the count: the late record is not in the stored day yet.
     expect(s.roller.lateChecks).toEqual({ counted: 0, skipped: 1 });
     const hidden = await s.state();
@@ -194,15 +199,12 @@ describe('late-data hint', () => {
     await runSweepJob(s.ctx);
     await s.rollup();
     expect(s.roller.lateChecks.counted).toBe(1);
-    const st = await s.state();
-    expect(st.events).toBe(st.stored);
-    await s.expectExact();
+    await s.expectRight();
   }, 60_000);
 
   it('a run that failed puts its dates back without their hint: the retry counts', async () => {
     const s = setup();
-    await s.store([1000, 2000, 3000]);
-    await s.rollup();
+    await s.storeAndRollup([1000, 2000, 3000]);
     await s.store([1500]);
     // The claim of the late record's date fails its run (the engine refused, say).
     const real = s.roller.rollFrom.bind(s.roller);
@@ -214,12 +216,9 @@ describe('late-data hint', () => {
     await expect(s.rollup()).rejects.toThrow('engine away');
     fail = false;
     // An in-order record notified meanwhile: its hint alone would skip the count.
-    await s.store([6000]);
-    await s.rollup();
+    await s.storeAndRollup([6000]);
     expect(s.roller.lateChecks).toEqual({ counted: 1, skipped: 0 });
-    const st = await s.state();
-    expect(st.events).toBe(st.stored);
-    await s.expectExact();
+    await s.expectRight();
   }, 60_000);
 });
 
@@ -233,10 +232,7 @@ describe('a past day whose data is still arriving (a replay)', () => {
 
   it("stays open while the sink's hinted runs go on incrementally (no rebuild, no count); the replay's end closes it, equal to one full build", async () => {
     const s = setup(undefined, 1, PAST);
-    for (let i = 0; i < 6; i++) {
-      await s.store([i * 1000 + 1, i * 1000 + 2, i * 1000 + 3]);
-      await s.rollup();
-    }
+    await s.inOrderRuns(6);
     expect(s.outcomes).toEqual(['full', 'incremental', 'incremental', 'incremental', 'incremental', 'incremental']);
     expect(s.repo.counted).toEqual([false, false, false, false, false, false]);
     const open = (await s.repo.day(s.key, DATE))!;
@@ -246,7 +242,7 @@ describe('a past day whose data is still arriving (a replay)', () => {
     const apiKey = await t.newKey();
     const whileOpen = await summary(s.key, apiKey);
 
-    await queue.markReplayed([...partitionsOf(records(s.key.market, [1], 1)).values()]);
+    await s.replayEnded();
     await s.rollup();
     expect(s.outcomes.at(-1)).toBe('incremental');
     const closed = (await s.repo.day(s.key, DATE))!;
@@ -257,25 +253,20 @@ describe('a past day whose data is still arriving (a replay)', () => {
 
   it('a closed past day that gets more from the sink is rebuilt once, left open, then continued', async () => {
     const s = setup(undefined, 1, PAST);
-    await s.store([1000, 2000, 3000]);
-    await s.rollup();
-    await queue.markReplayed([...partitionsOf(records(s.key.market, [1], 1)).values()]);
+    await s.storeAndRollup([1000, 2000, 3000]);
+    await s.replayEnded();
     await s.rollup();
     expect((await s.repo.day(s.key, DATE))!.complete).toBe(true);
-    await s.store([4000, 5000]);
-    await s.rollup();
-    await s.store([6000, 7000]);
-    await s.rollup();
+    await s.storeAndRollup([4000, 5000]);
+    await s.storeAndRollup([6000, 7000]);
     expect(s.outcomes).toEqual(['full', 'incremental', 'full', 'incremental']);
-    const st = await s.state();
-    expect(st.events).toBe(st.stored);
+    await s.expectNoneLeftOut();
     expect((await s.repo.day(s.key, DATE))!.complete).toBe(false);
   }, 60_000);
 
   it('the sweep counts a past day stored to recently but leaves it open', async () => {
     const s = setup(undefined, 1, PAST);
-    await s.store([1000, 2000, 3000]);
-    await s.rollup();
+    await s.storeAndRollup([1000, 2000, 3000]);
     // A record whose notification was lost.
     await s.store([4000], false);
     await runSweepJob(s.ctx);

@@ -7,7 +7,7 @@ import { DEFAULT_CLAIM_LEASE_MS, DEFAULT_DEBOUNCE_MS, DEFAULT_ROLLUP_WORKER_BEAT
 import { SummariesRepository, type ClickHouse } from '@booktape/storage';
 import { Roller } from '@booktape/summaries';
 import { AssetLocks } from './asset-lock.ts';
-import { registerCheckMetrics } from './check-metrics.ts';
+import { lateChecksReporter, registerCheckMetrics } from './check-metrics.ts';
 import { runJob, runSweepJob, type JobContext } from './jobs.ts';
 import { LivenessBeat } from './liveness-beat.ts';
 import { reportRun } from './run-report.ts';
@@ -66,7 +66,8 @@ export interface RollupWorkerDeps {
  *   partitions whose notification was lost;
  * - AssetLocks (asset-lock.ts): one job per asset at a time, across processes;
  * - LivenessBeat (liveness-beat.ts): monitoring hears the worker is alive;
- * - reportRun (run-report.ts): stats, logs and cross-check alerts of each run.
+ * - reportRun (run-report.ts): stats, logs and cross-check alerts of each run;
+ * - the roller's late-data checks (check-metrics.ts), reported as each job ends.
  */
 export function createRollupWorker(deps: RollupWorkerDeps) {
   const opts = { ...DEFAULT_ROLLUP_OPTIONS, ...deps.options };
@@ -80,6 +81,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
   };
   const roller = new Roller(repo, log, { closeGraceMs: opts.closeGraceMs, versions, checkpointEvery: opts.checkpointEvery });
   registerCheckMetrics();
+  const reportLateChecks = lateChecksReporter(roller.lateChecks);
   let queue: RollupQueue | undefined;
   let worker: Worker<RollupJobData> | undefined;
   let workerConnection: ReturnType<typeof rollupConnection> | undefined;
@@ -110,7 +112,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
         (job, token) => {
           stats.jobs++;
           stats.lastJobAt = Date.now();
-          return runJob(ctx, job, token);
+          return runJob(ctx, job, token).finally(reportLateChecks);
         },
         { connection: workerConnection, prefix: opts.queuePrefix, concurrency: opts.concurrency },
       );
@@ -140,7 +142,7 @@ export function createRollupWorker(deps: RollupWorkerDeps) {
     get queue(): RollupQueue | undefined {
       return queue;
     },
-    health: () => ({ ok: worker?.isRunning() ?? false, lastError, ...stats }),
+    health: () => ({ ok: worker?.isRunning() ?? false, lastError, ...stats, lateChecks: { ...roller.lateChecks } }),
     /** Runs one sweep now (tests, operators). */
     sweep: () => runSweepJob(ctx),
   };

@@ -83,7 +83,7 @@ describe('late-data hints of dirty dates', () => {
             const want = [...model].map(([date, earliestMs]) => ({ date, earliestMs })).sort((x, y) => x.date.localeCompare(y.date));
             expect([...got![0]!.claimed].sort((x, y) => x.date.localeCompare(y.date))).toEqual(want);
             model.clear();
-            held = { id, dates: got![0]!.dates, end: op.end };
+            held = { id, dates: got![0]!.claimed.map((c) => c.date), end: op.end };
           }
         }
         await endHeld();

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { requireEnv, uniqueId } from '@booktape/testkit';
 import { RollupQueue, type PartitionRef } from './rollup-queue.ts';
-import { assetKey, rollupKeys } from './rollup-keys.ts';
+import { assetKey, rollupKeys, type AssetRef } from './rollup-keys.ts';
 import { readClaimLeases } from './rollup-state.ts';
 
 /**
@@ -35,6 +35,18 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The asset's claim as its job makes it (`lockAndClaimMany` of it alone): its dates. The
+ * lock taken with it goes at once: these tests are about the claim, and the asset's next
+ * claim must not find it locked.
+ */
+async function claim(q: RollupQueue, a: AssetRef, claimId: string): Promise<string[]> {
+  const got = await q.lockAndClaimMany(a, claimId, `lock-${claimId}`, 60_000, 0);
+  expect(got).not.toBeNull();
+  await q.redis.del(rollupKeys(q.prefix).lock(assetKey(a)));
+  return got![0]!.claimed.map((c) => c.date);
+}
 const asset = { venue: 'exchange-a' as const, market: '0xfeed', asset: '42' };
 const parts: PartitionRef[] = [
   { ...asset, date: '2026-03-01' },
@@ -47,7 +59,7 @@ describe('rollup claim leases', () => {
     const dead = queue(prefix);
     const live = queue(prefix);
     await dead.notify(parts);
-    expect(await dead.claim(asset, 'dead-run')).toEqual(['2026-03-01', '2026-03-02']);
+    expect(await claim(dead, asset, 'dead-run')).toEqual(['2026-03-01', '2026-03-02']);
     expect(await live.unsettled(parts)).toBe(2);
 
     // Within the lease: held, reported live, nothing to take over.
@@ -65,7 +77,7 @@ describe('rollup claim leases', () => {
     const jobs = await live.queue.getJobs(['waiting', 'delayed', 'prioritized']);
     expect(jobs.filter((j) => j.data.kind === 'asset' && j.data.asset === asset.asset).length).toBeGreaterThanOrEqual(1);
     expect(await live.unsettled(parts)).toBe(2);
-    expect(await live.claim(asset, 'live-run')).toEqual(['2026-03-01', '2026-03-02']);
+    expect(await claim(live, asset, 'live-run')).toEqual(['2026-03-01', '2026-03-02']);
 
     // The dead run "wakes up" and ends its claim: the live run's dates stay claimed.
     await dead.release(asset, ['2026-03-01', '2026-03-02'], false, 'dead-run');
@@ -81,7 +93,7 @@ describe('rollup claim leases', () => {
     const slow = queue(prefix);
     const other = queue(prefix);
     await slow.notify(parts);
-    expect(await slow.claim(asset, 'slow-run')).toHaveLength(2);
+    expect(await claim(slow, asset, 'slow-run')).toHaveLength(2);
     // Four leases long, renewed every third of a lease, while another process sweeps and
     // claims the asset as fast as it can.
     const until = Date.now() + 4 * LEASE_MS;
@@ -92,7 +104,7 @@ describe('rollup claim leases', () => {
         nextRenew += LEASE_MS / 3;
       }
       expect(await other.takeOverExpiredClaims()).toEqual([]);
-      expect(await other.claim(asset, 'other-run')).toEqual([]);
+      expect(await claim(other, asset, 'other-run')).toEqual([]);
       await sleep(50);
     }
     expect(await readClaimLeases(other.redis, prefix)).toMatchObject({ claimed: 1, staleCount: 0 });
@@ -105,14 +117,14 @@ describe('rollup claim leases', () => {
     const dead = queue(prefix);
     const live = queue(prefix);
     await dead.notify(parts.slice(0, 1));
-    expect(await dead.claim(asset, 'dead-run')).toEqual(['2026-03-01']);
+    expect(await claim(dead, asset, 'dead-run')).toEqual(['2026-03-01']);
     await live.notify(parts.slice(1));
     // Within the lease: only the new date.
-    expect(await live.claim(asset, 'live-1')).toEqual(['2026-03-02']);
+    expect(await claim(live, asset, 'live-1')).toEqual(['2026-03-02']);
     await live.release(asset, ['2026-03-02'], false, 'live-1');
     expect(await live.unsettled(parts)).toBe(1);
     await sleep(LEASE_MS + 100);
-    expect(await live.claim(asset, 'live-2')).toEqual(['2026-03-01']);
+    expect(await claim(live, asset, 'live-2')).toEqual(['2026-03-01']);
     await live.release(asset, ['2026-03-01'], false, 'live-2');
     expect(await live.unsettled(parts)).toBe(0);
   });
@@ -121,10 +133,10 @@ describe('rollup claim leases', () => {
     const prefix = uniqueId('bt-lease');
     const q = queue(prefix);
     await q.notify(parts);
-    const dates = await q.claim(asset, 'run-1');
+    const dates = await claim(q, asset, 'run-1');
     await q.release(asset, dates, true, 'run-1');
     expect(await q.unsettled(parts)).toBe(2);
-    expect(await q.claim(asset, 'run-2')).toEqual(dates);
+    expect(await claim(q, asset, 'run-2')).toEqual(dates);
     await q.release(asset, dates, false, 'run-2');
     expect(await q.unsettled(parts)).toBe(0);
   });
@@ -136,11 +148,11 @@ describe('rollup claim leases', () => {
     const k = assetKey(asset);
     const since = await q.redis.zscore(rollupKeys(prefix).pending, k);
     await q.redis.set(rollupKeys(prefix).lock(k), 'back-fill', 'PX', 5000);
-    expect(await q.lockAndClaim(asset, 'run-1', 'job-lock', 5000)).toBeNull();
+    expect(await q.lockAndClaimMany(asset, 'run-1', 'job-lock', 5000, 0)).toBeNull();
     expect(await q.redis.zscore(rollupKeys(prefix).pending, k)).toBe(since);
     expect(await q.redis.get(rollupKeys(prefix).lock(k))).toBe('back-fill');
     await q.redis.del(rollupKeys(prefix).lock(k));
-    expect((await q.lockAndClaim(asset, 'run-2', 'job-lock', 5000))?.sort()).toEqual(['2026-03-01', '2026-03-02']);
+    expect((await q.lockAndClaimMany(asset, 'run-2', 'job-lock', 5000, 0))?.map((c) => [assetKey(c.asset), c.claimed.map((h) => h.date).sort()])).toEqual([[assetKey(asset), ['2026-03-01', '2026-03-02']]]);
     expect(await q.redis.get(rollupKeys(prefix).lock(k))).toBe('job-lock');
     expect(await q.redis.pttl(rollupKeys(prefix).lock(k))).toBeGreaterThan(0);
     await q.release(asset, ['2026-03-01', '2026-03-02'], false, 'run-2');
@@ -163,7 +175,7 @@ describe('rollup claim leases', () => {
 
     const got = await q.lockAndClaimMany(asset, 'run-1', 'job-lock', 5000, 15);
     // The asked asset first; the others in their pending order (equal times: by name).
-    expect(got?.map((c) => [assetKey(c.asset), [...c.dates].sort()])).toEqual([
+    expect(got?.map((c) => [assetKey(c.asset), c.claimed.map((h) => h.date).sort()])).toEqual([
       [assetKey(asset), ['2026-03-01', '2026-03-02']],
       [assetKey(a3), ['2026-03-01']],
       [assetKey(a2), ['2026-03-02']],
@@ -188,7 +200,7 @@ describe('rollup claim leases', () => {
     await q.redis.del(keys.lock(assetKey(asset)), keys.lock(assetKey(a2)), keys.lock(assetKey(locked)));
     await q.redis.set(keys.lock(assetKey(a3)), 'other', 'PX', 5000);
     expect(await q.lockAndClaimMany(a3, 'run-2', 'job-lock', 5000, 15)).toBeNull();
-    expect((await q.lockAndClaimMany(asset, 'run-3', 'job-lock', 5000, 1))?.map((c) => c.dates.length)).toEqual([0, 1]);
+    expect((await q.lockAndClaimMany(asset, 'run-3', 'job-lock', 5000, 1))?.map((c) => c.claimed.length)).toEqual([0, 1]);
   });
 
   it('a claim left without a lease (made before leases existed) gets one, and is taken over when it runs out', async () => {
@@ -201,7 +213,7 @@ describe('rollup claim leases', () => {
     expect(await readClaimLeases(q.redis, prefix)).toMatchObject({ claimed: 1, staleCount: 0 });
     await sleep(LEASE_MS + 100);
     expect(await q.takeOverExpiredClaims()).toEqual([asset]);
-    expect(await q.claim(asset, 'run')).toEqual(['2026-03-01']);
+    expect(await claim(q, asset, 'run')).toEqual(['2026-03-01']);
     await q.release(asset, ['2026-03-01'], false, 'run');
     expect(await q.unsettled(parts)).toBe(0);
   });
@@ -243,8 +255,8 @@ describe('stored-partition notifications', () => {
     expect(await q.enqueueStalePending(0)).toBe(2);
     expect((await assetJobs(q)).length).toBe(2);
     // Once claimed, the asset is no longer pending: nothing to give a job to.
-    expect(await q.claim(lost, 'run')).toEqual(['2026-03-01']);
-    expect(await q.claim(asset, 'run')).toHaveLength(2);
+    expect(await claim(q, lost, 'run')).toEqual(['2026-03-01']);
+    expect(await claim(q, asset, 'run')).toHaveLength(2);
     expect(await q.enqueueStalePending(0)).toBe(0);
   });
 });

@@ -186,40 +186,16 @@ if exp and tonumber(exp) <= now then
 end
 `;
 
-// KEYS: dirty zset, claimed hash, pending zset, leases zset, earliest hash. ARGV: claim id,
-// asset key, lease ms. An expired claim of the asset is taken over first, so its dates are
-// claimed again here. Returns the dates and, at the same index, their hints (nil: unknown).
-const CLAIM = `${NOW}
-local taken = 0
-${TAKE_OVER_IF_EXPIRED('ARGV[2]')}
-local dates = redis.call('ZRANGE', KEYS[1], 0, -1)
-local hints = {}
-if #dates > 0 then
-  redis.call('DEL', KEYS[1])
-  for i, d in ipairs(dates) do
-    redis.call('HSET', KEYS[2], d, ARGV[1])
-    hints[i] = redis.call('HGET', KEYS[5], d) or '0'
-  end
-  -- GT: a claim still held by another (live) job of the asset keeps its longer lease.
-  redis.call('ZADD', KEYS[4], 'GT', now + tonumber(ARGV[3]), ARGV[2])
-end
-redis.call('DEL', KEYS[5])
-redis.call('ZREM', KEYS[3], ARGV[2])
-return {dates, hints}`;
-
-// CLAIM under the asset's lock, taken first in the same step. KEYS: as CLAIM, then the lock.
-// ARGV: as CLAIM, then the lock's id and ms. Nil (nothing claimed) when another holds the lock.
-const LOCK_AND_CLAIM = `if not redis.call('SET', KEYS[6], ARGV[4], 'PX', tonumber(ARGV[5]), 'NX') then return false end
-${CLAIM}`;
-
-// LOCK_AND_CLAIM of an asset and of up to ARGV[7] more assets of the pending set (oldest
-// first, among its first ARGV[9]) whose key starts with ARGV[8] (the venue's head), all under
-// one claim id and lock id. KEYS: pending, leases. ARGV: claim id, lease ms, lock ms, the
-// head of the per-asset keys, asset key, lock id, more, key head, scan. An asset locked by
-// another job is skipped; one locked here with nothing dirty is unlocked at once. Returns
-// {asset key, dates, hints} triples (hints as CLAIM's), the first asset's first (its dates may be none); nil when
-// another job holds the first asset's lock. The other assets' keys are built here from
-// their names (a single Redis, as the queue's other scripts assume).
+// Claims an asset's dirty dates under its lock, taken first in the same step, and those of
+// up to ARGV[7] more assets of the pending set (oldest first, among its first ARGV[9]) whose
+// key starts with ARGV[8] (the venue's head), all under one claim id and lock id. KEYS:
+// pending, leases. ARGV: claim id, lease ms, lock ms, the head of the per-asset keys, asset
+// key, lock id, more, key head, scan. An expired claim of an asset is taken over first, so
+// its dates are claimed again here. An asset locked by another job is skipped; one locked
+// here with nothing dirty is unlocked at once. Returns {asset key, dates, hints} triples
+// (each hint at its date's index, '0': unknown), the first asset's first (its dates may be
+// none); nil when another job holds the first asset's lock. The other assets' keys are built
+// here from their names (a single Redis, as the queue's other scripts assume).
 const LOCK_AND_CLAIM_MANY = `${NOW}
 local head = ARGV[4]
 local function claimOne(a)
@@ -246,6 +222,7 @@ local function claimOne(a)
       redis.call('HSET', claimed, d, ARGV[1])
       hints[i] = redis.call('HGET', earliest, d) or '0'
     end
+    -- GT: a claim still held by another (live) job of the asset keeps its longer lease.
     redis.call('ZADD', KEYS[2], 'GT', now + tonumber(ARGV[2]), a)
   end
   redis.call('DEL', earliest)
@@ -443,40 +420,22 @@ export class RollupQueue {
 
   /**
    * Moves the asset's dirty dates to its claimed set under `claimId`, with a lease of
-   * `claimLeaseMs`; returns them. A claim of the asset whose lease ran out is taken over
-   * first (its dates are claimed again here).
+   * `claimLeaseMs`, under the asset's lock (the worker's AssetLocks key) taken in the same
+   * step as `lockId` for `lockMs`; and, in that step, those of up to `more` other assets of
+   * its venue that have dirty dates (the longest waiting first), under the same claim and
+   * lock ids: one run can roll several assets of a date with one read and one write. A claim
+   * of an asset whose lease ran out is taken over first (its dates are claimed again here).
+   * Returns the assets and their claimed dates, each with its late-data hint (see the class
+   * comment), the asked asset first (its dates may be none); the others each hold dates and
+   * their locks (as `lockId`). Null when another job holds the asked asset's lock: then
+   * nothing is claimed.
    */
-  async claim(a: AssetRef, claimId: string): Promise<string[]> {
-    const k = assetKey(a);
-    return ((await this.redis.eval(CLAIM, 5, ...this.claimKeys(k), claimId, k, this.claimLeaseMs)) as [string[], string[]])[0];
-  }
-
-  /**
-   * `claim` under the asset's lock (the worker's AssetLocks key), taken in the same step as
-   * `lockId` for `lockMs`: one round trip where lock then claim took two. Null when another
-   * job holds the lock: then nothing is claimed.
-   */
-  async lockAndClaim(a: AssetRef, claimId: string, lockId: string, lockMs: number): Promise<string[] | null> {
-    const k = assetKey(a);
-    const res = (await this.redis.eval(LOCK_AND_CLAIM, 6, ...this.claimKeys(k), this.keys.lock(k), claimId, k, this.claimLeaseMs, lockId, lockMs)) as [string[], string[]] | null;
-    return res === null ? null : res[0];
-  }
-
-  /**
-   * `lockAndClaim` of the asset and, in the same step, of up to `more` other assets of its
-   * venue that have dirty dates (the longest waiting first), under the same claim and lock
-   * ids: one run can roll several assets of a date with one read and one write. Returns the
-   * assets and their claimed dates, the asked asset first (its dates may be none); the
-   * others each hold dates and their locks (as `lockId`). Each date comes with its late-data
-   * hint in `claimed` (see the class comment). Null when another job holds the asked asset's
-   * lock: then nothing is claimed.
-   */
-  async lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number): Promise<Array<{ asset: AssetRef; dates: string[]; claimed: ClaimedDate[] }> | null> {
+  async lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number): Promise<Array<{ asset: AssetRef; claimed: ClaimedDate[] }> | null> {
     const k = assetKey(a);
     const head = this.keys.dirty('').slice(0, -':dirty:'.length);
     const res = (await this.redis.eval(LOCK_AND_CLAIM_MANY, 2, this.keys.pending, this.keys.leases, claimId, this.claimLeaseMs, lockMs, head, k, lockId, Math.max(0, more), `${a.venue}|`, Math.max(0, more) * 4)) as Array<[string, string[], Array<string | null>]> | null;
     if (res === null) return null;
-    return res.map(([key, dates, hints]) => ({ asset: key === k ? a : parseAssetKey(key), dates, claimed: dates.map((date, i) => ({ date, earliestMs: claimedEarliest(hints[i]) })) }));
+    return res.map(([key, dates, hints]) => ({ asset: key === k ? a : parseAssetKey(key), claimed: dates.map((date, i) => ({ date, earliestMs: claimedEarliest(hints[i]) })) }));
   }
 
   /** Extends the claim's lease; false when the claim is gone (its lease ran out and it was taken over). */

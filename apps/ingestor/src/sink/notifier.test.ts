@@ -14,6 +14,24 @@ const until = async (what: string, ok: () => boolean, ms = 2000) => {
   }
 };
 
+/** A started notifier whose deliveries fail (Redis away) until `up()`; `delivered`: what it delivered since. */
+function failingUntilUp() {
+  const stats = emptyStats();
+  let up = false;
+  const delivered: PartitionRef[] = [];
+  const n = new StoredNotifier(
+    async (p) => {
+      if (!up) throw new Error('redis away');
+      delivered.push(...p);
+    },
+    opts,
+    silentLogger(),
+    stats,
+  );
+  n.start();
+  return { n, stats, delivered, up: () => void (up = true) };
+}
+
 describe('StoredNotifier', () => {
   it('delivers the partitions of stored records, once each, and waits for the delivery', async () => {
     const calls: PartitionRef[][] = [];
@@ -27,26 +45,14 @@ describe('StoredNotifier', () => {
   });
 
   it('while deliveries fail, keeps the partitions (deduplicated), never makes the caller wait, and sends them once it works again', async () => {
-    const stats = emptyStats();
-    let up = false;
-    const delivered: PartitionRef[] = [];
-    const n = new StoredNotifier(
-      async (p) => {
-        if (!up) throw new Error('redis away');
-        delivered.push(...p);
-      },
-      opts,
-      silentLogger(),
-      stats,
-    );
-    n.start();
+    const { n, stats, delivered, up } = failingUntilUp();
     await n.notify([aMessage(1)]);
     await until('a failure', () => stats.notifyFailures >= 1);
     const t0 = Date.now();
     await n.notify([aMessage(4), aMessage(2)]); // 4 is in 1's partition
     expect(Date.now() - t0).toBeLessThan(opts.notifyTimeoutMs);
     expect(n.size).toBe(2);
-    up = true;
+    up();
     await until('delivery', () => n.size === 0 && delivered.length === 2);
     expect(new Set(delivered.map((p) => p.asset))).toEqual(new Set(['tok1', 'tok2']));
     await n.stop();
@@ -58,24 +64,12 @@ describe('StoredNotifier', () => {
       [[4], [1], [7, 10]],
       [[1], [4, 7], [10]],
     ]) {
-      const stats = emptyStats();
-      let up = false;
-      const delivered: PartitionRef[] = [];
-      const n = new StoredNotifier(
-        async (p) => {
-          if (!up) throw new Error('redis away');
-          delivered.push(...p);
-        },
-        opts,
-        silentLogger(),
-        stats,
-      );
-      n.start();
+      const { n, stats, delivered, up } = failingUntilUp();
       for (const batch of order) {
         await n.notify(batch.map((i) => aMessage(i)));
         await until('a failure', () => stats.notifyFailures >= 1);
       }
-      up = true;
+      up();
       await until('delivery', () => n.size === 0 && delivered.length === 1);
       expect(delivered[0]!.earliestMs).toBe(Number(aMessage(1).event.timestamp));
       await n.stop();
