@@ -348,9 +348,10 @@ export class SummaryBytesWriter {
    * by a number (`curKeys`): a dictionary index, the quote count, whether filled. A
    * segment named as in the bucket written just before is the same bytes, so each run of
    * such segments is copied from there (at R=1 nine in ten of a busy asset's values, and the
-   * whole of a forward-filled bucket after another filled from the same row); the others are
-   * each one copy of the segment made for their dictionary entry (DICT_SEGMENTS). Each bucket is written into room made for the largest one the answer can hold,
-   * with the offsets kept in locals: no check per piece.
+   * whole of a forward-filled bucket after another filled from the same row); each of the
+   * others is one copy of the segment made for its dictionary entry (DICT_SEGMENTS). Each
+   * bucket is written into room made for the largest one the answer can hold, with the
+   * offsets kept in locals: no check per piece.
    */
   series(s: ColumnSeries, from = 0, to = s.n): this {
     if (this.format === 'csv') throw new Error('series: CSV is written from bucket objects');
