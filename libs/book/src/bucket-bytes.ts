@@ -87,6 +87,69 @@ const ABSENT = Symbol('absent');
  */
 const TEXTS = new Map<string, Buffer>();
 const MAX_TEXTS = 100_000;
+/**
+ * The value segments (see `series`) of each dictionary of columns written (bucket-columns.ts),
+ * made as they are first met and kept as long as the dictionary is: the summary reader keeps
+ * a day's columns and answers from them again and again (at every resolution merged from
+ * them, which share the dictionary), so each entry's segments are made once, not looked up
+ * in TEXTS and written key and value apart in every answer (together 1.1-1.2x the writer at
+ * R = 60, 7 and 1 on the busiest asset's day).
+ */
+const DICT_SEGMENTS = new WeakMap<readonly string[], DictSegments>();
+
+/**
+ * A value segment's kind: segments 2-7 (the closes) are kinds 0-5, the first segment of OHLC
+ * q (its key, `{"open":` and the open) kind 6 + q, an OHLC's high, low and close (with the
+ * closing brace) kinds 10-12.
+ */
+const SEGMENT_KINDS = 13;
+/** Per kind, the bytes before the value. */
+const SEGMENT_PREFIX: readonly Buffer[] = [...CLOSE_KEYS, ...OHLC_KEYS.map((k) => Buffer.concat([k, J_OPEN])), J_HIGH, J_LOW, J_CLOSE];
+/** Per kind, the bytes of the segment other than the value's. */
+const SEGMENT_FIXED = Int32Array.from(SEGMENT_PREFIX, (b, kind) => b.length + (kind === SEGMENT_KINDS - 1 ? 1 : 0));
+/** Per segment (2-23; −1 for the two before), its kind. */
+const SEGMENT_KIND = Int8Array.from({ length: BUCKET_SEGMENTS }, (_, g) => (g < 2 ? -1 : g < 8 ? g - 2 : (g - 8) % 4 === 0 ? 6 + ((g - 8) >> 2) : 9 + ((g - 8) % 4)));
+/** Per segment, its bytes where its value is null: a close's key and `null`, an OHLC's key and `null` in its first segment and nothing in the others. */
+const NULL_SEGMENT: readonly Buffer[] = Array.from({ length: BUCKET_SEGMENTS }, (_, g) =>
+  g >= 2 && g < 8 ? Buffer.concat([CLOSE_KEYS[g - 2]!, NULL]) : g >= 8 && (g - 8) % 4 === 0 ? Buffer.concat([OHLC_KEYS[(g - 8) >> 2]!, NULL]) : Buffer.alloc(0),
+);
+
+/** The value segments of one dictionary's entries, one after the other in `slab`. */
+class DictSegments {
+  /** Per entry and kind (entry * SEGMENT_KINDS + kind): where the segment starts in `slab`, −1 until made. */
+  readonly at: Int32Array;
+  /** Per entry, its text's UTF-8 length (set with its first segment). */
+  readonly bytes: Int32Array;
+  slab = Buffer.allocUnsafe(4096);
+  private used = 0;
+
+  constructor(
+    readonly entries: number,
+    /** The longest entry, in UTF-16 units. */
+    readonly longest: number,
+  ) {
+    this.at = new Int32Array(entries * SEGMENT_KINDS).fill(-1);
+    this.bytes = new Int32Array(entries);
+  }
+
+  /** Makes the segment of entry `key` (whose text's bytes are `value`) of kind `kind`; returns its start in `slab`. */
+  make(key: number, kind: number, value: Buffer): number {
+    const n = SEGMENT_FIXED[kind]! + value.length;
+    if (this.used + n > this.slab.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(2 * this.slab.length, this.used + n));
+      this.slab.copy(bigger, 0, 0, this.used);
+      this.slab = bigger;
+    }
+    const start = this.used;
+    let o = copyInto(this.slab, start, SEGMENT_PREFIX[kind]!);
+    o = copyInto(this.slab, o, value);
+    if (kind === SEGMENT_KINDS - 1) this.slab[o++] = 0x7d;
+    this.used = o;
+    this.bytes[key] = value.length;
+    this.at[key * SEGMENT_KINDS + kind] = start;
+    return start;
+  }
+}
 
 /**
  * Buffers of answers already sent, given back (`releaseSummaryParts`) and written again: a
@@ -285,27 +348,28 @@ export class SummaryBytesWriter {
    * by a number (`curKeys`): a dictionary index, the quote count, whether filled. A
    * segment named as in the bucket written just before is the same bytes, so each run of
    * such segments is copied from there (at R=1 nine in ten of a busy asset's values, and the
-   * whole of a forward-filled bucket after another filled from the same row); the others are
-   * written from their dictionary entry's bytes, made once per answer (and per process,
-   * TEXTS). Each bucket is written into room made for the largest one the answer can hold,
-   * with the offsets kept in locals: no check per piece.
+   * whole of a forward-filled bucket after another filled from the same row); each of the
+   * others is one copy of the segment made for its dictionary entry (DICT_SEGMENTS). Each
+   * bucket is written into room made for the largest one the answer can hold, with the
+   * offsets kept in locals: no check per piece.
    */
   series(s: ColumnSeries, from = 0, to = s.n): this {
     if (this.format === 'csv') throw new Error('series: CSV is written from bucket objects');
     if (from >= to) return this;
     const json = this.format === 'json';
     const { dict, v, count } = s.columns;
-    if (this.seriesDict !== dict) {
-      this.seriesDict = dict;
-      this.seriesBytes = new Array<Buffer | undefined>(dict.length);
+    let segs = DICT_SEGMENTS.get(dict);
+    // (A dictionary is not added to once written; one that was is taken as a new one.)
+    if (segs === undefined || segs.entries !== dict.length) {
       let longest = 0;
       for (let k = 0; k < dict.length; k++) if (dict[k]!.length > longest) longest = dict[k]!.length;
-      this.seriesLongest = longest;
+      DICT_SEGMENTS.set(dict, (segs = new DictSegments(dict.length, longest)));
     }
-    const dictBytes = this.seriesBytes;
+    const segAt = segs.at;
+    const segBytes = segs.bytes;
     // A carried close is named −2 − its place (−1 where it is null).
     const carried: Buffer[] = s.carried.map((t) => (t === null ? NULL : this.text(t)));
-    let longest = this.seriesLongest;
+    let longest = segs.longest;
     for (const t of s.carried) if (t !== null && t.length > longest) longest = t.length;
     // UTF-8 is at most 3 bytes per UTF-16 unit, a value at least `null`; numbers print in at most 24 characters.
     const room = SERIES_FIXED_BYTES + VALUES_PER_BUCKET * Math.max(NULL.length, 3 * longest) + 2 * 24;
@@ -375,24 +439,24 @@ export class SummaryBytesWriter {
         } else if (g === 1) {
           off = copyInto(buf, off, J_FILLED);
           off = copyInto(buf, off, key === 1 ? TRUE : FALSE);
+        } else if (key >= 0) {
+          const kind = SEGMENT_KIND[g]!;
+          let st = segAt[key * SEGMENT_KINDS + kind]!;
+          if (st < 0) st = segs.make(key, kind, this.text(dict[key]!));
+          const n = SEGMENT_FIXED[kind]! + segBytes[key]!;
+          const slab = segs.slab;
+          if (n > NATIVE_COPY) slab.copy(buf, off, st, st + n);
+          else for (let i = 0; i < n; i++) buf[off + i] = slab[st + i]!;
+          off += n;
+        } else if (key === -1) {
+          // Null: the key and `null`; inside an OHLC nothing (written whole by its first segment).
+          off = copyInto(buf, off, NULL_SEGMENT[g]!);
         } else {
-          const x = key === -1 ? NULL : key < -1 ? carried[-2 - key]! : (dictBytes[key] ??= this.text(dict[key]!));
-          if (g < 8) {
-            off = copyInto(buf, off, CLOSE_KEYS[g - 2]!);
-            off = copyInto(buf, off, x);
-          } else {
-            const place = (g - 8) & 3;
-            if (place === 0) {
-              off = copyInto(buf, off, OHLC_KEYS[(g - 8) >> 2]!);
-              off = copyInto(buf, off, key === -1 ? NULL : J_OPEN);
-              if (key !== -1) off = copyInto(buf, off, x);
-            } else if (key !== -1) {
-              // (−1 inside an OHLC: it is null, written whole by its first segment.)
-              off = copyInto(buf, off, place === 1 ? J_HIGH : place === 2 ? J_LOW : J_CLOSE);
-              off = copyInto(buf, off, x);
-              if (place === 3) buf[off++] = 0x7d;
-            }
-          }
+          // A carried close (a filled bucket before the first observation).
+          const kind = SEGMENT_KIND[g]!;
+          off = copyInto(buf, off, SEGMENT_PREFIX[kind]!);
+          off = copyInto(buf, off, carried[-2 - key]!);
+          if (kind === SEGMENT_KINDS - 1) buf[off++] = 0x7d;
         }
       }
       if (run >= 0) off = copyRun(buf, off, prevAt, curAt, run, BUCKET_SEGMENTS);
@@ -412,9 +476,6 @@ export class SummaryBytesWriter {
     return this;
   }
 
-  private seriesDict: readonly string[] | null = null;
-  private seriesBytes: Array<Buffer | undefined> = [];
-  private seriesLongest = 0;
   /** The segment names of the series bucket written last and of the one being written, and where their segments start in `buf`. */
   private prevKeys = new Float64Array(BUCKET_SEGMENTS);
   private curKeys = new Float64Array(BUCKET_SEGMENTS);

@@ -313,15 +313,13 @@ export class ColumnsMerge {
   private lastC: BucketColumns | null = null;
   private lastAt = 0;
   // Per OHLC (bid, ask, mid, spread): open, high, low, close as merged indexes (open −1: none
-  // yet), and the high's and low's texts and doubles (NaN: compare the texts).
+  // yet), and the high's and low's doubles (NaN: compare the texts).
   private readonly open = new Int32Array(4).fill(-1);
   private readonly high = new Int32Array(4);
   private readonly low = new Int32Array(4);
   private readonly close = new Int32Array(4);
   private readonly highN = new Float64Array(4);
   private readonly lowN = new Float64Array(4);
-  private readonly highS: string[] = ['', '', '', ''];
-  private readonly lowS: string[] = ['', '', '', ''];
 
   /** `buckets`: how many fine buckets will be added, for the room made at first (a hint). */
   constructor(fineResolutionSeconds: number, resolutionSeconds: number, buckets = 0) {
@@ -343,7 +341,9 @@ export class ColumnsMerge {
     const d = this.d;
     const { ts, v, dict, num } = c;
     const counts = c.count;
-    const { fine, r, open, high, low, close, highN, lowN, highS, lowS } = this;
+    const { fine, r, open, high, low, close, highN, lowN } = this;
+    // The texts of the merged indexes (for the rare comparison the doubles do not decide).
+    const texts = d === null ? dict : d.dict;
     // Plain locals in the loop: a field written per bucket costs more.
     let start = this.start;
     let count = this.count;
@@ -373,28 +373,25 @@ export class ColumnsMerge {
         if (open[s] === -1) {
           open[s] = idIn(d, c, m, ov);
           high[s] = idIn(d, c, m, h);
-          highS[s] = dict[h]!;
           highN[s] = num[h]!;
           low[s] = idIn(d, c, m, l);
-          lowS[s] = dict[l]!;
           lowN[s] = num[l]!;
           continue;
         }
-        const hs = dict[h]!;
-        if (hs !== highS[s]) {
+        // Compared by index first (one dictionary holds no text twice; −1: not in the merged one yet, so new).
+        const hi = m === null ? h : m[h]!;
+        if (hi !== high[s]) {
           const diff = num[h]! - highN[s]!;
-          if (diff > 0 || (!(diff < 0) && compareCanonical(hs, highS[s]!) > 0)) {
-            high[s] = idIn(d, c, m, h);
-            highS[s] = hs;
+          if (diff > 0 || (!(diff < 0) && compareCanonical(dict[h]!, texts[high[s]!]!) > 0)) {
+            high[s] = hi === -1 ? d!.enter(c, m!, h) : hi;
             highN[s] = num[h]!;
           }
         }
-        const ls = dict[l]!;
-        if (ls !== lowS[s]) {
+        const li = m === null ? l : m[l]!;
+        if (li !== low[s]) {
           const diff = num[l]! - lowN[s]!;
-          if (diff < 0 || (!(diff > 0) && compareCanonical(ls, lowS[s]!) < 0)) {
-            low[s] = idIn(d, c, m, l);
-            lowS[s] = ls;
+          if (diff < 0 || (!(diff > 0) && compareCanonical(dict[l]!, texts[low[s]!]!) < 0)) {
+            low[s] = li === -1 ? d!.enter(c, m!, l) : li;
             lowN[s] = num[l]!;
           }
         }
