@@ -12,6 +12,7 @@ import { canonicalJson, contentHash, sha1Hex } from './content-hash.ts';
 const FRAME_SHIFT = 11n; // 2^11 records per frame slot
 const MS_SHIFT = 23n; // 2^12 frame slots per millisecond
 const SLOT = 1n << FRAME_SHIFT;
+const SLOT_RECORDS = Number(SLOT);
 const MAX_MS = MAX_RECEIVED_MS; // ms * 2^23 must fit UInt64
 
 /**
@@ -83,8 +84,8 @@ export class Sequencer {
     const base = BigInt(ms) << MS_SHIFT;
     const free = this.next.get(venue) ?? 0n;
     const start = base > free ? base : free;
-    const slots = BigInt(Math.max(1, Math.ceil(records.length / Number(SLOT))));
-    this.next.set(venue, start + slots * SLOT);
+    // One slot for nearly every frame: no BigInts made to count them.
+    this.next.set(venue, records.length <= SLOT_RECORDS ? start + SLOT : start + BigInt(Math.ceil(records.length / SLOT_RECORDS)) * SLOT);
 
     const received_at = isoMs(ms);
     const worker_id = this.workerId;
@@ -93,16 +94,21 @@ export class Sequencer {
     if (venue === 'exchange-a') {
       for (let i = 0; i < records.length; i++) {
         const event = records[i] as ExchangeAEvent;
-        out[i] = { venue, received_at, worker_id, ingest_seq: (start + BigInt(i)).toString(), dedup_id: dedupIdA(event), event };
+        out[i] = { venue, received_at, worker_id, ingest_seq: seqText(start, i), dedup_id: dedupIdA(event), event };
       }
     } else {
       for (let i = 0; i < records.length; i++) {
         const record = records[i] as ExchangeBRecord;
-        out[i] = { venue, received_at, worker_id, ingest_seq: (start + BigInt(i)).toString(), dedup_id: dedupIdB(record), record };
+        out[i] = { venue, received_at, worker_id, ingest_seq: seqText(start, i), dedup_id: dedupIdB(record), record };
       }
     }
     return out;
   }
+}
+
+/** The decimal text of `start + i`; the first record of a frame (nearly every record) makes no BigInt. */
+function seqText(start: bigint, i: number): string {
+  return (i === 0 ? start : start + BigInt(i)).toString();
 }
 
 export function dedupIdA(event: ExchangeAEvent): string {
