@@ -93,7 +93,8 @@ const SIMPLE_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
 const TRAILING_FRACTION_ZEROS = /\.?0+$/;
 
 function simpleCanonical(text: string): string {
-  const c = text.includes('.') ? text.replace(TRAILING_FRACTION_ZEROS, '') : text;
+  // Only a fraction that ends in a zero has zeros to drop (most prices end in another digit).
+  const c = text.endsWith('0') && text.includes('.') ? text.replace(TRAILING_FRACTION_ZEROS, '') : text;
   return c === '-0' ? '0' : c;
 }
 

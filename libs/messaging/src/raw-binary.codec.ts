@@ -111,24 +111,36 @@ function writeNullableStr(s: unknown): void {
   writeText(s, 1, 1);
 }
 
-// Pairs of hex digits, tested as an even length and a run of digits: the pattern with a
-// repeated pair costs a third more, on every hash and dedup id.
-const HEX_DIGITS = /^[0-9a-f]+$/;
 const HEX_DIGITS_0X = /^0x[0-9a-f]+$/;
 
 /**
  * A string that is usually lower-case hex (hashes, ids): varint h, then h >> 2 raw bytes
  * when bit 0 is set (bit 1: a "0x" prefix), else h >> 1 bytes of UTF-8 text.
+ *
+ * Lower-case hex without a prefix (every hash and dedup id) is found by writing it: hexWrite
+ * stops at the first pair that is not hex, and the text is then known to be all hex digits
+ * when it wrote them all and the text is ASCII (hexWrite reads only the low byte of a wider
+ * character); lower case when lower-casing changes nothing. A third of what testing it with
+ * a pattern first cost, on every record.
  */
 function writeHexish(s: string): void {
-  const even = s.length % 2 === 0;
-  const plain = even && HEX_DIGITS.test(s);
-  if (plain || (even && HEX_DIGITS_0X.test(s))) {
-    const bytes = plain ? s.length / 2 : s.length / 2 - 1;
-    writeVarint(bytes * 4 + (plain ? 1 : 3));
-    ensure(bytes);
-    pos += (buf as WriteBuffer).hexWrite(plain ? s : s.slice(2), pos);
-    return;
+  const n = s.length;
+  if (n > 0 && n % 2 === 0) {
+    const bytes = n / 2;
+    const head = varintBytes(bytes * 4 + 1);
+    // Room for the length before the bytes, and writeVarint's own check: nothing moves.
+    ensure(head + bytes + 10);
+    if ((buf as WriteBuffer).hexWrite(s, pos + head) === bytes && Buffer.byteLength(s, 'utf8') === n && s.toLowerCase() === s) {
+      writeVarint(bytes * 4 + 1);
+      pos += bytes;
+      return;
+    }
+    if (HEX_DIGITS_0X.test(s)) {
+      writeVarint((bytes - 1) * 4 + 3);
+      ensure(bytes - 1);
+      pos += (buf as WriteBuffer).hexWrite(s.slice(2), pos);
+      return;
+    }
   }
   writeText(s, 2, 0);
 }

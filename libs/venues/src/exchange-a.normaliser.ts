@@ -128,13 +128,15 @@ function timestampOf(ev: Record<string, unknown>): Parsed<string> {
     return bad(`timestamp ${String(raw)} is not milliseconds since the epoch`);
   }
   if (ms > MAX_EVENT_MS) return bad(`timestamp ${String(raw)} is after ${MAX_EVENT_DATE}, the last date the store holds`);
-  return ok(String(ms));
+  // The venue's digits are String(ms) already unless they start with a zero (the range
+  // keeps ms below 2^53): no number is written out again for nearly every event.
+  return ok(typeof raw === 'string' && raw[0] !== '0' ? raw : String(ms));
 }
 
 /** The asset id where the event type needs one. */
-function requiredAsset(v: unknown, field = 'asset_id'): Parsed<string> {
-  if (v === undefined || v === null || v === '') return bad(`${field} missing`);
-  if (typeof v !== 'string') return bad(`${field} is a ${kindOf(v)}, not a string`);
+function requiredAsset(v: unknown): Parsed<string> {
+  if (v === undefined || v === null || v === '') return bad('asset_id missing');
+  if (typeof v !== 'string') return bad(`asset_id is a ${kindOf(v)}, not a string`);
   return ok(v);
 }
 
@@ -160,36 +162,41 @@ function optionalDecimal(v: unknown, what: string): Parsed<string | undefined> {
   return decimalField(v, what);
 }
 
+/**
+ * The checks of a level or change name their field alone ("price is null"); the caller puts
+ * where it is in front only when one fails, rather than a name being written out for every
+ * field of every event.
+ */
 function levels(v: unknown, what: string): Parsed<PriceLevel[]> {
   if (!Array.isArray(v)) return bad(`${what} is ${v === undefined ? 'missing' : `a ${kindOf(v)}, not an array`}`);
   const out: PriceLevel[] = [];
   for (let i = 0; i < v.length; i++) {
     const lv: unknown = v[i];
     if (!isRecord(lv)) return bad(`${what}[${i}] is not an object`);
-    const price = decimalField(lv['price'], `${what}[${i}].price`);
-    if (!price.ok) return price;
-    const size = decimalField(lv['size'], `${what}[${i}].size`);
-    if (!size.ok) return size;
+    const price = decimalField(lv['price'], 'price');
+    if (!price.ok) return bad(`${what}[${i}].${price.reason}`);
+    const size = decimalField(lv['size'], 'size');
+    if (!size.ok) return bad(`${what}[${i}].${size.reason}`);
     out.push({ price: price.value, size: size.value });
   }
   return ok(out);
 }
 
 function side(v: unknown, what: string): Parsed<'BUY' | 'SELL'> {
+  // The venue's own spelling, upper case, needs no copy.
+  if (v === 'BUY' || v === 'SELL') return ok(v);
   const s = typeof v === 'string' ? v.toUpperCase() : v;
   if (s === 'BUY' || s === 'SELL') return ok(s);
   return bad(`${what} is ${v === undefined ? 'missing' : `not BUY or SELL: ${excerpt(String(v))}`}`);
 }
 
-/** `what` names the change in reasons ("changes[0]"); '' for the flat shape's top level. */
-function change(v: unknown, what: string): Parsed<PriceChange> {
-  if (!isRecord(v)) return bad(`${what} is not an object`);
-  const at = what === '' ? '' : `${what}.`;
-  const price = decimalField(v['price'], `${at}price`);
+/** A change; reasons name its fields alone (see levels). */
+function change(v: Record<string, unknown>): Parsed<PriceChange> {
+  const price = decimalField(v['price'], 'price');
   if (!price.ok) return price;
-  const sd = side(v['side'], `${at}side`);
+  const sd = side(v['side'], 'side');
   if (!sd.ok) return sd;
-  const size = decimalField(v['size'], `${at}size`);
+  const size = decimalField(v['size'], 'size');
   if (!size.ok) return size;
   return ok({ price: price.value, side: sd.value, size: size.value });
 }
@@ -197,21 +204,21 @@ function change(v: unknown, what: string): Parsed<PriceChange> {
 /**
  * A change with the venue's per-entry claims (hash, best_bid, best_ask), each kept only
  * when present, as received. `hashField` false for the flat shape, whose hash is the event's.
+ * Reasons name its fields alone (see levels).
  */
-function claimedChange(v: Record<string, unknown>, what: string, hashField: boolean): Parsed<PriceChange> {
-  const c = change(v, what);
+function claimedChange(v: Record<string, unknown>, hashField: boolean): Parsed<PriceChange> {
+  const c = change(v);
   if (!c.ok) return c;
   const out: PriceChange = c.value;
-  const at = what === '' ? '' : `${what}.`;
   if (hashField) {
-    const hash = venueHash(v['hash'], `${at}hash`);
+    const hash = venueHash(v['hash'], 'hash');
     if (!hash.ok) return hash;
     if (hash.value !== undefined) out.hash = hash.value;
   }
-  const bid = optionalDecimal(v['best_bid'], `${at}best_bid`);
+  const bid = optionalDecimal(v['best_bid'], 'best_bid');
   if (!bid.ok) return bid;
   if (bid.value !== undefined) out.best_bid = bid.value;
-  const ask = optionalDecimal(v['best_ask'], `${at}best_ask`);
+  const ask = optionalDecimal(v['best_ask'], 'best_ask');
   if (!ask.ok) return ask;
   if (ask.value !== undefined) out.best_ask = ask.value;
   return ok(out);
@@ -294,8 +301,10 @@ function priceChangeOld(ev: Record<string, unknown>, base: Base): Parsed<Exchang
   }
   const changes: PriceChange[] = [];
   for (let i = 0; i < raw.length; i++) {
-    const c = change(raw[i], `changes[${i}]`);
-    if (!c.ok) return c;
+    const entry: unknown = raw[i];
+    if (!isRecord(entry)) return bad(`changes[${i}] is not an object`);
+    const c = change(entry);
+    if (!c.ok) return bad(`changes[${i}].${c.reason}`);
     changes.push(c.value);
   }
   return assetRecord(ev, base, head.value, { event_type: 'price_change', changes }, ['changes']);
@@ -309,7 +318,7 @@ function priceChangeOld(ev: Record<string, unknown>, base: Base): Parsed<Exchang
 function priceChangeFlat(ev: Record<string, unknown>, base: Base): Parsed<ExchangeAEvent[]> {
   const head = assetHead(ev);
   if (!head.ok) return head;
-  const c = claimedChange(ev, '', false);
+  const c = claimedChange(ev, false);
   if (!c.ok) return c;
   const read = ['price', 'side', 'size', 'best_bid', 'best_ask'];
   return assetRecord(ev, base, head.value, { event_type: 'price_change', changes: [c.value] }, read);
@@ -331,12 +340,11 @@ function priceChangeList(ev: Record<string, unknown>, base: Base): Parsed<Exchan
   const groups = new Map<string, AssetGroup>();
   for (let i = 0; i < raw.length; i++) {
     const entry: unknown = raw[i];
-    const where = `price_changes[${i}]`;
-    if (!isRecord(entry)) return bad(`${where} is not an object`);
-    const asset = requiredAsset(entry['asset_id'], `${where}.asset_id`);
-    if (!asset.ok) return asset;
-    const c = claimedChange(entry, where, true);
-    if (!c.ok) return c;
+    if (!isRecord(entry)) return bad(`price_changes[${i}] is not an object`);
+    const asset = requiredAsset(entry['asset_id']);
+    if (!asset.ok) return bad(`price_changes[${i}].${asset.reason}`);
+    const c = claimedChange(entry, true);
+    if (!c.ok) return bad(`price_changes[${i}].${c.reason}`);
     let g = groups.get(asset.value);
     if (!g) {
       g = { changes: [], firstHash: c.value.hash };

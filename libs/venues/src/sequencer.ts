@@ -12,6 +12,7 @@ import { canonicalJson, contentHash, sha1Hex } from './content-hash.ts';
 const FRAME_SHIFT = 11n; // 2^11 records per frame slot
 const MS_SHIFT = 23n; // 2^12 frame slots per millisecond
 const SLOT = 1n << FRAME_SHIFT;
+const SLOT_RECORDS = Number(SLOT);
 const MAX_MS = MAX_RECEIVED_MS; // ms * 2^23 must fit UInt64
 
 /**
@@ -83,8 +84,8 @@ export class Sequencer {
     const base = BigInt(ms) << MS_SHIFT;
     const free = this.next.get(venue) ?? 0n;
     const start = base > free ? base : free;
-    const slots = BigInt(Math.max(1, Math.ceil(records.length / Number(SLOT))));
-    this.next.set(venue, start + slots * SLOT);
+    // One slot for nearly every frame: no BigInts made to count them.
+    this.next.set(venue, records.length <= SLOT_RECORDS ? start + SLOT : start + BigInt(Math.ceil(records.length / SLOT_RECORDS)) * SLOT);
 
     const received_at = isoMs(ms);
     const worker_id = this.workerId;
@@ -93,16 +94,21 @@ export class Sequencer {
     if (venue === 'exchange-a') {
       for (let i = 0; i < records.length; i++) {
         const event = records[i] as ExchangeAEvent;
-        out[i] = { venue, received_at, worker_id, ingest_seq: (start + BigInt(i)).toString(), dedup_id: dedupIdA(event), event };
+        out[i] = { venue, received_at, worker_id, ingest_seq: seqText(start, i), dedup_id: dedupIdA(event), event };
       }
     } else {
       for (let i = 0; i < records.length; i++) {
         const record = records[i] as ExchangeBRecord;
-        out[i] = { venue, received_at, worker_id, ingest_seq: (start + BigInt(i)).toString(), dedup_id: dedupIdB(record), record };
+        out[i] = { venue, received_at, worker_id, ingest_seq: seqText(start, i), dedup_id: dedupIdB(record), record };
       }
     }
     return out;
   }
+}
+
+/** The decimal text of `start + i`; the first record of a frame (nearly every record) makes no BigInt. */
+function seqText(start: bigint, i: number): string {
+  return (i === 0 ? start : start + BigInt(i)).toString();
 }
 
 export function dedupIdA(event: ExchangeAEvent): string {
@@ -112,10 +118,8 @@ export function dedupIdA(event: ExchangeAEvent): string {
     return contentHash({ asks: e.asks ?? null, asset_id: e.asset_id, bids: e.bids ?? null, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp });
   }
   if (e.event_type === 'price_change') {
-    const sorted = changesInKeyOrder(e.changes);
-    if (sorted !== null && typeof e.asset_id === 'string' && typeof e.hash === 'string' && typeof e.timestamp === 'string') {
-      return sha1Hex(JSON.stringify({ asset_id: e.asset_id, changes: sorted, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp }));
-    }
+    const text = priceChangeIdText(e);
+    if (text !== null) return sha1Hex(text);
     return contentHash({ asset_id: e.asset_id, changes: e.changes ?? null, event_type: e.event_type, hash: e.hash, timestamp: e.timestamp });
   }
   return contentHash(e);
@@ -125,26 +129,44 @@ export function dedupIdA(event: ExchangeAEvent): string {
 const CHANGE_KEYS = new Set(['price', 'side', 'size', 'hash', 'best_bid', 'best_ask']);
 
 /**
- * Copies of the changes with their keys inserted in sorted order, so that the engine's own
- * JSON.stringify writes their canonical JSON: a change's keys (price, side, size, …) are not
- * in sorted order, and canonicalJson's general path (sorting, text in parts) was most of the
- * cost of stamping a price_change. null for anything but plain changes of string fields,
- * which then take canonicalJson: the id is the same text either way.
+ * Text that JSON writes as it is between quotes: no quote, backslash or control character,
+ * and no surrogate (JSON.stringify escapes a lone one; a pair is left to the general path).
  */
-function changesInKeyOrder(changes: unknown): object[] | null {
-  if (!Array.isArray(changes)) return null;
-  const out: object[] = new Array<object>(changes.length);
+const PLAIN_TEXT = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
+const plainText = (v: unknown): v is string => typeof v === 'string' && PLAIN_TEXT.test(v);
+
+/**
+ * The canonical JSON of a price_change's identity (its asset, changes, type, hash and
+ * timestamp, keys sorted at every depth), written out directly: a change's keys (price,
+ * side, size, …) are not in sorted order, canonicalJson's general path (sorting, text in
+ * parts) was most of the cost of stamping a price_change, and copying each change with its
+ * keys in order for JSON.stringify still cost a fifth more than this. null for anything but
+ * plain changes of plain string fields, which then take canonicalJson: the id is the same
+ * text either way.
+ */
+function priceChangeIdText(e: ExchangeAEvent): string | null {
+  const changes: unknown = e.changes;
+  if (!Array.isArray(changes) || !plainText(e.asset_id) || !plainText(e.hash) || !plainText(e.timestamp)) return null;
+  let text = `{"asset_id":"${e.asset_id}","changes":[`;
   for (let i = 0; i < changes.length; i++) {
     const c: unknown = changes[i];
     if (typeof c !== 'object' || c === null || Object.getPrototypeOf(c) !== Object.prototype) return null;
     const ch = c as Record<string, unknown>;
     for (const k in ch) {
       const v = ch[k];
-      if (!CHANGE_KEYS.has(k) || (typeof v !== 'string' && v !== undefined)) return null;
+      if (!CHANGE_KEYS.has(k) || (v !== undefined && !plainText(v))) return null;
     }
-    out[i] = { best_ask: ch['best_ask'], best_bid: ch['best_bid'], hash: ch['hash'], price: ch['price'], side: ch['side'], size: ch['size'] };
+    // Sorted keys; an undefined one is left out, as JSON.stringify leaves it out.
+    let fields = '';
+    if (ch['best_ask'] !== undefined) fields += `,"best_ask":"${ch['best_ask'] as string}"`;
+    if (ch['best_bid'] !== undefined) fields += `,"best_bid":"${ch['best_bid'] as string}"`;
+    if (ch['hash'] !== undefined) fields += `,"hash":"${ch['hash'] as string}"`;
+    if (ch['price'] !== undefined) fields += `,"price":"${ch['price'] as string}"`;
+    if (ch['side'] !== undefined) fields += `,"side":"${ch['side'] as string}"`;
+    if (ch['size'] !== undefined) fields += `,"size":"${ch['size'] as string}"`;
+    text += `${i === 0 ? '{' : ',{'}${fields.slice(1)}}`;
   }
-  return out;
+  return `${text}],"event_type":"price_change","hash":"${e.hash}","timestamp":"${e.timestamp}"}`;
 }
 
 export function dedupIdB(r: ExchangeBRecord): string {
