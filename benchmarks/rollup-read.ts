@@ -18,6 +18,7 @@
  *   npx tsx benchmarks/rollup-read.ts [rounds]      ROLL_READ_DIR=/tmp/dir keeps the filled store
  *   ROLL_READ_ONLY=base,threads1                     only these variants
  *   ROLL_READ_TIMED=merged,fresh                     time only these layouts (every layout is hashed)
+ *   ROLL_READ_ROLLUP=7                               then whole rollups, the read with and without its settings
  *
  * A kept store's fresh parts stay apart only while merges are stopped: the engine resumes
  * them whenever a process opens it before this script stops them again (the part counts
@@ -28,6 +29,10 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+// Loaded first, as in the worker's process (it slows some string built-ins: rollup-fold.ts).
+import 'ioredis';
+import { silentLogger } from '@booktape/config';
+import { Roller } from '@booktape/summaries';
 import { migrate, openClickHouse, RawEventsRepository, streamQuery, SummariesRepository, BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, type ClickHouse } from '@booktape/storage';
 import { intEnv } from './bench-env.ts';
 import { fillDay } from './fill-day.ts';
@@ -151,6 +156,44 @@ async function read(sql: string, layout: Layout, hash: boolean): Promise<{ bytes
   return { bytes, digest: h?.digest('hex').slice(0, 16) ?? '', ms: performance.now() - t0, cpu: cpu() - c0 };
 }
 
+/**
+ * ROLL_READ_ROLLUP=n: whole rollups (Roller.rollDay, the write dropped) of the fresh and the
+ * merged layout, n alternating rounds each of the repository's read with and without its
+ * SETTINGS clause, what the engine and the fold cost together (they overlap). The day's
+ * `applied` is checked each time.
+ */
+const ROLLUP_ROUNDS = intEnv('ROLL_READ_ROLLUP', 0);
+async function rollups(): Promise<void> {
+  const proto = SummariesRepository.prototype as unknown as { bookEventsQuery: (this: unknown, ...a: unknown[]) => { query: string } };
+  const own = proto.bookEventsQuery;
+  const state = { table: 'raw_exchange_a', settings: true };
+  // The repository's query on another layout's table, with or without its settings.
+  proto.bookEventsQuery = function (this: unknown, ...a: unknown[]) {
+    const r = own.apply(this, a);
+    const query = r.query.replaceAll(ch.table('raw_exchange_a'), ch.table(state.table));
+    return { ...r, query: state.settings ? query : query.replace(/\s+SETTINGS [^)]*$/, '') };
+  };
+  class Dropped extends SummariesRepository {
+    override async writeMany(): Promise<void> {}
+  }
+  const roller = new Roller(new Dropped(ch), silentLogger(), { closeGraceMs: 0 });
+  for (const layout of ['fresh', 'merged'] as const) {
+    state.table = LAYOUTS[layout];
+    const times: Record<string, number[]> = { with_settings: [], without: [] };
+    for (let k = 0; k < ROLLUP_ROUNDS; k++) {
+      for (const settings of k % 2 === 0 ? [true, false] : [false, true]) {
+        state.settings = settings;
+        const t0 = performance.now();
+        const res = await roller.rollDay({ venue: 'exchange-a', market: MARKET, asset: ASSET }, DATE, true);
+        times[settings ? 'with_settings' : 'without']!.push(performance.now() - t0);
+        if (res.applied !== EVENTS) throw new Error(`rolled ${res.applied} events, expected ${EVENTS}`);
+      }
+    }
+    console.log(JSON.stringify({ rollup: layout, with_settings_ms: median(times.with_settings!), without_ms: median(times.without!), rounds: ROLLUP_ROUNDS }));
+  }
+  proto.bookEventsQuery = own;
+}
+
 const median = (a: number[]) => {
   const s = [...a].sort((x, y) => x - y);
   return Math.round(s[Math.floor(s.length / 2)]!);
@@ -179,6 +222,7 @@ try {
     process.stderr.write(`[rollup-read] ${layout} done, load ${loadavg()[0]!.toFixed(2)}\n`);
   }
   for (const n of names) console.log(JSON.stringify({ variant: n, ...(VARIANTS[n]!.exact === false ? { reference: true } : {}), ...out[n] }));
+  if (ROLLUP_ROUNDS > 0) await rollups();
 } finally {
   await ch.close();
   if (keep === undefined) rmSync(dir, { recursive: true, force: true });
