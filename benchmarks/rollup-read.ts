@@ -18,7 +18,7 @@
  *   npx tsx benchmarks/rollup-read.ts [rounds]      ROLL_READ_DIR=/tmp/dir keeps the filled store
  *   ROLL_READ_ONLY=base,threads1                     only these variants
  *   ROLL_READ_TIMED=merged,fresh                     time only these layouts (every layout is hashed)
- *   ROLL_READ_ROLLUP=7                               then whole rollups, the read with and without its settings
+ *   ROLL_READ_ROLLUP=7                               then whole rollups, the read on one engine thread or the default
  *
  * A kept store's fresh parts stay apart only while merges are stopped: the engine resumes
  * them whenever a process opens it before this script stops them again (the part counts
@@ -158,20 +158,21 @@ async function read(sql: string, layout: Layout, hash: boolean): Promise<{ bytes
 
 /**
  * ROLL_READ_ROLLUP=n: whole rollups (Roller.rollDay, the write dropped) of the fresh and the
- * merged layout, n alternating rounds each of the repository's read with and without its
- * SETTINGS clause, what the engine and the fold cost together (they overlap). The day's
- * `applied` is checked each time.
+ * merged layout, n alternating rounds each of the repository's read on one engine thread
+ * (`max_threads = 1`, what bookEventsFold picks for a date in one part) and with the engine's
+ * default: what the engine and the fold cost together (they overlap). The day's `applied` is
+ * checked each time.
  */
 const ROLLUP_ROUNDS = intEnv('ROLL_READ_ROLLUP', 0);
 async function rollups(): Promise<void> {
   const proto = SummariesRepository.prototype as unknown as { bookEventsQuery: (this: unknown, ...a: unknown[]) => { query: string } };
   const own = proto.bookEventsQuery;
-  const state = { table: 'raw_exchange_a', settings: true };
-  // The repository's query on another layout's table, with or without its settings.
+  const state = { table: 'raw_exchange_a', oneThread: true };
+  // The repository's query on another layout's table, with the setting or without any.
   proto.bookEventsQuery = function (this: unknown, ...a: unknown[]) {
     const r = own.apply(this, a);
-    const query = r.query.replaceAll(ch.table('raw_exchange_a'), ch.table(state.table));
-    return { ...r, query: state.settings ? query : query.replace(/\s+SETTINGS [^)]*$/, '') };
+    const query = r.query.replaceAll(ch.table('raw_exchange_a'), ch.table(state.table)).replace(/\s+SETTINGS [^)]*$/, '');
+    return { ...r, query: state.oneThread ? `${query} SETTINGS max_threads = 1` : query };
   };
   class Dropped extends SummariesRepository {
     override async writeMany(): Promise<void> {}
@@ -179,17 +180,17 @@ async function rollups(): Promise<void> {
   const roller = new Roller(new Dropped(ch), silentLogger(), { closeGraceMs: 0 });
   for (const layout of ['fresh', 'merged'] as const) {
     state.table = LAYOUTS[layout];
-    const times: Record<string, number[]> = { with_settings: [], without: [] };
+    const times: Record<string, number[]> = { one_thread: [], default: [] };
     for (let k = 0; k < ROLLUP_ROUNDS; k++) {
-      for (const settings of k % 2 === 0 ? [true, false] : [false, true]) {
-        state.settings = settings;
+      for (const oneThread of k % 2 === 0 ? [true, false] : [false, true]) {
+        state.oneThread = oneThread;
         const t0 = performance.now();
         const res = await roller.rollDay({ venue: 'exchange-a', market: MARKET, asset: ASSET }, DATE, true);
-        times[settings ? 'with_settings' : 'without']!.push(performance.now() - t0);
+        times[oneThread ? 'one_thread' : 'default']!.push(performance.now() - t0);
         if (res.applied !== EVENTS) throw new Error(`rolled ${res.applied} events, expected ${EVENTS}`);
       }
     }
-    console.log(JSON.stringify({ rollup: layout, with_settings_ms: median(times.with_settings!), without_ms: median(times.without!), rounds: ROLLUP_ROUNDS }));
+    console.log(JSON.stringify({ rollup: layout, one_thread_ms: median(times.one_thread!), default_ms: median(times.default!), rounds: ROLLUP_ROUNDS }));
   }
   proto.bookEventsQuery = own;
 }
