@@ -5,6 +5,9 @@
 import type { ExchangeAMessage, ExchangeBMessage } from '@booktape/domain';
 import type { RawEventsRepository } from '@booktape/storage';
 
+/** The dense exchange A asset-day the rollup scripts fill and read (rollup-profile.ts, rollup-read.ts). */
+export const DENSE_DAY = { market: `0x${'7a'.repeat(32)}`, asset: '5550001', date: '2026-03-02', dayMs: Date.UTC(2026, 2, 2) } as const;
+
 /** A deterministic PRNG: the same day every run. */
 export function rng(seed: number) {
   let s = seed >>> 0;

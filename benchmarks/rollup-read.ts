@@ -35,13 +35,10 @@ import { silentLogger } from '@booktape/config';
 import { Roller } from '@booktape/summaries';
 import { migrate, openClickHouse, RawEventsRepository, streamQuery, SummariesRepository, BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, type ClickHouse } from '@booktape/storage';
 import { intEnv } from './bench-env.ts';
-import { fillDay } from './fill-day.ts';
+import { DENSE_DAY, fillDay } from './fill-day.ts';
 
 const EVENTS = intEnv('BENCH_EVENTS', 1_000_000, 5000);
-const MARKET = `0x${'7a'.repeat(32)}`;
-const ASSET = '5550001';
-const DATE = '2026-03-02';
-const DAY = Date.UTC(2026, 2, 2);
+const { market: MARKET, asset: ASSET, date: DATE, dayMs: DAY } = DENSE_DAY;
 const rounds = Number(process.argv[2] ?? 3);
 const LAYOUTS = { fresh: 'raw_exchange_a', merged: 'raw_merged', dups: 'raw_dups' } as const;
 type Layout = keyof typeof LAYOUTS;

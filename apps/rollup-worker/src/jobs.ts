@@ -4,7 +4,7 @@ import { ENGINE_VERSION } from '@booktape/book';
 import type { Logger } from '@booktape/config';
 import { utcDate } from '@booktape/domain';
 import { venueModule } from '@booktape/venues';
-import { assetKey, STORED_RECENTLY_MS, type AssetRef, type PartitionRef, type BackfillProgress, type BackfillRequest, type RollupJobData, type RollupQueue } from '@booktape/messaging';
+import { assetKey, partitionKey, STORED_RECENTLY_MS, type AssetRef, type PartitionRef, type BackfillProgress, type BackfillRequest, type RollupJobData, type RollupQueue } from '@booktape/messaging';
 import type { SummariesRepository, SummaryKey } from '@booktape/storage';
 import type { DayResult, Roller } from '@booktape/summaries';
 import type { Unlock } from './asset-lock.ts';
@@ -196,5 +196,3 @@ export function runJob(ctx: JobContext, job: Job<RollupJobData>, token?: string)
       return Promise.reject(new Error(`unknown rollup job ${JSON.stringify(d)}`));
   }
 }
-
-const partitionKey = (p: SummaryKey & { date: string }) => `${p.venue}|${p.market}|${p.asset}|${p.date}`;

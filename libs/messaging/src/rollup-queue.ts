@@ -115,6 +115,9 @@ export function partitionOf(m: RawMessage): PartitionRef {
   return { venue: m.venue, market: marketKey(m), asset: messageAsset(m), date };
 }
 
+/** A partition's identity as text (venue, market, asset, date): one map key per asset-day. */
+export const partitionKey = (p: { venue: string; market: string; asset: string; date: string }): string => `${p.venue}|${p.market}|${p.asset}|${p.date}`;
+
 /** Distinct partitions of some records, each with its records' lowest event time (`earliestMs`). */
 export function partitionsOf(messages: Iterable<RawMessage>, into = new Map<string, PartitionRef>()): Map<string, PartitionRef> {
   for (const m of messages) {
@@ -123,7 +126,7 @@ export function partitionsOf(messages: Iterable<RawMessage>, into = new Map<stri
     const venue = m.venue;
     const market = marketKey(m);
     const asset = messageAsset(m);
-    const k = `${venue}|${market}|${asset}|${date}`;
+    const k = partitionKey({ venue, market, asset, date });
     const had = into.get(k);
     if (had === undefined) into.set(k, { venue, market, asset, date, earliestMs: ms });
     else had.earliestMs = mergeEarliest(had.earliestMs, ms);

@@ -4,7 +4,7 @@ import cliProgress from 'cli-progress';
 import { createLogger, parseEnv, platformConfig, platformEnvSchema, redactUrl } from '@booktape/config';
 import type { Venue } from '@booktape/domain';
 import { importCaptureFiles } from '@booktape/ingestor';
-import { RollupQueue, type PartitionRef } from '@booktape/messaging';
+import { partitionKey, RollupQueue, type PartitionRef } from '@booktape/messaging';
 import { ImportError, PMXT_FORMAT, PMXT_VENUE, detectImportFormat, importBooktapeFile, importPmxtFile, migrate, openClickHouse, type ClickHouse, type ImportFormat, type ImportResult } from '@booktape/storage';
 import { chooseRedis } from '../local-services.ts';
 import { DownloadError, fetchToTemp, isUrl, urlFileName } from './fetch-file.ts';
@@ -90,7 +90,7 @@ export async function runImport(opts: ImportOptions, env: NodeJS.ProcessEnv = pr
         superseded += r.superseded;
         for (const p of r.partitions) {
           const venue = p.venue ?? r.venue ?? PMXT_VENUE;
-          parts.set(`${venue}|${p.market}|${p.asset}|${p.date}`, { venue, market: p.market, asset: p.asset, date: p.date });
+          parts.set(partitionKey({ ...p, venue }), { venue, market: p.market, asset: p.asset, date: p.date });
         }
         progress.log(process.stdout, line(r));
       } catch (e) {
