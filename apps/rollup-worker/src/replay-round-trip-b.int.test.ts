@@ -16,8 +16,8 @@ const step = (what: string) => console.log(`[${((Date.now() - t0) / 1000).toFixe
  * capture, pointed at the API's exchange B replay websocket the way it is pointed at the
  * venue (EXCHANGE_B_WS_URL), records a second copy of a window of it into another database.
  * The copy's books must equal the source's after every delta and at the end (deltas
- * matched by content, in order), every delta the source applied to a known book must be in
- * the copy, and the copy's seq must be continuous but for the one gap the source had inside
+ * matched by content, in order), every delta the source stored once it had the ticker's book
+ * (after its gap too) must be in the copy, and the copy's seq must be continuous but for the one gap the source had inside
  * the window.
  */
 

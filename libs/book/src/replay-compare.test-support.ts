@@ -7,13 +7,14 @@ import { referenceBookB, ReferenceBookStepperB, type ReferenceBook } from './ref
  * (`before` the window and `window`, the ticker's, in serving order). The copy's sid, seq,
  * times and extra snapshots are its own, so its deltas are matched to the source's by
  * content (side, price, delta, venue time), in order; after each matched delta, and at the
- * end, both reference books must be equal. Every delta the source applied to a known book
- * must be in the copy.
+ * end, both reference books must be equal. Every delta the source stored once the client had
+ * the ticker's book (known at the window's start, or a snapshot of it stored since) must be in
+ * the copy: after a gap the deltas come as the venue sent them, on a book both sides know is unknown.
  */
 export interface CopyComparison {
   /** Deltas of the copy matched to the source's. */
   deltas: number;
-  /** Deltas of the window the source applied to a known book. */
+  /** Deltas of the window stored once the client had the ticker's book. */
   applied: number;
   /** The first difference, or null. */
   mismatch: { what: string; copy?: ReferenceBook; source?: ReferenceBook } | null;
@@ -44,14 +45,14 @@ export function compareReplayedBooksB(before: readonly ExchangeBRecord[], window
   }
   while (j < window.length) theirs.apply(window[j++]!);
   mismatch = differ('book at the end');
-  // Rule 4 of docs/rules/summaries.md, as far as a delta's being applied goes: a snapshot
-  // without a null side makes a book known; a gap, or a delta with a null payload, unknown.
-  let known = referenceBookB(before).known;
+  // The venue sends a subscription no delta before its first snapshot, and every delta after
+  // it, the book known or not (after a lost message or a null payload): the client has had
+  // the book once it was known at the window's start or a snapshot of it was stored since.
+  let had = referenceBookB(before).known;
   let applied = 0;
   for (const r of window) {
-    if (r.type === 'delta' && known) applied++;
-    if (r.type === 'snapshot') known = r.yes !== null && r.no !== null;
-    if (r.type === 'gap' || (r.type === 'delta' && (r.price === null || r.delta === null))) known = false;
+    if (r.type === 'delta' && had) applied++;
+    if (r.type === 'snapshot') had = true;
   }
   return { deltas, applied, mismatch };
 }

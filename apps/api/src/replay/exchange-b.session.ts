@@ -32,9 +32,12 @@ import { ReplaySocket, type ReplayOutcome, type ReplayWindow, type VenueReplay }
  * Gaps. A stored `gap` record (the first capture lost a message: the book is unknown) is
  * passed on the venue's way: the sids of its ticker skip one `seq` (the client sees a gap,
  * as it would have live), and right after the skip every other ticker of the sid whose book
- * is known gets a fresh snapshot (the skip made the client forget it). A ticker whose book is
- * unknown gets no deltas (the venue never sends a delta before the snapshot it applies to);
- * its next stored snapshot is its fresh snapshot. `update_subscription` `get_snapshot` is
+ * is known gets a fresh snapshot (the skip made the client forget it). A ticker whose book the
+ * client has never been sent gets no deltas (the venue never sends a delta before the first
+ * snapshot of a subscription); its next stored snapshot is its first. A ticker the client has
+ * had a book of gets every stored delta, known or not, as the venue sent them live after the
+ * lost message: so the skip is seen at the next delta even where no snapshot follows before
+ * the window ends, and the client's book is unknown exactly where the stored one is. `update_subscription` `get_snapshot` is
  * answered with the current books (one that is unknown now gets its snapshot when the stored
  * data has one), `delete_markets` with `ok`; `unsubscribe` with `unsubscribed`. Bad commands
  * get the venue's `error` message and the socket stays open. Pings are answered (the
@@ -64,6 +67,8 @@ interface Sub {
   seq: number;
   /** A stored gap of one of its tickers is still to be shown (a skipped seq, then fresh snapshots). */
   gapPending: boolean;
+  /** Tickers the client has been sent a snapshot of on this sid: their deltas are sent, known or not. */
+  had: Set<string>;
 }
 
 const isBook = (r: ExchangeBRecord) => r.type === 'snapshot' || r.type === 'delta' || r.type === 'gap';
@@ -163,7 +168,7 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
     const frames: string[] = [];
     for (const channel of channels) {
       const sid = nextSid++;
-      subs.set(sid, { sid, channel, tickers: new Set(tickers), seq: 0, gapPending: false });
+      subs.set(sid, { sid, channel, tickers: new Set(tickers), seq: 0, gapPending: false, had: new Set() });
       frames.push(subscribedFrame(id, channel, sid));
     }
     s.subscribed();
@@ -182,6 +187,7 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
 
   function bookSnapshot(sub: Sub, ticker: string, b: ExchangeBBook): string {
     const [yes, no] = b.bestLevels(FULL_DEPTH);
+    sub.had.add(ticker);
     return snapshotFrame(sub.sid, ++sub.seq, ticker, ascendingPairs(yes), ascendingPairs(no));
   }
 
@@ -206,7 +212,6 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
     const out: string[] = [];
     if (isBook(r)) {
       const book = books!.get(r.ticker);
-      const wasKnown = book?.isKnown() ?? false;
       const targets: Sub[] = [];
       for (const sub of subs.values()) {
         if (sub.channel !== 'orderbook_delta' || !sub.tickers.has(r.ticker)) continue;
@@ -218,9 +223,13 @@ export function runExchangeB(ws: WebSocket, w: ReplayWindow, deps: ExchangeBDeps
         }
       }
       book?.apply(r);
-      // A delta on a book the client does not have is not sent (its next snapshot is).
-      if (r.type === 'delta' && !wasKnown) return out;
-      for (const sub of targets) out.push(r.type === 'snapshot' ? storedSnapshotFrame(sub.sid, ++sub.seq, r) : deltaFrame(sub.sid, ++sub.seq, r));
+      for (const sub of targets) {
+        if (r.type === 'snapshot') {
+          sub.had.add(r.ticker);
+          out.push(storedSnapshotFrame(sub.sid, ++sub.seq, r));
+        } else if (sub.had.has(r.ticker)) out.push(deltaFrame(sub.sid, ++sub.seq, r));
+        // else: a delta before the client's first snapshot of the ticker is not sent (that snapshot is).
+      }
       return out;
     }
     for (const sub of subs.values()) {
