@@ -126,7 +126,7 @@ const seqNumber = fc.oneof({ weight: 20, arbitrary: fc.integer({ min: 0, max: 40
 const tsMs = fc.oneof({ weight: 20, arbitrary: fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 }) }, { weight: 1, arbitrary: fc.constantFrom(0, 1_739_548_200, -5, 999_999_999_999_999) });
 const tsIso = fc.constantFrom('2026-02-14T15:30:00Z', '2026-02-14T14:15:11.73425Z', '1739548200', '2026-13-40T00:00:00Z', 'soon', '');
 const deltaDollars = fc
-  .tuple(field(seqNumber), field(seqNumber), field(ticker), field(fc.uuid()), field(decimalText), field(decimalText), field(sideB), field(tsMs))
+  .tuple(field(seqNumber), field(seqNumber), field(ticker), field(fc.oneof(fc.uuid(), fc.constant(''))), field(decimalText), field(decimalText), field(sideB), field(tsMs))
   .chain(([sid, seq, t, id, p, d, sd, ts]) =>
     fc.tuple(vary([['type', 'orderbook_delta'], ['sid', sid], ['seq', seq], ['msg', null]]), vary([['market_ticker', t], ['market_id', id], ['price_dollars', p], ['delta_fp', d], ['side', sd], ['ts_ms', ts]]))
       .map(([head, msg]) => ('msg' in head ? { ...head, msg } : head)),
@@ -196,21 +196,24 @@ describe('capture lines: the fast path gives what the general path gives', () =>
     compare(lines);
   });
 
-  it('a refused value gives the general path’s dead-letter reason and frame text', () => {
-    const negative = '{"venue":"exchange-b","received_at":"2026-03-01T08:00:02.441Z","frame":{"type":"orderbook_delta","sid":7,"seq":1,"msg":{"market_ticker":"KX-1","market_id":"m","price_dollars":"-0.4500","delta_fp":"20.00","side":"yes","ts_ms":1772352002441}}}';
-    const frame = scanCaptureLine(negative)?.frame;
+  it('a value the fast path refuses gives the general path’s dead-letter reason and frame text', () => {
+    const badTs = '{"venue":"exchange-b","received_at":"2026-03-01T08:00:02.441Z","frame":{"type":"orderbook_delta","sid":7,"seq":1,"msg":{"market_ticker":"KX-1","price":46,"price_dollars":"0.46","delta":-50,"delta_fp":"-50.00","side":"yes","ts":"soon"}}}';
+    const frame = scanCaptureLine(badTs)?.frame;
     expect(frame).toBeInstanceOf(ScannedFrame);
     const r = new ExchangeBNormaliser().normalise(frame, new Date('2026-03-01T08:00:02.441Z'));
-    expect(r).toEqual({ kind: 'invalid', reason: 'orderbook_delta: price_dollars is negative' });
-    expect(JSON.stringify(frame)).toBe(JSON.stringify(JSON.parse(negative).frame));
-    compare([negative]);
+    expect(r).toEqual({ kind: 'invalid', reason: 'orderbook_delta: ts is neither ISO 8601 nor a Unix time: "soon"' });
+    expect(JSON.stringify(frame)).toBe(JSON.stringify(JSON.parse(badTs).frame));
+    // A value outside the patterns is not matched at all: the general path reads the line.
+    const negative = '{"venue":"exchange-b","received_at":"2026-03-01T08:00:02.441Z","frame":{"type":"orderbook_delta","sid":7,"seq":1,"msg":{"market_ticker":"KX-1","market_id":"m","price_dollars":"-0.4500","delta_fp":"20.00","side":"yes","ts_ms":1772352002441}}}';
+    expect(scanCaptureLine(negative)).toBeNull();
+    compare([badTs, negative]);
   });
 
   it('lines of every shape and variations of them', () => {
     Object.assign(seen, { lines: 0, scanned: 0, records: 0 });
     fc.assert(fc.property(fc.array(line, { minLength: 1, maxLength: 12 }), compare), { numRuns: 3000 });
     // Not vacuous: many lines took the fast path to records, and many were refused by it.
-    expect(seen.records / seen.lines).toBeGreaterThan(0.2);
+    expect(seen.records / seen.lines).toBeGreaterThan(0.12);
     expect(seen.scanned / seen.lines).toBeLessThan(0.9);
   });
 

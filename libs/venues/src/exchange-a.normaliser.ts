@@ -8,7 +8,7 @@ import {
 } from '@booktape/domain';
 import { venueDecimal } from '@booktape/decimal';
 import { contentHash } from './content-hash.ts';
-import { SHAPE_A_CHANGES, SHAPE_A_LIST, ScannedFrame } from './capture-scan.ts';
+import { ScannedFrame } from './capture-scan.ts';
 import {
   bad,
   excerpt,
@@ -51,10 +51,10 @@ const MIN_TIMESTAMP_MS = 100_000_000_000; // 1973-03-03: smaller values are seco
 const MAX_TIMESTAMP_MS = 100_000_000_000_000; // year 5138: larger values are µs or ns
 
 export function normaliseExchangeA(frame: unknown, _receivedAt: Date): ExchangeAResult {
+  // A line of a hot shape, matched by the capture reader: its records are made already, as
+  // below from the parsed frame (capture-scan.ts); anything else it carries is parsed here.
   if (frame instanceof ScannedFrame) {
-    const records = scannedRecords(frame);
-    if (records !== null) return { kind: 'records', records };
-    // A value its checks refuse: the general path on the parsed frame gives the reason.
+    if (frame.records !== null) return { kind: 'records', records: frame.records };
     frame = frame.value();
   }
   let value: unknown = frame;
@@ -112,10 +112,7 @@ interface Base {
 }
 
 function marketOf(ev: Record<string, unknown>): Parsed<string> {
-  return marketValue(ev['market']);
-}
-
-function marketValue(raw: unknown): Parsed<string> {
+  const raw = ev['market'];
   if (raw === undefined || raw === null || raw === '') return bad('market missing');
   if (typeof raw !== 'string') return bad(`market is a ${kindOf(raw)}, not a string`);
   const id = normaliseConditionId(raw);
@@ -123,10 +120,7 @@ function marketValue(raw: unknown): Parsed<string> {
 }
 
 function timestampOf(ev: Record<string, unknown>): Parsed<string> {
-  return timestampValue(ev['timestamp']);
-}
-
-function timestampValue(raw: unknown): Parsed<string> {
+  const raw = ev['timestamp'];
   if (raw === undefined || raw === null || raw === '') return bad('timestamp missing');
   let ms: number;
   if (typeof raw === 'number') {
@@ -205,15 +199,11 @@ function side(v: unknown, what: string): Parsed<'BUY' | 'SELL'> {
 
 /** A change; reasons name its fields alone (see levels). */
 function change(v: Record<string, unknown>): Parsed<PriceChange> {
-  return changeOf(v['price'], v['side'], v['size']);
-}
-
-function changeOf(rawPrice: unknown, rawSide: unknown, rawSize: unknown): Parsed<PriceChange> {
-  const price = decimalField(rawPrice, 'price');
+  const price = decimalField(v['price'], 'price');
   if (!price.ok) return price;
-  const sd = side(rawSide, 'side');
+  const sd = side(v['side'], 'side');
   if (!sd.ok) return sd;
-  const size = decimalField(rawSize, 'size');
+  const size = decimalField(v['size'], 'size');
   if (!size.ok) return size;
   return ok({ price: price.value, side: sd.value, size: size.value });
 }
@@ -224,21 +214,18 @@ function changeOf(rawPrice: unknown, rawSide: unknown, rawSize: unknown): Parsed
  * Reasons name its fields alone (see levels).
  */
 function claimedChange(v: Record<string, unknown>, hashField: boolean): Parsed<PriceChange> {
-  return claimedChangeOf(v['price'], v['side'], v['size'], hashField ? v['hash'] : undefined, v['best_bid'], v['best_ask']);
-}
-
-/** claimedChange of the fields' values (`rawHash` undefined for the flat shape). */
-function claimedChangeOf(rawPrice: unknown, rawSide: unknown, rawSize: unknown, rawHash: unknown, rawBid: unknown, rawAsk: unknown): Parsed<PriceChange> {
-  const c = changeOf(rawPrice, rawSide, rawSize);
+  const c = change(v);
   if (!c.ok) return c;
   const out: PriceChange = c.value;
-  const hash = venueHash(rawHash, 'hash');
-  if (!hash.ok) return hash;
-  if (hash.value !== undefined) out.hash = hash.value;
-  const bid = optionalDecimal(rawBid, 'best_bid');
+  if (hashField) {
+    const hash = venueHash(v['hash'], 'hash');
+    if (!hash.ok) return hash;
+    if (hash.value !== undefined) out.hash = hash.value;
+  }
+  const bid = optionalDecimal(v['best_bid'], 'best_bid');
   if (!bid.ok) return bid;
   if (bid.value !== undefined) out.best_bid = bid.value;
-  const ask = optionalDecimal(rawAsk, 'best_ask');
+  const ask = optionalDecimal(v['best_ask'], 'best_ask');
   if (!ask.ok) return ask;
   if (ask.value !== undefined) out.best_ask = ask.value;
   return ok(out);
@@ -419,54 +406,4 @@ function other(type: string, ev: Record<string, unknown>, base: Base): Parsed<Ex
       extra,
     ),
   ]);
-}
-
-/**
- * The records of a frame the capture reader matched (capture-scan.ts), made with the checks
- * above from the texts of its values, as the general path makes them from the parsed frame
- * (the same fields, values and key order; such a frame has no other fields, so no `extra`).
- * null when any check refuses a value, or a record would need a content hash: the general
- * path then answers, with its reason.
- */
-function scannedRecords(frame: ScannedFrame): ExchangeAEvent[] | null {
-  const p = frame.parts;
-  if (frame.shape === SHAPE_A_LIST) {
-    const market = marketValue(p[0]);
-    if (!market.ok) return null;
-    const timestamp = timestampValue(p[1]);
-    if (!timestamp.ok) return null;
-    const groups = new Map<string, AssetGroup>();
-    for (let i = 2; i < p.length; i += 7) {
-      const asset = p[i]!;
-      if (asset === '') return null;
-      const c = claimedChangeOf(p[i + 1], p[i + 3], p[i + 2], p[i + 4], p[i + 5], p[i + 6]);
-      if (!c.ok) return null;
-      const g = groups.get(asset);
-      if (g === undefined) groups.set(asset, { changes: [c.value], firstHash: c.value.hash });
-      else g.changes.push(c.value);
-    }
-    const records: ExchangeAEvent[] = [];
-    for (const [assetId, g] of groups) {
-      if (g.firstHash === undefined) return null;
-      records.push({ market: market.value, asset_id: assetId, timestamp: timestamp.value, hash: g.firstHash, event_type: 'price_change', changes: g.changes });
-    }
-    return records;
-  }
-  if (frame.shape === SHAPE_A_CHANGES) {
-    const asset = p[0]!;
-    const hash = p[3]!;
-    if (asset === '' || hash === '') return null;
-    const market = marketValue(p[1]);
-    if (!market.ok) return null;
-    const timestamp = timestampValue(p[2]);
-    if (!timestamp.ok) return null;
-    const changes: PriceChange[] = [];
-    for (let i = 4; i < p.length; i += 3) {
-      const c = changeOf(p[i], p[i + 1], p[i + 2]);
-      if (!c.ok) return null;
-      changes.push(c.value);
-    }
-    return [{ market: market.value, asset_id: asset, timestamp: timestamp.value, hash, event_type: 'price_change', changes }];
-  }
-  return null;
 }

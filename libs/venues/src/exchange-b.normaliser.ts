@@ -432,38 +432,30 @@ function delta(value: Record<string, unknown>, time: { timestamp: string; epoch_
 }
 
 /**
- * The delta record of a frame the capture reader matched (capture-scan.ts), made with the
- * checks of `delta` from the texts of its values, as `delta` makes it from the parsed frame;
- * null when any check refuses a value (the general path then answers, with its reason).
- * sid and seq matched as safe non-negative integers; the cents shape's `price` and `delta`
- * numbers are not read (`price_dollars` and `delta_fp` come first), nor is a market_id there.
+ * The delta record of a frame the capture reader matched (capture-scan.ts), as `delta` makes
+ * it of the parsed frame: the pattern matched the values in the spellings `delta`'s checks
+ * keep as they are (a ticker as normaliseTicker keeps it, the side in lower case, a
+ * non-negative plain price, a plain delta other than a negative zero, safe non-negative
+ * integers). The cents shape's `price` and `delta` numbers are not read (`price_dollars`
+ * and `delta_fp` come first), and it has no market_id. null when its `ts` is refused: the
+ * general path then answers, with its reason.
  */
 function scannedDelta(frame: ScannedFrame, time: Time): ExchangeBRecord | null {
   const p = frame.parts;
   const dollars = frame.shape === SHAPE_B_DELTA;
   if (!dollars && frame.shape !== SHAPE_B_DELTA_CENTS) return null;
-  const raw = p[2]!;
-  if (raw === '') return null;
-  const ticker = normaliseTicker(raw);
-  if (ticker === null) return null;
-  const rawSide = p[5]!.toLowerCase();
-  if (rawSide !== 'yes' && rawSide !== 'no') return null;
-  const pr = price(p[3], 'dollars');
-  if (!pr.ok || pr.value.canonical.startsWith('-')) return null;
-  const dv = venueDecimal(p[4]);
-  if (!dv.ok) return null;
-  const vts = dollars ? venueTsOf(Number(p[6]), undefined) : venueTsOf(undefined, p[6]);
+  const vts = dollars ? ok(isoMs(Number(p[6]))) : venueTsOf(undefined, p[6]);
   if (!vts.ok) return null;
   return {
     type: 'delta',
-    ticker,
+    ticker: p[2]!,
     timestamp: time.timestamp,
     epoch_ms: time.epoch_ms,
     sid: Number(p[0]),
     seq: Number(p[1]),
-    side: rawSide,
-    price: pr.value.value,
-    delta: dv.value,
+    side: p[5] as 'yes' | 'no',
+    price: p[3]!,
+    delta: p[4]!,
     venue_ts: vts.value,
     market_id: dollars && p[7] !== '' ? p[7]! : null,
   };
