@@ -4,13 +4,16 @@ import { MAX_EVENT_MS, receiveTimeError, type CaptureLine, type ExchangeAEvent, 
  * A fast path for the capture lines replay meets nearly always: the frame shapes capture
  * writes for the hot messages (exchange A `price_change`, list and older per-asset shape;
  * exchange B `orderbook_delta`, dollar and cents shapes), in the venues' key order, every
- * string free of escapes. Such a line is matched by one pattern (no object graph built by
- * JSON.parse), its values kept as texts; the normaliser makes the records from them with
- * the same checks as from parsed JSON (exchange-a / exchange-b normalisers).
+ * string free of escapes, every value in a spelling the normalisers keep as it is. Such a
+ * line is matched by one pattern (no object graph built by JSON.parse, no checks answered
+ * value by value): exchange A's records are made here, exchange B's delta by its normaliser
+ * from the matched texts (it keeps the sequence state); both are the records the normalisers
+ * make of the parsed frame.
  *
  * Anything else (another shape or key order, an escape, a number where a string was, a
- * missing or extra field, white space, a BOM) does not match and takes the general path
- * (parseCaptureLine): the fast path only ever answers for lines it is sure of.
+ * missing or extra field, another spelling of a value, white space, a BOM) does not match
+ * and takes the general path (parseCaptureLine): the fast path only ever answers for lines
+ * it is sure of. capture-scan.test.ts compares both paths line by line.
  *
  * Why a match is safe: the patterns admit only JSON texts (strings without `"`, `\` or
  * control characters, numbers in JSON's grammar), every key exactly once; such a text
