@@ -5,6 +5,7 @@ import { pipeline, type Readable, type Writable } from 'node:stream';
 import { constants as zlibConstants, createGunzip, createGzip, type Gzip } from 'node:zlib';
 import { VENUES, parseCaptureGap, receiveTimeError, type CaptureBoundary, type CaptureGap, type CaptureLine, type Venue } from '@booktape/domain';
 import { isRecord, kindOf } from './frame-text.ts';
+import { scanCaptureLine } from './capture-scan.ts';
 
 /**
  * Capture files (docs/rules/capture-files.md): NDJSON, one line per websocket frame,
@@ -381,13 +382,23 @@ async function* rawLineBatches(path: string): AsyncGenerator<string[] | { error:
   if (pending.length > 0) yield lines(decoder.decode(Buffer.concat(pending)));
 }
 
+export interface ReadCaptureOptions {
+  /**
+   * Lines of the hot frame shapes come with their frame as a ScannedFrame (capture-scan.ts)
+   * instead of parsed JSON, for the venues' normalisers, which make the same records of it
+   * (replay). Off: every frame is parsed JSON.
+   */
+  scan?: boolean;
+}
+
 /**
  * Reads a capture file, the entries of each chunk read as one array (a replay handles them
  * without an await apiece). A malformed line is an `{ lineNo, error }` entry and reading goes
  * on; a truncated gzip tail is a last error entry instead of an exception. Blank lines are
  * skipped (their numbers still count). Line numbers start at 1.
  */
-export async function* readCaptureBatches(path: string): AsyncGenerator<CaptureEntry[]> {
+export async function* readCaptureBatches(path: string, opts: ReadCaptureOptions = {}): AsyncGenerator<CaptureEntry[]> {
+  const scan = opts.scan === true;
   let lineNo = 0;
   for await (const batch of rawLineBatches(path)) {
     if (!Array.isArray(batch)) {
@@ -397,6 +408,11 @@ export async function* readCaptureBatches(path: string): AsyncGenerator<CaptureE
     const entries: CaptureEntry[] = [];
     for (const text of batch) {
       lineNo += 1;
+      const scanned = scan ? scanCaptureLine(text) : null;
+      if (scanned !== null) {
+        entries.push({ lineNo, line: scanned });
+        continue;
+      }
       if (BLANK.test(text)) continue;
       const parsed = parseCaptureLine(text);
       entries.push('line' in parsed ? { lineNo, line: parsed.line } : { lineNo, error: parsed.error });

@@ -8,6 +8,7 @@ import {
 } from '@booktape/domain';
 import { venueDecimal } from '@booktape/decimal';
 import { contentHash } from './content-hash.ts';
+import { ScannedFrame } from './capture-scan.ts';
 import {
   bad,
   excerpt,
@@ -50,6 +51,12 @@ const MIN_TIMESTAMP_MS = 100_000_000_000; // 1973-03-03: smaller values are seco
 const MAX_TIMESTAMP_MS = 100_000_000_000_000; // year 5138: larger values are µs or ns
 
 export function normaliseExchangeA(frame: unknown, _receivedAt: Date): ExchangeAResult {
+  // A line of a hot shape, matched by the capture reader: its records are made already, as
+  // below from the parsed frame (capture-scan.ts); anything else it carries is parsed here.
+  if (frame instanceof ScannedFrame) {
+    if (frame.records !== null) return { kind: 'records', records: frame.records };
+    frame = frame.value();
+  }
   let value: unknown = frame;
   const text = frameText(frame);
   if (text !== undefined) {

@@ -12,6 +12,7 @@ import {
   type Parsed,
 } from './frame-text.ts';
 import type { ExchangeBResult } from './normalise.types.ts';
+import { SHAPE_B_DELTA, SHAPE_B_DELTA_CENTS, ScannedFrame } from './capture-scan.ts';
 
 /**
  * Exchange B (Kalshi websocket v2) frames to 2.2 records. Stateful: one instance per
@@ -87,6 +88,14 @@ export class ExchangeBNormaliser {
     // Exchange B's event time is the receive time: it must fit the store's dates too.
     if (epochMs < 0 || epochMs > MAX_EVENT_MS) return { kind: 'invalid', reason: `receive time ${receivedAt.toISOString()} is outside 1970..${MAX_EVENT_DATE}, the dates the store holds` };
 
+    if (frame instanceof ScannedFrame) {
+      const time = { timestamp: isoMs(epochMs), epoch_ms: epochMs };
+      const r = scannedDelta(frame, time);
+      // As bookMessage does with a delta of the parsed frame.
+      if (r !== null) return { kind: 'records', records: [...this.track({ sid: r.sid, seq: r.seq }, r.ticker, 'book-delta', time), r] };
+      // A value its checks refuse: the general path on the parsed frame gives the reason.
+      frame = frame.value();
+    }
     let value: unknown = frame;
     const text = frameText(frame);
     if (text !== undefined) {
@@ -252,13 +261,15 @@ function sequenceOf(value: Record<string, unknown>): Parsed<{ sid: number | null
 }
 
 function venueTs(msg: Record<string, unknown>): Parsed<string | null> {
-  const ms = msg['ts_ms'];
+  return venueTsOf(msg['ts_ms'], msg['ts']);
+}
+
+function venueTsOf(ms: unknown, ts: unknown): Parsed<string | null> {
   if (ms !== undefined && ms !== null) {
     const n = toInteger(ms);
     if (n === undefined || n < 0) return bad(`ts_ms is not integer milliseconds: ${excerpt(String(ms))}`);
     return ok(isoMs(n));
   }
-  const ts = msg['ts'];
   if (ts === undefined || ts === null) return ok(null);
   const n = toInteger(ts);
   if (n !== undefined && n >= 0) return ok(isoMs(n < MIN_TS_MS ? n * 1000 : n));
@@ -418,4 +429,34 @@ function delta(value: Record<string, unknown>, time: { timestamp: string; epoch_
     venue_ts: vts.value,
     market_id: marketId(msg),
   });
+}
+
+/**
+ * The delta record of a frame the capture reader matched (capture-scan.ts), as `delta` makes
+ * it of the parsed frame: the pattern matched the values in the spellings `delta`'s checks
+ * keep as they are (a ticker as normaliseTicker keeps it, the side in lower case, a
+ * non-negative plain price, a plain delta other than a negative zero, safe non-negative
+ * integers). The cents shape's `price` and `delta` numbers are not read (`price_dollars`
+ * and `delta_fp` come first), and it has no market_id. null when its `ts` is refused: the
+ * general path then answers, with its reason.
+ */
+function scannedDelta(frame: ScannedFrame, time: Time): ExchangeBRecord | null {
+  const p = frame.parts;
+  const dollars = frame.shape === SHAPE_B_DELTA;
+  if (!dollars && frame.shape !== SHAPE_B_DELTA_CENTS) return null;
+  const vts = dollars ? ok(isoMs(Number(p[6]))) : venueTsOf(undefined, p[6]);
+  if (!vts.ok) return null;
+  return {
+    type: 'delta',
+    ticker: p[2]!,
+    timestamp: time.timestamp,
+    epoch_ms: time.epoch_ms,
+    sid: Number(p[0]),
+    seq: Number(p[1]),
+    side: p[5] as 'yes' | 'no',
+    price: p[3]!,
+    delta: p[4]!,
+    venue_ts: vts.value,
+    market_id: dollars && p[7] !== '' ? p[7]! : null,
+  };
 }

@@ -4,5 +4,6 @@ export * from './exchange-a.normaliser.ts';
 export * from './exchange-b.normaliser.ts';
 export * from './sequencer.ts';
 export * from './capture-file.ts';
+export * from './capture-scan.ts';
 export * from './gamma.client.ts';
 export * from './registry.ts';

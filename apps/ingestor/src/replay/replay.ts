@@ -31,6 +31,12 @@ export interface ReplaySummary {
 
 const REFUSED_SAMPLE = 20;
 
+/**
+ * The hot frame shapes are matched, not parsed (capture-scan.ts): the normalisers make the
+ * same records of them, and fall back to the parsed frame for anything they refuse.
+ */
+const SCAN = { scan: true } as const;
+
 /** Replayed frames are in a capture file already. */
 const REPLAYED = { writeFile: false } as const;
 
@@ -81,7 +87,7 @@ export async function replayFiles(
   for (const file of files) {
     for (const v of VENUES) if (!openConnection.has(v)) pipeline.resetConnection(v);
     const receivedAt = receiveTimes();
-    for await (const batch of readCaptureBatches(file)) {
+    for await (const batch of readCaptureBatches(file, SCAN)) {
       for (const entry of batch) {
         lines += 1;
         if ('error' in entry) {
