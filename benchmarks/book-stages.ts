@@ -9,6 +9,9 @@
  *   bookNew, bookOld  bookAt without HTTP: this tree, and the reads bound as before (queued
  *                     behind each other in the embedded engine's bound-query chain)
  *   bookNoStates      bookNew keeping no checkpoint state (each answer reads its own)
+ *   bookFull          bookNew reading every book column after the checkpoint (hashes and claims
+ *                     too), as before BOOK_LEVEL_COLUMNS; sameFull: both, and the same book
+ *   afterFull         `after` in every book column, decoded
  *   same              both of those, and a check that they give the same book
  *   cpState, cpStateBound, cpStateSession   the checkpoint state read (values in the text,
  *                     bound, on a stream session)
@@ -173,6 +176,26 @@ async function main(): Promise<void> {
       }
     }
     const readerOld = new BookReader({ summaries: new BoundSummaries(ch), events: new BoundEvents(ch), redis, queuePrefix: PREFIX });
+    /** The records after a checkpoint as this tree reads them, but every book column (hashes and claims too: BOOK_ROW_COLUMNS), values in the text. */
+    const afterFull = async (venue: SummaryKey['venue'], market: string, asset: string, afterMs: number, untilMs: number) => {
+      const v = venue === 'exchange-a' ? 0 : 1;
+      const where = v === 0 ? "market = {m:String} AND asset_id = {a:String} AND event_type IN ('book', 'price_change')" : "ticker = {m:String} AND record_type IN ('snapshot', 'delta', 'gap')";
+      const query = inlined(`SELECT ${BOOK_ROW_COLUMNS[venue]} FROM ${ch.table(v === 0 ? 'raw_exchange_a' : 'raw_exchange_b')} FINAL
+        PREWHERE ${where}
+          AND event_date >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_date <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
+          AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts <= fromUnixTimestamp64Milli({to:Int64}, 'UTC') ORDER BY event_ts, ingest_seq, dedup_id`, { m: market, a: asset, from: afterMs + 1, to: untilMs });
+      const all = [];
+      for await (const b of bookRowBatches(venue, streamQuery(ch, { query, format: BOOK_ROW_FORMAT, whole: true }), market, asset)) all.push(...b);
+      return all;
+    };
+    class FullEvents extends BookEventsRepository {
+      override async after(venue: SummaryKey['venue'], market: string, asset: string, afterMs: number, untilMs: number) {
+        const all = await afterFull(venue, market, asset, afterMs, untilMs);
+        return { anchorMs: null, count: null, records: (async function* () { yield* all; })(), close: async () => undefined };
+      }
+    }
+    // This tree's reader with the records after the checkpoint read in every book column (as before BOOK_LEVEL_COLUMNS).
+    const readerFull = new BookReader({ summaries, events: new FullEvents(ch), redis, queuePrefix: PREFIX });
     const same = async (v: number, at: number) => {
       const a = await bookAt(readerNew, keys[v]!, at, 10);
       const b = await bookAt(readerOld, keys[v]!, at, 10);
@@ -231,6 +254,18 @@ async function main(): Promise<void> {
       bookNew: (v, at) => bookAt(readerNew, keys[v]!, at, 10),
       bookNoStates: (v, at) => bookAt(readerNoStates, keys[v]!, at, 10),
       bookOld: (v, at) => bookAt(readerOld, keys[v]!, at, 10),
+      bookFull: (v, at) => bookAt(readerFull, keys[v]!, at, 10),
+      sameFull: async (v, at) => {
+        const depth = 1 + (at % 40);
+        const a = await bookAt(readerNew, keys[v]!, at, depth);
+        const b = await bookAt(readerFull, keys[v]!, at, depth);
+        if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`books differ at ${at} (levels only against every column)`);
+      },
+      afterFull: async (v, at) => {
+        const { cp } = cpOf(v, at);
+        const k = keys[v]!;
+        return (await afterFull(k.venue, k.market, k.asset, cp.at, at)).length;
+      },
       same: (v, at) => same(v, at),
       afterG1024: (v, at) => afterVariant(v, at, null, '', true, '_g1024'),
       afterG1024c: (v, at) => afterVariant(v, at, null, '', true, '_g1024c'),

@@ -1,6 +1,6 @@
 import type { BookRecord } from '@booktape/book';
 import type { ExchangeAEvent, ExchangeBRecord, Venue } from '@booktape/domain';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowBatches, firstBatch } from './book-rows.ts';
+import { BOOK_LEVEL_COLUMNS, BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, bookRowBatches, firstBatch } from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { unchained } from './inline-params.ts';
 import { RAW_TABLE } from './raw-events.repository.ts';
@@ -16,7 +16,9 @@ const TYPES_OF = (venue: Venue) => VENUE_STORAGE[venue].book.types;
 /**
  * The records that decide a book over a span, streamed (a book far from its last snapshot
  * has millions): `anchorMs` is the time of the last snapshot they start from (null: none, the
- * book is unknown until one comes); `records` yields them in serving order; `count` is how
+ * book is unknown until one comes); `records` yields them in serving order, for the book's
+ * levels only (exchange A: without hashes and best-bid / best-ask claims, which only the
+ * checks read: BOOK_LEVEL_COLUMNS); `count` is how
  * many there are (asked only when `counted`); `close` gives the store session back (also
  * when not read to the end).
  */
@@ -150,7 +152,8 @@ export class BookEventsRepository {
   private async span(venue: Venue, market: string, asset: string, fromMs: number, untilMs: number, counted: boolean, whole = false): Promise<Omit<BookHistory, 'anchorMs'>> {
     const params = { m: market, a: asset, from: fromMs, to: untilMs };
     const count = counted ? await this.count(venue, market, asset, fromMs, untilMs) : null;
-    const query = `SELECT ${BOOK_ROW_COLUMNS[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`;
+    // The levels only (BOOK_LEVEL_COLUMNS): these records serve the book at an instant and book snapshots.
+    const query = `SELECT ${BOOK_LEVEL_COLUMNS[venue]} ${this.spanSql(venue)} ORDER BY event_ts, ingest_seq, dedup_id`;
     // A bounded span's values go into its text: it then runs beside the checkpoint state's
     // read instead of after it (inline-params.ts).
     const q = whole ? unchained(this.ch, query, params) : { query, query_params: params };

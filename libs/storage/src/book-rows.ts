@@ -31,6 +31,22 @@ export const BOOK_ROW_COLUMNS: Record<Venue, string> = {
     yes_null, ${LEVELS('yes')}, no_null, ${LEVELS('no')}, toString(side), price, price_scale, delta, delta_scale`,
 };
 
+/**
+ * BOOK_ROW_COLUMNS for a reader that wants a book's levels only (the book at an instant, book
+ * snapshots): the same layout, read by the same decoders, with exchange A's hashes and
+ * best-bid / best-ask claims not read but made empty in the engine (no hash, claims absent,
+ * SCALE_ABSENT), one per change entry. The book engine reads them only for the checks
+ * (`onChange`), never for its levels, so the books are the same; what the engine does not
+ * read is the hash strings, the widest of the columns (a quarter of the read of a
+ * checkpoint interval). A row kept in its residue is read from it, whole, as before.
+ */
+export const BOOK_LEVEL_COLUMNS: Record<Venue, string> = {
+  'exchange-a': `toUnixTimestamp64Milli(event_ts), toString(event_type), '', residue, ${LEVELS('bid')}, ${LEVELS('ask')},
+    chg_price, chg_price_scale, chg_side, chg_size, chg_size_scale, arrayMap(x -> '', chg_price),
+    arrayMap(x -> toInt64(0), chg_price), arrayMap(x -> toUInt8(${SCALE_ABSENT}), chg_price), arrayMap(x -> toInt64(0), chg_price), arrayMap(x -> toUInt8(${SCALE_ABSENT}), chg_price)`,
+  'exchange-b': BOOK_ROW_COLUMNS['exchange-b'],
+};
+
 /** What an empty array column reads as: shared, never written to (most rows have empty level or change arrays). */
 const EMPTY: number[] = [];
 const EMPTY_STRINGS: string[] = [];
