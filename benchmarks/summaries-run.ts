@@ -29,7 +29,7 @@ import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir, cpus } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createApp, createRedis } from '@booktape/api';
+import { apiEnvSchema, createApp, createRedis } from '@booktape/api';
 import { deleteRedisPrefix, testConfig } from '@booktape/api/testing';
 import { planBuckets, utcDayWindow } from '@booktape/book';
 import { silentLogger } from '@booktape/config';
@@ -99,8 +99,13 @@ async function main(): Promise<void> {
   const log = silentLogger();
   const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:16379');
   // The API as the tests build it: no plan limits, no result cache, no slug lookups, no
-  // billing; its own key prefix and rollup queue, and no data floor.
-  const config = testConfig({ rollupQueuePrefix: `bench-${process.pid}`, dataFloors: { 'exchange-a': null, 'exchange-b': null } });
+  // billing; its own key prefix and rollup queue, and no data floor. The request log and the
+  // keys' last use are written to the engine as often as the service writes them
+  // (REQUEST_LOG_FLUSH_MS, API_USAGE_FLUSH_MS), not every 200 ms as in the tests: each write is
+  // an engine insert of some 15 ms of CPU, and at the tests' pace they were half of an
+  // answer's CPU at R=60 here, a cost the service does not pay.
+  const flushes = { requestLogFlushMs: apiEnvSchema.shape.REQUEST_LOG_FLUSH_MS.parse(undefined), usageFlushMs: apiEnvSchema.shape.API_USAGE_FLUSH_MS.parse(undefined) };
+  const config = testConfig({ rollupQueuePrefix: `bench-${process.pid}`, dataFloors: { 'exchange-a': null, 'exchange-b': null }, ...flushes });
   try {
     await migrate(ch);
     const repo = new RawEventsRepository(ch);

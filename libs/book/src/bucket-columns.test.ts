@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeBuckets, encodeBuckets } from './bucket-codec.ts';
 import { SummaryBytesWriter } from './bucket-bytes.ts';
-import { BucketColumnsDecoder, ColumnsFill, ColumnsMerge, bucketsOfColumns, columnsIndexAt, decodeBucketColumns, fillColumns, mergeColumns, mergeToColumns, seriesBuckets } from './bucket-columns.ts';
+import { BucketColumnsDecoder, ColumnsFill, ColumnsMerge, bucketsOfColumns, onGrid, columnsIndexAt, decodeBucketColumns, fillColumns, mergeColumns, mergeToColumns, seriesBuckets } from './bucket-columns.ts';
 import { fillSeries, mergeBuckets, planBuckets, toSummaryBucket, type ExactBucket, type Ohlc } from './bucketing.ts';
 import type { Top } from './observation.ts';
 
@@ -236,5 +236,25 @@ describe('stored buckets as columns', () => {
       expect(() => decodeBuckets(bad)).toThrow(RangeError);
       expect(() => decodeBucketColumns([bad])).toThrow(RangeError);
     }
+  });
+});
+
+describe('onGrid (the merge and fill alignment check)', () => {
+  it('says what t % step === 0 says, for any double and any step of whole ms', () => {
+    const step = fc.oneof(fc.constantFrom(1, 1000, 7000, 60_000, 3_600_000), fc.integer({ min: 1, max: 3_600_000 }));
+    // Timestamps on and off the grid, around 2^53 where the products start to round, and any double.
+    const t = fc.oneof(
+      fc.tuple(fc.integer({ min: -2_000_000_000, max: 2_000_000_000 }), fc.constantFrom(1000, 7000, 3_600_000), fc.integer({ min: -2, max: 2 })).map(([k, s, d]) => k * s + d),
+      fc.integer({ min: -50, max: 50 }).map((d) => Number.MAX_SAFE_INTEGER + d),
+      fc.integer({ min: -50, max: 50 }).map((d) => -Number.MAX_SAFE_INTEGER + d),
+      fc.double(),
+      fc.constantFrom(0, -0, NaN, Infinity, -Infinity, 2 ** 70, 1000 * 2 ** 55, 0.5, -1e-300),
+    );
+    fc.assert(
+      fc.property(t, step, (x, s) => {
+        expect(onGrid(x, s)).toBe(x % s === 0);
+      }),
+      { numRuns: 20_000 },
+    );
   });
 });

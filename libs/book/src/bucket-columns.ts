@@ -20,6 +20,18 @@ export function checkResolution(seconds: number): number {
   return seconds * 1000;
 }
 
+/**
+ * `t % step === 0` for a whole step of 1 ms or more, without the remainder of doubles where
+ * |t| is at most 2^53 (every timestamp): the engine computes that remainder by a call into
+ * the runtime, a tenth of a day's merge at 1 s. There `floor(t / step) * step` is a whole
+ * number below 2^53, computed exactly, so it equals t exactly when t is a multiple of step;
+ * a fraction, NaN or an infinity is on the grid neither way. Beyond 2^53 the product may
+ * round, so the remainder decides there.
+ */
+export function onGrid(t: number, step: number): boolean {
+  return Math.abs(t) <= Number.MAX_SAFE_INTEGER ? t - Math.floor(t / step) * step === 0 : t % step === 0;
+}
+
 /** Growable bucket columns being written (ts, count, VALUES_PER_BUCKET indexes per bucket). */
 export class ColumnsOut {
   n = 0;
@@ -352,7 +364,7 @@ export class ColumnsMerge {
       const q = counts[j]!;
       if (q === 0) continue;
       const t = ts[j]!;
-      if (t % fine !== 0 || !(t > last)) throw new RangeError(`bucket ${t} is not a ${fine / 1000} s bucket in time order`);
+      if (!onGrid(t, fine) || !(t > last)) throw new RangeError(`bucket ${t} is not a ${fine / 1000} s bucket in time order`);
       last = t;
       if (count === 0 || t >= start + r) {
         if (count > 0) this.emit(start, count);
@@ -492,7 +504,7 @@ export class ColumnsFill {
       let at = -1;
       while (j < to && ts[j]! <= s) {
         const t = ts[j]!;
-        if (t % r !== 0 || !(t > prev)) throw new RangeError(`bucket ${t} is not a ${r / 1000} s bucket in time order`);
+        if (!onGrid(t, r) || !(t > prev)) throw new RangeError(`bucket ${t} is not a ${r / 1000} s bucket in time order`);
         prev = t;
         if (count[j]! > 0) {
           cur = j;

@@ -41,6 +41,35 @@ describe('turns for large answers', () => {
       { numRuns: 200 },
     );
   });
+  it('give a turn at once only while one is free and no request waits, and never more than the size', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.constantFrom('now', 'wait', 'give'), { maxLength: 40 }), fc.integer({ min: 1, max: 3 }), async (steps, size) => {
+        const turns = new FairTurns(size);
+        const held: Array<() => void> = [];
+        let waiting = 0;
+        for (const step of steps) {
+          if (step === 'now') {
+            const free = held.length < size && waiting === 0;
+            const r = turns.takeNow();
+            expect(r !== undefined).toBe(free);
+            if (r !== undefined) held.push(r);
+          } else if (step === 'wait') {
+            waiting++;
+            void turns.take('k').then((r) => {
+              waiting--;
+              held.push(r);
+            });
+          } else {
+            held.shift()?.();
+          }
+          // Turns handed to waiting requests arrive after a turn of the event loop.
+          await new Promise((r) => setImmediate(r));
+          expect(held.length).toBeLessThanOrEqual(size);
+          expect(turns.waiting).toBe(waiting);
+        }
+      }),
+    );
+  });
 });
 
 describe('the tag of a large answer', () => {

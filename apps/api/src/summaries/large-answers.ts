@@ -22,12 +22,19 @@ export class FairTurns {
 
   constructor(private readonly size: number) {}
 
-  /** Resolves when `key` has a turn; call the returned function to give it back (once). */
-  async take(key: string): Promise<() => void> {
+  /** A turn at once where one is free and no request waits for one (give it back by calling it, once); else undefined. */
+  takeNow(): (() => void) | undefined {
     if (this.running < this.size && this.order.length === 0) {
       this.running++;
       return this.giver();
     }
+    return undefined;
+  }
+
+  /** Resolves when `key` has a turn; call the returned function to give it back (once). */
+  async take(key: string): Promise<() => void> {
+    const now = this.takeNow();
+    if (now !== undefined) return now;
     await new Promise<void>((resolve) => {
       let q = this.queues.get(key);
       if (!q) {

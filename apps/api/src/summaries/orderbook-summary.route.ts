@@ -176,15 +176,21 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
           if (answered === undefined) {
             // A large answer is built in its turn (large-answers.ts); a small one at once.
             const large = p.plan.count >= LARGE_ANSWER_BUCKETS;
-            const release = large ? await largeTurns.take(req.apiKey?.key_id ?? '') : () => undefined;
-            if (large) state = undefined;
+            // A turn free at once: the state read with the reservation is as fresh as a small answer's.
+            let release = large ? largeTurns.takeNow() : () => undefined;
+            const waited = release === undefined;
+            if (waited) {
+              release = await largeTurns.take(req.apiKey?.key_id ?? '');
+              // Read again after the wait: the state read with the reservation is old by then.
+              state = undefined;
+            }
             try {
               if (req.raw.destroyed || reply.raw.destroyed) {
                 // The client went away while the answer waited for its turn: nothing to build.
                 return reply;
               }
               // The answer may have been built and kept while this request waited for its turn.
-              answered = large ? await kept() : undefined;
+              answered = waited ? await kept() : undefined;
               if (answered === undefined) {
                 const got = await guard('ClickHouse', () => summaries.summaryAnswer(key, p, undefined, state));
                 const { stamp } = got;
@@ -202,7 +208,7 @@ export const orderbookSummaryRoutes: FastifyPluginAsyncZod<{ services: Services 
                 answered = { body, tag };
               }
             } finally {
-              release();
+              release!();
             }
           }
           const { body, tag } = answered;
