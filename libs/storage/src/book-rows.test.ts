@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { BookRecord } from '@booktape/book';
+import { canonicalSize, type BookRecord } from '@booktape/book';
 import type { ExchangeAEvent } from '@booktape/domain';
 import { RowBinaryReader, foldBookRows, msText, readBookRow, rowBinaryRows, type RowTime } from './book-rows.ts';
 import { RowBinaryWriter } from './row-binary.ts';
@@ -162,6 +162,8 @@ describe('book rows folded in place', () => {
           changes: (ms, e) => {
             const entries: NonNullable<Seen['entries']> = [];
             for (let i = 0; i < e.count; i++) {
+              // A size the book takes as it is must be what its own reading would make of it.
+              if (e.sizeIsCanonical!(i)) expect(canonicalSize(e.size(i))).toBe(e.size(i));
               entries.push({ price: e.price(i), size: e.size(i), side: e.side(i), claims: e.claims(i), bestBid: e.bestBid(i), bestAsk: e.bestAsk(i), claimHash: e.claimHash(i) });
             }
             got.push({ ms, record: null, entries });
@@ -188,6 +190,31 @@ describe('book rows folded in place', () => {
         rows.forEach((row, i) => expect(got[i]!.record === null).toBe(row.type === 'price_change' && row.residue === ''));
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('call a size canonical only where the book would read it unchanged', async () => {
+    const digits = fc.oneof(fc.integer({ min: -50, max: 5000 }), fc.integer({ min: 0, max: 10 ** 15 }), fc.integer({ min: 0, max: 2 ** 53 + 10 }));
+    const m = fc.tuple(digits, fc.integer({ min: 0, max: 4 })).map(([d, z]) => Math.min(d * 10 ** z, 2 ** 62));
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(m, fc.oneof(fc.integer({ min: 0, max: 20 }), fc.constantFrom(254, 255))), { minLength: 1, maxLength: 8 }), async (sizes) => {
+        const w = new RowBinaryWriter();
+        writeARow(w, { ms: 1_750_000_000_000, type: 'price_change', hash: 'h', residue: '', levels: [[], [], [], [], [], [], [], []], changes: sizes.map(([z, zs]) => [500, 3, 1, z, zs, '', 0, 255, 0, 255]) });
+        let seen = 0;
+        await foldBookRows(cut(w.bytes(), []), 'exchange-a', 'm', 'a', () => undefined, {
+          record: () => expect.unreachable(),
+          changes: (_ms, e) => {
+            for (let i = 0; i < e.count; i++, seen++) {
+              const text = e.size(i);
+              if (e.sizeIsCanonical!(i)) expect(canonicalSize(text)).toBe(text);
+              // Every plain one ("20", "0.5") is known as such.
+              else expect(sizes[i]![0] >= 0 && sizes[i]![0] <= Number.MAX_SAFE_INTEGER && sizes[i]![1] <= 18 && (sizes[i]![1] === 0 || sizes[i]![0] % 10 !== 0)).toBe(false);
+            }
+          },
+        });
+        expect(seen).toBe(sizes.length);
+      }),
+      { numRuns: 2000 },
     );
   });
 

@@ -569,6 +569,19 @@ class ColumnEntries implements ChangeEntries {
     return decimalText(i64At(this.buf, this.zAt + i * 8), this.buf[this.zsAt + i]!);
   }
 
+  /**
+   * The size's text (decimalText: formatScaled) is canonical, as canonicalSize would return
+   * it, when its mantissa is not negative and it has no fraction or one that does not end in
+   * 0: "20", "0.5", not "20.00", "0.0" or "-5" (the book reads those). Its integer part is
+   * `floor(m / 10^s)` as digits, never with a leading zero.
+   */
+  sizeIsCanonical(i: number): boolean {
+    const s = this.buf[this.zsAt + i]!;
+    if (s > 18) return false;
+    const m = i64At(this.buf, this.zAt + i * 8);
+    return m >= 0 && m <= Number.MAX_SAFE_INTEGER && (s === 0 || m % 10 !== 0);
+  }
+
   side(i: number): string {
     const sd = this.buf[this.sdAt + i]!;
     return sd < 3 ? SIDES[sd]! : '';
