@@ -161,11 +161,12 @@ abstract class LadderBook {
    * ladder, `mirror` indexes it by 1 − price. False, the book unknown, when the level cannot
    * be read exactly.
    */
-  protected setLevel(price: unknown, text: unknown, comps: boolean, mirror: boolean): boolean {
+  protected setLevel(price: unknown, text: unknown, comps: boolean, mirror: boolean, canonical = false): boolean {
     const units = this.priceUnits(price);
     if (units < 0) return false;
     const decimals = readScratch.decimals;
-    const size = canonicalSize(text);
+    // `canonical`: the caller knows the text is canonical (ChangeEntries.sizeIsCanonical).
+    const size = canonical ? (text as string) : canonicalSize(text);
     if (size === null) {
       this.anomaly(`size ${JSON.stringify(text)} is not a non-negative decimal`);
       return false;
@@ -398,6 +399,11 @@ export interface ChangeEntries {
   bestAsk(i: number): string | undefined;
   /** The entry's hash, or the record's where the entry has none (what a claim names). */
   claimHash(i: number): string;
+  /**
+   * Optional: true only where `size(i)` is known to be canonical already (what canonicalSize
+   * would return unchanged), so the book takes it as it is instead of reading it again.
+   */
+  sizeIsCanonical?(i: number): boolean;
 }
 
 /** `ChangeHook` for `ChangeEntries`: entry `i` with a claim was applied, leaving this top. */
@@ -449,7 +455,7 @@ export class ExchangeABook extends LadderBook {
           break;
         }
         const ask = side === 'SELL';
-        if (!this.setLevel(entries.price(k), entries.size(k), ask, ask)) break;
+        if (!this.setLevel(entries.price(k), entries.size(k), ask, ask, entries.sizeIsCanonical?.(k) === true)) break;
         if (onClaim !== undefined && entries.claims(k)) onClaim(k, this.bestBid(), this.bestAsk());
       }
     }

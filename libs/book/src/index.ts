@@ -1,7 +1,7 @@
 export * from './observation.ts';
 export * from './book-engine.ts';
 export * from './bucketing.ts';
-export { MAX_PRICE_DECIMALS, msFromText } from './fixed-point.ts';
+export { MAX_PRICE_DECIMALS, canonicalSize, msFromText } from './fixed-point.ts';
 export * from './bucket-codec.ts';
 export * from './column-layout.ts';
 export * from './bucket-columns.ts';

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RowBinaryReader, msText, rowBinaryRows } from './book-rows.ts';
+import { canonicalSize, type BookRecord } from '@booktape/book';
+import type { ExchangeAEvent } from '@booktape/domain';
+import { RowBinaryReader, foldBookRows, msText, readBookRow, rowBinaryRows, type RowTime } from './book-rows.ts';
 import { RowBinaryWriter } from './row-binary.ts';
 
 /** The bytes, in chunks cut at the given offsets (a server's stream may cut rows anywhere). */
@@ -73,5 +75,174 @@ describe('book rows', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+/** One exchange A book row's columns (BOOK_ROW_COLUMNS order), as the engine stores and sends them. */
+interface ARow {
+  ms: number;
+  type: string;
+  hash: string;
+  residue: string;
+  /** bid price, scale, size, scale; ask the same. */
+  levels: [number[], number[], number[], number[], number[], number[], number[], number[]];
+  /** Per entry: price, scale, side byte, size, scale, hash, best bid, scale, best ask, scale. */
+  changes: [number, number, number, number, number, string, number, number, number, number][];
+}
+
+function writeARow(w: RowBinaryWriter, row: ARow): void {
+  w.i64(row.ms);
+  w.string(row.type);
+  w.string(row.hash);
+  w.string(row.residue);
+  row.levels.forEach((a, k) => (k % 2 === 0 ? w.i64Array(a) : w.u8Array(a)));
+  const col = (k: number) => row.changes.map((c) => c[k] as number);
+  w.i64Array(col(0));
+  w.u8Array(col(1));
+  w.u8Array(col(2));
+  w.i64Array(col(3));
+  w.u8Array(col(4));
+  w.arrayLength(row.changes.length);
+  for (const c of row.changes) w.string(c[5]);
+  w.i64Array(col(6));
+  w.u8Array(col(7));
+  w.i64Array(col(8));
+  w.u8Array(col(9));
+}
+
+/** What a fold hands for a row, made comparable: the entries of a price_change as texts, whichever way it came. */
+interface Seen {
+  ms: number;
+  record: BookRecord | null;
+  entries: { price: string; size: string; side: string; claims: boolean; bestBid: string | undefined; bestAsk: string | undefined; claimHash: string }[] | null;
+}
+
+describe('book rows folded in place', () => {
+  const mantissa = fc.oneof(fc.integer({ min: 0, max: 1_000_000 }), fc.integer({ min: -1000, max: 2 ** 50 }), fc.constantFrom(0, 1, 2 ** 17, 2 ** 44 + 3));
+  const scale = fc.oneof(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 18 }));
+  const claimScale = fc.oneof(fc.constant(255), fc.constant(254), scale);
+  const text = fc.oneof(fc.constant(''), fc.string({ maxLength: 12 }), fc.string({ minLength: 120, maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 8 }));
+  const entry = fc.tuple(mantissa, scale, fc.integer({ min: 0, max: 4 }), mantissa, scale, text, mantissa, claimScale, mantissa, claimScale);
+  const levels = fc.array(fc.tuple(mantissa, scale, mantissa, scale), { maxLength: 4 });
+  const side = (ls: [number, number, number, number][]) => [0, 1, 2, 3].map((k) => ls.map((l) => l[k]!));
+  const row: fc.Arbitrary<ARow> = fc
+    .record({
+      ms: fc.oneof(fc.integer({ min: 1_700_000_000_000, max: 1_900_000_000_000 }), fc.maxSafeInteger()),
+      type: fc.oneof({ weight: 6, arbitrary: fc.constant('price_change') }, fc.constant('book'), fc.constant('tick_size_change'), fc.constant('price_chang'), fc.string({ maxLength: 140 })),
+      hash: text,
+      residue: fc.oneof({ weight: 6, arbitrary: fc.constant('') }, fc.constant('{"market":"m","asset_id":"a","timestamp":"5","hash":"h","event_type":"price_change","changes":[]}')),
+      bids: levels,
+      asks: levels,
+      changes: fc.oneof({ weight: 8, arbitrary: fc.array(entry, { maxLength: 4 }) }, fc.array(entry, { minLength: 120, maxLength: 140 })),
+    })
+    .map(({ bids, asks, ...r }) => ({ ...r, levels: [...side(bids), ...side(asks)] as ARow['levels'] }));
+
+  it('hand every row as the record reader reads it, for any rows cut anywhere', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(row, { maxLength: 60 }), fc.array(fc.nat(), { maxLength: 30 }), async (rows, at) => {
+        const w = new RowBinaryWriter();
+        for (const [i, r] of rows.entries()) {
+          w.u32(i); // a lead column, skipped by the fold
+          writeARow(w, r);
+        }
+        const bytes = w.bytes();
+        // The reference: every row read whole into its record (the records' own decoder).
+        const want: Seen[] = [];
+        const r = new RowBinaryReader();
+        r.reset(bytes);
+        const time: RowTime = { ms: Number.NaN };
+        for (let i = 0; i < rows.length; i++) {
+          r.pos += 4;
+          const rec = readBookRow('exchange-a', r, 'm', 'a', time) as ExchangeAEvent;
+          want.push({ ms: time.ms, record: rec, entries: null });
+        }
+        const got: Seen[] = [];
+        await foldBookRows(cut(bytes, at), 'exchange-a', 'm', 'a', (x) => void (x.pos += 4), {
+          record: (rec, ms) => got.push({ ms, record: rec, entries: null }),
+          changes: (ms, e) => {
+            const entries: NonNullable<Seen['entries']> = [];
+            for (let i = 0; i < e.count; i++) {
+              // A size the book takes as it is must be what its own reading would make of it.
+              if (e.sizeIsCanonical!(i)) expect(canonicalSize(e.size(i))).toBe(e.size(i));
+              entries.push({ price: e.price(i), size: e.size(i), side: e.side(i), claims: e.claims(i), bestBid: e.bestBid(i), bestAsk: e.bestAsk(i), claimHash: e.claimHash(i) });
+            }
+            got.push({ ms, record: null, entries });
+          },
+        });
+        expect(got.length).toBe(want.length);
+        for (let i = 0; i < want.length; i++) {
+          const g = got[i]!;
+          const x = want[i]!;
+          expect(Object.is(g.ms, x.ms)).toBe(true);
+          if (g.record !== null) {
+            expect(g.record).toEqual(x.record);
+            continue;
+          }
+          // In place: only a price_change stored whole (no residue), as its record's entries.
+          const rec = x.record as ExchangeAEvent;
+          expect(rows[i]!.residue).toBe('');
+          expect(rec.event_type).toBe('price_change');
+          expect(g.entries).toEqual(
+            rec.changes!.map((c) => ({ price: c.price, size: c.size, side: c.side, claims: c.best_bid !== undefined || c.best_ask !== undefined, bestBid: c.best_bid, bestAsk: c.best_ask, claimHash: c.hash ?? rec.hash })),
+          );
+        }
+        // Every typed price_change row is read in place (none falls back to a record).
+        rows.forEach((row, i) => expect(got[i]!.record === null).toBe(row.type === 'price_change' && row.residue === ''));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('call a size canonical only where the book would read it unchanged', async () => {
+    const digits = fc.oneof(fc.integer({ min: -50, max: 5000 }), fc.integer({ min: 0, max: 10 ** 15 }), fc.integer({ min: 0, max: 2 ** 53 + 10 }));
+    const m = fc.tuple(digits, fc.integer({ min: 0, max: 4 })).map(([d, z]) => Math.min(d * 10 ** z, 2 ** 62));
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(m, fc.oneof(fc.integer({ min: 0, max: 20 }), fc.constantFrom(254, 255))), { minLength: 1, maxLength: 8 }), async (sizes) => {
+        const w = new RowBinaryWriter();
+        writeARow(w, { ms: 1_750_000_000_000, type: 'price_change', hash: 'h', residue: '', levels: [[], [], [], [], [], [], [], []], changes: sizes.map(([z, zs]) => [500, 3, 1, z, zs, '', 0, 255, 0, 255]) });
+        let seen = 0;
+        await foldBookRows(cut(w.bytes(), []), 'exchange-a', 'm', 'a', () => undefined, {
+          record: () => expect.unreachable(),
+          changes: (_ms, e) => {
+            for (let i = 0; i < e.count; i++, seen++) {
+              const text = e.size(i);
+              if (e.sizeIsCanonical!(i)) expect(canonicalSize(text)).toBe(text);
+              // Every plain one ("20", "0.5") is known as such.
+              else expect(sizes[i]![0] >= 0 && sizes[i]![0] <= Number.MAX_SAFE_INTEGER && sizes[i]![1] <= 18 && (sizes[i]![1] === 0 || sizes[i]![0] % 10 !== 0)).toBe(false);
+            }
+          },
+        });
+        expect(seen).toBe(sizes.length);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('refuse change arrays out of step, and a stream that ends inside a row', async () => {
+    const ok: ARow = { ms: 1_750_000_000_000, type: 'price_change', hash: 'h', residue: '', levels: [[], [], [], [], [], [], [], []], changes: [[500, 3, 1, 20, 0, '', 0, 255, 0, 255]] };
+    const w = new RowBinaryWriter();
+    writeARow(w, ok);
+    const bytes = w.bytes();
+    const sink = { record: () => undefined, changes: () => undefined };
+    await expect(foldBookRows(cut(bytes.subarray(0, bytes.length - 1), []), 'exchange-a', 'm', 'a', () => undefined, sink)).rejects.toThrow(/ends inside a row/);
+    // The side array one entry short.
+    const bad = new RowBinaryWriter();
+    bad.i64(ok.ms);
+    bad.string('price_change');
+    bad.string('h');
+    bad.string('');
+    for (let k = 0; k < 8; k++) bad.arrayLength(0);
+    bad.i64Array([500]);
+    bad.u8Array([3]);
+    bad.u8Array([]);
+    bad.i64Array([20]);
+    bad.u8Array([0]);
+    bad.arrayLength(1);
+    bad.string('');
+    bad.i64Array([0]);
+    bad.u8Array([255]);
+    bad.i64Array([0]);
+    bad.u8Array([255]);
+    await expect(foldBookRows(cut(bad.bytes(), []), 'exchange-a', 'm', 'a', () => undefined, sink)).rejects.toThrow(RangeError);
   });
 });

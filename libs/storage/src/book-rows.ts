@@ -585,6 +585,19 @@ class ColumnEntries implements ChangeEntries {
     return decimalText(i64At(this.buf, this.zAt + i * 8), this.buf[this.zsAt + i]!);
   }
 
+  /**
+   * The size's text (decimalText: formatScaled) is canonical, as canonicalSize would return
+   * it, when its mantissa is not negative and it has no fraction or one that does not end in
+   * 0: "20", "0.5", not "20.00", "0.0" or "-5" (the book reads those). Its integer part is
+   * `floor(m / 10^s)` as digits, never with a leading zero.
+   */
+  sizeIsCanonical(i: number): boolean {
+    const s = this.buf[this.zsAt + i]!;
+    if (s > 18) return false;
+    const m = i64At(this.buf, this.zAt + i * 8);
+    return m >= 0 && m <= Number.MAX_SAFE_INTEGER && (s === 0 || m % 10 !== 0);
+  }
+
   side(i: number): string {
     const sd = this.buf[this.sdAt + i]!;
     return sd < 3 ? SIDES[sd]! : '';
@@ -617,57 +630,133 @@ class ColumnEntries implements ChangeEntries {
  * in its typed columns (no residue), with its time in `e.ms`; false (the reader's
  * position then means nothing) for any other row, which is read as a record instead.
  * Throws as `readExchangeABookRow` does on a malformed row, and UNDERFLOW past the bytes.
+ *
+ * Most of a dense day's rows go through here, so the row is walked on local variables: a
+ * length below 128 (nearly all) is its one byte, anything else goes through the reader
+ * (`lengthAt`). A position past the bytes reads `undefined`, which takes that slow path and
+ * underflows there, or is caught by the one check at the end: no byte past the row's end is
+ * ever taken for a value that decides anything.
  */
 function readChangeRow(r: RowBinaryReader, e: ColumnEntries): boolean {
-  const ms = r.i64();
-  const tn = r.length();
-  r.need(tn);
-  if (tn !== 12 || !bytesAre(r.buf, r.pos, PRICE_CHANGE)) return false;
-  r.pos += tn;
-  const hn = r.length();
-  const hashAt = r.pos;
-  r.pos += hn;
-  if (r.length() !== 0) return false;
+  const b = r.buf;
+  let p = r.pos;
+  // The time, the type's length byte and its 12 bytes.
+  if (p + 21 > b.length) throw UNDERFLOW;
+  const ms = i64At(b, p);
+  p += 8;
+  if (b[p] !== 12 || !bytesAre(b, p + 1, PRICE_CHANGE)) return false;
+  p += 13;
+  let c = b[p]!;
+  let n: number;
+  if (c < 0x80) {
+    n = c;
+    p++;
+  } else {
+    n = lengthAt(r, p);
+    p = r.pos;
+  }
+  const hashAt = p;
+  p += n;
+  // The residue: a row with one is read from it.
+  c = b[p]!;
+  if (c !== 0) {
+    if (c === undefined) throw UNDERFLOW;
+    return false;
+  }
   e.recHashAt = hashAt;
-  e.recHashEnd = hashAt + hn;
-  skipLevels(r);
-  skipLevels(r);
-  const n = r.length();
-  e.pAt = r.pos;
-  r.pos += n * 8;
-  e.psAt = sameLength(r, n);
-  r.pos += n;
-  e.sdAt = sameLength(r, n);
-  r.pos += n;
-  e.zAt = sameLength(r, n);
-  r.pos += n * 8;
-  e.zsAt = sameLength(r, n);
-  r.pos += n;
-  const hashCount = r.length();
+  e.recHashEnd = hashAt + n;
+  p++;
+  // The eight level arrays (empty on a price_change, skipped whatever they hold).
+  for (let k = 0; k < 8; k++) {
+    c = b[p]!;
+    if (c < 0x80) {
+      n = c;
+      p++;
+    } else {
+      n = lengthAt(r, p);
+      p = r.pos;
+    }
+    p += (k & 1) === 0 ? n * 8 : n;
+  }
+  c = b[p]!;
+  if (c < 0x80) {
+    n = c;
+    p++;
+  } else {
+    n = lengthAt(r, p);
+    p = r.pos;
+  }
+  e.pAt = p;
+  p += n * 8;
+  p = stepLength(r, b, p, n);
+  e.psAt = p;
+  p = stepLength(r, b, p + n, n);
+  e.sdAt = p;
+  p = stepLength(r, b, p + n, n);
+  e.zAt = p;
+  p = stepLength(r, b, p + n * 8, n);
+  e.zsAt = p;
+  p += n;
+  c = b[p]!;
+  let hashCount: number;
+  if (c < 0x80) {
+    hashCount = c;
+    p++;
+  } else {
+    hashCount = lengthAt(r, p);
+    p = r.pos;
+  }
   if (hashCount !== n) throw new RangeError(`book row: ${hashCount} change hashes for ${n} changes`);
   if (e.hashAt.length < n) {
     e.hashAt = new Int32Array(n * 2);
     e.hashEnd = new Int32Array(n * 2);
   }
+  const hashStarts = e.hashAt;
+  const hashEnds = e.hashEnd;
   for (let i = 0; i < n; i++) {
-    const len = r.length();
-    e.hashAt[i] = r.pos;
-    r.pos += len;
-    e.hashEnd[i] = r.pos;
+    c = b[p]!;
+    let len: number;
+    if (c < 0x80) {
+      len = c;
+      p++;
+    } else {
+      len = lengthAt(r, p);
+      p = r.pos;
+    }
+    hashStarts[i] = p;
+    p += len;
+    hashEnds[i] = p;
   }
-  e.bbAt = sameLength(r, n);
-  r.pos += n * 8;
-  e.bbsAt = sameLength(r, n);
-  r.pos += n;
-  e.baAt = sameLength(r, n);
-  r.pos += n * 8;
-  e.basAt = sameLength(r, n);
-  r.pos += n;
-  r.need(0);
-  e.buf = r.buf;
+  p = stepLength(r, b, p, n);
+  e.bbAt = p;
+  p = stepLength(r, b, p + n * 8, n);
+  e.bbsAt = p;
+  p = stepLength(r, b, p + n, n);
+  e.baAt = p;
+  p = stepLength(r, b, p + n * 8, n);
+  e.basAt = p;
+  p += n;
+  if (p > b.length) throw UNDERFLOW;
+  r.pos = p;
+  e.buf = b;
   e.count = n;
   e.ms = ms;
   return true;
+}
+
+/** The length at `p` through the reader (any LEB128, UNDERFLOW past the bytes); the reader is left after it. */
+function lengthAt(r: RowBinaryReader, p: number): number {
+  r.pos = p;
+  return r.length();
+}
+
+/** Past the length at `p`, which must be `n` (the change arrays run in step): where the array's elements start. */
+function stepLength(r: RowBinaryReader, b: Buffer, p: number, n: number): number {
+  const c = b[p]!;
+  if (c === n && c < 0x80) return p + 1;
+  const m = lengthAt(r, p);
+  if (m !== n) throw new RangeError(`book row: change arrays of ${n} and ${m} entries`);
+  return r.pos;
 }
 
 /** Where a fold of book rows puts them (`foldBookRows`). */
