@@ -179,10 +179,10 @@ describe('a raw-page reader below the floor rate', () => {
       const small = await fetch(`${base()}/api/v1/exchange-a/market/data?condition_id=${MARKET}&date=2026-03-01&limit=5`, { headers: bearer(otherKey) });
       expect(small.status).toBe(200);
       expect(((await small.json()) as { data_count: number }).data_count).toBe(5);
-      // Within about one floor window: the page waits for the export's cut (1.6 s on a quiet
-      // machine, before and after migration 014; 2.6 s once in a loaded full run), where an
+      // Within a few floor windows: the page waits for the export's cut (1.6 s on a quiet
+      // machine, before and after migration 014; 2.6 and 3.5 s in loaded full runs), where an
       // export left to its slow reader would hold the only session for minutes.
-      expect(Date.now() - started).toBeLessThan(FLOOR.windowMs + 1_000);
+      expect(Date.now() - started).toBeLessThan(3 * FLOOR.windowMs);
 
       // A whole gzip file: the records before the marker, then the marker.
       const lines = gunzipSync(await slow.drainBytes()).toString('utf8').trimEnd().split('\n');
