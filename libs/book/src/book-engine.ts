@@ -397,13 +397,26 @@ export interface ChangeEntries {
   claims(i: number): boolean;
   bestBid(i: number): string | undefined;
   bestAsk(i: number): string | undefined;
-  /** The entry's hash, or the record's where the entry has none (what a claim names). */
-  claimHash(i: number): string;
+  /**
+   * The entry's hash, or the record's where the entry has none (what a claim names); or, from
+   * a reader that did not read the hashes, where to fetch it (`ClaimHashRef`), asked only for
+   * a claim that waits.
+   */
+  claimHash(i: number): string | ClaimHashRef;
   /**
    * Optional: true only where `size(i)` is known to be canonical already (what canonicalSize
    * would return unchanged), so the book takes it as it is instead of reading it again.
    */
   sizeIsCanonical?(i: number): boolean;
+}
+
+/**
+ * A claim's hash its reader did not read with the row (the hash strings are the widest of
+ * the columns, and only a claim that does not hold names its hash): what the reader needs
+ * to fetch it afterwards. Opaque here; the checks keep it until `BookChecker.resolveHashes`.
+ */
+export interface ClaimHashRef {
+  readonly deferredHash: true;
 }
 
 /** `ChangeHook` for `ChangeEntries`: entry `i` with a claim was applied, leaving this top. */

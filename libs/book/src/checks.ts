@@ -1,5 +1,5 @@
 import type { ExchangeAEvent, ExchangeBRecord, PriceChange } from '@booktape/domain';
-import type { ChangeEntries, ChangeHook, EntryClaimHook } from './book-engine.ts';
+import type { ChangeEntries, ChangeHook, ClaimHashRef, EntryClaimHook } from './book-engine.ts';
 import { canonicalSize, compareCanonical, msFromText } from './fixed-point.ts';
 import type { ObservationSink } from './compact-buckets.ts';
 import type { Observation } from './observation.ts';
@@ -105,7 +105,19 @@ interface PendingClaim {
   ask: string | undefined;
   afterBid: string; // compare values: canonical, empty side as 0 / 1
   afterAsk: string;
-  hash: string;
+  /** The hash the claim names, or where to fetch it (ChangeEntries.claimHash). */
+  hash: string | ClaimHashRef;
+}
+
+/**
+ * A mismatch whose hash is still to be fetched (`BookChecker.resolveHashes`): its detail's
+ * text up to the hash, and where the detail goes (the day's first mismatch, an alert).
+ */
+interface DeferredDetail {
+  head: string;
+  ref: ClaimHashRef;
+  first: boolean;
+  alert: CheckAlert | null;
 }
 
 /** Detail texts quote venue input: bounded, so a pathological record cannot bloat stored state. */
@@ -150,6 +162,7 @@ function objectSink(push: (o: Observation) => void): ObservationSink {
 export class BookChecker {
   private pending: PendingClaim[] = [];
   private alerts: CheckAlert[] = [];
+  private deferred: DeferredDetail[] = [];
   // The record whose entries the hook is watching (its time read only for a claim that waits).
   private curTime = '';
   private curHash = '';
@@ -292,8 +305,39 @@ export class BookChecker {
     }
   }
 
+  /**
+   * The hashes the kept details still need (claims read without their hashes, ClaimHashRef),
+   * in the order `resolveHashes` takes them; empty when every detail is whole.
+   */
+  unresolvedHashes(): ClaimHashRef[] {
+    return this.deferred.map((d) => d.ref);
+  }
+
+  /**
+   * Completes the details that wait for their hash: `hashes[k]` is the hash of
+   * `unresolvedHashes()[k]`. Each detail is then the one it would have been with the hash
+   * read with its row (the same text, clipped the same).
+   */
+  resolveHashes(hashes: readonly string[]): void {
+    const d = this.deferred;
+    if (hashes.length !== d.length) throw new RangeError(`resolveHashes: ${hashes.length} hashes for ${d.length} details`);
+    for (let k = 0; k < d.length; k++) {
+      const detail = clip(d[k]!.head + hashes[k]!);
+      if (d[k]!.first) this.checks.first_mismatch = detail;
+      const a = d[k]!.alert;
+      if (a !== null) a.detail = detail;
+    }
+    this.deferred = [];
+  }
+
+  /** Nothing is handed out while a detail still waits for its hash. */
+  private whole(): void {
+    if (this.deferred.length > 0) throw new Error(`checks: ${this.deferred.length} mismatch details wait for their hashes (resolveHashes)`);
+  }
+
   /** The checks as of untilMs: an open spell counts up to untilMs and is listed ending there. Pure. */
   checksAt(untilMs: number): BookChecks {
+    this.whole();
     const c = this.snapshot();
     if (this.open !== null) {
       const end = Math.max(untilMs, this.open.start_ms);
@@ -305,11 +349,13 @@ export class BookChecker {
   }
 
   toState(): ChecksState {
+    this.whole();
     return { v: 1, checks: this.snapshot(), open: this.open === null ? null : { ...this.open } };
   }
 
   /** Mismatches and crossed books found since the last call, for logs and metrics. */
   drainAlerts(): CheckAlert[] {
+    this.whole();
     const out = this.alerts;
     this.alerts = [];
     return out;
@@ -357,7 +403,7 @@ export class BookChecker {
     return holds(bid, afterBid) && holds(ask, afterAsk);
   }
 
-  private pend(bid: string | undefined, ask: string | undefined, afterBid: string, afterAsk: string, hash: string): void {
+  private pend(bid: string | undefined, ask: string | undefined, afterBid: string, afterAsk: string, hash: string | ClaimHashRef): void {
     this.pending.push({ ts: this.curMs === this.curMs ? this.curMs : msFromText(this.curTime), bid, ask, afterBid, afterAsk, hash });
   }
 
@@ -370,16 +416,21 @@ export class BookChecker {
       for (const p of this.pending) {
         if (endBid !== null && endAsk !== null && holds(p.bid, endBid) && holds(p.ask, endAsk)) continue;
         const end = endBid === null ? 'unknown' : `bid ${endBid} ask ${endAsk}`;
-        const detail = clip(
+        const head =
           `claimed bid ${show(p.bid)} ask ${show(p.ask)}; rebuilt bid ${p.afterBid} ask ${p.afterAsk} after the entry, ` +
-          `${end} at the end of the millisecond; hash ${p.hash}`,
-        );
+          `${end} at the end of the millisecond; hash `;
+        const hash = p.hash;
+        // A hash still to be fetched: the detail is made whole (and clipped) once it is known.
+        const detail = typeof hash === 'string' ? clip(head + hash) : head;
         checks.venue_best_mismatches++;
+        let first = false;
         if (checks.first_mismatch_ms === null) {
           checks.first_mismatch_ms = p.ts;
           checks.first_mismatch = detail;
+          first = true;
         }
-        this.alert({ kind: 'mismatch', ts: p.ts, detail });
+        const alert = this.alert({ kind: 'mismatch', ts: p.ts, detail });
+        if (typeof hash !== 'string' && (first || alert !== null)) this.deferred.push({ head, ref: hash, first, alert });
       }
       this.pending.length = 0;
     }
@@ -405,8 +456,11 @@ export class BookChecker {
     return this.testedCrossed;
   }
 
-  private alert(a: CheckAlert): void {
-    if (this.alerts.length < MAX_ALERTS) this.alerts.push(a);
+  /** Keeps `a` (returned) unless MAX_ALERTS are kept already (null). */
+  private alert(a: CheckAlert): CheckAlert | null {
+    if (this.alerts.length >= MAX_ALERTS) return null;
+    this.alerts.push(a);
+    return a;
   }
 
   private closeSpell(ts: number): void {

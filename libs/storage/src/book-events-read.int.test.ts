@@ -92,7 +92,7 @@ async function foldTags(): Promise<string[]> {
   const tags: string[] = [];
   await read.fold({
     record: (r) => tags.push((r as ExchangeAEvent).hash),
-    changes: (_ms, e) => tags.push(e.claimHash(0)),
+    changes: (_ms, e) => tags.push(e.claimHash(0) as string),
   });
   return tags;
 }

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalSize, type BookRecord } from '@booktape/book';
 import type { ExchangeAEvent } from '@booktape/domain';
-import { RowBinaryReader, foldBookRows, msText, readBookRow, rowBinaryRows, type RowTime } from './book-rows.ts';
+import { RowBinaryReader, claimHashesOf, foldBookRows, msText, readBookRow, rowBinaryRows, type RowClaimHash, type RowTime } from './book-rows.ts';
 import { RowBinaryWriter } from './row-binary.ts';
 
 /** The bytes, in chunks cut at the given offsets (a server's stream may cut rows anywhere). */
@@ -90,6 +90,32 @@ interface ARow {
   changes: [number, number, number, number, number, string, number, number, number, number][];
 }
 
+/** A row as ROLLUP_ROW_COLUMNS sends it (no entry hashes; `hash` as stored) or CLAIM_HASH_COLUMNS does (no levels). */
+function writeARowAs(w: RowBinaryWriter, row: ARow, as: 'rollup' | 'claim-hashes'): void {
+  w.i64(row.ms);
+  w.string(row.type);
+  w.string(row.hash);
+  w.string(row.residue);
+  if (as === 'rollup') row.levels.forEach((a, k) => (k % 2 === 0 ? w.i64Array(a) : w.u8Array(a)));
+  const col = (k: number) => row.changes.map((c) => c[k] as number);
+  w.i64Array(col(0));
+  w.u8Array(col(1));
+  w.u8Array(col(2));
+  w.i64Array(col(3));
+  w.u8Array(col(4));
+  if (as === 'claim-hashes') {
+    w.arrayLength(row.changes.length);
+    for (const c of row.changes) w.string(c[5]);
+  }
+  w.i64Array(col(6));
+  w.u8Array(col(7));
+  w.i64Array(col(8));
+  w.u8Array(col(9));
+}
+
+/** The record hash BOOK_ROW_COLUMNS sends (A_HASH_SQL): the first entry's where the stored one is ''. */
+const aHash = (row: ARow): string => (row.hash === '' && row.changes.length > 0 ? row.changes[0]![5] : row.hash);
+
 function writeARow(w: RowBinaryWriter, row: ARow): void {
   w.i64(row.ms);
   w.string(row.type);
@@ -164,7 +190,7 @@ describe('book rows folded in place', () => {
             for (let i = 0; i < e.count; i++) {
               // A size the book takes as it is must be what its own reading would make of it.
               if (e.sizeIsCanonical!(i)) expect(canonicalSize(e.size(i))).toBe(e.size(i));
-              entries.push({ price: e.price(i), size: e.size(i), side: e.side(i), claims: e.claims(i), bestBid: e.bestBid(i), bestAsk: e.bestAsk(i), claimHash: e.claimHash(i) });
+              entries.push({ price: e.price(i), size: e.size(i), side: e.side(i), claims: e.claims(i), bestBid: e.bestBid(i), bestAsk: e.bestAsk(i), claimHash: e.claimHash(i) as string });
             }
             got.push({ ms, record: null, entries });
           },
@@ -190,6 +216,84 @@ describe('book rows folded in place', () => {
         rows.forEach((row, i) => expect(got[i]!.record === null).toBe(row.type === 'price_change' && row.residue === ''));
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('without hashes, hand the same rows, a claim hash as where to fetch it, and the fetch gives the hash read with the row', async () => {
+    // Times in order, many rows to a millisecond; changes only on price_change rows, as stored.
+    const rowsArb = fc.array(fc.tuple(row, fc.nat({ max: 2 })), { maxLength: 60 }).map((pairs) => {
+      let ms = 1_800_000_000_000;
+      return pairs.map(([r, step]) => {
+        ms += step % 2;
+        return { ...r, ms, changes: r.type === 'price_change' ? r.changes : [] };
+      });
+    });
+    await fc.assert(
+      fc.asyncProperty(rowsArb, fc.array(fc.nat(), { maxLength: 30 }), fc.nat(), async (rows, at, pick) => {
+        const fold = async (bytes: Buffer, hashes: boolean) => {
+          const got: Array<{ ms: number; record: BookRecord | null; entries: unknown[] | null; hashes: Array<string | RowClaimHash> }> = [];
+          await foldBookRows(
+            cut(bytes, at),
+            'exchange-a',
+            'm',
+            'a',
+            () => undefined,
+            {
+              record: (rec, ms) => got.push({ ms, record: rec, entries: null, hashes: [] }),
+              changes: (ms, e) => {
+                const entries: unknown[] = [];
+                const hs: Array<string | RowClaimHash> = [];
+                for (let i = 0; i < e.count; i++) {
+                  entries.push({ price: e.price(i), size: e.size(i), side: e.side(i), claims: e.claims(i), bestBid: e.bestBid(i), bestAsk: e.bestAsk(i) });
+                  hs.push(e.claimHash(i) as string | RowClaimHash);
+                }
+                got.push({ ms, record: null, entries, hashes: hs });
+              },
+            },
+            hashes,
+          );
+          return got;
+        };
+        const w = new RowBinaryWriter();
+        for (const r of rows) writeARow(w, { ...r, hash: aHash(r) });
+        const want = await fold(w.bytes(), true);
+        const wr = new RowBinaryWriter();
+        for (const r of rows) writeARowAs(wr, r, 'rollup');
+        const got = await fold(wr.bytes(), false);
+        expect(got.map((g) => [g.ms, g.record, g.entries])).toEqual(want.map((g) => [g.ms, g.record, g.entries]));
+        // Each claim hash names its row's place in its millisecond and what the row held.
+        const refs: RowClaimHash[] = [];
+        const hashes: string[] = [];
+        got.forEach((g, k) => {
+          const ord = rows.slice(0, k).filter((r) => r.ms === rows[k]!.ms).length;
+          g.hashes.forEach((ref, i) => {
+            if (typeof ref === 'string') throw new Error('a hash read without hashes');
+            expect(ref).toMatchObject({ deferredHash: true, ms: rows[k]!.ms, ord, entry: i, count: rows[k]!.changes.length, recHash: rows[k]!.hash });
+            refs.push(ref);
+            hashes.push(want[k]!.hashes[i] as string);
+          });
+        });
+        // The fetch (any of the refs, in any order) gives the hashes read with the rows.
+        const c = new RowBinaryWriter();
+        for (const r of rows) writeARowAs(c, r, 'claim-hashes');
+        const order = refs.map((_, i) => (i + pick) % refs.length);
+        expect(await claimHashesOf(cut(c.bytes(), at), order.map((i) => refs[i]!))).toEqual(order.map((i) => hashes[i]!));
+        // A row not as the fold read it: no hashes.
+        if (refs.length > 0) {
+          const ref = refs[pick % refs.length]!;
+          const k = rows.findIndex((r, j) => r.ms === ref.ms && rows.slice(0, j).filter((x) => x.ms === ref.ms).length === ref.ord);
+          const changed = rows.map((r, j) => (j !== k ? r : { ...r, changes: r.changes.map((e, i) => (i === ref.entry ? ([e[0] + 1, ...e.slice(1)] as typeof e) : e)) }));
+          const d = new RowBinaryWriter();
+          for (const r of changed) writeARowAs(d, r, 'claim-hashes');
+          expect(await claimHashesOf(cut(d.bytes(), at), refs)).toBeNull();
+          const fewer = new RowBinaryWriter();
+          for (const r of rows.filter((_, j) => j !== k)) writeARowAs(fewer, r, 'claim-hashes');
+          // (A row after it with the same content and hashes would give the same hashes: never others.)
+          const again = await claimHashesOf(cut(fewer.bytes(), at), refs);
+          if (again !== null) expect(again).toEqual(hashes);
+        }
+      }),
+      { numRuns: 200 },
     );
   });
 

@@ -1,4 +1,4 @@
-import type { BookRecord, ChangeEntries } from '@booktape/book';
+import type { BookRecord, ChangeEntries, ClaimHashRef } from '@booktape/book';
 import type { ExchangeAEvent, ExchangeBRecord, PriceChange, PriceLevel, Venue } from '@booktape/domain';
 import { A_HASH_SQL, formatScaled, SCALE_ABSENT, SCALE_NULL } from './raw-codec.ts';
 
@@ -46,6 +46,29 @@ export const BOOK_LEVEL_COLUMNS: Record<Venue, string> = {
     arrayMap(x -> toInt64(0), chg_price), arrayMap(x -> toUInt8(${SCALE_ABSENT}), chg_price), arrayMap(x -> toInt64(0), chg_price), arrayMap(x -> toUInt8(${SCALE_ABSENT}), chg_price)`,
   'exchange-b': BOOK_ROW_COLUMNS['exchange-b'],
 };
+
+/**
+ * BOOK_ROW_COLUMNS for the rollup's fold of a closed day (`foldBookRows` with `hashes`
+ * false): exchange A's record `hash` as stored ('' where it is the first entry's) and no
+ * entry hashes (`chg_hash`), the widest of the columns, which only the detail of a claim
+ * that does not hold names. Such a claim's entry is fetched afterwards (`ClaimHashRef`,
+ * `claimHashOf`): a few rows, where reading every hash cost the engine about a fifth of the
+ * read. Exchange B's rows are as BOOK_ROW_COLUMNS.
+ */
+export const ROLLUP_ROW_COLUMNS: Record<Venue, string> = {
+  'exchange-a': `toUnixTimestamp64Milli(event_ts), toString(event_type), hash, residue, ${LEVELS('bid')}, ${LEVELS('ask')},
+    chg_price, chg_price_scale, chg_side, chg_size, chg_size_scale,
+    chg_best_bid, chg_best_bid_scale, chg_best_ask, chg_best_ask_scale`,
+  'exchange-b': BOOK_ROW_COLUMNS['exchange-b'],
+};
+
+/**
+ * What a claim-hash fetch reads of each exchange A row (`claimHashOf`): the row as the fold
+ * read it, to be checked, and its hashes.
+ */
+export const CLAIM_HASH_COLUMNS = `toUnixTimestamp64Milli(event_ts), toString(event_type), hash, residue,
+    chg_price, chg_price_scale, chg_side, chg_size, chg_size_scale, chg_hash,
+    chg_best_bid, chg_best_bid_scale, chg_best_ask, chg_best_ask_scale`;
 
 /** What an empty array column reads as: shared, never written to (most rows have empty level or change arrays). */
 const EMPTY: number[] = [];
@@ -378,6 +401,39 @@ export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: 
   return { market, asset_id: asset, timestamp, hash, event_type: type };
 }
 
+/**
+ * An exchange A row of ROLLUP_ROW_COLUMNS that the fold does not read in place
+ * (`readChangeRow`): any row but a price_change stored whole in its typed columns, read as
+ * `readExchangeABookRow` reads it from BOOK_ROW_COLUMNS. Such a row's record hash is the
+ * stored one, which A_HASH_SQL gives back for it (it has no changes or is read from its residue).
+ */
+function readExchangeARollupRow(r: RowBinaryReader, market: string, asset: string, time?: RowTime): ExchangeAEvent {
+  const ms = r.i64();
+  const type = eventType(r);
+  const hash = r.string();
+  const residue = r.string();
+  if (residue !== '') {
+    skipLevels(r);
+    skipLevels(r);
+    skipChanges(r, false);
+    if (time !== undefined) time.ms = Number.NaN;
+    return JSON.parse(residue) as ExchangeAEvent;
+  }
+  if (type === 'price_change') throw new Error('book row: a price_change stored in its typed columns is read in place, not as a record');
+  if (time !== undefined) time.ms = ms;
+  const timestamp = msText(ms);
+  if (type === 'book') {
+    const bids = levels(r);
+    const asks = levels(r);
+    skipChanges(r, false);
+    return { market, asset_id: asset, timestamp, hash, event_type: type, bids, asks };
+  }
+  skipLevels(r);
+  skipLevels(r);
+  skipChanges(r, false);
+  return { market, asset_id: asset, timestamp, hash, event_type: type };
+}
+
 /** "000" to "999": the last three digits of a millisecond's text. */
 const LOW3: readonly string[] = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
 let textMs = Number.NaN;
@@ -495,16 +551,23 @@ function sameLength(r: RowBinaryReader, n: number): number {
   return r.pos;
 }
 
-/** Skips the ten change arrays. */
-function skipChanges(r: RowBinaryReader): void {
-  for (let k = 0; k < 10; k++) {
+/** Each change array's element width in bytes, in column order; 0 for the hashes' strings. */
+const CHANGE_WIDTHS = [8, 1, 1, 8, 1, 0, 8, 1, 8, 1];
+/** The same without the hashes (ROLLUP_ROW_COLUMNS). */
+const CHANGE_WIDTHS_NO_HASHES = [8, 1, 1, 8, 1, 8, 1, 8, 1];
+
+/** Skips the ten change arrays (`hashes` false: the nine of ROLLUP_ROW_COLUMNS). */
+function skipChanges(r: RowBinaryReader, hashes = true): void {
+  const widths = hashes ? CHANGE_WIDTHS : CHANGE_WIDTHS_NO_HASHES;
+  for (let k = 0; k < widths.length; k++) {
     const n = r.length();
-    if (k === 5) {
+    const w = widths[k]!;
+    if (w === 0) {
       for (let i = 0; i < n; i++) {
         const len = r.length();
         r.pos += len;
       }
-    } else r.pos += n * (k === 0 || k === 3 || k === 6 || k === 8 ? 8 : 1);
+    } else r.pos += n * w;
   }
   r.need(0);
 }
@@ -561,6 +624,10 @@ class ColumnEntries implements ChangeEntries {
   count = 0;
   /** The row's event time, ms. */
   ms = 0;
+  /** Read without hashes (ROLLUP_ROW_COLUMNS): a claim's hash is a `RowClaimHash` to fetch. */
+  hashes = true;
+  /** The row's place among the read's rows of its millisecond (0 for the first): where a fetch finds it again. */
+  ord = 0;
   buf: Buffer = Buffer.alloc(0);
   pAt = 0;
   psAt = 0;
@@ -617,12 +684,105 @@ class ColumnEntries implements ChangeEntries {
     return s === SCALE_ABSENT ? undefined : decimalText(i64At(this.buf, this.baAt + i * 8), s);
   }
 
-  claimHash(i: number): string {
+  claimHash(i: number): string | ClaimHashRef {
+    if (!this.hashes) return this.hashRef(i);
     const a = this.hashAt[i]!;
     const e = this.hashEnd[i]!;
     // An entry without a hash ('') names the record's.
     return e > a ? utf8(this.buf, a, e) : utf8(this.buf, this.recHashAt, this.recHashEnd);
   }
+
+  /** Entry i's claim hash to fetch: where its row is and what the row held, to know it again. */
+  private hashRef(i: number): RowClaimHash {
+    const b = this.buf;
+    return {
+      deferredHash: true,
+      ms: this.ms,
+      ord: this.ord,
+      entry: i,
+      count: this.count,
+      recHash: utf8(b, this.recHashAt, this.recHashEnd),
+      entryBytes: entryBytes(b, this, i),
+    };
+  }
+}
+
+/**
+ * A claim hash not read with its row (ROLLUP_ROW_COLUMNS): the row is the `ord`-th (from 0)
+ * of the read's rows at event time `ms`, in serving order; `entry` its entry. `count`,
+ * `recHash` (the stored record hash) and `entryBytes` (the entry's price, side, size and
+ * claims as stored) are what the row held, checked when it is fetched (`claimHashOf`).
+ */
+export interface RowClaimHash extends ClaimHashRef {
+  ms: number;
+  ord: number;
+  entry: number;
+  count: number;
+  recHash: string;
+  entryBytes: string;
+}
+
+/** Entry i's stored price, scale, side, size, scale and claims with scales, as one text to compare. */
+function entryBytes(b: Buffer, e: { pAt: number; psAt: number; sdAt: number; zAt: number; zsAt: number; bbAt: number; bbsAt: number; baAt: number; basAt: number }, i: number): string {
+  return [i64At(b, e.pAt + i * 8), b[e.psAt + i], b[e.sdAt + i], i64At(b, e.zAt + i * 8), b[e.zsAt + i], i64At(b, e.bbAt + i * 8), b[e.bbsAt + i], i64At(b, e.baAt + i * 8), b[e.basAt + i]].join(',');
+}
+
+/**
+ * The claim hashes of `refs` (RowClaimHash) from a RowBinary stream of CLAIM_HASH_COLUMNS
+ * rows: the rows of the refs' milliseconds, read as the fold read them (same filter, same
+ * order). Each hash is what `claimHash` gives with the hashes read: the entry's, or the
+ * record's (A_HASH_SQL) where the entry has none. Null when a row is not there or not what
+ * the fold read (the store changed since): the caller then reads the day with its hashes.
+ */
+export async function claimHashesOf(chunks: AsyncIterable<Buffer | Uint8Array>, refs: readonly RowClaimHash[]): Promise<string[] | null> {
+  const want = new Map<string, number[]>();
+  refs.forEach((ref, k) => {
+    const key = `${ref.ms}:${ref.ord}`;
+    const at = want.get(key);
+    if (at === undefined) want.set(key, [k]);
+    else at.push(k);
+  });
+  const out: Array<string | undefined> = new Array(refs.length).fill(undefined);
+  let lastMs = Number.NaN;
+  let ord = 0;
+  for await (const batch of rowBinaryRows(chunks, (r) => {
+    const ms = r.i64();
+    const type = r.string();
+    const hash = r.string();
+    const residue = r.string();
+    const p = r.i64Array();
+    const ps = r.u8Array();
+    const sd = r.u8Array();
+    const z = r.i64Array();
+    const zs = r.u8Array();
+    const h = r.stringArray();
+    const bb = r.i64Array();
+    const bbs = r.u8Array();
+    const ba = r.i64Array();
+    const bas = r.u8Array();
+    return { ms, type, hash, residue, p, ps, sd, z, zs, h, bb, bbs, ba, bas };
+  })) {
+    for (const row of batch) {
+      ord = row.ms === lastMs ? ord + 1 : 0;
+      lastMs = row.ms;
+      const ks = want.get(`${row.ms}:${ord}`);
+      if (ks === undefined) continue;
+      for (const k of ks) {
+        const ref = refs[k]!;
+        const i = ref.entry;
+        const n = row.p.length;
+        if (row.type !== 'price_change' || row.residue !== '' || row.hash !== ref.recHash || n !== ref.count || row.h.length !== n || i >= n) return null;
+        if (row.bb.length !== n || row.bbs.length !== n || row.ba.length !== n || row.bas.length !== n) return null;
+        const bytes = [row.p[i], row.ps[i], row.sd[i], row.z[i], row.zs[i], row.bb[i], row.bbs[i], row.ba[i], row.bas[i]].join(',');
+        if (bytes !== ref.entryBytes) return null;
+        // A_HASH_SQL: the record's hash is its first entry's where the stored one is ''.
+        const recHash = row.hash === '' && n > 0 ? row.h[0]! : row.hash;
+        out[k] = row.h[i] !== '' ? row.h[i]! : recHash;
+      }
+    }
+  }
+  if (out.some((h) => h === undefined)) return null;
+  return out as string[];
 }
 
 /**
@@ -637,7 +797,7 @@ class ColumnEntries implements ChangeEntries {
  * underflows there, or is caught by the one check at the end: no byte past the row's end is
  * ever taken for a value that decides anything.
  */
-function readChangeRow(r: RowBinaryReader, e: ColumnEntries): boolean {
+function readChangeRow(r: RowBinaryReader, e: ColumnEntries, hashes = true): boolean {
   const b = r.buf;
   let p = r.pos;
   // The time, the type's length byte and its 12 bytes.
@@ -697,7 +857,27 @@ function readChangeRow(r: RowBinaryReader, e: ColumnEntries): boolean {
   p = stepLength(r, b, p + n * 8, n);
   e.zsAt = p;
   p += n;
-  c = b[p]!;
+  if (hashes) p = hashPlaces(r, b, p, n, e);
+  p = stepLength(r, b, p, n);
+  e.bbAt = p;
+  p = stepLength(r, b, p + n * 8, n);
+  e.bbsAt = p;
+  p = stepLength(r, b, p + n, n);
+  e.baAt = p;
+  p = stepLength(r, b, p + n * 8, n);
+  e.basAt = p;
+  p += n;
+  if (p > b.length) throw UNDERFLOW;
+  r.pos = p;
+  e.buf = b;
+  e.count = n;
+  e.ms = ms;
+  return true;
+}
+
+/** Where each of a row's `n` entry hashes lies (`e.hashAt`, `e.hashEnd`), from `p`; returns the position after them. */
+function hashPlaces(r: RowBinaryReader, b: Buffer, p: number, n: number, e: ColumnEntries): number {
+  let c = b[p]!;
   let hashCount: number;
   if (c < 0x80) {
     hashCount = c;
@@ -727,21 +907,7 @@ function readChangeRow(r: RowBinaryReader, e: ColumnEntries): boolean {
     p += len;
     hashEnds[i] = p;
   }
-  p = stepLength(r, b, p, n);
-  e.bbAt = p;
-  p = stepLength(r, b, p + n * 8, n);
-  e.bbsAt = p;
-  p = stepLength(r, b, p + n, n);
-  e.baAt = p;
-  p = stepLength(r, b, p + n * 8, n);
-  e.basAt = p;
-  p += n;
-  if (p > b.length) throw UNDERFLOW;
-  r.pos = p;
-  e.buf = b;
-  e.count = n;
-  e.ms = ms;
-  return true;
+  return p;
 }
 
 /** The length at `p` through the reader (any LEB128, UNDERFLOW past the bytes); the reader is left after it. */
@@ -776,11 +942,26 @@ export interface BookRowSink {
  * joined with the next chunk first (as `rowBinaryRows` does); a stream that ends inside a row
  * is an error.
  */
-export async function foldBookRows(chunks: AsyncIterable<Buffer | Uint8Array>, venue: Venue, market: string, asset: string, lead: (r: RowBinaryReader) => void, sink: BookRowSink): Promise<void> {
+export async function foldBookRows(
+  chunks: AsyncIterable<Buffer | Uint8Array>,
+  venue: Venue,
+  market: string,
+  asset: string,
+  lead: (r: RowBinaryReader) => void,
+  sink: BookRowSink,
+  hashes = true,
+): Promise<void> {
   const r = new RowBinaryReader();
   const e = new ColumnEntries();
   const time: RowTime = { ms: Number.NaN };
-  const inPlace = READ_IN_PLACE[venue];
+  // Without hashes (ROLLUP_ROW_COLUMNS, exchange A): the rows' places in their millisecond
+  // are counted, every row's, for the claim hashes to fetch (RowClaimHash).
+  const noHashes = !hashes && venue === 'exchange-a';
+  e.hashes = !noHashes;
+  const inPlace = noHashes ? readChangeRowNoHashes : READ_IN_PLACE[venue];
+  const readRow = noHashes ? (r: RowBinaryReader) => readExchangeARollupRow(r, market, asset, time) : (r: RowBinaryReader) => readBookRow(venue, r, market, asset, time);
+  let lastMs = Number.NaN;
+  let lastOrd = 0;
   let tail: Buffer | null = null;
   for await (const c of chunks) {
     const chunk = Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
@@ -793,9 +974,21 @@ export async function foldBookRows(chunks: AsyncIterable<Buffer | Uint8Array>, v
       try {
         lead(r);
         const at = r.pos;
+        if (noHashes) {
+          // Every exchange A row starts with its event time (Int64 ms).
+          r.need(8);
+          const ms = i64At(b, at);
+          e.ord = ms === lastMs ? lastOrd + 1 : 0;
+          e.ms = ms;
+        }
         if (inPlace === null || !inPlace(r, e)) {
           r.pos = at;
-          rec = readBookRow(venue, r, market, asset, time);
+          rec = readRow(r);
+        }
+        // Counted once the row is whole (a row cut by the chunk's end is read again).
+        if (noHashes) {
+          lastMs = e.ms;
+          lastOrd = e.ord;
         }
       } catch (err) {
         if (err !== UNDERFLOW) throw err;
@@ -837,6 +1030,8 @@ export interface RowTime {
  * Each venue's reader of a row into its entries in place (`foldBookRows`), false when the row
  * is not one it reads that way; null for a venue whose rows are all read as records.
  */
+const readChangeRowNoHashes = (r: RowBinaryReader, e: ColumnEntries): boolean => readChangeRow(r, e, false);
+
 const READ_IN_PLACE: { readonly [V in Venue]: ((r: RowBinaryReader, e: ColumnEntries) => boolean) | null } = {
   'exchange-a': readChangeRow,
   'exchange-b': null,

@@ -1,7 +1,23 @@
 // Type only: storage does not load the book engine.
-import type { BookRecord, ChecksState } from '@booktape/book';
+import type { BookRecord, ChecksState, ClaimHashRef } from '@booktape/book';
 import { VENUES, type Venue } from '@booktape/domain';
-import { BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT, firstBatch, foldBookRows, readBookRow, readWhole, rowBinaryRows, type BookRowSink, type RowBinaryReader, type RowTime, type Timed } from './book-rows.ts';
+import {
+  BOOK_ROW_COLUMNS,
+  BOOK_ROW_FORMAT,
+  CLAIM_HASH_COLUMNS,
+  claimHashesOf,
+  firstBatch,
+  foldBookRows,
+  readBookRow,
+  readWhole,
+  ROLLUP_ROW_COLUMNS,
+  rowBinaryRows,
+  type BookRowSink,
+  type RowBinaryReader,
+  type RowClaimHash,
+  type RowTime,
+  type Timed,
+} from './book-rows.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { unchained } from './inline-params.ts';
 import { holdsImportsManySql, holdsImportsSql, supersedeImported } from './pmxt-import.ts';
@@ -729,7 +745,10 @@ export class SummariesRepository {
    * `fold` instead of yielded in arrays of records (book-rows.ts `foldBookRows`: most exchange
    * A rows are then never made into records).
    */
-  async bookEventsFold(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null): Promise<BookEventsFold> {
+  async bookEventsFold(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null, opts: { hashes?: boolean } = {}): Promise<BookEventsFold> {
+    // Without hashes (`opts.hashes` false): exchange A's rows as ROLLUP_ROW_COLUMNS, their
+    // entries' claim hashes fetched afterwards where a claim does not hold (`claimHashes`).
+    const hashes = opts.hashes !== false;
     // A date merged into one part is read on one engine thread: the rows go to one consumer,
     // in order, no faster than it folds them, and one thread reading the part in order keeps
     // ahead of it, where a second splits the read in two streams merged again and, on the
@@ -738,7 +757,7 @@ export class SummariesRepository {
     // was 20% slower (benchmarks/rollup-read.ts). What the parts are only picks the setting,
     // so a merge between this look and the read changes nothing in the rows.
     const settings = (await this.datePartsOf(key, date)) === 1 ? 'max_threads = 1' : '';
-    const { query, params, factsOf, factsAlone } = this.bookEventsQuery(key, date, fromMs, toMs, countBeforeMs, settings);
+    const { query, params, factsOf, factsAlone } = this.bookEventsQuery(key, date, fromMs, toMs, countBeforeMs, settings, hashes ? BOOK_ROW_COLUMNS : ROLLUP_ROW_COLUMNS);
     const it = streamQuery(this.ch, { query, query_params: params, format: BOOK_ROW_FORMAT })[Symbol.asyncIterator]();
     const close = async () => void (await it.return?.(undefined));
     // The first row's facts, before the caller decides to fold (a server's chunk may end inside them).
@@ -774,13 +793,43 @@ export class SummariesRepository {
       facts,
       fold: async (sink) => {
         try {
-          await foldBookRows(chunks(), key.venue, key.market, key.asset, skipFacts, sink);
+          await foldBookRows(chunks(), key.venue, key.market, key.asset, skipFacts, sink, hashes);
         } finally {
           await close();
         }
       },
       close,
     };
+  }
+
+  /**
+   * The hashes a fold without them (`bookEventsFold` with `hashes` false) left to fetch for
+   * the claims that did not hold (ClaimHashRef from its entries, book-rows.ts RowClaimHash),
+   * in their order: the rows of their milliseconds alone (the sort key's market, date, time
+   * and asset pick their granules), read with the fold's filter and order, within
+   * [fromMs, toMs) as the fold read. Null when a row is not as the fold read it (the store
+   * changed since): the caller reads the day again with its hashes.
+   */
+  async claimHashes(key: SummaryKey, date: string, fromMs: number, toMs: number, refs: readonly ClaimHashRef[]): Promise<string[] | null> {
+    if (key.venue !== 'exchange-a') throw new RangeError(`claimHashes: ${key.venue} rows carry no claims`);
+    const rows = refs as readonly RowClaimHash[];
+    if (rows.length === 0) return [];
+    const { table, where } = this.bookFilter(key);
+    const ms = [...new Set(rows.map((r) => r.ms))].sort((a, b) => a - b);
+    for (const m of ms) if (!Number.isSafeInteger(m)) throw new RangeError(`claimHashes: not a time: ${m}`);
+    // Literal times, so that the engine's key analysis takes each as a point of the sort key.
+    const at = ms.map((m) => `fromUnixTimestamp64Milli(toInt64(${m}), 'UTC')`).join(', ');
+    return claimHashesOf(
+      streamQuery(this.ch, {
+        query: `SELECT ${CLAIM_HASH_COLUMNS} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+          AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+          AND event_ts IN (${at})
+          ORDER BY event_ts, ingest_seq, dedup_id`,
+        query_params: { market: key.market, asset: key.asset, date, from: fromMs, to: toMs },
+        format: BOOK_ROW_FORMAT,
+      }),
+      rows,
+    );
   }
 
   /**
@@ -808,7 +857,7 @@ export class SummariesRepository {
    * how the engine works, never the rows or their order (FINAL, and the ORDER BY places every
    * row of a book).
    */
-  private bookEventsQuery(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null, settings = '') {
+  private bookEventsQuery(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null, settings = '', columns = BOOK_ROW_COLUMNS) {
     const { table, where } = this.bookFilter(key);
     const count =
       countBeforeMs === null
@@ -824,7 +873,7 @@ export class SummariesRepository {
       nextDataDate: nextDate === '' ? null : nextDate,
       holdsImports: holdsImports === 1,
     });
-    const query = `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports, ${BOOK_ROW_COLUMNS[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+    const query = `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports, ${columns[key.venue]} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
         AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
         ORDER BY event_ts, ingest_seq, dedup_id${settings === '' ? '' : ` SETTINGS ${settings}`}`;
     return { query, params, factsOf, factsAlone: `SELECT ${count} AS counted, ${next} AS next, ${imports} AS imports` };

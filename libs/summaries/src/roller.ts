@@ -45,6 +45,12 @@ export interface RollerOptions {
    * (the same output: a test compares the two).
    */
   applyFromColumns?: boolean | undefined;
+  /**
+   * A closed day's fold reads exchange A's rows without their entries' hashes, and fetches
+   * the few that the details of claims that do not hold name afterwards (`rollClosed`); true
+   * reads every hash with its row (the same output: a test compares the two).
+   */
+  readClaimHashes?: boolean | undefined;
 }
 
 /**
@@ -359,8 +365,8 @@ export class Roller {
    * applied), so each row is applied as it is decoded (`bookEventsFold`, DayRun's sink)
    * instead of gathered into arrays of records first. Stores what `roll` would.
    */
-  private async rollClosed(p: DayPlan): Promise<DayResult> {
-    const read = await this.repo.bookEventsFold(p.key, p.date, p.from, p.dayEnd, p.countBefore ? p.prev!.coveredUntil : null);
+  private async rollClosed(p: DayPlan, hashes = this.opts.readClaimHashes === true): Promise<DayResult> {
+    const read = await this.repo.bookEventsFold(p.key, p.date, p.from, p.dayEnd, p.countBefore ? p.prev!.coveredUntil : null, { hashes });
     const alone = this.aloneAfterRead(p, read.facts);
     if (alone !== null) {
       await read.close();
@@ -368,6 +374,19 @@ export class Roller {
     }
     const run = new DayRun(p, this.opts.checkpointEvery ?? CHECKPOINT_EVENTS, read.facts.nextDataDate);
     await read.fold(run);
+    // The last millisecond's claims settled, then the hashes the details of the claims that
+    // did not hold name (rare) fetched.
+    run.endFold();
+    const refs = run.checker.unresolvedHashes();
+    if (refs.length > 0) {
+      const got = await this.repo.claimHashes(p.key, p.date, p.from, p.dayEnd, refs);
+      if (got === null) {
+        // The rows changed since the read: the day is read again, with its hashes, from a fresh checker.
+        this.log.debug({ ...p.key, date: p.date }, 'claim hashes changed since the read: reading the day with its hashes');
+        return this.rollClosed({ ...p, resumed: p.resumed === null ? null : resumeChecker(p.key.venue, p.prev!) }, true);
+      }
+      run.checker.resolveHashes(got);
+    }
     const o = await this.output(run);
     if (!('day' in o)) return o.result;
     await this.writeMany([o]);
@@ -735,6 +754,11 @@ class DayRun implements BookRowSink {
     if (crossed) this.checkpoint(this.heldTs, this.heldBook);
     this.lastBook = this.heldBook;
     this.heldBook = false;
+  }
+
+  /** Ends the millisecond the fold applied last (its claims settled); `finish` does it too. */
+  endFold(): void {
+    this.endDirect();
   }
 
   /** BookRowSink: one record, applied now (a closed day: nothing is held back). */
