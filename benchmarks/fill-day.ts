@@ -41,6 +41,60 @@ export async function fillDay(repo: RawEventsRepository, market: string, asset: 
   }
 }
 
+/**
+ * `fillDay` with claims, as exchange A has sent since 2025-09-15: every price_change entry
+ * carries its own hash (0x and 64 hex digits, the record's being its first entry's) and the
+ * best bid and ask after it (of a book kept here the way the rollup rebuilds it, so the
+ * claims hold).
+ */
+export async function fillClaimsDay(repo: RawEventsRepository, market: string, asset: string, dayMs: number, events: number, seed: number, seqBase: number): Promise<void> {
+  const r = rng(seed);
+  const price = (base: number) => base + Math.floor(r() * 20);
+  const BATCH = 50_000;
+  const seq0 = BigInt(seqBase) * 2n ** 32n;
+  // Levels by price in thousandths: size > 0 only.
+  const bids = new Map<number, number>();
+  const asks = new Map<number, number>();
+  const top = (m: Map<number, number>, best: (a: number, b: number) => number, empty: string) => {
+    let b = Number.NaN;
+    for (const p of m.keys()) b = b !== b ? p : best(b, p);
+    return b !== b ? empty : String(b / 1000);
+  };
+  const hex = (i: number) => `0x${(i * 2654435761 >>> 0).toString(16).padStart(8, '0').repeat(8)}`;
+  for (let start = 0; start < events; start += BATCH) {
+    const batch: { message: ExchangeAMessage; position: { partition: number; offset: string } }[] = [];
+    for (let i = start; i < Math.min(events, start + BATCH); i++) {
+      const ts = dayMs + Math.floor((i * 86_400_000) / events);
+      let event: Record<string, unknown>;
+      if (i % 5000 === 0) {
+        bids.clear();
+        asks.clear();
+        for (let k = 0; k < 20; k++) {
+          bids.set(480 - k * 3, 100 + k);
+          asks.set(520 + k * 3, 90 + k);
+        }
+        event = { market, asset_id: asset, timestamp: String(ts), hash: hex(i), event_type: 'book', bids: Array.from({ length: 20 }, (_, k) => ({ price: String((480 - k * 3) / 1000), size: String(100 + k) })), asks: Array.from({ length: 20 }, (_, k) => ({ price: String((520 + k * 3) / 1000), size: String(90 + k) })) };
+      } else {
+        const buy = r() < 0.5;
+        const p = price(buy ? 460 : 500);
+        const size = r() < 0.2 ? 0 : Math.floor(r() * 5000);
+        const side = buy ? bids : asks;
+        if (size === 0) side.delete(p);
+        else side.set(p, size);
+        const h = hex(i);
+        event = {
+          market, asset_id: asset, timestamp: String(ts), hash: h, event_type: 'price_change',
+          changes: [{ price: String(p / 1000), side: buy ? 'BUY' : 'SELL', size: String(size), hash: h, best_bid: top(bids, Math.max, '0'), best_ask: top(asks, Math.min, '1') }],
+        };
+      }
+      batch.push({
+        message: { venue: 'exchange-a', received_at: new Date(ts + 3).toISOString(), worker_id: 1, ingest_seq: String(seq0 + BigInt(i + 1)), dedup_id: `d${i}`, event: event as unknown as ExchangeAMessage['event'] },
+        position: { partition: 0, offset: String(i) },
+      });
+    }
+    await repo.insert('exchange-a', batch, `bench-claims-${market}-${asset}-${dayMs}-${start}`);
+  }
+}
 
 /** One ticker's day: a snapshot of 40 levels a side at its start, then `events - 1` one-level deltas (the book benchmarks' exchange B day). */
 export async function fillTicker(repo: RawEventsRepository, ticker: string, dayMs: number, events: number): Promise<void> {

@@ -3,7 +3,8 @@
  *
  *   ROLL_DIR=/tmp/dir node --import tsx benchmarks/rollup-profile.ts [rounds]
  *
- * ROLL_DIR keeps the embedded engine's data between runs (filled once, BENCH_EVENTS events).
+ * ROLL_DIR keeps the embedded engine's data between runs (filled once, BENCH_EVENTS events;
+ * BENCH_CLAIMS=1 fills a day whose every price_change entry has a hash and claims).
  * Prints, per round: the engine's read alone (bytes drained, not decoded), the read with
  * the decode into records, and the whole rollDay (read, decode, book, buckets, write).
  * Run under --cpu-prof for where the main thread's time goes.
@@ -17,7 +18,7 @@ import { silentLogger } from '@booktape/config';
 import { migrate, openClickHouse, RawEventsRepository, streamQuery, SummariesRepository, BOOK_ROW_COLUMNS, BOOK_ROW_FORMAT } from '@booktape/storage';
 import { Roller } from '@booktape/summaries';
 import { intEnv } from './bench-env.ts';
-import { DENSE_DAY, fillDay } from './fill-day.ts';
+import { DENSE_DAY, fillClaimsDay, fillDay } from './fill-day.ts';
 
 const EVENTS = intEnv('BENCH_EVENTS', 1_000_000, 5000);
 const { market: MARKET, asset: ASSET, date: DATE, dayMs: DAY } = DENSE_DAY;
@@ -46,7 +47,8 @@ const ch = await openClickHouse({ database: 'booktape_bench', embeddedPath: dir 
 try {
   await migrate(ch);
   if (fresh) {
-    await fillDay(new RawEventsRepository(ch), MARKET, ASSET, DAY, EVENTS, 5, 0);
+    // BENCH_CLAIMS=1: every price_change entry with its hash and best bid / ask (fill-day.ts fillClaimsDay).
+    await (process.env.BENCH_CLAIMS === '1' ? fillClaimsDay : fillDay)(new RawEventsRepository(ch), MARKET, ASSET, DAY, EVENTS, 5, 0);
     await ch.client.command({ query: `OPTIMIZE TABLE ${ch.table('raw_exchange_a')} FINAL` });
     if (keep) (await import('node:fs')).writeFileSync(path.join(dir, 'booktape_bench.filled'), String(EVENTS));
   }
