@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { assetKey, parseAssetKey, rollupKeys, type AssetRef } from './rollup-keys.ts';
 
@@ -80,16 +81,44 @@ export async function pendingDates(redis: Redis, prefix: string, a: AssetRef): P
 export interface RollupState {
   pending: Set<string>;
   version: string | null;
+  /**
+   * Nobody was writing the asset's summaries when this was read: its lock was free and none
+   * of its dates claimed, in the same atomic read as `version`. A writer takes the lock (and
+   * an asset job its claims) before its first bump and keeps it past its last, so any write
+   * that lands after this read bumps the version after it too: what is read of the
+   * summaries from now on is current for as long as the version stays `version`, even
+   * where that writer dies between its write and its last bump (false for a state not read
+   * from Redis).
+   */
+  atRest?: boolean;
 }
+
+/**
+ * One atomic read of an asset's dirty dates, claimed dates, summaries version and lock
+ * (KEYS in that order): `{dirty, claimed, version or nil, lock held 0/1}`.
+ */
+const STATE = `
+return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('HKEYS', KEYS[2]), redis.call('GET', KEYS[3]), redis.call('EXISTS', KEYS[4])}
+`;
+const STATE_SHA = createHash('sha1').update(STATE).digest('hex');
 
 /**
  * An asset's pending dates and its summaries' version: a counter the worker bumps before and after
  * every write of the asset's summaries, so a reader may reuse what it read of them while
- * the counter stands still.
+ * the counter stands still. One script (one command, atomic: see `RollupState.atRest`).
  */
 export async function assetRollupState(redis: Redis, prefix: string, a: AssetRef): Promise<RollupState> {
   const k = assetKey(a);
   const keys = rollupKeys(prefix);
-  const [dirty, claimed, version] = await Promise.all([redis.zrange(keys.dirty(k), '0', '-1'), redis.hkeys(keys.claimed(k)), redis.get(keys.version(k))]);
-  return { pending: new Set([...dirty, ...claimed]), version };
+  const args = [4, keys.dirty(k), keys.claimed(k), keys.version(k), keys.lock(k)] as const;
+  let r: [string[], string[], string | null, number];
+  try {
+    r = (await redis.evalsha(STATE_SHA, ...args)) as typeof r;
+  } catch (e) {
+    // A server that does not know the script yet (first use, a restart, SCRIPT FLUSH).
+    if (!String((e as Error).message).includes('NOSCRIPT')) throw e;
+    r = (await redis.eval(STATE, ...args)) as typeof r;
+  }
+  const [dirty, claimed, version, locked] = r;
+  return { pending: new Set([...dirty, ...claimed]), version: version ?? null, atRest: claimed.length === 0 && Number(locked) === 0 };
 }

@@ -48,7 +48,10 @@ export function answerBuckets(a: SummaryAnswer): ExactBucket[] {
 
 const RACED = Symbol('raced');
 const EMPTY_COLUMNS: BucketColumns = new BucketColumnsDecoder().columns();
+/** How long day rows read while a writer may have been at work are reused (VersionedCache). */
 const WINDOW_TTL_MS = 30_000;
+/** How long day rows read at rest are reused while the version stands still: a bound for a double failure only (VersionedCache). */
+const WINDOW_REST_TTL_MS = 15 * 60_000;
 
 /** Buckets filled between turns of the event loop: a whole day at R=1 in one go held it for tens of ms (issue 27). */
 const FILL_SLICE = 4096;
@@ -218,7 +221,7 @@ export class SummaryReader {
   private readonly queuePrefix: string;
 
   private readonly cache: DayBucketsCache;
-  private readonly windows = new VersionedCache<Awaited<ReturnType<SummariesRepository['window']>>>(WINDOW_TTL_MS, 10_000);
+  private readonly windows = new VersionedCache<Awaited<ReturnType<SummariesRepository['window']>>>(WINDOW_TTL_MS, 10_000, WINDOW_REST_TTL_MS);
 
   constructor(deps: SummaryReaderDeps) {
     this.summaries = deps.summaries;
@@ -267,9 +270,9 @@ export class SummaryReader {
    */
   async stamp(key: SummaryKey, p: SummaryPlan, now = Date.now(), state?: Promise<RollupState>): Promise<string | null> {
     if (p.window.endMs > now || p.plan.count === 0) return null;
-    const { pending, version } = await (state ?? this.rollupState(key));
+    const { pending, version, atRest } = await (state ?? this.rollupState(key));
     if (version === null || pending.size > 0) return null;
-    const { rows, before } = await this.window(key, utcDate(p.plan.firstStart), utcDate(p.plan.dataEndMs - 1), version);
+    const { rows, before } = await this.window(key, utcDate(p.plan.firstStart), utcDate(p.plan.dataEndMs - 1), version, atRest);
     return settledStamp(version, pending, rows, before);
   }
 
@@ -300,8 +303,8 @@ export class SummaryReader {
   ): Promise<SummaryAnswer | typeof RACED> {
     const firstDate = utcDate(plan.firstStart);
     const lastDate = utcDate(plan.dataEndMs - 1);
-    const { pending, version } = await (state ?? this.rollupState(key));
-    const { rows, before, firstOpen } = await this.window(key, firstDate, lastDate, cached ? version : null);
+    const { pending, version, atRest } = await (state ?? this.rollupState(key));
+    const { rows, before, firstOpen } = await this.window(key, firstDate, lastDate, cached ? version : null, atRest);
     // Stamped only when read as `stamp` reads (the cached day rows of this version).
     const stamp = over && cached && version !== null ? settledStamp(version, pending, rows, before) : null;
     const pendingSorted = [...pending].sort();
@@ -384,9 +387,12 @@ export class SummaryReader {
     return { kind: 'buckets', buckets: await fillSeriesYielding(merged, plan, carried), stamp: live === undefined ? stamp : null };
   }
 
-  /** The stored day rows an answer needs, reused while the asset's summaries version stands still (`VersionedCache`). */
-  private window(key: SummaryKey, from: string, to: string, version: string | null) {
-    return this.windows.get(`${key.venue}|${key.market}|${key.asset}|${from}|${to}`, version, () => this.summaries.window(key, from, to));
+  /**
+   * The stored day rows an answer needs, reused while the asset's summaries version stands
+   * still (`VersionedCache`: read at rest, until the version moves; else at most WINDOW_TTL_MS).
+   */
+  private window(key: SummaryKey, from: string, to: string, version: string | null, atRest = false) {
+    return this.windows.get(`${key.venue}|${key.market}|${key.asset}|${from}|${to}`, version, () => this.summaries.window(key, from, to), atRest);
   }
 
   /**

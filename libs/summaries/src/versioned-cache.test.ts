@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { VersionedCache } from './versioned-cache.ts';
 
 describe('VersionedCache', () => {
@@ -26,5 +26,47 @@ describe('VersionedCache', () => {
     const load = async () => ++loads;
     expect(await Promise.all([cache.get('day', null, load), cache.get('day', null, load)])).toEqual([1, 2]);
     expect(await cache.get('day', null, load)).toBe(3);
+  });
+
+  describe('by the state the version was read in', () => {
+    afterEach(() => vi.useRealTimers());
+    const counting = () => {
+      let loads = 0;
+      return { load: async () => ++loads, loads: () => loads };
+    };
+
+    it('keeps an entry read at rest while the version stands, past the time of one read otherwise', async () => {
+      vi.useFakeTimers();
+      const cache = new VersionedCache<number>(30_000, 10, 600_000);
+      const c = counting();
+      expect(await cache.get('day', 'v1', c.load, true)).toBe(1);
+      vi.advanceTimersByTime(31_000);
+      // Past ttlMs: still the entry, for readers at rest and not.
+      expect(await cache.get('day', 'v1', c.load, true)).toBe(1);
+      expect(await cache.get('day', 'v1', c.load, false)).toBe(1);
+      // The version moved: read again.
+      expect(await cache.get('day', 'v2', c.load, true)).toBe(2);
+      // Past restTtlMs: read again.
+      vi.advanceTimersByTime(600_000);
+      expect(await cache.get('day', 'v2', c.load, true)).toBe(3);
+      expect(c.loads()).toBe(3);
+    });
+
+    it('keeps an entry read while a writer may be at work for ttlMs, and never for a reader at rest', async () => {
+      vi.useFakeTimers();
+      const cache = new VersionedCache<number>(30_000, 10, 600_000);
+      const c = counting();
+      expect(await cache.get('day', 'v1', c.load, false)).toBe(1);
+      expect(await cache.get('day', 'v1', c.load, false)).toBe(1);
+      // A reader at rest does not take it (its writer may have died after writing past it) ...
+      expect(await cache.get('day', 'v1', c.load, true)).toBe(2);
+      // ... and what it read holds for both.
+      vi.advanceTimersByTime(31_000);
+      expect(await cache.get('day', 'v1', c.load, false)).toBe(2);
+      const other = new VersionedCache<number>(30_000, 10, 600_000);
+      expect(await other.get('day', 'v1', c.load, false)).toBe(3);
+      vi.advanceTimersByTime(31_000);
+      expect(await other.get('day', 'v1', c.load, false)).toBe(4);
+    });
   });
 });

@@ -90,9 +90,9 @@ describe('settled summary answers', () => {
         await get('date=2026-03-01&resolution=1');
         expect(built).toHaveBeenCalledTimes(4);
         // An answer never kept reads the asset's rollup state once, for its build: no stamp to check.
-        const stateReads = vi.spyOn(t.redis, 'zrange');
+        const stateReads = vi.spyOn(t.redis, 'evalsha');
         await get('date=2026-03-01&resolution=60');
-        expect(stateReads.mock.calls.filter(([k]) => String(k) === dirty)).toHaveLength(1);
+        expect(stateReads.mock.calls.filter((args) => (args as unknown[]).includes(dirty))).toHaveLength(1);
         stateReads.mockRestore();
         expect(built).toHaveBeenCalledTimes(5);
       } finally {
@@ -132,6 +132,53 @@ describe('settled summary answers', () => {
       expect(tags).toEqual([kept.etag, kept.etag]);
     } finally {
       built.mockRestore();
+    }
+  });
+
+  it('show new rolled data in the next answer: the day rows are kept until the version moves, not for a time', async () => {
+    const off = await t.another({ summaryAnswerCacheBytes: 0 });
+    const windows = vi.spyOn(SummariesRepository.prototype, 'window');
+    const ask = async (R: number) => {
+      const r = await off.inject({ method: 'GET', url: `/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}&date=2026-03-01&resolution=${R}`, headers: bearer(apiKey) });
+      expect(r.statusCode).toBe(200);
+      return JSON.parse(r.body).data as unknown[];
+    };
+    const lock = rollupKeys(t.config.rollupQueuePrefix).lock(assetKey(key));
+    try {
+      expect(await ask(60)).toEqual(expected(60));
+      const reads = windows.mock.calls.length;
+      // Read at rest: kept past the 30 s a read while a writer is at work holds.
+      const later = Date.now() + 120_000;
+      const clock = vi.spyOn(Date, 'now').mockReturnValue(later);
+      try {
+        expect(await ask(60)).toEqual(expected(60));
+      } finally {
+        clock.mockRestore();
+      }
+      expect(windows.mock.calls.length).toBe(reads);
+
+      // New data rolled up as the worker does (bumps around the write): the very next answer has it.
+      await add([{ market: MARKET, asset_id: ASSET, timestamp: String(DAY + 60_000_000), hash: 'late2', event_type: 'price_change', changes: [{ price: '0.47', side: 'BUY', size: '3' }] }]);
+      await rollUp();
+      const rolled = windows.mock.calls.length;
+      expect(await ask(60)).toEqual(expected(60));
+      expect(windows.mock.calls.length).toBe(rolled + 1);
+
+      // A writer that holds the lock, bumps, writes and dies before its last bump: an answer
+      // read meanwhile may keep the old rows for a while, but only for readers that also see
+      // a writer at work; once the lock is gone the next answer reads the day rows again.
+      await t.redis.set(lock, 'dead-writer', 'PX', 60_000);
+      await t.redis.incr(versionKey());
+      await add([{ market: MARKET, asset_id: ASSET, timestamp: String(DAY + 70_000_000), hash: 'late3', event_type: 'price_change', changes: [{ price: '0.48', side: 'BUY', size: '4' }] }]);
+      // Stored but not rolled up (and not marked dirty): the old rows' answer.
+      const old = await ask(60);
+      expect(old).not.toEqual(expected(60));
+      await new Roller(new SummariesRepository(t.ch), silentLogger(), { closeGraceMs: 0, checkpointEvery: 50 }).rollDay(key, '2026-03-01');
+      await t.redis.del(lock);
+      expect(await ask(60)).toEqual(expected(60));
+    } finally {
+      windows.mockRestore();
+      await t.redis.del(lock);
     }
   });
 });
