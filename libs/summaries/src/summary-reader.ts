@@ -324,7 +324,7 @@ export class SummaryReader {
       // Everything from before the window on is live: the carried state is the live start's.
       carried = live.state === '' ? null : ((JSON.parse(live.state) as { last: Top | null }).last ?? null);
     } else {
-      carried = await this.carriedBefore(key, firstDate, firstHour, rows, before);
+      carried = await this.carriedBefore(key, firstDate, firstHour, rows, before, level);
       const days = rows.filter((r) => dayStartMs(r.date) < storedEnd);
       // Whole complete days come from the cache when their row has not changed since.
       const held = new Map<string, DayColumns>();
@@ -426,10 +426,22 @@ export class SummaryReader {
     return undefined;
   }
 
-  /** The top after the last stored observation before `hour` (on firstDate or any earlier day). */
-  private async carriedBefore(key: SummaryKey, firstDate: string, hour: number, rows: SummaryDay[], before: SummaryDay | null): Promise<Top | null> {
+  /**
+   * The top after the last stored observation before `hour` (on firstDate or any earlier day).
+   * Where firstDate's buckets at `level` are held (DayBucketsCache, under the row's version),
+   * it is the closes of the last of them before `hour`: stored buckets are observed ones at
+   * every level of one build, so that bucket holds the same last observation as the hour
+   * bucket read otherwise, and the same closes. No engine read then.
+   */
+  private async carriedBefore(key: SummaryKey, firstDate: string, hour: number, rows: SummaryDay[], before: SummaryDay | null, level: number): Promise<Top | null> {
     const first = rows.find((r) => r.date === firstDate);
     if (first !== undefined && hour > dayStartMs(firstDate)) {
+      const held = first.complete ? this.cache.get(key, first, level) : undefined;
+      if (held !== undefined) {
+        const at = columnsIndexAt(held.columns, hour);
+        if (at > 0) return bucketsOfColumns(held.columns, at - 1, at)[0]!;
+        return before === null ? null : parseObservation(before.lastObs);
+      }
       const chunks = await this.summaries.chunks(key, new Map([[firstDate, first.baseVersion]]), 3600, dayStartMs(firstDate), hour);
       const lastChunk = chunks[chunks.length - 1];
       if (lastChunk !== undefined) {

@@ -181,4 +181,49 @@ describe('settled summary answers', () => {
       await t.redis.del(lock);
     }
   });
+
+  it('carry the state into a window starting within a held day from its columns, byte for byte as read from the store', async () => {
+    // warm holds the day's columns (whole-day answers); cold never does (windows only).
+    const warm = await t.another({ summaryAnswerCacheBytes: 0 });
+    const cold = await t.another({ summaryAnswerCacheBytes: 0 });
+    const path = `/api/v1/exchange-a/market/orderbook-summary?condition_id=${MARKET}&asset_id=${ASSET}`;
+    const ask = async (app: typeof warm, query: string) => {
+      const r = await app.inject({ method: 'GET', url: `${path}&${query}`, headers: bearer(apiKey) });
+      expect(r.statusCode).toBe(200);
+      return r.rawPayload;
+    };
+    // Tops that differ in the last two buckets before some hours (what a window from there carries in).
+    const edges: ExchangeAEvent[] = [];
+    for (const h of [2, 14]) {
+      edges.push({ market: MARKET, asset_id: ASSET, timestamp: String(DAY + h * 3_600_000 - 90_000), hash: `edge${h}a`, event_type: 'price_change', changes: [{ price: '0.491', side: 'BUY', size: '2' }] });
+      edges.push({ market: MARKET, asset_id: ASSET, timestamp: String(DAY + h * 3_600_000 - 30_000), hash: `edge${h}b`, event_type: 'price_change', changes: [{ price: '0.492', side: 'BUY', size: '3' }] });
+    }
+    await add(edges);
+    await rollUp();
+    for (const R of [60, 7, 1]) await ask(warm, `date=2026-03-01&resolution=${R}`);
+    const chunks = vi.spyOn(SummariesRepository.prototype, 'chunks');
+    // Reads of the store (a read for no date asks nothing).
+    const reads = () => chunks.mock.calls.filter((c) => c[1].size > 0).length;
+    try {
+      let windows = 0;
+      for (const R of [60, 7, 1]) {
+        for (const hour of [1, 2, 5, 7, 13, 14, 23]) {
+          for (const offset of [0, 1_000, 59_999, 1_234_567]) {
+            const start = DAY + hour * 3_600_000 + offset;
+            const end = Math.min(DAY + 86_400_000 - 1, start + 2 * 3_600_000);
+            const query = `start_timestamp=${start}&end_timestamp=${end}&resolution=${R}`;
+            const before = reads();
+            const held = await ask(warm, query);
+            // Nothing read from the store for the held day: neither its chunks nor the carried hour.
+            expect(reads()).toBe(before);
+            expect(held.equals(await ask(cold, query))).toBe(true);
+            windows++;
+          }
+        }
+      }
+      expect(windows).toBe(84);
+    } finally {
+      chunks.mockRestore();
+    }
+  });
 });
