@@ -66,9 +66,12 @@ export const ROLLUP_ROW_COLUMNS: Record<Venue, string> = {
  * What a claim-hash fetch reads of each exchange A row (`claimHashOf`): the row as the fold
  * read it, to be checked, and its hashes.
  */
-export const CLAIM_HASH_COLUMNS = `toUnixTimestamp64Milli(event_ts), toString(event_type), hash, residue,
+export const CLAIM_HASH_COLUMNS: { readonly [V in Venue]?: string } = {
+  'exchange-a': `toUnixTimestamp64Milli(event_ts), toString(event_type), hash, residue,
     chg_price, chg_price_scale, chg_side, chg_size, chg_size_scale, chg_hash,
-    chg_best_bid, chg_best_bid_scale, chg_best_ask, chg_best_ask_scale`;
+    chg_best_bid, chg_best_bid_scale, chg_best_ask, chg_best_ask_scale`,
+  // Exchange B records carry no best bid / ask claims: their fold reads every column it needs.
+};
 
 /** What an empty array column reads as: shared, never written to (most rows have empty level or change arrays). */
 const EMPTY: number[] = [];
@@ -956,7 +959,7 @@ export async function foldBookRows(
   const time: RowTime = { ms: Number.NaN };
   // Without hashes (ROLLUP_ROW_COLUMNS, exchange A): the rows' places in their millisecond
   // are counted, every row's, for the claim hashes to fetch (RowClaimHash).
-  const noHashes = !hashes && venue === 'exchange-a';
+  const noHashes = !hashes && CLAIM_HASH_COLUMNS[venue] !== undefined;
   e.hashes = !noHashes;
   const inPlace = noHashes ? readChangeRowNoHashes : READ_IN_PLACE[venue];
   const readRow = noHashes ? (r: RowBinaryReader) => readExchangeARollupRow(r, market, asset, time) : (r: RowBinaryReader) => readBookRow(venue, r, market, asset, time);

@@ -811,7 +811,8 @@ export class SummariesRepository {
    * changed since): the caller reads the day again with its hashes.
    */
   async claimHashes(key: SummaryKey, date: string, fromMs: number, toMs: number, refs: readonly ClaimHashRef[]): Promise<string[] | null> {
-    if (key.venue !== 'exchange-a') throw new RangeError(`claimHashes: ${key.venue} rows carry no claims`);
+    const columns = CLAIM_HASH_COLUMNS[key.venue];
+    if (columns === undefined) throw new RangeError(`claimHashes: ${key.venue} rows carry no claims`);
     const rows = refs as readonly RowClaimHash[];
     if (rows.length === 0) return [];
     const { table, where } = this.bookFilter(key);
@@ -821,7 +822,7 @@ export class SummariesRepository {
     const at = ms.map((m) => `fromUnixTimestamp64Milli(toInt64(${m}), 'UTC')`).join(', ');
     return claimHashesOf(
       streamQuery(this.ch, {
-        query: `SELECT ${CLAIM_HASH_COLUMNS} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
+        query: `SELECT ${columns} FROM ${table} FINAL WHERE ${where} AND event_date = {date:Date}
           AND event_ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
           AND event_ts IN (${at})
           ORDER BY event_ts, ingest_seq, dedup_id`,
