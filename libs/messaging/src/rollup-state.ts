@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { RedisScript } from './redis-script.ts';
 import { assetKey, parseAssetKey, rollupKeys, type AssetRef } from './rollup-keys.ts';
 
 /**
@@ -97,10 +97,9 @@ export interface RollupState {
  * One atomic read of an asset's dirty dates, claimed dates, summaries version and lock
  * (KEYS in that order): `{dirty, claimed, version or nil, lock held 0/1}`.
  */
-const STATE = `
+const STATE = new RedisScript(`
 return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('HKEYS', KEYS[2]), redis.call('GET', KEYS[3]), redis.call('EXISTS', KEYS[4])}
-`;
-const STATE_SHA = createHash('sha1').update(STATE).digest('hex');
+`);
 
 /**
  * An asset's pending dates and its summaries' version: a counter the worker bumps before and after
@@ -110,15 +109,7 @@ const STATE_SHA = createHash('sha1').update(STATE).digest('hex');
 export async function assetRollupState(redis: Redis, prefix: string, a: AssetRef): Promise<RollupState> {
   const k = assetKey(a);
   const keys = rollupKeys(prefix);
-  const args = [4, keys.dirty(k), keys.claimed(k), keys.version(k), keys.lock(k)] as const;
-  let r: [string[], string[], string | null, number];
-  try {
-    r = (await redis.evalsha(STATE_SHA, ...args)) as typeof r;
-  } catch (e) {
-    // A server that does not know the script yet (first use, a restart, SCRIPT FLUSH).
-    if (!String((e as Error).message).includes('NOSCRIPT')) throw e;
-    r = (await redis.eval(STATE, ...args)) as typeof r;
-  }
+  const r = (await STATE.run(redis, [keys.dirty(k), keys.claimed(k), keys.version(k), keys.lock(k)])) as [string[], string[], string | null, number];
   const [dirty, claimed, version, locked] = r;
   return { pending: new Set([...dirty, ...claimed]), version: version ?? null, atRest: claimed.length === 0 && Number(locked) === 0 };
 }

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@booktape/config';
+import { RedisScript } from '@booktape/messaging';
 import type { RequestLogRepository } from '@booktape/storage';
 import type { Plan } from '../billing/plans.ts';
 import { UnavailableError, guard } from '../http/errors.ts';
@@ -97,26 +97,10 @@ const RELEASE_RETRY_MAX_MS = 5_000;
 /** Monthly keys outlive their month a little (a late release, an operator looking). */
 const KEEP_AFTER_PERIOD_MS = 7 * 86_400_000;
 
-class Script {
-  readonly sha: string;
-  constructor(readonly lua: string) {
-    this.sha = createHash('sha1').update(lua).digest('hex');
-  }
-  /** EVALSHA, falling back to EVAL when the server does not know the script (after a restart). */
-  async run(redis: Redis, keys: string[], args: Array<string | number>): Promise<unknown> {
-    try {
-      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
-    } catch (e) {
-      if (!String((e as Error).message).includes('NOSCRIPT')) throw e;
-      return redis.eval(this.lua, keys.length, ...keys, ...args);
-    }
-  }
-}
-
-const reserveScript = new Script(RESERVE);
-const releaseScript = new Script(RELEASE);
-const rebuildScript = new Script(REBUILD);
-const peekScript = new Script(PEEK);
+const reserveScript = new RedisScript(RESERVE);
+const releaseScript = new RedisScript(RELEASE);
+const rebuildScript = new RedisScript(REBUILD);
+const peekScript = new RedisScript(PEEK);
 
 /** A reserved request, until it is settled. */
 export interface Reservation {
