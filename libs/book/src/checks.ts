@@ -370,7 +370,8 @@ export class BookChecker {
     const ask = claimText(entry.best_ask);
     if (bid === undefined && ask === undefined) return;
     this.entryClaims = true;
-    if (!this.claimHolds(bid, ask, bestBid ?? '0', bestAsk ?? '1')) this.pend(bid, ask, bestBid ?? '0', bestAsk ?? '1', entry.hash ?? this.curHash);
+    // A record read without its entries' hashes carries, in an entry with a claim, where to fetch it (ClaimHashRef).
+    if (!this.claimHolds(bid, ask, bestBid ?? '0', bestAsk ?? '1')) this.pend(bid, ask, bestBid ?? '0', bestAsk ?? '1', (entry.hash as string | ClaimHashRef | undefined) ?? this.curHash);
   }
 
   /** entryClaim of entry `i` of `curEntries`: its hash read only for a claim that waits. */

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalSize, type BookRecord } from '@booktape/book';
 import type { ExchangeAEvent } from '@booktape/domain';
-import { RowBinaryReader, claimHashesOf, foldBookRows, msText, readBookRow, rowBinaryRows, type RowClaimHash, type RowTime } from './book-rows.ts';
+import { RollupRecords, RowBinaryReader, claimHashesOf, foldBookRows, msText, readBookRow, rowBinaryRows, type RowClaimHash, type RowTime } from './book-rows.ts';
 import { RowBinaryWriter } from './row-binary.ts';
 
 /** The bytes, in chunks cut at the given offsets (a server's stream may cut rows anywhere). */
@@ -291,6 +291,92 @@ describe('book rows folded in place', () => {
           // (A row after it with the same content and hashes would give the same hashes: never others.)
           const again = await claimHashesOf(cut(fewer.bytes(), at), refs);
           if (again !== null) expect(again).toEqual(hashes);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('read as records without hashes, give the records read with them, a claim hash as where to fetch it', async () => {
+    const rowsArb = fc.array(fc.tuple(row, fc.nat({ max: 2 }), fc.nat({ max: 5 })), { maxLength: 60 }).map((triples) => {
+      let ms = 1_800_000_000_000;
+      let item = 0;
+      return triples.map(([r, step, next]) => {
+        ms += step % 2;
+        // Items in order (a read of several books), each item's times in order.
+        if (next === 0) item++;
+        return { ...r, ms, item, changes: r.type === 'price_change' ? r.changes : [] };
+      });
+    });
+    await fc.assert(
+      fc.asyncProperty(rowsArb, fc.array(fc.nat(), { maxLength: 30 }), async (rows, at) => {
+        const read = async (bytes: Buffer, hashes: boolean) => {
+          const records = new RollupRecords('exchange-a');
+          const time: RowTime = { ms: Number.NaN };
+          const got: Array<{ ms: number; record: BookRecord }> = [];
+          for await (const batch of rowBinaryRows(
+            cut(bytes, at),
+            (r) => {
+              const item = r.u32();
+              return hashes ? readBookRow('exchange-a', r, 'm', 'a', time) : records.read(r, 'm', 'a', time, item);
+            },
+            () => time.ms,
+          ))
+            batch.forEach((record, i) => got.push({ ms: batch.ms![i]!, record }));
+          return got;
+        };
+        const w = new RowBinaryWriter();
+        for (const r of rows) {
+          w.u32(r.item);
+          writeARow(w, { ...r, hash: aHash(r) });
+        }
+        const want = await read(w.bytes(), true);
+        const wr = new RowBinaryWriter();
+        for (const r of rows) {
+          wr.u32(r.item);
+          writeARowAs(wr, r, 'rollup');
+        }
+        const got = await read(wr.bytes(), false);
+        expect(got.length).toBe(want.length);
+        const refs: RowClaimHash[] = [];
+        const hashes: string[] = [];
+        const items: number[] = [];
+        got.forEach((g, k) => {
+          const x = want[k]!;
+          expect(Object.is(g.ms, x.ms)).toBe(true);
+          const row = rows[k]!;
+          if (row.residue !== '' || row.type !== 'price_change') {
+            // Any other row: its record as read with the hashes (its hash is the stored one).
+            expect(g.record).toEqual(row.residue !== '' ? x.record : { ...(x.record as ExchangeAEvent), hash: row.hash });
+            return;
+          }
+          const rec = g.record as ExchangeAEvent;
+          const wantRec = x.record as ExchangeAEvent;
+          // The stored record hash, the same entries without their hashes; a claim's hash as where to fetch it.
+          expect({ ...rec, changes: undefined }).toEqual({ ...wantRec, hash: row.hash, changes: undefined });
+          const plain = (c: NonNullable<ExchangeAEvent['changes']>[number]) => {
+            const { hash: _h, ...rest } = c;
+            return rest;
+          };
+          expect(rec.changes!.map(plain)).toEqual(wantRec.changes!.map(plain));
+          const ord = rows.slice(0, k).filter((r) => r.ms === row.ms && r.item === row.item).length;
+          rec.changes!.forEach((c, i) => {
+            const claims = c.best_bid !== undefined || c.best_ask !== undefined;
+            if (!claims) return expect(c.hash).toBeUndefined();
+            const ref = c.hash as unknown as RowClaimHash;
+            expect(ref).toMatchObject({ deferredHash: true, ms: row.ms, ord, entry: i, count: row.changes.length, recHash: row.hash });
+            refs.push(ref);
+            items.push(row.item);
+            // What a claim names when read with the hashes: the entry's, or the record's.
+            hashes.push(wantRec.changes![i]!.hash ?? wantRec.hash);
+          });
+        });
+        // The fetch of one item's rows gives the hashes read with them.
+        for (const item of new Set(rows.map((r) => r.item))) {
+          const c = new RowBinaryWriter();
+          for (const r of rows.filter((r) => r.item === item)) writeARowAs(c, r, 'claim-hashes');
+          const mine = refs.map((ref, i) => ({ ref, i })).filter(({ i }) => items[i] === item);
+          expect(await claimHashesOf(cut(c.bytes(), at), mine.map((m) => m.ref))).toEqual(mine.map((m) => hashes[m.i]!));
         }
       }),
       { numRuns: 200 },

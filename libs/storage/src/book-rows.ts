@@ -405,12 +405,16 @@ export function readExchangeABookRow(r: RowBinaryReader, market: string, asset: 
 }
 
 /**
- * An exchange A row of ROLLUP_ROW_COLUMNS that the fold does not read in place
- * (`readChangeRow`): any row but a price_change stored whole in its typed columns, read as
- * `readExchangeABookRow` reads it from BOOK_ROW_COLUMNS. Such a row's record hash is the
- * stored one, which A_HASH_SQL gives back for it (it has no changes or is read from its residue).
+ * An exchange A row of ROLLUP_ROW_COLUMNS as a record: in a fold, any row it does not read
+ * in place (`readChangeRow`), read as `readExchangeABookRow` reads it from BOOK_ROW_COLUMNS
+ * (such a row's record hash is the stored one, which A_HASH_SQL gives back for it: it has no
+ * changes or is read from its residue); in a read of records (`RollupRecords`), a
+ * price_change stored in its typed columns too, whose entries with a claim carry, instead of
+ * their hash, where to fetch it (`changesWithoutHashes`). `ord` is the row's place among the
+ * read's rows of its millisecond (RowClaimHash).
  */
-function readExchangeARollupRow(r: RowBinaryReader, market: string, asset: string, time?: RowTime): ExchangeAEvent {
+function readExchangeARollupRow(r: RowBinaryReader, market: string, asset: string, time?: RowTime, ord = -1): ExchangeAEvent {
+  const at = r.pos;
   const ms = r.i64();
   const type = eventType(r);
   const hash = r.string();
@@ -422,9 +426,14 @@ function readExchangeARollupRow(r: RowBinaryReader, market: string, asset: strin
     if (time !== undefined) time.ms = Number.NaN;
     return JSON.parse(residue) as ExchangeAEvent;
   }
-  if (type === 'price_change') throw new Error('book row: a price_change stored in its typed columns is read in place, not as a record');
+  if (type === 'price_change' && ord < 0) throw new Error('book row: a price_change stored in its typed columns is read in place, not as a record');
   if (time !== undefined) time.ms = ms;
   const timestamp = msText(ms);
+  if (type === 'price_change') {
+    skipLevels(r);
+    skipLevels(r);
+    return { market, asset_id: asset, timestamp, hash, event_type: type, changes: changesWithoutHashes(r, at, ord) };
+  }
   if (type === 'book') {
     const bids = levels(r);
     const asks = levels(r);
@@ -538,6 +547,137 @@ function changes(r: RowBinaryReader, hash: string, hashAt: number, hashEnd: numb
   }
   r.pos = end;
   return out;
+}
+
+/**
+ * `changes` of a ROLLUP_ROW_COLUMNS row (no entry hashes): an entry with a claim carries, as
+ * its `hash`, where to fetch it (`RecordClaimHash`: the checks keep it as they keep
+ * `ChangeEntries.claimHash`'s refs, and only a claim that does not hold is ever fetched);
+ * an entry without one carries none (no book or check reads it). `rowAt` is where the row
+ * starts in the reader's buffer, `ord` its place among its millisecond's rows.
+ */
+function changesWithoutHashes(r: RowBinaryReader, rowAt: number, ord: number): PriceChange[] {
+  const n = r.length();
+  const pAt = r.pos;
+  r.pos += n * 8;
+  const psAt = sameLength(r, n);
+  r.pos += n;
+  const sdAt = sameLength(r, n);
+  r.pos += n;
+  const zAt = sameLength(r, n);
+  r.pos += n * 8;
+  const zsAt = sameLength(r, n);
+  r.pos += n;
+  const bbAt = sameLength(r, n);
+  r.pos += n * 8;
+  const bbsAt = sameLength(r, n);
+  r.pos += n;
+  const baAt = sameLength(r, n);
+  r.pos += n * 8;
+  const basAt = sameLength(r, n);
+  r.pos += n;
+  r.need(0);
+  const b = r.buf;
+  const out: PriceChange[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const price = decimalText(i64At(b, pAt + i * 8), b[psAt + i]!);
+    const sd = b[sdAt + i]!;
+    const side = (sd < 3 ? SIDES[sd] : '') as 'BUY' | 'SELL';
+    const size = decimalText(i64At(b, zAt + i * 8), b[zsAt + i]!);
+    const bbs = b[bbsAt + i]!;
+    const bas = b[basAt + i]!;
+    if (bbs === SCALE_ABSENT && bas === SCALE_ABSENT) {
+      out[i] = { price, side, size };
+      continue;
+    }
+    // Typed as the record's text: only the checks read it, as a hash or a ClaimHashRef.
+    const hash = new RecordClaimHash(b, rowAt, ord, i) as unknown as string;
+    if (bbs !== SCALE_ABSENT && bas !== SCALE_ABSENT) {
+      out[i] = { price, side, size, hash, best_bid: decimalText(i64At(b, bbAt + i * 8), bbs), best_ask: decimalText(i64At(b, baAt + i * 8), bas) };
+      continue;
+    }
+    const c: PriceChange = { price, side, size, hash };
+    if (bbs !== SCALE_ABSENT) c.best_bid = decimalText(i64At(b, bbAt + i * 8), bbs);
+    if (bas !== SCALE_ABSENT) c.best_ask = decimalText(i64At(b, baAt + i * 8), bas);
+    out[i] = c;
+  }
+  return out;
+}
+
+/**
+ * The RowClaimHash of entry `entry` of a record read from ROLLUP_ROW_COLUMNS
+ * (`changesWithoutHashes`): the row's bytes (`buf` from `at`: a chunk of its own, never
+ * written again) are walked again only when the claim is fetched, so that an entry whose
+ * claim holds (nearly all) costs one small object.
+ */
+class RecordClaimHash implements RowClaimHash {
+  readonly deferredHash = true as const;
+  private e: ColumnEntries | null = null;
+
+  constructor(
+    private readonly buf: Buffer,
+    private readonly at: number,
+    readonly ord: number,
+    readonly entry: number,
+  ) {}
+
+  private row(): ColumnEntries {
+    if (this.e !== null) return this.e;
+    const r = new RowBinaryReader();
+    r.reset(this.buf);
+    r.pos = this.at;
+    const e = new ColumnEntries();
+    e.hashes = false;
+    if (!readChangeRow(r, e, false)) throw new Error('book row: a claim\'s row is no longer a price_change');
+    return (this.e = e);
+  }
+
+  get ms(): number {
+    return this.row().ms;
+  }
+
+  get count(): number {
+    return this.row().count;
+  }
+
+  get recHash(): string {
+    const e = this.row();
+    return utf8(e.buf, e.recHashAt, e.recHashEnd);
+  }
+
+  get entryBytes(): string {
+    const e = this.row();
+    return entryBytes(e.buf, e, this.entry);
+  }
+}
+
+/**
+ * Book rows of ROLLUP_ROW_COLUMNS read as records (the rollup of an open day, which holds
+ * its last millisecond back and so gathers records): each row's place among the read's rows
+ * of its millisecond is counted (per item of a read of several books), for the claim hashes
+ * fetched afterwards (`claimHashesOf`). Exchange B rows are read as `readBookRow` reads them.
+ * One per read; rows in the read's order.
+ */
+export class RollupRecords {
+  private lastItem = -1;
+  private lastMs = Number.NaN;
+  private lastOrd = 0;
+
+  constructor(private readonly venue: Venue) {}
+
+  read(r: RowBinaryReader, market: string, asset: string, time?: RowTime, item = 0): BookRecord {
+    if (CLAIM_HASH_COLUMNS[this.venue] === undefined) return readBookRow(this.venue, r, market, asset, time);
+    // Every exchange A row starts with its event time (Int64 ms).
+    r.need(8);
+    const ms = i64At(r.buf, r.pos);
+    const ord = item === this.lastItem && ms === this.lastMs ? this.lastOrd + 1 : 0;
+    const rec = readExchangeARollupRow(r, market, asset, time, ord);
+    // Counted once the row is whole (a row cut by the chunk's end is read again).
+    this.lastItem = item;
+    this.lastMs = ms;
+    this.lastOrd = ord;
+    return rec;
+  }
 }
 
 /** Whether buf[a, a + n) holds the bytes of buf[b, b + n) (false past the end: the caller reads on and underflows). */

@@ -11,6 +11,7 @@ import {
   readBookRow,
   readWhole,
   ROLLUP_ROW_COLUMNS,
+  RollupRecords,
   rowBinaryRows,
   type BookRowSink,
   type RowBinaryReader,
@@ -712,8 +713,12 @@ export class SummariesRepository {
    * and are known once the first row has arrived; a read without rows asks for them alone.
    * `events` must be read to its end or `close`d: it holds a stream session until then.
    */
-  async bookEventsRead(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null): Promise<BookEventsRead> {
-    const { query, params, factsOf, factsAlone } = this.bookEventsQuery(key, date, fromMs, toMs, countBeforeMs);
+  async bookEventsRead(key: SummaryKey, date: string, fromMs: number, toMs: number, countBeforeMs: number | null, opts: { hashes?: boolean } = {}): Promise<BookEventsRead> {
+    // Without hashes (`opts.hashes` false): exchange A's rows as ROLLUP_ROW_COLUMNS, an entry
+    // with a claim carrying where to fetch its hash instead (`claimHashes`).
+    const hashes = opts.hashes !== false;
+    const { query, params, factsOf, factsAlone } = this.bookEventsQuery(key, date, fromMs, toMs, countBeforeMs, '', hashes ? BOOK_ROW_COLUMNS : ROLLUP_ROW_COLUMNS);
+    const records = hashes ? null : new RollupRecords(key.venue);
     // Every row carries the facts (the engine computes the scalar subqueries once): the
     // first row's are read, the others' skipped.
     const got: { facts: BookEventsFacts | null } = { facts: null };
@@ -723,7 +728,7 @@ export class SummariesRepository {
       (r) => {
         if (got.facts === null) got.facts = readFacts(r, factsOf);
         else skipFacts(r);
-        return readBookRow(key.venue, r, key.market, key.asset, time);
+        return records === null ? readBookRow(key.venue, r, key.market, key.asset, time) : records.read(r, key.market, key.asset, time);
       },
       () => time.ms,
     ));
@@ -803,7 +808,8 @@ export class SummariesRepository {
   }
 
   /**
-   * The hashes a fold without them (`bookEventsFold` with `hashes` false) left to fetch for
+   * The hashes a read without them (`bookEventsFold`, `bookEventsRead` or, per item,
+   * `bookEventsReadMany` with `hashes` false) left to fetch for
    * the claims that did not hold (ClaimHashRef from its entries, book-rows.ts RowClaimHash),
    * in their order: the rows of their milliseconds alone (the sort key's market, date, time
    * and asset pick their granules), read with the fold's filter and order, within
@@ -887,7 +893,10 @@ export class SummariesRepository {
    * market). The facts are known when this returns; `events` must be read to its end or
    * `close`d.
    */
-  async bookEventsReadMany(venue: Venue, date: string, items: readonly BookEventsItem[]): Promise<BookEventsReadMany> {
+  async bookEventsReadMany(venue: Venue, date: string, items: readonly BookEventsItem[], opts: { hashes?: boolean } = {}): Promise<BookEventsReadMany> {
+    // Without hashes: as `bookEventsRead`'s (each item's claim hashes fetched by `claimHashes` of its key and window).
+    const hashes = opts.hashes !== false;
+    const records = hashes ? null : new RollupRecords(venue);
     const store = VENUE_STORAGE[venue];
     const as = items.map((i) => i.asset);
     if (new Set(as).size !== as.length) throw new RangeError('bookEventsReadMany: the same asset twice');
@@ -923,7 +932,7 @@ export class SummariesRepository {
     const read = firstBatch(
       rowBinaryRows(
         streamQuery(this.ch, {
-          query: `SELECT toUInt32(indexOf({as:Array(String)}, ${col})) AS item, ${BOOK_ROW_COLUMNS[venue]} FROM ${table} FINAL WHERE ${where}
+          query: `SELECT toUInt32(indexOf({as:Array(String)}, ${col})) AS item, ${(hashes ? BOOK_ROW_COLUMNS : ROLLUP_ROW_COLUMNS)[venue]} FROM ${table} FINAL WHERE ${where}
             AND event_ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND event_ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')
             AND event_ts >= ${at('fr')} AND event_ts < ${at('to')}
             ORDER BY item, event_ts, ingest_seq, dedup_id`,
@@ -933,7 +942,7 @@ export class SummariesRepository {
         (r) => {
           const item = r.u32() - 1;
           const it = items[item]!;
-          const rec = readBookRow(venue, r, it.market, it.asset, time);
+          const rec = records === null ? readBookRow(venue, r, it.market, it.asset, time) : records.read(r, it.market, it.asset, time, item);
           itemOf.push(item);
           return rec;
         },

@@ -4,7 +4,7 @@ import type { ExchangeAEvent, ExchangeAMessage } from '@booktape/domain';
 import type { ClaimHashRef } from '@booktape/book';
 import { RawEventsRepository, SummariesRepository, type SummaryKey, type SummaryWrite } from '@booktape/storage';
 import { tempClickHouse, type TestClickHouse } from '@booktape/testkit';
-import { Roller } from './roller.ts';
+import { Roller, type DayResult } from './roller.ts';
 
 /**
  * A closed day's fold reads exchange A rows without their entries' hashes and fetches those
@@ -89,14 +89,15 @@ function dayEvents(market: string, asset: string): ExchangeAEvent[] {
   ];
 }
 
-async function insert(events: ExchangeAEvent[], seq0 = 1, tag = 'x'): Promise<void> {
-  const messages: ExchangeAMessage[] = events.map((event, i) => ({
+async function insert(events: ExchangeAEvent[], seq0 = 1, tag = 'x', key?: SummaryKey): Promise<void> {
+  // `key`: the events stored as that asset's.
+  const messages: ExchangeAMessage[] = events.map((e, i) => ({
     venue: 'exchange-a',
-    received_at: new Date(Number(event.timestamp)).toISOString(),
+    received_at: new Date(Number(e.timestamp)).toISOString(),
     worker_id: 1,
     ingest_seq: String(seq0 + i),
     dedup_id: `c${run}-${tag}-${i}`,
-    event,
+    event: key === undefined ? e : { ...e, market: key.market, asset_id: key.asset },
   }));
   await raw.insert('exchange-a', messages.map((message, i) => ({ message, position: { partition: 0, offset: String(seq0 + i) } })), `claims-${run}-${tag}`);
 }
@@ -144,5 +145,80 @@ describe('claim hashes fetched after a closed day\'s fold', () => {
     expect(without.result).toEqual(withHashes.result);
     expect(stored(without.repo.written)).toEqual(stored(withHashes.repo.written));
     expect(without.result.applied).toBe(dayEvents(key.market, key.asset).length + 1);
+  });
+});
+
+/** No day ever closes: every run is an open day's (records gathered, the last millisecond held back). */
+const OPEN = 1e13;
+
+/** An open day rolled in runs, one after each piece stored (`between` runs before each piece's run's fetch, once). */
+async function rollOpen(key: SummaryKey, readClaimHashes: boolean, pieces: ExchangeAEvent[][], many: boolean, beforeFetch: (() => Promise<void>) | null = null) {
+  const repo = new WritingCaptured(t.ch);
+  const roller = new Roller(repo, silentLogger(), { closeGraceMs: OPEN, readClaimHashes });
+  const results: DayResult[][] = [];
+  let seq = 1;
+  for (const [i, piece] of pieces.entries()) {
+    await insert(piece, seq, `${readClaimHashes}-${i}`, key);
+    seq += piece.length;
+    repo.beforeFetch = i === pieces.length - 1 ? beforeFetch : null;
+    const hint = Math.min(...piece.map((e) => Number(e.timestamp)));
+    if (many) {
+      // With a second asset of no events: the read of several books.
+      const other = { ...key, asset: '43' };
+      const [r] = await roller.rollMany([key, other], DATE, [hint, hint]);
+      if (r === undefined || 'error' in r) throw r?.error;
+      results.push(r.results);
+    } else results.push(await roller.rollFrom(key, DATE, false, hint));
+  }
+  return { results, repo };
+}
+
+/** Captured, writing too (an open day's next run continues from what the last one stored). */
+class WritingCaptured extends Captured {
+  override async writeMany(w: readonly SummaryWrite[]): Promise<void> {
+    this.written.push(...w);
+    await SummariesRepository.prototype.writeMany.call(this, w);
+  }
+}
+
+describe.each([false, true])("claim hashes fetched after an open day's read (several assets in one read: %s)", (many) => {
+  const keyOf = (n: number) => ({ venue: 'exchange-a' as const, market: `0x${String(n).padStart(64, '0')}`, asset: '42' });
+
+  it('stores and returns what reading every hash gives, run after run, for both price_change shapes', async () => {
+    run++;
+    const events = dayEvents('', '');
+    // Cut inside the millisecond T + 2 (its rows wait for the next run) and among the later rows.
+    const pieces = [events.slice(0, 4), events.slice(4, 20), events.slice(20)];
+    const without = await rollOpen(keyOf(1000 + run), false, pieces, many);
+    const withHashes = await rollOpen(keyOf(2000 + run), true, pieces, many);
+    expect(without.repo.fetches.length).toBeGreaterThanOrEqual(2);
+    expect(without.repo.fetches.every((f) => f !== null)).toBe(true);
+    expect(withHashes.repo.fetches).toHaveLength(0);
+    expect(without.results).toEqual(withHashes.results);
+    expect(stored(without.repo.written).map((w) => ({ ...w, key: 0 }))).toEqual(stored(withHashes.repo.written).map((w) => ({ ...w, key: 0 })));
+    expect(without.repo.written.every((w) => !w.day.complete)).toBe(true);
+    // What the details name: the entry's hash, the record's where the entry has none, clipped.
+    const details = without.results.flat().flatMap((r) => r.alerts.filter((a) => a.kind === 'mismatch').map((a) => a.detail));
+    expect(details.length).toBeGreaterThan(30);
+    expect(details[0]).toMatch(new RegExp(`hash ${h('3')}$`));
+    expect(details[1]).toMatch(/hash 0x4{150,}…$/);
+    expect(details[1]!.length).toBe(300);
+    expect(details[2]).toMatch(new RegExp(`hash ${h('5')}$`));
+    expect(details[3]).toMatch(/hash $/);
+  });
+
+  it('reads the day again with its hashes when the rows changed between the read and the fetch', async () => {
+    run++;
+    const a = keyOf(3000 + run);
+    const b = keyOf(4000 + run);
+    const events = dayEvents('', '');
+    const pieces = [events.slice(0, 2), events.slice(2)];
+    // A row served before the failing claims of T + 2 (a lower ingest_seq), stored after the second run's read.
+    const early = (key: SummaryKey) => ({ market: key.market, asset_id: key.asset, timestamp: String(T + 2), hash: h('9'), event_type: 'price_change', changes: [{ price: '0.3', side: 'BUY', size: '3' }] }) as ExchangeAEvent;
+    const without = await rollOpen(a, false, pieces, many, () => insert([early(a)], 0, 'late', a));
+    expect(without.repo.fetches).toEqual([null]);
+    const withHashes = await rollOpen(b, true, [pieces[0]!, [early(b), ...pieces[1]!]], many);
+    expect(without.results).toEqual(withHashes.results);
+    expect(stored(without.repo.written).map((w) => ({ ...w, key: 0 }))).toEqual(stored(withHashes.repo.written).map((w) => ({ ...w, key: 0 })));
   });
 });

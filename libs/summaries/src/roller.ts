@@ -46,9 +46,10 @@ export interface RollerOptions {
    */
   applyFromColumns?: boolean | undefined;
   /**
-   * A closed day's fold reads exchange A's rows without their entries' hashes, and fetches
-   * the few that the details of claims that do not hold name afterwards (`rollClosed`); true
-   * reads every hash with its row (the same output: a test compares the two).
+   * Every run's read (a closed day's fold, an open day's records, a read of several assets)
+   * takes exchange A's rows without their entries' hashes, and fetches the few that the
+   * details of claims that do not hold name afterwards (`claimHashesOf`); true reads every
+   * hash with its row (the same output: tests compare the two).
    */
   readClaimHashes?: boolean | undefined;
 }
@@ -293,6 +294,7 @@ export class Roller {
       venue,
       date,
       plans.map((p) => ({ market: p.key.market, asset: p.key.asset, fromMs: p.from, toMs: p.dayEnd, countBeforeMs: p.countBefore ? p.prev!.coveredUntil : null })),
+      { hashes: this.opts.readClaimHashes === true },
     );
     const out: Array<() => Promise<DayResult>> = new Array(plans.length);
     const runs: Array<DayRun | null> = plans.map((p, j) => {
@@ -309,8 +311,19 @@ export class Roller {
     } finally {
       await read.close();
     }
-    // Each run's output (a boundary hour's chunks may be read); a failure is its asset's alone.
-    const outputs = await Promise.allSettled(runs.map((r) => (r === null ? Promise.resolve(null) : this.output(r))));
+    // Each run's claim hashes, then its output (a boundary hour's chunks may be read); a
+    // failure is its asset's alone. A run whose rows changed before its hashes were fetched
+    // rolls alone, reading its hashes, after the shared write.
+    const outputs = await Promise.allSettled(
+      runs.map(async (r, j) => {
+        if (r === null) return null;
+        r.finish(this.log);
+        if (await this.claimHashesOf(r)) return this.output(r);
+        runs[j] = null;
+        out[j] = () => this.rollRecords(this.fresh(plans[j]!), true);
+        return null;
+      }),
+    );
     const writes: Array<{ j: number; o: RunOutput }> = [];
     outputs.forEach((o, j) => {
       if (runs[j] === null) return;
@@ -342,7 +355,17 @@ export class Roller {
     if ('done' in planned) return planned.done;
     const p = planned;
     if (p.closed && this.opts.applyFromColumns !== false) return this.rollClosed(p);
-    const read = await this.repo.bookEventsRead(key, date, p.from, p.dayEnd, p.countBefore ? p.prev!.coveredUntil : null);
+    return this.rollRecords(p);
+  }
+
+  /**
+   * `roll` after its plan, from arrays of records: an open day (its last millisecond is held
+   * back until the next run) or, without `applyFromColumns`, a closed one. Read without the
+   * entries' hashes unless `hashes`: those the details of claims that do not hold name are
+   * fetched after the fold, and a store changed in between is read again with them.
+   */
+  private async rollRecords(p: DayPlan, hashes = this.opts.readClaimHashes === true): Promise<DayResult> {
+    const read = await this.repo.bookEventsRead(p.key, p.date, p.from, p.dayEnd, p.countBefore ? p.prev!.coveredUntil : null, { hashes });
     const alone = this.aloneAfterRead(p, read.facts);
     if (alone !== null) {
       await read.close();
@@ -354,6 +377,8 @@ export class Roller {
     } finally {
       await read.close();
     }
+    run.finish(this.log);
+    if (!(await this.claimHashesOf(run))) return this.rollRecords(this.fresh(p), true);
     const o = await this.output(run);
     if (!('day' in o)) return o.result;
     await this.writeMany([o]);
@@ -376,21 +401,35 @@ export class Roller {
     await read.fold(run);
     // The last millisecond's claims settled, then the hashes the details of the claims that
     // did not hold name (rare) fetched.
-    run.endFold();
-    const refs = run.checker.unresolvedHashes();
-    if (refs.length > 0) {
-      const got = await this.repo.claimHashes(p.key, p.date, p.from, p.dayEnd, refs);
-      if (got === null) {
-        // The rows changed since the read: the day is read again, with its hashes, from a fresh checker.
-        this.log.debug({ ...p.key, date: p.date }, 'claim hashes changed since the read: reading the day with its hashes');
-        return this.rollClosed({ ...p, resumed: p.resumed === null ? null : resumeChecker(p.key.venue, p.prev!) }, true);
-      }
-      run.checker.resolveHashes(got);
-    }
+    run.finish(this.log);
+    if (!(await this.claimHashesOf(run))) return this.rollClosed(this.fresh(p), true);
     const o = await this.output(run);
     if (!('day' in o)) return o.result;
     await this.writeMany([o]);
     return o.result;
+  }
+
+  /**
+   * Fetches the hashes the details of a folded run's claims that did not hold name (read
+   * without them; rare) and completes the details. False when the rows changed since the
+   * read: the run is then void, and its day is read again with its hashes (`fresh`).
+   */
+  private async claimHashesOf(run: DayRun): Promise<boolean> {
+    const refs = run.checker.unresolvedHashes();
+    if (refs.length === 0) return true;
+    const p = run.plan;
+    const got = await this.repo.claimHashes(p.key, p.date, p.from, p.dayEnd, refs);
+    if (got === null) {
+      this.log.debug({ ...p.key, date: p.date }, 'claim hashes changed since the read: reading the day with its hashes');
+      return false;
+    }
+    run.checker.resolveHashes(got);
+    return true;
+  }
+
+  /** The plan again with a checker of its own (a run's checker is its own: the one it resumed is spent). */
+  private fresh(p: DayPlan): DayPlan {
+    return { ...p, resumed: p.resumed === null ? null : resumeChecker(p.key.venue, p.prev!) };
   }
 
   /**
@@ -756,11 +795,6 @@ class DayRun implements BookRowSink {
     this.heldBook = false;
   }
 
-  /** Ends the millisecond the fold applied last (its claims settled); `finish` does it too. */
-  endFold(): void {
-    this.endDirect();
-  }
-
   /** BookRowSink: one record, applied now (a closed day: nothing is held back). */
   record(rec: BookRecord, ms: number): void {
     const ts = ms !== ms ? eventTs(rec) : ms;
@@ -778,8 +812,14 @@ class DayRun implements BookRowSink {
     this.heldBook = true;
   }
 
-  /** Ends the fold: where the stored day is now covered until. */
+  private finished: ReturnType<DayRun['finish']> | null = null;
+
+  /**
+   * Ends the fold (once; asked again, the same): every millisecond to apply applied and its
+   * claims settled, and where the stored day is now covered until.
+   */
   finish(log: Logger): { coveredUntil: number; book: DayRun['book']; buckets: ColumnsAggregator; checker: BookChecker; checkpoints: DayRun['checkpoints']; applied: number } {
+    if (this.finished !== null) return this.finished;
     const { closed, dayEnd, from, key, date } = this.plan;
     let coveredUntil: number;
     if (closed || this.held.length === 0) {
@@ -793,6 +833,6 @@ class DayRun implements BookRowSink {
       coveredUntil = this.heldTs;
     }
     if (this.book.anomalies > 0) log.warn({ ...key, date, anomalies: this.book.anomalies, last: this.book.lastAnomaly }, 'records the book could not apply');
-    return { coveredUntil, book: this.book, buckets: this.buckets, checker: this.checker, checkpoints: this.checkpoints, applied: this.applied };
+    return (this.finished = { coveredUntil, book: this.book, buckets: this.buckets, checker: this.checker, checkpoints: this.checkpoints, applied: this.applied });
   }
 }
