@@ -56,13 +56,16 @@ export function runJson<T>(root: string, script: string, label: string, env: Nod
 }
 
 /**
- * Measures this tree and, unless `baseline` is `none`, the baseline commit first. A
+ * Measures this tree and, unless `baseline` is `none`, the baseline commit first (with
+ * BENCH_BASELINE_LAST=1, last: the order of the two halves can decide a run's ratio). A
  * baseline that fails (an older tree without something the runner needs) is reported as
  * the error, not as a failed benchmark.
  */
 export async function sideBySide<T>(baseline: string, runners: string[], run: (root: string, label: string) => Promise<T>): Promise<{ now: T; base: T | null; baseError: string | null }> {
   let base: T | null = null;
   let baseError: string | null = null;
+  const last = process.env.BENCH_BASELINE_LAST === '1';
+  const now = last ? await run(REPO_ROOT, 'this tree') : null;
   if (baseline !== 'none') {
     let dir: string | null = null;
     try {
@@ -74,7 +77,7 @@ export async function sideBySide<T>(baseline: string, runners: string[], run: (r
       if (dir) rmSync(dir, { recursive: true, force: true });
     }
   }
-  return { now: await run(REPO_ROOT, 'this tree'), base, baseError };
+  return { now: now ?? (await run(REPO_ROOT, 'this tree')), base, baseError };
 }
 
 /** a / b rounded to 2 places, or null when either is missing. */
