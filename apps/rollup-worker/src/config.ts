@@ -17,6 +17,10 @@ export const rollupEnvSchema = platformEnvSchema.extend({
   ROLLUP_CLAIM_LEASE_MS: envInt(60_000, 1000, 3_600_000),
   /** Assets of a venue one rollup run claims and rolls together (one read, one insert per table); 1: one at a time. */
   ROLLUP_BATCH_ASSETS: envInt(16, 1, 256),
+  /** An asset whose dirty dates are all past days fed by the sink waits until it was not notified for this long (0: never held). */
+  ROLLUP_PAST_DAY_QUIET_MS: envInt(10_000, 0, 3_600_000),
+  /** …but at most this long from its first notification since its last run. */
+  ROLLUP_PAST_DAY_HOLD_MAX_MS: envInt(300_000, 0, 86_400_000),
 });
 
 /** The worker's options from the environment (exits with a ConfigError naming a bad variable). */
@@ -32,5 +36,7 @@ export function rollupOptions(env: NodeJS.ProcessEnv, platform: PlatformConfig):
     claimLeaseMs: e.ROLLUP_CLAIM_LEASE_MS,
     beatMs: DEFAULT_ROLLUP_WORKER_BEAT_MS,
     batchAssets: e.ROLLUP_BATCH_ASSETS,
+    pastDayQuietMs: e.ROLLUP_PAST_DAY_QUIET_MS,
+    pastDayHoldMaxMs: e.ROLLUP_PAST_DAY_HOLD_MAX_MS,
   };
 }

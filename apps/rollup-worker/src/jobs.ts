@@ -18,7 +18,7 @@ export interface JobContext {
   /** Hears every run's results (stats, logs, alerts). */
   afterRun(a: AssetRef, results: DayResult[]): void;
   log: Logger;
-  opts: { closeGraceMs: number; sweepEveryMs: number; claimLeaseMs: number; batchAssets?: number };
+  opts: { closeGraceMs: number; sweepEveryMs: number; claimLeaseMs: number; batchAssets?: number; pastDayQuietMs?: number; pastDayHoldMaxMs?: number };
   now?: () => number;
 }
 
@@ -40,9 +40,15 @@ export async function runAssetJob(ctx: JobContext, job: AnyJob, a: AssetRef, tok
   // Unique per run: a retry of this job must not pass for the run that claimed before it.
   const claimId = `${job.id ?? 'job'}:${randomUUID()}`;
   const lockId = randomUUID();
-  const claimed = await ctx.queue.lockAndClaimMany(a, claimId, lockId, ctx.locks.ttlMs, Math.max(1, ctx.opts.batchAssets ?? 1) - 1);
-  if (claimed === null) {
-    await job.moveToDelayed((ctx.now ?? Date.now)() + 500, token);
+  const now = (ctx.now ?? Date.now)();
+  const quietMs = ctx.opts.pastDayQuietMs ?? 0;
+  const hold = quietMs > 0 ? { closedBefore: utcDate(now - ctx.opts.closeGraceMs), quietMs, maxMs: ctx.opts.pastDayHoldMaxMs ?? quietMs } : undefined;
+  const claimed = await ctx.queue.lockAndClaimMany(a, claimId, lockId, ctx.locks.ttlMs, Math.max(1, ctx.opts.batchAssets ?? 1) - 1, hold);
+  if (claimed === null || !Array.isArray(claimed)) {
+    // Locked by another job: tried again shortly. Held (its past days still fed): tried
+    // again once it may have gone quiet; notifications meanwhile are deduplicated into
+    // this job, and a mark without a hint (a replay's end) comes with a job of its own.
+    await job.moveToDelayed(now + (claimed === null ? 500 : Math.max(100, claimed.heldForMs)), token);
     throw new DelayedError();
   }
   const unlocks = claimed.map((c) => ctx.locks.held(c.asset, lockId));

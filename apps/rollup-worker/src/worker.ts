@@ -37,6 +37,15 @@ export interface RollupWorkerOptions {
    * insert per table (docs/BENCHMARKS.md). 1: each asset alone.
    */
   batchAssets: number;
+  /**
+   * The past-day hold (libs/messaging rollup-queue.ts `PastDayHold`): an asset whose dirty
+   * dates are all days that ended, each fed by the sink, is rolled once the sink has not
+   * notified it for this long (a replay or an import still feeding it), at most
+   * `pastDayHoldMaxMs` after its first notification since its last run. 0: never held.
+   * Today's dates are never held, and a replay's end (`--wait`) ends the hold at once.
+   */
+  pastDayQuietMs: number;
+  pastDayHoldMaxMs: number;
 }
 
 export const DEFAULT_ROLLUP_OPTIONS: RollupWorkerOptions = {
@@ -48,6 +57,8 @@ export const DEFAULT_ROLLUP_OPTIONS: RollupWorkerOptions = {
   claimLeaseMs: DEFAULT_CLAIM_LEASE_MS,
   beatMs: DEFAULT_ROLLUP_WORKER_BEAT_MS,
   batchAssets: 16,
+  pastDayQuietMs: 10_000,
+  pastDayHoldMaxMs: 300_000,
 };
 
 export interface RollupWorkerDeps {

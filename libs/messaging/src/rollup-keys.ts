@@ -13,6 +13,7 @@ import type { Venue } from '@booktape/domain';
  *   <prefix>:rollup:earliest:<asset>   hash: dirty date → lowest event time (Unix ms) stored since it was marked; 0 or absent: unknown
  *   <prefix>:rollup:version:<asset>    counter: bumped before and after every write of the asset's summaries
  *   <prefix>:rollup:lock:<asset>       the worker's lock on the asset while it rolls it up
+ *   <prefix>:rollup:notified:<asset>   hash: first, last: when a sink notified the asset since its last claim (Redis's clock; the past-day hold)
  *
  * BullMQ's keys share the `rollup:` head because the queue is named `rollup`; the other
  * kinds are not BullMQ states, so the two cannot collide.
@@ -50,6 +51,8 @@ export interface RollupKeys {
   earliest(asset: string): string;
   version(asset: string): string;
   lock(asset: string): string;
+  /** When a sink first and last notified the asset since its last claim (rollup-queue.ts, the past-day hold). */
+  notified(asset: string): string;
 }
 
 export function rollupKeys(prefix: string): RollupKeys {
@@ -64,5 +67,6 @@ export function rollupKeys(prefix: string): RollupKeys {
     earliest: (asset) => `${head}:earliest:${asset}`,
     version: (asset) => `${head}:version:${asset}`,
     lock: (asset) => `${head}:lock:${asset}`,
+    notified: (asset) => `${head}:notified:${asset}`,
   };
 }

@@ -278,3 +278,94 @@ describe("an asset's summaries version", () => {
     expect(starts.has(first)).toBe(false);
   });
 });
+
+describe('the past-day hold', () => {
+  const hinted = (date: string, a: AssetRef = asset): PartitionRef => ({ ...a, date, earliestMs: Date.parse(`${date}T12:00:00Z`) });
+  const other = { venue: 'exchange-a' as const, market: '0xfeed', asset: '43' };
+  const hold = (quietMs = 2000, maxMs = 60_000) => ({ closedBefore: '2026-03-05', quietMs, maxMs });
+  const asClaims = (got: Awaited<ReturnType<RollupQueue['lockAndClaimMany']>>) => (Array.isArray(got) ? got.map((c) => [assetKey(c.asset), c.claimed.map((h) => h.date).sort()]) : got);
+
+  it('a past day fed by the sink is not claimed (nor locked) until the asset goes quiet; then it is claimed whole', async () => {
+    const prefix = uniqueId('bt-hold');
+    const q = queue(prefix);
+    const k = assetKey(asset);
+    await q.notify([hinted('2026-03-01'), hinted('2026-03-02')]);
+    const held = await q.lockAndClaimMany(asset, 'run-1', 'lock-1', 5000, 0, hold(600));
+    expect(held).toEqual({ heldForMs: expect.any(Number) });
+    expect((held as { heldForMs: number }).heldForMs).toBeGreaterThan(0);
+    expect((held as { heldForMs: number }).heldForMs).toBeLessThanOrEqual(600);
+    expect(await q.redis.exists(rollupKeys(prefix).lock(k))).toBe(0);
+    expect(await q.unsettled([hinted('2026-03-01'), hinted('2026-03-02')])).toBe(2);
+    await sleep(400);
+    // Notified again: the quiet time starts again.
+    await q.notify([hinted('2026-03-02')]);
+    await sleep(400);
+    expect(await q.lockAndClaimMany(asset, 'run-2', 'lock-2', 5000, 0, hold(600))).toEqual({ heldForMs: expect.any(Number) });
+    await sleep(300);
+    expect(asClaims(await q.lockAndClaimMany(asset, 'run-3', 'lock-3', 5000, 0, hold(600)))).toEqual([[k, ['2026-03-01', '2026-03-02']]]);
+    // The claim forgot the notification times: the next notification starts a new hold.
+    await q.release(asset, ['2026-03-01', '2026-03-02'], false, 'run-3');
+    await q.redis.del(rollupKeys(prefix).lock(k));
+    await q.notify([hinted('2026-03-01')]);
+    expect(await q.lockAndClaimMany(asset, 'run-4', 'lock-4', 5000, 0, hold(600))).toEqual({ heldForMs: expect.any(Number) });
+  });
+
+  it('is never longer than the most, counted from the first notification since the last claim', async () => {
+    const prefix = uniqueId('bt-hold');
+    const q = queue(prefix);
+    await q.notify([hinted('2026-03-01')]);
+    for (let i = 0; i < 4; i++) {
+      await sleep(200);
+      await q.notify([hinted('2026-03-01')]);
+      const got = await q.lockAndClaimMany(asset, `run-${i}`, `lock-${i}`, 5000, 0, hold(10_000, 1000));
+      if (Array.isArray(got)) throw new Error(`claimed after ${(i + 1) * 200} ms`);
+      expect(got!.heldForMs).toBeLessThanOrEqual(1000 - (i + 1) * 200 + 50);
+    }
+    await sleep(300);
+    expect(asClaims(await q.lockAndClaimMany(asset, 'run-x', 'lock-x', 5000, 0, hold(10_000, 1000)))).toEqual([[assetKey(asset), ['2026-03-01']]]);
+  });
+
+  it("not held: today's (or a not yet closed) date beside the past one, a date without a hint (a replay's end, the sweep's close), or no hold asked", async () => {
+    const prefix = uniqueId('bt-hold');
+    const q = queue(prefix);
+    const k = assetKey(asset);
+    const lock = rollupKeys(prefix).lock(k);
+    const claimed = async (run: string, h: ReturnType<typeof hold> | undefined) => {
+      const got = asClaims(await q.lockAndClaimMany(asset, run, run, 5000, 0, h));
+      if (Array.isArray(got)) {
+        await q.release(asset, got[0]![1] as string[], false, run);
+        await q.redis.del(lock);
+      }
+      return got;
+    };
+    await q.notify([hinted('2026-03-01'), hinted('2026-03-05')]);
+    expect(await claimed('r1', hold())).toEqual([[k, ['2026-03-01', '2026-03-05']]]);
+    await q.notify([hinted('2026-03-01')]);
+    await q.markReplayed([hinted('2026-03-01')]);
+    expect(await claimed('r2', hold())).toEqual([[k, ['2026-03-01']]]);
+    await q.notify([hinted('2026-03-01')]);
+    await q.markDirty([{ ...asset, date: '2026-03-02' }]);
+    expect(await claimed('r3', hold())).toEqual([[k, ['2026-03-01', '2026-03-02']]]);
+    await q.notify([hinted('2026-03-01')]);
+    expect(await claimed('r4', undefined)).toEqual([[k, ['2026-03-01']]]);
+    expect(await claimed('r5', { ...hold(), quietMs: 0 })).toEqual([[k, []]]);
+  });
+
+  it("a held asset is left out of another asset's batch, unlocked, and its dates stay dirty", async () => {
+    const prefix = uniqueId('bt-hold');
+    const q = queue(prefix);
+    await q.notify([hinted('2026-03-01', other)]);
+    await q.notify([hinted('2026-03-09')]);
+    expect(asClaims(await q.lockAndClaimMany(asset, 'r1', 'l1', 5000, 3, hold()))).toEqual([[assetKey(asset), ['2026-03-09']]]);
+    expect(await q.redis.exists(rollupKeys(prefix).lock(assetKey(other)))).toBe(0);
+    expect(await q.unsettled([hinted('2026-03-01', other)])).toBe(1);
+    // Without the hold, the same batch takes it.
+    await q.release(asset, ['2026-03-09'], false, 'r1');
+    await q.redis.del(rollupKeys(prefix).lock(assetKey(asset)));
+    await q.notify([hinted('2026-03-09')]);
+    expect(asClaims(await q.lockAndClaimMany(asset, 'r2', 'l2', 5000, 3))).toEqual([
+      [assetKey(asset), ['2026-03-09']],
+      [assetKey(other), ['2026-03-01']],
+    ]);
+  });
+});

@@ -60,6 +60,30 @@ export interface PartitionRef {
  */
 export const STORED_RECENTLY_MS = 1;
 
+/**
+ * How long an asset's notification times (the past-day hold) outlive its last notification
+ * when no claim deletes them: far beyond any hold.
+ */
+const NOTIFIED_TTL_MS = 3_600_000;
+
+/**
+ * The past-day hold of a claim (`lockAndClaimMany`): an asset whose dirty dates are all
+ * before `closedBefore`, each marked by a sink (with a hint), and that a sink notified within
+ * `quietMs` is not claimed while that lasts, at most `maxMs` from its first notification
+ * since its last claim. A replay or an import through the sink feeds a past day in many
+ * small notifications: rolled as they come, the day is read, folded and written again and
+ * again (and the store's unmerged parts re-read), where one run once the day is quiet does
+ * the same work once. A mark without a hint (a replay's end, the sweep's close of an open
+ * day, an engine version, an operator) ends the hold at once, and today's dates are never
+ * held.
+ */
+export interface PastDayHold {
+  /** 'YYYY-MM-DD': dates before it have ended (plus the close grace). */
+  closedBefore: string;
+  quietMs: number;
+  maxMs: number;
+}
+
 /** A claimed date and its late-data hint (null: unknown, the rollup counts). */
 export interface ClaimedDate {
   date: string;
@@ -151,10 +175,19 @@ function claimedEarliest(v: string | null | undefined): number | null {
   return Number.isFinite(n) && n > 0 ? n : null;
 }
 
-// A date marked dirty, with its hint. KEYS: dirty, earliest, pending. ARGV: date, now, hint
-// ('0': unknown), asset key. A date already dirty keeps the lower hint; one dirty without a
-// hint (marked before hints existed) stays unknown.
-const MARK = `if redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1]) == 1 then
+// A date marked dirty, with its hint. KEYS: dirty, earliest, pending, notified. ARGV: date,
+// now, hint ('0': unknown), asset key. A date already dirty keeps the lower hint; one dirty
+// without a hint (marked before hints existed) stays unknown. A sink's mark (a hint above
+// STORED_RECENTLY_MS) also records when the asset was first and last notified since its
+// last claim, in Redis's clock (the past-day hold, `lockAndClaimMany`).
+const MARK = `if tonumber(ARGV[3]) > ${STORED_RECENTLY_MS} then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('HSETNX', KEYS[4], 'first', now)
+  redis.call('HSET', KEYS[4], 'last', now)
+  redis.call('PEXPIRE', KEYS[4], ${NOTIFIED_TTL_MS})
+end
+if redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1]) == 1 then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 else
   local cur = redis.call('HGET', KEYS[2], ARGV[1])
@@ -199,8 +232,32 @@ end
 // (each hint at its date's index, '0': unknown), the first asset's first (its dates may be
 // none); nil when another job holds the first asset's lock. The other assets' keys are built
 // here from their names (a single Redis, as the queue's other scripts assume).
+//
+// The past-day hold (ARGV[10] closed-before date, ARGV[11] quiet ms, ARGV[12] most ms; quiet
+// 0: none): an asset whose dirty dates are all before the closed-before date, each with a
+// sink's hint, and that a sink notified within the quiet ms (and first within the most ms)
+// is left as it is, unclaimed and unlocked: a replay or import is still feeding its past
+// days. The first asset held comes back as {asset key, {}, {}, ms until it may be claimed}.
 const LOCK_AND_CLAIM_MANY = `${NOW}
 local head = ARGV[4]
+local quiet = tonumber(ARGV[11] or '0')
+local function heldFor(a, dirty, earliest)
+  if quiet <= 0 then return 0 end
+  local n = redis.call('HMGET', head .. ':notified:' .. a, 'first', 'last')
+  if not n[2] then return 0 end
+  local last = tonumber(n[2])
+  local first = tonumber(n[1] or n[2])
+  local untilMs = math.min(last + quiet, first + tonumber(ARGV[12]))
+  if untilMs <= now then return 0 end
+  local dates = redis.call('ZRANGE', dirty, 0, -1)
+  if #dates == 0 then return 0 end
+  for _, d in ipairs(dates) do
+    if d >= ARGV[10] then return 0 end
+    local h = tonumber(redis.call('HGET', earliest, d) or '0')
+    if (not h) or h <= 0 then return 0 end
+  end
+  return untilMs - now
+end
 local function claimOne(a)
   local lock = head .. ':lock:' .. a
   if not redis.call('SET', lock, ARGV[6], 'PX', tonumber(ARGV[3]), 'NX') then return false end
@@ -217,6 +274,12 @@ local function claimOne(a)
     end
     redis.call('ZREM', KEYS[2], a)
   end
+  local held = heldFor(a, dirty, earliest)
+  if held > 0 then
+    redis.call('DEL', lock)
+    return {{}, {}, held}
+  end
+  redis.call('DEL', head .. ':notified:' .. a)
   local dates = redis.call('ZRANGE', dirty, 0, -1)
   local hints = {}
   if #dates > 0 then
@@ -234,6 +297,7 @@ local function claimOne(a)
 end
 local first = claimOne(ARGV[5])
 if not first then return false end
+if first[3] then return {{ARGV[5], {}, {}, first[3]}} end
 local out = {{ARGV[5], first[1], first[2]}}
 local more = tonumber(ARGV[7])
 if more > 0 then
@@ -242,7 +306,7 @@ if more > 0 then
     if #out > more then break end
     if a ~= ARGV[5] and string.sub(a, 1, #vh) == vh then
       local got = claimOne(a)
-      if got then
+      if got and not got[3] then
         if #got[1] > 0 then out[#out + 1] = {a, got[1], got[2]} else redis.call('DEL', head .. ':lock:' .. a) end
       end
     end
@@ -360,7 +424,7 @@ export class RollupQueue {
     for (const p of parts) {
       const k = assetKey(p);
       if (!assets.has(k)) assets.set(k, { venue: p.venue, market: p.market, asset: p.asset });
-      multi.eval(MARK, 3, this.keys.dirty(k), this.keys.earliest(k), this.keys.pending, p.date, now, storedEarliest(p.earliestMs), k);
+      multi.eval(MARK, 4, this.keys.dirty(k), this.keys.earliest(k), this.keys.pending, this.keys.notified(k), p.date, now, storedEarliest(p.earliestMs), k);
     }
     const res = await multi.exec();
     if (res === null) throw new Error('redis transaction of the dirty dates was discarded');
@@ -433,11 +497,17 @@ export class RollupQueue {
    * their locks (as `lockId`). Null when another job holds the asked asset's lock: then
    * nothing is claimed.
    */
-  async lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number): Promise<Array<{ asset: AssetRef; claimed: ClaimedDate[] }> | null> {
+  lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number): Promise<Array<{ asset: AssetRef; claimed: ClaimedDate[] }> | null>;
+  /** With the past-day hold: `{ heldForMs }` when the asset is held (nothing claimed or locked), the ms until it may be claimed. */
+  lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number, hold: PastDayHold | undefined): Promise<Array<{ asset: AssetRef; claimed: ClaimedDate[] }> | { heldForMs: number } | null>;
+  async lockAndClaimMany(a: AssetRef, claimId: string, lockId: string, lockMs: number, more: number, hold?: PastDayHold): Promise<Array<{ asset: AssetRef; claimed: ClaimedDate[] }> | { heldForMs: number } | null> {
     const k = assetKey(a);
     const head = this.keys.dirty('').slice(0, -':dirty:'.length);
-    const res = (await this.redis.eval(LOCK_AND_CLAIM_MANY, 2, this.keys.pending, this.keys.leases, claimId, this.claimLeaseMs, lockMs, head, k, lockId, Math.max(0, more), `${a.venue}|`, Math.max(0, more) * 4)) as Array<[string, string[], Array<string | null>]> | null;
+    const holdArgs = hold && hold.quietMs > 0 ? [hold.closedBefore, Math.ceil(hold.quietMs), Math.ceil(Math.max(0, hold.maxMs))] : ['', 0, 0];
+    const res = (await this.redis.eval(LOCK_AND_CLAIM_MANY, 2, this.keys.pending, this.keys.leases, claimId, this.claimLeaseMs, lockMs, head, k, lockId, Math.max(0, more), `${a.venue}|`, Math.max(0, more) * 4, ...holdArgs)) as Array<[string, string[], Array<string | null>, number?]> | null;
     if (res === null) return null;
+    const heldForMs = res[0]?.[3];
+    if (heldForMs !== undefined) return { heldForMs: Number(heldForMs) };
     return res.map(([key, dates, hints]) => ({ asset: key === k ? a : parseAssetKey(key), claimed: dates.map((date, i) => ({ date, earliestMs: claimedEarliest(hints[i]) })) }));
   }
 
@@ -521,7 +591,12 @@ export class RollupQueue {
    * so that their next runs close the past days its hinted runs left open.
    */
   async markReplayed(parts: readonly PartitionRef[]): Promise<void> {
-    await this.markDirty(parts.map((p) => ({ venue: p.venue, market: p.market, asset: p.asset, date: p.date })));
+    const assets = await this.recordDirty(parts.map((p) => ({ venue: p.venue, market: p.market, asset: p.asset, date: p.date })));
+    // Jobs of their own, not deduplicated: an asset's job held by the past-day hold waits
+    // delayed until its quiet time, and a deduplicated add would wait behind it. The asset's
+    // lock keeps the two from running it at once; the later one finds nothing to claim.
+    const jobs = [...assets.values()].map((a) => ({ name: 'asset', data: { kind: 'asset' as const, venue: a.venue, market: a.market, asset: a.asset }, opts: { attempts: 8, backoff: { type: 'exponential' as const, delay: 1000 }, removeOnComplete: true, removeOnFail: 1000 } }));
+    if (jobs.length > 0) await this.queue.addBulk(jobs);
   }
 
   /** How many of these partitions are still dirty or being rolled up. */
