@@ -13,7 +13,8 @@ import type { Venue } from '@booktape/domain';
  *   <prefix>:rollup:earliest:<asset>   hash: dirty date → lowest event time (Unix ms) stored since it was marked; 0 or absent: unknown
  *   <prefix>:rollup:version:<asset>    counter: bumped before and after every write of the asset's summaries
  *   <prefix>:rollup:lock:<asset>       the worker's lock on the asset while it rolls it up
- *   <prefix>:rollup:notified:<asset>   hash: first, last: when a sink notified the asset since its last claim (Redis's clock; the past-day hold)
+ *   <prefix>:rollup:notified:<asset>   when a sink first notified the asset since its last claim (Redis's clock; the past-day hold)
+ *   <prefix>:rollup:past-fed           when a sink last stored records of a past day (Redis's clock; the past-day hold)
  *
  * BullMQ's keys share the `rollup:` head because the queue is named `rollup`; the other
  * kinds are not BullMQ states, so the two cannot collide.
@@ -51,8 +52,10 @@ export interface RollupKeys {
   earliest(asset: string): string;
   version(asset: string): string;
   lock(asset: string): string;
-  /** When a sink first and last notified the asset since its last claim (rollup-queue.ts, the past-day hold). */
+  /** When a sink first notified the asset since its last claim (rollup-queue.ts, the past-day hold). */
   notified(asset: string): string;
+  /** When a sink last stored records of a past day, any asset's (the past-day hold). */
+  pastFed: string;
 }
 
 export function rollupKeys(prefix: string): RollupKeys {
@@ -68,5 +71,6 @@ export function rollupKeys(prefix: string): RollupKeys {
     version: (asset) => `${head}:version:${asset}`,
     lock: (asset) => `${head}:lock:${asset}`,
     notified: (asset) => `${head}:notified:${asset}`,
+    pastFed: `${head}:past-fed`,
   };
 }

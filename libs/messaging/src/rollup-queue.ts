@@ -68,9 +68,10 @@ const NOTIFIED_TTL_MS = 3_600_000;
 
 /**
  * The past-day hold of a claim (`lockAndClaimMany`): an asset whose dirty dates are all
- * before `closedBefore`, each marked by a sink (with a hint), and that a sink notified within
- * `quietMs` is not claimed while that lasts, at most `maxMs` from its first notification
- * since its last claim. A replay or an import through the sink feeds a past day in many
+ * before `closedBefore`, each marked with a hint, is not claimed while a sink stored records
+ * of a past day (of any asset) within `quietMs`, at most `maxMs` from the asset's first
+ * notification since its last claim. (Quiet is the sink's, not the asset's: a slow sink
+ * notifies each asset of a replay only now and then.) A replay or an import through the sink feeds a past day in many
  * small notifications: rolled as they come, the day is read, folded and written again and
  * again (and the store's unmerged parts re-read), where one run once the day is quiet does
  * the same work once. A mark without a hint (a replay's end, the sweep's close of an open
@@ -175,17 +176,18 @@ function claimedEarliest(v: string | null | undefined): number | null {
   return Number.isFinite(n) && n > 0 ? n : null;
 }
 
-// A date marked dirty, with its hint. KEYS: dirty, earliest, pending, notified. ARGV: date,
-// now, hint ('0': unknown), asset key. A date already dirty keeps the lower hint; one dirty
-// without a hint (marked before hints existed) stays unknown. A sink's mark (a hint above
-// STORED_RECENTLY_MS) also records when the asset was first and last notified since its
-// last claim, in Redis's clock (the past-day hold, `lockAndClaimMany`).
+// A date marked dirty, with its hint. KEYS: dirty, earliest, pending, notified, past-fed.
+// ARGV: date, now, hint ('0': unknown), asset key, past ('1': the date is before the
+// marker's today). A date already dirty keeps the lower hint; one dirty without a hint
+// (marked before hints existed) stays unknown. A sink's mark (a hint above
+// STORED_RECENTLY_MS) also records, in Redis's clock, when the asset was first notified
+// since its last claim, and, for a past date, when the sink last stored a past day's
+// records (the past-day hold, `lockAndClaimMany`).
 const MARK = `if tonumber(ARGV[3]) > ${STORED_RECENTLY_MS} then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('HSETNX', KEYS[4], 'first', now)
-  redis.call('HSET', KEYS[4], 'last', now)
-  redis.call('PEXPIRE', KEYS[4], ${NOTIFIED_TTL_MS})
+  redis.call('SET', KEYS[4], now, 'PX', ${NOTIFIED_TTL_MS}, 'NX')
+  if ARGV[5] == '1' then redis.call('SET', KEYS[5], now, 'PX', ${NOTIFIED_TTL_MS}) end
 end
 if redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1]) == 1 then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
@@ -235,18 +237,18 @@ end
 //
 // The past-day hold (ARGV[10] closed-before date, ARGV[11] quiet ms, ARGV[12] most ms; quiet
 // 0: none): an asset whose dirty dates are all before the closed-before date, each with a
-// sink's hint, and that a sink notified within the quiet ms (and first within the most ms)
-// is left as it is, unclaimed and unlocked: a replay or import is still feeding its past
-// days. The first asset held comes back as {asset key, {}, {}, ms until it may be claimed}.
+// hint, while a sink stored records of a past day within the quiet ms, and at most the most
+// ms from the asset's first notification since its last claim, is left as it is, unclaimed
+// and unlocked: a replay or an import is still feeding past days. The first asset held
+// comes back as {asset key, {}, {}, ms until it may be claimed}.
 const LOCK_AND_CLAIM_MANY = `${NOW}
 local head = ARGV[4]
 local quiet = tonumber(ARGV[11] or '0')
 local function heldFor(a, dirty, earliest)
   if quiet <= 0 then return 0 end
-  local n = redis.call('HMGET', head .. ':notified:' .. a, 'first', 'last')
-  if not n[2] then return 0 end
-  local last = tonumber(n[2])
-  local first = tonumber(n[1] or n[2])
+  local first = tonumber(redis.call('GET', head .. ':notified:' .. a) or '')
+  local last = tonumber(redis.call('GET', head .. ':past-fed') or '')
+  if not first or not last then return 0 end
   local untilMs = math.min(last + quiet, first + tonumber(ARGV[12]))
   if untilMs <= now then return 0 end
   local dates = redis.call('ZRANGE', dirty, 0, -1)
@@ -419,12 +421,13 @@ export class RollupQueue {
   /** Dirty dates (with their hints, `MARK`) and pending assets, in one transaction. Returns the assets. */
   private async recordDirty(parts: readonly PartitionRef[]): Promise<Map<string, AssetRef>> {
     const now = Date.now();
+    const today = utcDate(now);
     const assets = new Map<string, AssetRef>();
     const multi = this.redis.multi();
     for (const p of parts) {
       const k = assetKey(p);
       if (!assets.has(k)) assets.set(k, { venue: p.venue, market: p.market, asset: p.asset });
-      multi.eval(MARK, 4, this.keys.dirty(k), this.keys.earliest(k), this.keys.pending, this.keys.notified(k), p.date, now, storedEarliest(p.earliestMs), k);
+      multi.eval(MARK, 5, this.keys.dirty(k), this.keys.earliest(k), this.keys.pending, this.keys.notified(k), this.keys.pastFed, p.date, now, storedEarliest(p.earliestMs), k, p.date < today ? '1' : '0');
     }
     const res = await multi.exec();
     if (res === null) throw new Error('redis transaction of the dirty dates was discarded');
