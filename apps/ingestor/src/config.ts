@@ -23,6 +23,8 @@ export const ingestorEnvSchema = platformEnvSchema.extend({
   ) as unknown as z.ZodType<RawValueFormat>,
   /** How long a crashed sink holds its partitions before the group reassigns them. */
   SINK_SESSION_TIMEOUT_MS: envInt(30_000, 6_000, 300_000),
+  /** Inserts of old records (a replay, an import) from a sink that caught up start at most once per this long per venue; 0: never paced. */
+  SINK_PACED_INSERT_MS: envInt(1000, 0, 10_000),
 
   EXCHANGE_A_WS_URL: envUrl('wss://ws-subscriptions-clob.polymarket.com/ws/market', ['ws', 'wss']),
   EXCHANGE_A_GAMMA_URL: envUrl('https://gamma-api.polymarket.com', ['http', 'https']),
@@ -57,6 +59,7 @@ export interface IngestorConfig {
   venues: Record<Venue, boolean>;
   sinkGroupId: string;
   sinkSessionTimeoutMs: number;
+  sinkPacedInsertMs: number;
   kafkaPartitions: number;
   /** How capture and replay write raw Kafka values (KAFKA_RAW_VALUE_FORMAT). */
   rawValueFormat: RawValueFormat;
@@ -81,6 +84,7 @@ export function ingestorConfig(env: IngestorEnv, rawEnv: NodeJS.ProcessEnv = pro
     venues: Object.fromEntries(VENUES.map((v) => [v, env.CAPTURE_VENUES.includes(v)])) as Record<Venue, boolean>,
     sinkGroupId: env.SINK_GROUP_ID,
     sinkSessionTimeoutMs: env.SINK_SESSION_TIMEOUT_MS,
+    sinkPacedInsertMs: env.SINK_PACED_INSERT_MS,
     kafkaPartitions: env.KAFKA_PARTITIONS,
     rawValueFormat: env.KAFKA_RAW_VALUE_FORMAT,
     exchangeA: {

@@ -59,7 +59,7 @@ export function createIngestor(deps: IngestorDeps) {
       await ensureTopics(kafka, topics, config.kafkaPartitions);
       if (config.roles.sink) {
         if (!deps.ch) throw new Error('the sink role needs ClickHouse');
-        sink = createSink({ kafka, topics, ch: deps.ch, log: log.child({ role: 'sink' }), groupId: config.sinkGroupId, options: { sessionTimeoutMs: config.sinkSessionTimeoutMs, partitionsConcurrently: 2 * config.kafkaPartitions }, ...(deps.onStored ? { onStored: deps.onStored } : {}) });
+        sink = createSink({ kafka, topics, ch: deps.ch, log: log.child({ role: 'sink' }), groupId: config.sinkGroupId, options: { sessionTimeoutMs: config.sinkSessionTimeoutMs, pacedInsertMs: config.sinkPacedInsertMs, partitionsConcurrently: 2 * config.kafkaPartitions }, ...(deps.onStored ? { onStored: deps.onStored } : {}) });
         // Not awaited: after a crash Kafka holds the dead process's slot in the group until
         // its session times out (~30 s); capture (and the API, in the launcher) need not
         // wait for that. The sink joins when it can and reports `joining` meanwhile.

@@ -15,6 +15,8 @@ export interface PartitionBatch {
   partition: number;
   messages: readonly BatchMessage[];
   lastOffset(): string;
+  /** Messages of the partition after this batch (kafkajs: high watermark − last offset − 1). */
+  offsetLag?(): string;
 }
 
 /** The batch's hold on its partition, and the commit of its offsets. */
@@ -28,7 +30,9 @@ export interface BatchPorts {
   gapsTopic: string;
   venueOfTopic(topic: string): Venue | undefined;
   /** A whole raw batch: goes through the venue's insert group (shared with other partitions' batches). */
-  insertGrouped(venue: Venue, rows: StoredMessage[], token: string): Promise<void>;
+  insertGrouped(venue: Venue, rows: StoredMessage[], token: string, paced: boolean): Promise<void>;
+  /** Whether a raw batch's insert may wait to be paced (insert-group.ts); absent: never. */
+  paced?(batch: PartitionBatch, rows: readonly StoredMessage[]): boolean;
   /** A part of a refused batch: alone. */
   insertAlone(venue: Venue, rows: StoredMessage[], token: string): Promise<void>;
   insertGaps(gaps: CaptureGap[]): Promise<void>;
@@ -80,9 +84,10 @@ export async function handleBatch(batch: PartitionBatch, lease: BatchLease, port
     // The whole batch goes through the group; once it was refused as bad data, its halves go
     // alone (grouped, each halving step would make other partitions' batches retry alone too).
     const what = `${venue} raw batch`;
+    const paced = ports.paced?.(batch, rows) ?? false;
     const refused = await storeBisecting(
       rows,
-      (part, suffix) => ports.attempt(what, lease, () => (suffix === '' ? ports.insertGrouped(venue, part, token) : ports.insertAlone(venue, part, token + suffix))),
+      (part, suffix) => ports.attempt(what, lease, () => (suffix === '' ? ports.insertGrouped(venue, part, token, paced) : ports.insertAlone(venue, part, token + suffix))),
       onSplit(what, rows.length),
     );
     if (refused === null) return 'abandoned';

@@ -68,3 +68,28 @@ describe('InsertGroup', () => {
     expect([...t.stored].sort()).toEqual([1, 2, 3]);
   });
 });
+
+describe('InsertGroup pacing', () => {
+  it('paced members wait until paceMs after the last insert started, then share one insert; a member not paced goes at once', async () => {
+    const t = table();
+    const starts: number[] = [];
+    const g = new InsertGroup<number>(async (items) => (starts.push(Date.now()), t.insert(items)), () => false, 100_000, 300);
+    const t0 = Date.now();
+    await g.submit([1], 'a', true);
+    // The first paced insert of the group goes at once (no insert before it).
+    expect(starts[0]! - t0).toBeLessThan(100);
+    const later = Promise.all([g.submit([2], 'b', true), g.submit([3], 'c', true)]);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(t.inserts).toEqual([[1]]);
+    const paced = g.submit([4], 'd', true);
+    await Promise.all([later, paced]);
+    expect(t.inserts).toEqual([[1], [2, 3, 4]]);
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(295);
+    // Live records (not paced) do not wait, and take the paced ones waiting with them.
+    const t1 = Date.now();
+    await Promise.all([g.submit([5], 'e', true), g.submit([6], 'f', false)]);
+    expect(t.inserts.slice(2)).toEqual([[5, 6]]);
+    expect(Date.now() - t1).toBeLessThan(200);
+    expect(t.stored).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+});

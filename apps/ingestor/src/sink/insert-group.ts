@@ -12,10 +12,19 @@
  * the engine refuses as bad data is inserted again member by member, and each member gets
  * the outcome of its own records alone (the sink then splits its batch as before). Any other
  * failure (the engine down, a timeout) goes to every member, which retries as before.
+ *
+ * Paced members (`submit`'s `paced`: records of a replay or an import through the sink, when
+ * the sink has caught up with what Kafka holds) wait until `paceMs` after the start of the
+ * group's last insert: the sink fetches again only once a fetch's batches are stored, so the
+ * records that arrive meanwhile make the next insert larger instead of one more. Without it a
+ * sink with CPU to spare keeps up with a replay in many small inserts, and each costs a part,
+ * its merges and the rollup's reads over it. A group with any member not paced (live records,
+ * or a sink behind) goes at once.
  */
 interface Member<T> {
   items: T[];
   token: string;
+  paced: boolean;
   resolve: () => void;
   reject: (e: unknown) => void;
 }
@@ -29,12 +38,19 @@ export class InsertGroup<T> {
     private readonly isBadData: (e: unknown) => boolean,
     /** A group takes members up to this many items (one member always goes, however large). */
     private readonly maxItems = 100_000,
+    /** Paced members wait until this long after the last insert started (0: never). */
+    private readonly paceMs = 0,
   ) {}
 
+  private lastStart = 0;
+  /** Ends a pacing wait early (a member not paced arrived). */
+  private wake: (() => void) | undefined;
+
   /** Resolves once `items` are stored, rejects with the error of the insert that held them. */
-  submit(items: T[], token: string): Promise<void> {
+  submit(items: T[], token: string, paced = false): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ items, token, resolve, reject });
+      this.waiting.push({ items, token, paced, resolve, reject });
+      if (!paced) this.wake?.();
       void this.drain();
     });
   }
@@ -44,6 +60,15 @@ export class InsertGroup<T> {
     this.draining = true;
     try {
       while (this.waiting.length > 0) {
+        const wait = this.paceMs > 0 && this.waiting.every((m) => m.paced) ? this.lastStart + this.paceMs - Date.now() : 0;
+        if (wait > 0) {
+          await new Promise<void>((r) => {
+            const timer = setTimeout(r, wait);
+            this.wake = () => (clearTimeout(timer), r());
+          });
+          this.wake = undefined;
+        }
+        this.lastStart = Date.now();
         let n = 0;
         let count = 0;
         while (n < this.waiting.length && (n === 0 || count + this.waiting[n]!.items.length <= this.maxItems)) count += this.waiting[n++]!.items.length;

@@ -1,6 +1,7 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from '@booktape/config';
 import { VENUES, type Venue } from '@booktape/domain';
+import { eventTimeMs } from '@booktape/venues';
 import type { PartitionRef, Topics } from '@booktape/messaging';
 import { CaptureGapsRepository, RawEventsRepository, badDataRefusal, type ClickHouse, type StoredMessage } from '@booktape/storage';
 import { handleBatch, type BatchLease, type BatchPorts } from './batch-handler.ts';
@@ -13,6 +14,13 @@ import { insertWithRetry, type PartitionLease } from './insert-retry.ts';
 import { StoredNotifier } from './notifier.ts';
 
 export { sinkHealth, type ConsumerState, type ConsumerView, type SinkHealth, type SinkStats } from './health.ts';
+
+/** Every record's event time is before `ms` (none: false). */
+function allOlderThan(rows: readonly StoredMessage[], ms: number): boolean {
+  if (rows.length === 0) return false;
+  for (const r of rows) if (!(eventTimeMs(r.message) < ms)) return false;
+  return true;
+}
 
 /** A (venue, market, asset, date) that received data: what the rollup queue needs to hear. */
 export type StoredPartition = PartitionRef;
@@ -48,6 +56,14 @@ export interface SinkOptions {
   notifyTimeoutMs: number;
   /** Partitions kept for notification while it fails; beyond, they are left to the rollup sweep. */
   notifyMaxPending: number;
+  /**
+   * Inserts of records older than `pacedAgeMs` (a replay, an import through the sink) from
+   * batches that left nothing behind in their partition start at most once per this long
+   * per venue (insert-group.ts): fewer, larger inserts. 0: never paced. Live records are
+   * never paced, nor a sink that is behind (it fetches as fast as it stores).
+   */
+  pacedInsertMs: number;
+  pacedAgeMs: number;
   /** Back-off between attempts to bring a crashed consumer back. */
   restartInitialMs: number;
   restartMaxMs: number;
@@ -65,6 +81,8 @@ const DEFAULTS: SinkOptions = {
   retryMaxMs: 10_000,
   notifyTimeoutMs: 5_000,
   notifyMaxPending: 100_000,
+  pacedInsertMs: 1000,
+  pacedAgeMs: 600_000,
   restartInitialMs: 1_000,
   restartMaxMs: 30_000,
 };
@@ -95,7 +113,7 @@ export function createSink(deps: SinkDeps) {
   const gapsRepo = new CaptureGapsRepository(deps.ch);
   const isBadData = (e: unknown) => badDataRefusal(e) !== null;
   const insertRaw = (venue: Venue, rows: StoredMessage[], token: string) => raw.insert(venue, rows, token).then(() => void (stats.inserts += 1));
-  const rawGroups = Object.fromEntries(VENUES.map((v) => [v, new InsertGroup<StoredMessage>((rows, token) => insertRaw(v, rows, token), isBadData)])) as Record<Venue, InsertGroup<StoredMessage>>;
+  const rawGroups = Object.fromEntries(VENUES.map((v) => [v, new InsertGroup<StoredMessage>((rows, token) => insertRaw(v, rows, token), isBadData, undefined, opts.pacedInsertMs)])) as Record<Venue, InsertGroup<StoredMessage>>;
   const venueOfTopic = new Map<string, Venue>(Object.entries(deps.topics.raw).map(([v, t]) => [t, v as Venue]));
   const deadLetters = new DeadLetterSender(deps.kafka, deps.topics.deadLetter, log, () => void (stats.deadLettered += 1));
   // Before the rollup hears of them: imported copies of events just captured are replaced by
@@ -127,7 +145,8 @@ export function createSink(deps: SinkDeps) {
   const ports: BatchPorts = {
     gapsTopic: deps.topics.gaps,
     venueOfTopic: (topic) => venueOfTopic.get(topic),
-    insertGrouped: (venue, rows, token) => rawGroups[venue].submit(rows, token),
+    insertGrouped: (venue, rows, token, paced) => rawGroups[venue].submit(rows, token, paced),
+    paced: (batch, rows) => opts.pacedInsertMs > 0 && batch.offsetLag?.() === '0' && allOlderThan(rows, Date.now() - opts.pacedAgeMs),
     insertAlone: insertRaw,
     insertGaps: (gaps) => gapsRepo.insert(gaps),
     attempt: (what, lease, insert) => insertWithRetry(insert, { what, log, stats, retryInitialMs: opts.retryInitialMs, retryMaxMs: opts.retryMaxMs, lease }),
