@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DelayedError } from 'bullmq';
 import { silentLogger } from '@booktape/config';
-import { STORED_RECENTLY_MS, type AssetRef, type PartitionRef } from '@booktape/messaging';
+import { STORED_RECENTLY_MS, type AssetRef, type PartitionRef, type PastDayHold } from '@booktape/messaging';
 import type { DayResult } from '@booktape/summaries';
 import { STALE_PENDING_MS, runAssetJob, runBackfillJob, runSweepJob, type JobContext } from './jobs.ts';
 
@@ -10,7 +10,7 @@ const day = (date: string): DayResult => ({ date, outcome: 'full', applied: 1, e
 
 /** Fakes of the queue, roller, repository and locks, with a log of what happened in order. */
 function fakes(
-  o: { locked?: boolean; dirty?: string[]; failOn?: string; dataDates?: Record<string, string[]>; assets?: string[]; others?: Record<string, string[]>; failAsset?: string; hints?: Record<string, number> } = {},
+  o: { locked?: boolean; heldForMs?: number; dirty?: string[]; failOn?: string; dataDates?: Record<string, string[]>; assets?: string[]; others?: Record<string, string[]>; failAsset?: string; hints?: Record<string, number> } = {},
 ) {
   const hinted: string[] = [];
   const marked: PartitionRef[] = [];
@@ -18,14 +18,16 @@ function fakes(
   const runs: Array<{ a: AssetRef; results: DayResult[] }> = [];
   const ctx: JobContext = {
     queue: {
-      lockAndClaimMany: async (a, claimId, _lockId, _ms, more) => {
+      lockAndClaimMany: (async (a: AssetRef, claimId: string, _lockId: string, _ms: number, more: number, hold?: PastDayHold) => {
         if (o.locked) return null;
+        if (hold) events.push(`hold ${hold.closedBefore} ${hold.quietMs} ${hold.maxMs}`);
+        if (o.heldForMs !== undefined && hold) return { heldForMs: o.heldForMs };
         events.push(`lock ${a.asset}`, `claim ${claimId.split(':')[0]}`);
         const claimedOf = (asset: string, dates: string[]) => dates.map((date) => ({ date, earliestMs: o.hints?.[`${asset} ${date}`] ?? null }));
         const others = Object.entries(o.others ?? {}).slice(0, more).map(([asset, dates]) => ({ asset: { ...A, asset }, claimed: claimedOf(asset, dates) }));
         for (const x of others) events.push(`lock ${x.asset.asset}`);
         return [{ asset: a, claimed: claimedOf(a.asset, o.dirty ?? []) }, ...others];
-      },
+      }) as JobContext['queue']['lockAndClaimMany'],
       release: async (a, dates, failed) => void events.push(`release${a.asset === A.asset ? '' : ` ${a.asset}`} ${dates.join(',')} ${failed ? 'failed' : 'done'}`),
       enqueueAsset: async (_k, a) => void events.push(`enqueue ${a.asset}`),
       renewClaim: async () => true,
@@ -76,6 +78,23 @@ function fakes(
 }
 
 describe('asset job', () => {
+  it('asks the claim for the past-day hold (days closed before now less the grace); a held asset rolls nothing and its job waits until it may be claimed', async () => {
+    const f = fakes({ heldForMs: 4000, dirty: ['2026-03-01'] });
+    f.ctx.opts = { ...f.ctx.opts, pastDayQuietMs: 10_000, pastDayHoldMaxMs: 300_000 };
+    await expect(runAssetJob(f.ctx, f.job, A, 'tok')).rejects.toBeInstanceOf(DelayedError);
+    // 00:00:30 with a 60 s grace: 2026-04-01 has not closed yet, so only dates before it are held.
+    expect(f.events).toEqual(['hold 2026-04-01 10000 300000']);
+    expect(f.delayed).toEqual([Date.UTC(2026, 3, 2, 0, 0, 34)]);
+    expect(f.runs).toEqual([]);
+  });
+
+  it('without a quiet time no hold is asked', async () => {
+    const f = fakes({ heldForMs: 4000, dirty: ['2026-03-01'] });
+    await runAssetJob(f.ctx, f.job, A, 'tok');
+    expect(f.events.some((e) => e.startsWith('hold'))).toBe(false);
+    expect(f.runs.map((r) => r.results.map((d) => d.date))).toEqual([['2026-03-01']]);
+  });
+
   it('rolls the claimed dates in date order under the asset lock, then releases them as done', async () => {
     const f = fakes({ dirty: ['2026-04-03', '2026-04-01', '2026-04-02'] });
     await runAssetJob(f.ctx, f.job, A, 'tok-1');

@@ -285,7 +285,7 @@ describe('the past-day hold', () => {
   const hold = (quietMs = 2000, maxMs = 60_000) => ({ closedBefore: '2026-03-05', quietMs, maxMs });
   const asClaims = (got: Awaited<ReturnType<RollupQueue['lockAndClaimMany']>>) => (Array.isArray(got) ? got.map((c) => [assetKey(c.asset), c.claimed.map((h) => h.date).sort()]) : got);
 
-  it('a past day fed by the sink is not claimed (nor locked) until the sink stops storing past days' records; then it is claimed whole', async () => {
+  it('a past day fed by the sink is not claimed (nor locked) until the sink stops storing records of past days; then it is claimed whole', async () => {
     const prefix = uniqueId('bt-hold');
     const q = queue(prefix);
     const k = assetKey(asset);
