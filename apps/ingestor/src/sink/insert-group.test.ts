@@ -23,20 +23,25 @@ function table(o: { down?: number } = {}) {
 }
 
 describe('InsertGroup', () => {
-  it('puts batches submitted while an insert runs into one insert, and answers each caller', async () => {
+  it('puts batches submitted in one turn, or while an insert runs, into one insert, and answers each caller', async () => {
     const t = table();
     const g = new InsertGroup<number>(t.insert, (e) => e instanceof BadData);
+    // Submitted in one turn (a fetch's batches): one insert.
     await Promise.all([g.submit([1], 'a'), g.submit([2, 3], 'b'), g.submit([4], 'c'), g.submit([5], 'd')]);
-    // The first goes alone (nothing else waited), the three that queued behind it share one.
-    expect(t.inserts).toEqual([[1], [2, 3, 4, 5]]);
-    expect(t.stored).toEqual([1, 2, 3, 4, 5]);
+    expect(t.inserts).toEqual([[1, 2, 3, 4, 5]]);
+    // Submitted while that insert runs: the first alone, those that queue behind it together.
+    const first = g.submit([6], 'e');
+    await new Promise((r) => setImmediate(r));
+    await Promise.all([first, g.submit([7], 'f'), g.submit([8, 9], 'g')]);
+    expect(t.inserts.slice(1)).toEqual([[6], [7, 8, 9]]);
+    expect(t.stored).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 
   it('caps a group at maxItems, yet sends a larger batch alone', async () => {
     const t = table();
     const g = new InsertGroup<number>(t.insert, () => false, 3);
     await Promise.all([g.submit([0], 'x'), g.submit([1, 2], 'a'), g.submit([3, 4], 'b'), g.submit([5, 6, 7, 8], 'c'), g.submit([9], 'd')]);
-    expect(t.inserts).toEqual([[0], [1, 2], [3, 4], [5, 6, 7, 8], [9]]);
+    expect(t.inserts).toEqual([[0, 1, 2], [3, 4], [5, 6, 7, 8], [9]]);
   });
 
   it('never charges one batch with another batch\'s bad data: each gets the outcome of its own records', async () => {

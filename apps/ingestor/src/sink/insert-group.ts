@@ -59,6 +59,10 @@ export class InsertGroup<T> {
     if (this.draining) return;
     this.draining = true;
     try {
+      // One turn of the event loop first: kafkajs hands a fetch's partition batches to the
+      // sink at once, and each is decoded before it is submitted; without the wait the first
+      // went alone and the others in a second insert.
+      await new Promise((r) => setImmediate(r));
       while (this.waiting.length > 0) {
         const wait = this.paceMs > 0 && this.waiting.every((m) => m.paced) ? this.lastStart + this.paceMs - Date.now() : 0;
         if (wait > 0) {
