@@ -17,7 +17,7 @@ export const rollupEnvSchema = platformEnvSchema.extend({
   ROLLUP_CLAIM_LEASE_MS: envInt(60_000, 1000, 3_600_000),
   /** Assets of a venue one rollup run claims and rolls together (one read, one insert per table); 1: one at a time. */
   ROLLUP_BATCH_ASSETS: envInt(16, 1, 256),
-  /** An asset whose dirty dates are all past days fed by the sink waits until it was not notified for this long (0: never held). */
+  /** An asset whose dirty dates are all past days fed by the sink waits until the sink has stored no past day's records for this long (0: never held). */
   ROLLUP_PAST_DAY_QUIET_MS: envInt(10_000, 0, 3_600_000),
   /** …but at most this long from its first notification since its last run. */
   ROLLUP_PAST_DAY_HOLD_MAX_MS: envInt(300_000, 0, 86_400_000),

@@ -39,8 +39,9 @@ export interface RollupWorkerOptions {
   batchAssets: number;
   /**
    * The past-day hold (libs/messaging rollup-queue.ts `PastDayHold`): an asset whose dirty
-   * dates are all days that ended, each fed by the sink, is rolled once the sink has not
-   * notified it for this long (a replay or an import still feeding it), at most
+   * dates are all days that ended, each fed by the sink, is rolled once the sink has stored
+   * no past day's records (of any asset) for this long (a replay or an import still feeding
+   * past days), at most
    * `pastDayHoldMaxMs` after its first notification since its last run. 0: never held.
    * Today's dates are never held, and a replay's end (`--wait`) ends the hold at once.
    */
